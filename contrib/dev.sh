@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# copus developer entry point for a fresh Debian 12 machine (run as root).
+#
+#   contrib/dev.sh demo    install what is needed, build, run the main job
+#   contrib/dev.sh test    install what is needed, build, run every test
+#   contrib/dev.sh deps    only install the Debian packages and the Slurm source
+#
+# The reference data is expected in ../shared/data beside the project root, or
+# wherever COPUS_DATA points.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+data=${COPUS_DATA:-$top/../shared/data}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# Debian packages the build, the tests and the demo need.
+packages=(
+	build-essential autoconf automake libtool pkg-config dpkg-dev
+	libslurm-dev slurmctld slurmd slurm-client munge
+	libpmix-dev libjson-c-dev libcunit1-dev libnlopt-dev
+	libxgboost-dev libglpk-dev gnuplot-nox
+)
+
+# Where the matching Slurm source is unpacked (plugin headers).
+srcroot=${COPUS_SLURM_SRC_ROOT:-/var/cache/copus}
+
+say() { printf '== %s\n' "$*"; }
+
+need_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "contrib/dev.sh: installing packages needs root; run it as root" >&2
+		exit 1
+	fi
+}
+
+install_packages() {
+	local missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		need_root
+		say "installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+}
+
+# apt-get source needs deb-src entries for the suites that hold slurm-wlm.
+enable_deb_src() {
+	if apt-cache showsrc slurm-wlm 2>/dev/null | grep -q '^Package: slurm-wlm'; then
+		return
+	fi
+	need_root
+	say "adding deb-src entries for the configured Debian suites"
+	local out=/etc/apt/sources.list.d/copus-deb-src.sources
+	: > "$out"
+	local f
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ "$f" = "$out" ] && continue
+		awk 'BEGIN { RS = ""; ORS = "\n\n" }
+		     /Types:[^\n]*deb/ && !/deb-src/ { sub(/Types:[^\n]*/, "Types: deb-src"); print }' \
+			"$f" >> "$out"
+	done
+	if [ -f /etc/apt/sources.list ]; then
+		sed -n 's/^deb \(.*\)/deb-src \1/p' /etc/apt/sources.list \
+			> /etc/apt/sources.list.d/copus-deb-src.list
+	fi
+	apt-get update -qq
+}
+
+# Unpack the Slurm source matching the installed libslurm-dev.
+slurm_source() {
+	local ver
+	ver=$(dpkg-query -W -f='${Version}' libslurm-dev)
+	local upstream=${ver#*:}
+	upstream=${upstream%-*}
+	local dir
+	dir=$(ls -d "$srcroot"/slurm-wlm-"$upstream" 2>/dev/null || true)
+	if [ -z "$dir" ] || [ ! -f "$srcroot/.version" ] ||
+		[ "$(cat "$srcroot/.version")" != "$ver" ]; then
+		enable_deb_src
+		need_root
+		say "fetching the Slurm $ver source into $srcroot"
+		rm -rf "$srcroot"
+		mkdir -p "$srcroot"
+		(cd "$srcroot" && apt-get source -qq "slurm-wlm=$ver" >/dev/null)
+		echo "$ver" > "$srcroot/.version"
+		dir=$(ls -d "$srcroot"/slurm-wlm-"$upstream")
+	fi
+	echo "$dir"
+}
+
+configure_build() {
+	local slurm_src=$1 builddir=$2
+	shift 2
+	[ -x configure ] || autoreconf -fi >/dev/null
+	mkdir -p "$builddir"
+	(cd "$builddir" && "$top/configure" -q --with-slurm-src="$slurm_src" "$@")
+	make -s -C "$builddir" -j"$jobs"
+}
+
+cmd_deps() {
+	install_packages
+	slurm_source >/dev/null
+}
+
+cmd_test() {
+	install_packages
+	local slurm_src
+	slurm_src=$(slurm_source)
+	export COPUS_DATA="$data"
+
+	say "build and test (plain)"
+	configure_build "$slurm_src" build
+	make -s -C build check -j"$jobs" || { cat build/tests/test-suite.log 2>/dev/null; exit 1; }
+
+	say "build and test (AddressSanitizer + UndefinedBehaviorSanitizer)"
+	configure_build "$slurm_src" build-san --enable-sanitizers
+	make -s -C build-san check -j"$jobs" || { cat build-san/tests/test-suite.log 2>/dev/null; exit 1; }
+
+	say "make distcheck"
+	make -s -C build distcheck \
+		DISTCHECK_CONFIGURE_FLAGS="--with-slurm-src=$slurm_src" >/dev/null
+
+	say "summary"
+	local f
+	for f in build/tests/test-suite.log build-san/tests/test-suite.log; do
+		echo "$f:"
+		sed -n 's/^# \(TOTAL\|PASS\|FAIL\|SKIP\|ERROR\|XFAIL\|XPASS\): *\([0-9]*\)/  \1 \2/p' "$f"
+	done
+	"$top/build/tests/count-results" build/tests build-san/tests
+}
+
+cmd_demo() {
+	install_packages
+	local slurm_src
+	slurm_src=$(slurm_source)
+	configure_build "$slurm_src" build
+	"$top/contrib/demo.sh" "$top/build" "$data"
+}
+
+case ${1:-} in
+deps) cmd_deps ;;
+test) cmd_test ;;
+demo) cmd_demo ;;
+*)
+	echo "usage: contrib/dev.sh demo|test|deps" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,27 @@
+/* Functions shared inside the core library; not part of the public API. */
+#ifndef COPUS_CORE_INTERNAL_H
+#define COPUS_CORE_INTERNAL_H
+
+#include <copus/model.h>
+
+#define COPUS_PARAM_MIN 1e-8
+#define COPUS_GAMMA_MIN 1.0
+#define COPUS_GAMMA_MAX 10.0
+
+int copus__shape_check(int nodes, int replicas);
+double copus__sync_time(const copus_perf_params *p, int nodes, int replicas);
+double copus__overlap(double grad, double sync, double gamma);
+double copus__gain(const copus_grad_stats *g, double scale);
+double copus__goodput(const copus_model *m, int nodes, int replicas,
+		      int local, int accum_steps, double *throughput,
+		      double *efficiency);
+int copus__best_batch(const copus_model *m, int nodes, int replicas,
+		      copus_batch_plan *out);
+
+
+
+/* The fitting objective at p and, when grad is not NULL, its gradient
+ * (alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma). */
+double copus__fit_objective(const copus_observation *obs, size_t n,
+			    const copus_perf_params *p, double *grad);
+#endif /* COPUS_CORE_INTERNAL_H */

@@ -1,0 +1,107 @@
+/* Memoised speedup of a job over its allocation shapes. */
+#include <math.h>
+#include <stdlib.h>
+
+#include <copus/model.h>
+
+#include "internal.h"
+
+struct copus_speedup {
+	copus_model model;
+	int max_nodes;
+	int max_replicas;
+	int base_nodes;
+	int base_replicas;
+	double base_goodput;
+	double *memo; /* (max_nodes + 1) x (max_replicas + 1), NAN = unknown */
+};
+
+static size_t memo_size(const copus_speedup *s)
+{
+	return (size_t)(s->max_nodes + 1) * (size_t)(s->max_replicas + 1);
+}
+
+int copus_speedup_reset(copus_speedup *s, const copus_model *m)
+{
+	copus_batch_plan plan;
+	int rc;
+
+	if (s == NULL)
+		return COPUS_EINVAL;
+	if ((rc = copus_model_check(m)) != COPUS_OK)
+		return rc;
+	rc = copus__best_batch(m, s->base_nodes, s->base_replicas, &plan);
+	if (rc != COPUS_OK)
+		return rc;
+	if (!(plan.goodput > 0.0) || !isfinite(plan.goodput))
+		return COPUS_ERANGE;
+	s->model = *m;
+	s->base_goodput = plan.goodput;
+	for (size_t i = 0; i < memo_size(s); i++)
+		s->memo[i] = NAN;
+	s->memo[0] = 0.0;
+	return COPUS_OK;
+}
+
+int copus_speedup_create(const copus_model *m, int max_nodes, int max_replicas,
+			 int base_nodes, int base_replicas,
+			 copus_speedup **out)
+{
+	copus_speedup *s;
+	int rc;
+
+	if (out == NULL || max_nodes < 1 || max_replicas < max_nodes ||
+	    base_nodes > max_nodes || base_replicas > max_replicas)
+		return COPUS_EINVAL;
+	/* A table of more than 2^28 entries is a caller's mistake. */
+	if ((double)(max_nodes + 1) * (max_replicas + 1) > (double)(1 << 28))
+		return COPUS_ERANGE;
+	if ((rc = copus__shape_check(base_nodes, base_replicas)) != COPUS_OK)
+		return rc;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return COPUS_ENOMEM;
+	s->max_nodes = max_nodes;
+	s->max_replicas = max_replicas;
+	s->base_nodes = base_nodes;
+	s->base_replicas = base_replicas;
+	s->memo = malloc(memo_size(s) * sizeof(double));
+	if (s->memo == NULL) {
+		free(s);
+		return COPUS_ENOMEM;
+	}
+	rc = copus_speedup_reset(s, m);
+	if (rc != COPUS_OK) {
+		copus_speedup_destroy(s);
+		return rc;
+	}
+	*out = s;
+	return COPUS_OK;
+}
+
+void copus_speedup_destroy(copus_speedup *s)
+{
+	if (s == NULL)
+		return;
+	free(s->memo);
+	free(s);
+}
+
+int copus_speedup_get(copus_speedup *s, int nodes, int replicas, double *out)
+{
+	if (s == NULL || out == NULL || nodes < 0 || replicas < nodes ||
+	    nodes > s->max_nodes || replicas > s->max_replicas ||
+	    (nodes == 0 && replicas != 0))
+		return COPUS_EINVAL;
+	double *slot = &s->memo[(size_t)nodes * (s->max_replicas + 1) + replicas];
+	if (isnan(*slot)) {
+		copus_batch_plan plan;
+		if (copus__best_batch(&s->model, nodes, replicas, &plan) ==
+		    COPUS_OK)
+			*slot = plan.goodput / s->base_goodput;
+		else
+			*slot = 0.0;
+	}
+	*out = *slot;
+	return COPUS_OK;
+}

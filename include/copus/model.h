@@ -1,0 +1,198 @@
+/*
+ * copus core: the goodput model of a data-parallel training job.
+ *
+ * The model follows Pollux (OSDI'21). The time of one iteration on K GPUs
+ * spread over N nodes with a per-GPU micro-batch m and s accumulation steps is
+ *
+ *   T_grad = alpha_c + beta_c * m                      (one micro-batch)
+ *   T_sync = 0                                          (K = 1)
+ *          = alpha_r + beta_r * (K - 2)                 (N = 1, K > 1)
+ *          = alpha_n + beta_n * (K - 2)                 (N > 1)
+ *   T_opt  = (T_grad^gamma + T_sync^gamma)^(1/gamma)    (overlap, 1..10)
+ *   T_iter = s * T_grad + T_opt
+ *
+ * (K - 2 is taken as at least 0.) The throughput is K * m * (s + 1) / T_iter
+ * samples per second. The statistical efficiency of a total batch M relative
+ * to the initial batch M0 comes from the gradient noise: with the squared
+ * gradient norm sqr = |G|^2 and the variance var = tr(Sigma) at batch M0,
+ * phi = M0 * var / sqr and E(M) = (phi + M0) / (phi + M). Goodput is
+ * throughput x efficiency, in M0-equivalent samples per second.
+ *
+ * All functions are pure: no I/O, no global state. Every function checks its
+ * arguments and returns COPUS_OK or a negative copus_status.
+ */
+#ifndef COPUS_MODEL_H
+#define COPUS_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <copus/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The seven parameters of the throughput model (seconds, seconds/sample). */
+typedef struct copus_perf_params {
+	double alpha_c; /* constant compute time of one micro-batch */
+	double beta_c;  /* compute time per sample of a micro-batch */
+	double alpha_n; /* constant synchronisation time across nodes */
+	double beta_n;  /* growth of the cross-node sync time per replica */
+	double alpha_r; /* constant synchronisation time within a node */
+	double beta_r;  /* growth of the in-node sync time per replica */
+	double gamma;   /* overlap of compute and sync, 1 (none) .. 10 */
+} copus_perf_params;
+
+/* Gradient statistics at the initial batch size M0. */
+typedef struct copus_grad_stats {
+	double sqr; /* |G|^2, squared norm of the true gradient */
+	double var; /* tr(Sigma), gradient variance at batch M0 */
+} copus_grad_stats;
+
+/* What a job allows for its batch size. */
+typedef struct copus_batch_limits {
+	double init_batch; /* M0: the batch size the job was tuned for */
+	double max_batch;  /* the largest total batch the job accepts */
+	int min_local;     /* smallest micro-batch per GPU */
+	int max_local;     /* largest micro-batch that fits one GPU */
+	bool accumulation; /* gradient accumulation allowed */
+} copus_batch_limits;
+
+/* Everything the scheduler knows about one job's goodput. */
+typedef struct copus_model {
+	copus_perf_params perf;
+	copus_grad_stats grad;
+	copus_batch_limits limits;
+} copus_model;
+
+/* The predicted times of one iteration, in seconds. */
+typedef struct copus_step_times {
+	double grad; /* T_grad: one micro-batch's forward and backward */
+	double sync; /* T_sync: gradient synchronisation */
+	double opt;  /* T_opt: last micro-batch overlapped with the sync */
+	double iter; /* T_iter: the whole iteration */
+} copus_step_times;
+
+/* A batch configuration and what it is worth. */
+typedef struct copus_batch_plan {
+	double batch;      /* total batch: replicas * local * (accum + 1) */
+	int local;         /* micro-batch per GPU */
+	int accum_steps;   /* accumulation steps before each sync */
+	double throughput; /* samples per second */
+	double efficiency; /* statistical efficiency of the batch, 0..1 */
+	double goodput;    /* throughput * efficiency */
+} copus_batch_plan;
+
+/* Number of total batch sizes copus_best_batch() tries. */
+#define COPUS_BATCH_CANDIDATES 50
+
+/* Check that parameters are finite and within their bounds. */
+int copus_perf_params_check(const copus_perf_params *p);
+
+/* Check a complete model (parameters, gradient statistics, limits). */
+int copus_model_check(const copus_model *m);
+
+/* Predicted times of one iteration; nodes >= 1, replicas >= nodes. */
+int copus_step_time(const copus_perf_params *p, int nodes, int replicas,
+		    double local, int accum_steps, copus_step_times *out);
+
+/* Samples per second of the configuration. */
+int copus_throughput(const copus_perf_params *p, int nodes, int replicas,
+		     double local, int accum_steps, double *out);
+
+/* Gradient noise scale phi = M0 * var / sqr (infinite when sqr is 0). */
+int copus_noise_scale(const copus_grad_stats *g, double init_batch,
+		      double *out);
+
+/*
+ * Statistical efficiency E(M) = (phi + M0) / (phi + M) of the total batch M.
+ * With no gradient information (sqr = var = 0) the efficiency is M0 / M:
+ * a larger batch is assumed to bring no gain until the job has measured its
+ * noise.
+ */
+int copus_efficiency(const copus_grad_stats *g, double init_batch,
+		     double batch, double *out);
+
+/*
+ * Learning-rate gain of the batch M, AdaScale's
+ * (var + sqr) / (var / scale + sqr) with scale = M / M0; between 1 and scale.
+ */
+int copus_gain(const copus_grad_stats *g, double init_batch, double batch,
+	       double *out);
+
+/* Goodput of one configuration (samples of M0-equivalent progress / s). */
+int copus_goodput(const copus_model *m, int nodes, int replicas, int local,
+		  int accum_steps, double *out);
+
+/*
+ * The batch configuration of highest goodput on the given allocation.
+ * Tries COPUS_BATCH_CANDIDATES geometrically spaced total batch sizes from
+ * max(M0, replicas * min_local) to max_batch; a micro-batch above max_local
+ * is split into accumulation steps when accumulation is allowed (and a job
+ * on one GPU that goes beyond M0 always accumulates at least once, so that
+ * its gradient noise stays measurable), otherwise it is not a candidate.
+ * Returns COPUS_ERANGE when no candidate fits the limits.
+ */
+int copus_best_batch(const copus_model *m, int nodes, int replicas,
+		     copus_batch_plan *out);
+
+/* One measured configuration, the input of copus_fit(). */
+typedef struct copus_observation {
+	int nodes;
+	int replicas;
+	int local;           /* micro-batch per GPU */
+	int accum_steps;
+	double compute_time; /* measured T_grad of one micro-batch, s */
+	double step_time;    /* measured T_iter of the whole iteration, s */
+} copus_observation;
+
+/* What a fit did, for logs and tests. */
+typedef struct copus_fit_report {
+	double objective;  /* final value of the objective */
+	double rmsle_step; /* RMS log error of the step time */
+	int evaluations;   /* objective evaluations */
+	int optimizer_status; /* the optimiser's own result code */
+	unsigned fixed;    /* bit i set: parameter i was held by a prior */
+} copus_fit_report;
+
+/*
+ * Fit the seven parameters to observations, as Pollux does: minimise the RMS
+ * log error of the step time plus the RMS log error of the compute time, plus
+ * 1e-3 (gamma - 1)^2 and 1e-2 ((beta_n/alpha_n)^2 + (beta_r/alpha_r)^2),
+ * with every parameter >= 1e-8 and 1 <= gamma <= 10, by NLopt's bounded
+ * L-BFGS with the exact gradient. Dimensions not yet observed keep Pollux's
+ * optimistic priors: one micro-batch size seen fixes alpha_c at half the mean
+ * compute time; no multi-node observation fixes the inter-node terms and
+ * afterwards raises them to at least 1.1 x the in-node terms; no single-node
+ * multi-GPU observation fixes the in-node terms; no observation with more
+ * than two GPUs fixes both beta terms. report may be NULL.
+ */
+int copus_fit(const copus_observation *obs, size_t n,
+	      copus_perf_params *out, copus_fit_report *report);
+
+/*
+ * Speedup of a job on (nodes, replicas) relative to a base allocation: the
+ * ratio of the best goodputs (batch size re-optimised for each). The table
+ * is memoised: the first query of a shape computes it, later ones are an
+ * array lookup. Rebuild it (copus_speedup_reset) when the model changes.
+ */
+typedef struct copus_speedup copus_speedup;
+
+int copus_speedup_create(const copus_model *m, int max_nodes, int max_replicas,
+			 int base_nodes, int base_replicas,
+			 copus_speedup **out);
+void copus_speedup_destroy(copus_speedup *s);
+int copus_speedup_reset(copus_speedup *s, const copus_model *m);
+
+/*
+ * Speedup of (nodes, replicas); 0 for (0, 0) and for shapes on which the job
+ * cannot run within its batch limits. nodes <= replicas <= max_replicas.
+ */
+int copus_speedup_get(copus_speedup *s, int nodes, int replicas, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COPUS_MODEL_H */
