@@ -15,12 +15,7 @@ data=${COPUS_DATA:-$top/../shared/data}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Debian packages the build, the tests and the demo need.
-packages=(
-	build-essential autoconf automake libtool pkg-config dpkg-dev
-	libslurm-dev slurmctld slurmd slurm-client munge
-	libpmix-dev libjson-c-dev libcunit1-dev libnlopt-dev
-	libxgboost-dev libglpk-dev gnuplot-nox
-)
+mapfile -t packages < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$top/contrib/debian-packages")
 
 # Where the matching Slurm source is unpacked (plugin headers).
 srcroot=${COPUS_SLURM_SRC_ROOT:-/var/cache/copus}
@@ -87,6 +82,8 @@ slurm_source() {
 		say "fetching the Slurm $ver source into $srcroot"
 		rm -rf "$srcroot"
 		mkdir -p "$srcroot"
+		# _apt fetches into the current directory when it may write there.
+		chown _apt "$srcroot" 2>/dev/null || true
 		(cd "$srcroot" && apt-get source -qq "slurm-wlm=$ver" >/dev/null)
 		echo "$ver" > "$srcroot/.version"
 		dir=$(ls -d "$srcroot"/slurm-wlm-"$upstream")
@@ -97,7 +94,7 @@ slurm_source() {
 configure_build() {
 	local slurm_src=$1 builddir=$2
 	shift 2
-	[ -x configure ] || autoreconf -fi >/dev/null
+	[ -x configure ] || autoreconf -fi >/dev/null 2>&1
 	mkdir -p "$builddir"
 	(cd "$builddir" && "$top/configure" -q --with-slurm-src="$slurm_src" "$@")
 	make -s -C "$builddir" -j"$jobs"
@@ -108,31 +105,67 @@ cmd_deps() {
 	slurm_source >/dev/null
 }
 
+# Print each failed test's log and one closing line for the whole run:
+# "N passed, N failed", counting CUnit tests inside the test programs and
+# every test script as one.
+summarize() {
+	local dir log trs passed=0 failed=0 skipped=0
+	for dir in "$@"; do
+		for trs in "$dir"/tests/*.trs "$dir"/*/tests/*.trs; do
+			[ -f "$trs" ] || continue
+			log=${trs%.trs}.log
+			local result
+			result=$(sed -n 's/^:test-result: //p' "$trs")
+			if [ "$result" = FAIL ] || [ "$result" = ERROR ]; then
+				echo "---- $log"
+				cat "$log"
+			fi
+			local counts
+			counts=$(awk '$1 == "tests" && NF == 6 { print $4, $5 }' "$log")
+			if [ -n "$counts" ]; then
+				passed=$((passed + ${counts% *}))
+				failed=$((failed + ${counts#* }))
+				# A program that died before its summary still failed.
+				if [ "$result" != PASS ] && [ "${counts#* }" = 0 ]; then
+					failed=$((failed + 1))
+				fi
+			else
+				case $result in
+				PASS) passed=$((passed + 1)) ;;
+				SKIP) skipped=$((skipped + 1)) ;;
+				*) failed=$((failed + 1)) ;;
+				esac
+			fi
+		done
+	done
+	echo "$passed passed, $failed failed, $skipped skipped"
+	[ "$failed" -eq 0 ]
+}
+
 cmd_test() {
 	install_packages
-	local slurm_src
+	local slurm_src rc=0
 	slurm_src=$(slurm_source)
 	export COPUS_DATA="$data"
 
 	say "build and test (plain)"
 	configure_build "$slurm_src" build
-	make -s -C build check -j"$jobs" || { cat build/tests/test-suite.log 2>/dev/null; exit 1; }
+	make -s -C build check -j"$jobs" >/dev/null 2>&1 || rc=1
 
 	say "build and test (AddressSanitizer + UndefinedBehaviorSanitizer)"
 	configure_build "$slurm_src" build-san --enable-sanitizers
-	make -s -C build-san check -j"$jobs" || { cat build-san/tests/test-suite.log 2>/dev/null; exit 1; }
+	make -s -C build-san check -j"$jobs" >/dev/null 2>&1 || rc=1
 
-	say "make distcheck"
-	make -s -C build distcheck \
-		DISTCHECK_CONFIGURE_FLAGS="--with-slurm-src=$slurm_src" >/dev/null
+	if [ $rc -eq 0 ]; then
+		say "make distcheck"
+		make -s -C build distcheck \
+			DISTCHECK_CONFIGURE_FLAGS="--with-slurm-src=$slurm_src" \
+			>build/distcheck.log 2>&1 || { tail -40 build/distcheck.log; rc=1; }
+	fi
 
-	say "summary"
-	local f
-	for f in build/tests/test-suite.log build-san/tests/test-suite.log; do
-		echo "$f:"
-		sed -n 's/^# \(TOTAL\|PASS\|FAIL\|SKIP\|ERROR\|XFAIL\|XPASS\): *\([0-9]*\)/  \1 \2/p' "$f"
-	done
-	"$top/build/tests/count-results" build/tests build-san/tests
+	say "results"
+	summarize build build-san || rc=1
+	return $rc
 }
 
 cmd_demo() {

@@ -1,0 +1,1 @@
+# Build rules of plugin/ (included by the top-level Makefile.am).

@@ -1,0 +1,1 @@
+# Build rules of runtime/ (included by the top-level Makefile.am).

@@ -1,0 +1,1 @@
+# Build rules of sim/ (included by the top-level Makefile.am).
