@@ -18,6 +18,8 @@ enum { P_AC, P_BC, P_AN, P_BN, P_AR, P_BR, P_GAMMA, P_COUNT };
 struct fit_ctx {
 	const copus_observation *obs;
 	size_t n;
+	double *log_step;    /* log of each observed step time */
+	double *log_compute; /* log of each observed compute time */
 	double full[P_COUNT];  /* every parameter, fixed ones included */
 	int free_idx[P_COUNT]; /* which full[] entry each free variable is */
 	int nfree;
@@ -71,24 +73,34 @@ static double objective(const struct fit_ctx *c, const double *x,
 			b_idx = o->nodes > 1 ? P_BN : P_BR;
 			tn = x[a_idx] + x[b_idx] * extra;
 		}
-		double topt = copus__overlap(tc, tn, g);
+		/*
+		 * T_opt = hi * (a + b)^(1/g) with a = (tc/hi)^g, b = (tn/hi)^g;
+		 * a / (a + b) and b / (a + b) are (tc/T_opt)^g and (tn/T_opt)^g,
+		 * which give every partial derivative without more powers.
+		 */
+		double topt = tc, cg = 1.0, ng = 0.0;
+		if (tn > 0.0) {
+			double hi = tc > tn ? tc : tn;
+			double a = pow(tc / hi, g), b = pow(tn / hi, g);
+			topt = hi * pow(a + b, 1.0 / g);
+			cg = a / (a + b);
+			ng = b / (a + b);
+		}
 		double titer = o->accum_steps * tc + topt;
-		double r1 = log(titer) - log(o->step_time);
-		double r2 = log(tc) - log(o->compute_time);
+		double ltc = log(tc);
+		double r1 = log(titer) - c->log_step[i];
+		double r2 = ltc - c->log_compute[i];
 		sum1 += r1 * r1;
 		sum2 += r2 * r2;
 		if (grad == NULL)
 			continue;
 
 		/* Partial derivatives of T_iter through T_grad, T_sync, gamma. */
-		double dt_dc = o->accum_steps + (tn > 0.0 ? pow(tc / topt, g - 1.0) : 1.0);
-		double dt_dn = tn > 0.0 ? pow(tn / topt, g - 1.0) : 0.0;
+		double dt_dc = o->accum_steps + cg * topt / tc;
+		double dt_dn = tn > 0.0 ? ng * topt / tn : 0.0;
 		double dt_dg = 0.0;
-		if (tn > 0.0) {
-			double cg = pow(tc / topt, g), ng = pow(tn / topt, g);
-			/* cg + ng == 1 since topt^g = tc^g + tn^g. */
-			dt_dg = topt / g * (cg * log(tc) + ng * log(tn) - log(topt));
-		}
+		if (tn > 0.0)
+			dt_dg = topt / g * (cg * ltc + ng * log(tn) - log(topt));
 		double w1 = r1 / titer;
 		d1[P_AC] += w1 * dt_dc;
 		d1[P_BC] += w1 * dt_dc * o->local;
@@ -158,6 +170,20 @@ static double nlopt_objective(unsigned nfree, const double *xf, double *gf,
 	return f;
 }
 
+/* The logarithms of the measured times, computed once per fit. */
+static int ctx_logs(struct fit_ctx *c)
+{
+	c->log_step = malloc(2 * c->n * sizeof(double));
+	if (c->log_step == NULL)
+		return COPUS_ENOMEM;
+	c->log_compute = c->log_step + c->n;
+	for (size_t i = 0; i < c->n; i++) {
+		c->log_step[i] = log(c->obs[i].step_time);
+		c->log_compute[i] = log(c->obs[i].compute_time);
+	}
+	return COPUS_OK;
+}
+
 static int observation_check(const copus_observation *o)
 {
 	if (copus__shape_check(o->nodes, o->replicas) != COPUS_OK ||
@@ -205,6 +231,10 @@ int copus_fit(const copus_observation *obs, size_t n,
 	}
 	mean_compute /= (double)n;
 	mean_local /= (double)n;
+
+	int rc = COPUS_OK;
+	if (ctx_logs(&c) != COPUS_OK)
+		return COPUS_ENOMEM;
 
 	/*
 	 * Start from the scale of the data: half the compute time is constant,
@@ -260,8 +290,10 @@ int copus_fit(const copus_observation *obs, size_t n,
 	int status = NLOPT_SUCCESS;
 	if (c.nfree > 0) {
 		nlopt_opt opt = nlopt_create(NLOPT_LD_LBFGS, (unsigned)c.nfree);
-		if (opt == NULL)
-			return COPUS_ENOMEM;
+		if (opt == NULL) {
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
 		double fmin;
 		nlopt_set_lower_bounds(opt, lf);
 		nlopt_set_upper_bounds(opt, uf);
@@ -272,16 +304,20 @@ int copus_fit(const copus_observation *obs, size_t n,
 		status = nlopt_optimize(opt, xf, &fmin);
 		nlopt_destroy(opt);
 		if (status == NLOPT_INVALID_ARGS || status == NLOPT_OUT_OF_MEMORY ||
-		    !c.have_best)
-			return status == NLOPT_OUT_OF_MEMORY ? COPUS_ENOMEM
-							     : COPUS_EFIT;
+		    !c.have_best) {
+			rc = status == NLOPT_OUT_OF_MEMORY ? COPUS_ENOMEM
+							   : COPUS_EFIT;
+			goto out;
+		}
 		memcpy(c.full, c.best, sizeof(c.full));
 	}
 
 	double rmsle;
 	double f = objective(&c, c.full, NULL, &rmsle);
-	if (!isfinite(f))
-		return COPUS_EFIT;
+	if (!isfinite(f)) {
+		rc = COPUS_EFIT;
+		goto out;
+	}
 
 	/* With no multi-node data, crossing nodes is assumed a bit slower. */
 	if (!multi_node) {
@@ -299,7 +335,9 @@ int copus_fit(const copus_observation *obs, size_t n,
 		report->optimizer_status = status;
 		report->fixed = fixed_mask;
 	}
-	return COPUS_OK;
+out:
+	free(c.log_step);
+	return rc;
 }
 
 /* Exposed for the gradient test: the objective and its exact gradient. */
@@ -309,6 +347,10 @@ double copus__fit_objective(const copus_observation *obs, size_t n,
 	struct fit_ctx c = { .obs = obs, .n = n };
 	double x[P_COUNT];
 
+	if (ctx_logs(&c) != COPUS_OK)
+		return NAN;
 	params_to_array(p, x);
-	return objective(&c, x, grad, NULL);
+	double f = objective(&c, x, grad, NULL);
+	free(c.log_step);
+	return f;
 }
