@@ -1,7 +1,8 @@
 /*
  * The throughput model on Pollux's measured profiles: fitted on three
  * quarters of the measured placements, it predicts the step time of the
- * placements it never saw. Needs the reference data (COPUS_DATA).
+ * placements it never saw, and fitted on up to 4 nodes it predicts 6 to 16
+ * nodes. Needs the reference data (COPUS_DATA).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,10 +76,70 @@ static double median_error(const char *model)
 	return median;
 }
 
-#define PROFILE_TEST(name)                                   \
-	static void name##_step_time_is_predicted(void)      \
-	{                                                    \
-		CU_ASSERT(median_error(#name) < 0.15);       \
+/*
+ * Extrapolation: fitted on every placement (up to 4 nodes), predict the
+ * scalability table (6 to 16 nodes). This is harder than interpolation, so
+ * the bound is looser.
+ */
+static double median_extrapolation_error(const char *model)
+{
+	struct placement_row *rows = NULL;
+	long n = read_placements(data_dir, model, &rows);
+	CU_ASSERT_FATAL(n > 0);
+
+	copus_observation *train = calloc(n, sizeof(*train));
+	for (long i = 0; i < n; i++)
+		train[i] = rows[i].obs;
+	copus_perf_params p;
+	ASSERT_STATUS(copus_fit(train, n, &p, NULL), COPUS_OK);
+
+	char path[4200], line[256];
+	snprintf(path, sizeof(path), "%s/%s/scalability.csv", data_dir, model);
+	FILE *f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	double *err = NULL;
+	long cap = 0, m = 0, lineno = 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		int nodes, replicas, local;
+		double step, sync;
+		if (++lineno == 1)
+			continue;
+		if (sscanf(line, "%d,%d,%d,%lf,%lf", &nodes, &replicas, &local,
+			   &step, &sync) != 5) {
+			fprintf(stderr, "%s:%ld: malformed row\n", path, lineno);
+			CU_FAIL("malformed scalability row");
+			break;
+		}
+		copus_step_times t;
+		if (copus_step_time(&p, nodes, replicas, local, 0, &t) != COPUS_OK)
+			continue;
+		if (m == cap) {
+			cap = cap ? 2 * cap : 256;
+			err = realloc(err, cap * sizeof(*err));
+			CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+		}
+		err[m++] = fabs(t.iter - step) / step;
+	}
+	fclose(f);
+	qsort(err, m, sizeof(*err), cmp_double);
+	double median = m ? err[m / 2] : NAN;
+	printf("%-12s 6-16 nodes, %4ld rows: median |error| %5.1f%%, "
+	       "90th pct %5.1f%%\n", model, m, 100 * median,
+	       m ? 100 * err[m * 9 / 10] : NAN);
+	free(err);
+	free(train);
+	free(rows);
+	return median;
+}
+
+#define PROFILE_TEST(name)                                           \
+	static void name##_step_time_is_predicted(void)              \
+	{                                                            \
+		CU_ASSERT(median_error(#name) < 0.15);               \
+	}                                                            \
+	static void name##_step_time_extrapolates_to_16_nodes(void)  \
+	{                                                            \
+		CU_ASSERT(median_extrapolation_error(#name) < 0.20); \
 	}
 
 PROFILE_TEST(bert)
@@ -97,6 +158,12 @@ int main(void)
 		TEST(imagenet_step_time_is_predicted),
 		TEST(ncf_step_time_is_predicted),
 		TEST(yolov3_step_time_is_predicted),
+		TEST(bert_step_time_extrapolates_to_16_nodes),
+		TEST(cifar10_step_time_extrapolates_to_16_nodes),
+		TEST(deepspeech2_step_time_extrapolates_to_16_nodes),
+		TEST(imagenet_step_time_extrapolates_to_16_nodes),
+		TEST(ncf_step_time_extrapolates_to_16_nodes),
+		TEST(yolov3_step_time_extrapolates_to_16_nodes),
 	};
 	const char *root = getenv("COPUS_DATA");
 	static char dir[4096];
