@@ -1,0 +1,95 @@
+/*
+ * copus core: predicting how much work a job has left.
+ *
+ * Most training jobs on a shared cluster recur: the same user trains the same
+ * application with the same GPU count and batch size again and again, and
+ * such jobs need similar amounts of work. The predictor learns from finished
+ * jobs (their attributes and the total work they needed, in any unit the
+ * caller keeps consistent, such as scale-invariant iterations or GPU-seconds)
+ * with a random-forest regressor (XGBoost in random-forest mode), and answers
+ * for a running job with its remaining work given the progress it has made.
+ *
+ * The predictor only computes on what it is handed: no I/O, no global state.
+ * It is not thread-safe; one predictor belongs to one caller thread.
+ */
+#ifndef COPUS_PREDICT_H
+#define COPUS_PREDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <copus/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What is known about a job when it is submitted. */
+typedef struct copus_job_attrs {
+	const char *application; /* model or program name; may be NULL */
+	const char *user;        /* owner; may be NULL */
+	int gpus;                /* requested GPUs, >= 1 */
+	double batch;            /* requested batch size, > 0 (or 0: unknown) */
+} copus_job_attrs;
+
+#define COPUS_PREDICTOR_PARAMS_VERSION 1
+
+typedef struct copus_predictor_params {
+	size_t size;       /* sizeof(copus_predictor_params) */
+	unsigned version;  /* COPUS_PREDICTOR_PARAMS_VERSION */
+	int trees;         /* trees in the forest */
+	int max_depth;     /* depth of each tree */
+	double subsample;  /* fraction of samples each tree sees */
+	int min_samples;   /* finished jobs needed before the forest is used */
+	int retrain_every; /* retrain after this many new finished jobs */
+	size_t history;    /* finished jobs kept (the most recent ones) */
+	unsigned seed;     /* random seed, for repeatable forests */
+} copus_predictor_params;
+
+#define COPUS_PREDICTOR_PARAMS_INITIALIZER                                    \
+	{                                                                     \
+		.size = sizeof(copus_predictor_params),                       \
+		.version = COPUS_PREDICTOR_PARAMS_VERSION, .trees = 64,       \
+		.max_depth = 8, .subsample = 0.8, .min_samples = 8,           \
+		.retrain_every = 8, .history = 4096, .seed = 1                \
+	}
+
+typedef struct copus_predictor copus_predictor;
+
+/* params may be NULL for the defaults. */
+int copus_predictor_create(const copus_predictor_params *params,
+			   copus_predictor **out);
+void copus_predictor_destroy(copus_predictor *p);
+
+/* Record a finished job and the total work it needed (> 0). Retrains the
+ * forest when retrain_every new jobs have been added. */
+int copus_predictor_add(copus_predictor *p, const copus_job_attrs *job,
+			double total_work);
+
+/* Finished jobs recorded (up to the history size). */
+size_t copus_predictor_count(const copus_predictor *p);
+
+/*
+ * Predicted total work of a job. Before min_samples finished jobs the
+ * prediction is the median total work seen so far; with no finished job at
+ * all it is COPUS_ENODATA.
+ */
+int copus_predictor_total(copus_predictor *p, const copus_job_attrs *job,
+			  double *total_work);
+
+/*
+ * Remaining work of a running job that has done `done` units. When the
+ * target is known (target > 0, for example a fixed number of epochs) it is
+ * target - done. Otherwise it is the predicted total minus done; a job that
+ * has already outlived its prediction is expected to need as much again as
+ * half of what it has done (the longer a job has run, the longer it is
+ * likely to run), so it is never predicted to be finished.
+ */
+int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
+			      double done, double target, double *remaining);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COPUS_PREDICT_H */

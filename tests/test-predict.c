@@ -1,0 +1,207 @@
+/* The remaining-work predictor on synthetic recurring jobs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <copus/predict.h>
+
+#include "harness.h"
+
+static const char *APPS[] = { "resnet", "bert", "ncf", "yolo" };
+static const double APP_WORK[] = { 9000, 1500, 400, 30000 };
+static const char *USERS[] = { "ana", "bo", "chen", "dee", "eli", "fay" };
+static const double USER_FACTOR[] = { 1.0, 2.5, 0.6, 1.6, 4.0, 0.8 };
+
+static unsigned rng = 12345;
+
+static double uniform(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (rng >> 8) / 16777216.0;
+}
+
+/* A recurring job: its work depends on application, user and size, with
+ * +-5% run-to-run noise. */
+static double draw(copus_job_attrs *job)
+{
+	int a = (int)(uniform() * 4), u = (int)(uniform() * 6);
+	int g = 1 << (int)(uniform() * 4);
+
+	job->application = APPS[a];
+	job->user = USERS[u];
+	job->gpus = g;
+	job->batch = 32.0 * g;
+	return APP_WORK[a] * USER_FACTOR[u] * (1.0 + 0.25 * log2(g)) *
+	       (0.95 + 0.1 * uniform());
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void forest_learns_recurring_jobs(void)
+{
+	copus_predictor *p = NULL;
+	copus_job_attrs job;
+	double err[200], base[200], all[400];
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	for (int i = 0; i < 400; i++) {
+		all[i] = draw(&job);
+		ASSERT_STATUS(copus_predictor_add(p, &job, all[i]), COPUS_OK);
+	}
+	qsort(all, 400, sizeof(double), cmp);
+	double median_work = all[200];
+	for (int i = 0; i < 200; i++) {
+		double truth = draw(&job), pred = 0;
+		ASSERT_STATUS(copus_predictor_total(p, &job, &pred), COPUS_OK);
+		err[i] = fabs(pred - truth) / truth;
+		base[i] = fabs(median_work - truth) / truth;
+	}
+	qsort(err, 200, sizeof(double), cmp);
+	qsort(base, 200, sizeof(double), cmp);
+	printf("forest median |error| %.1f%%, global median's %.1f%%\n",
+	       100 * err[100], 100 * base[100]);
+	CU_ASSERT(err[100] < 0.15);
+	CU_ASSERT(err[100] * 3 < base[100]);
+	copus_predictor_destroy(p);
+}
+
+static void few_samples_fall_back_to_the_median(void)
+{
+	copus_predictor *p = NULL;
+	copus_job_attrs job = { "a", "u", 1, 32 };
+	double v;
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_total(p, &job, &v), COPUS_ENODATA);
+	ASSERT_STATUS(copus_predictor_add(p, &job, 100), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_add(p, &job, 300), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_add(p, &job, 200), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_total(p, &job, &v), COPUS_OK);
+	ASSERT_CLOSE(v, 200, 1e-5);
+	copus_predictor_destroy(p);
+}
+
+static void remaining_work_uses_target_then_prediction(void)
+{
+	copus_predictor *p = NULL;
+	copus_job_attrs job = { "a", "u", 1, 32 };
+	double v;
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	/* A known target needs no history. */
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, 30, 100, &v), COPUS_OK);
+	ASSERT_CLOSE(v, 70, 1e-12);
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, 130, 100, &v), COPUS_OK);
+	ASSERT_CLOSE(v, 0, 0);
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, 30, 0, &v),
+		      COPUS_ENODATA);
+	for (int i = 0; i < 10; i++)
+		ASSERT_STATUS(copus_predictor_add(p, &job, 1000), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, 400, 0, &v), COPUS_OK);
+	ASSERT_CLOSE(v, 600, 1e-3);
+	/* Beyond its prediction a job still has half its work again to do. */
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, 3000, 0, &v), COPUS_OK);
+	ASSERT_CLOSE(v, 1500, 1e-12);
+	copus_predictor_destroy(p);
+}
+
+static void unseen_attributes_still_get_an_answer(void)
+{
+	copus_predictor *p = NULL;
+	copus_job_attrs job;
+	copus_job_attrs stranger = { "never-seen", NULL, 3, 0 };
+	double v;
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	for (int i = 0; i < 50; i++) {
+		double w = draw(&job);
+		ASSERT_STATUS(copus_predictor_add(p, &job, w), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_predictor_total(p, &stranger, &v), COPUS_OK);
+	CU_ASSERT(isfinite(v) && v > 0);
+	copus_predictor_destroy(p);
+}
+
+static void history_keeps_the_most_recent_jobs(void)
+{
+	copus_predictor_params params = COPUS_PREDICTOR_PARAMS_INITIALIZER;
+	copus_predictor *p = NULL;
+	copus_job_attrs job = { "a", "u", 1, 32 };
+	double v;
+
+	params.history = 16;
+	params.min_samples = 1000; /* stay on the median */
+	ASSERT_STATUS(copus_predictor_create(&params, &p), COPUS_OK);
+	for (int i = 0; i < 16; i++)
+		ASSERT_STATUS(copus_predictor_add(p, &job, 10), COPUS_OK);
+	for (int i = 0; i < 16; i++)
+		ASSERT_STATUS(copus_predictor_add(p, &job, 1000), COPUS_OK);
+	CU_ASSERT_EQUAL(copus_predictor_count(p), 16);
+	ASSERT_STATUS(copus_predictor_total(p, &job, &v), COPUS_OK);
+	ASSERT_CLOSE(v, 1000, 1e-5);
+	copus_predictor_destroy(p);
+}
+
+static void bad_input_is_rejected(void)
+{
+	copus_predictor_params params = COPUS_PREDICTOR_PARAMS_INITIALIZER;
+	copus_predictor *p = NULL;
+	copus_job_attrs job = { "a", "u", 1, 32 }, bad = job;
+	double v;
+
+	ASSERT_STATUS(copus_predictor_create(NULL, NULL), COPUS_EINVAL);
+	params.version = 99;
+	ASSERT_STATUS(copus_predictor_create(&params, &p), COPUS_EVERSION);
+	params.version = COPUS_PREDICTOR_PARAMS_VERSION;
+	params.size = 3;
+	ASSERT_STATUS(copus_predictor_create(&params, &p), COPUS_EVERSION);
+	params.size = sizeof(params);
+	params.trees = 0;
+	ASSERT_STATUS(copus_predictor_create(&params, &p), COPUS_EINVAL);
+	params.trees = 10;
+	params.subsample = 0;
+	ASSERT_STATUS(copus_predictor_create(&params, &p), COPUS_EINVAL);
+	CU_ASSERT_PTR_NULL(p);
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_add(p, &job, 0), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_add(p, &job, NAN), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_add(p, &job, -5), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_add(p, NULL, 5), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_add(NULL, &job, 5), COPUS_EINVAL);
+	bad.gpus = 0;
+	ASSERT_STATUS(copus_predictor_add(p, &bad, 5), COPUS_EINVAL);
+	bad = job;
+	bad.batch = NAN;
+	ASSERT_STATUS(copus_predictor_add(p, &bad, 5), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_add(p, &job, 5), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_total(p, &bad, &v), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_total(p, &job, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, -1, 0, &v),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, NAN, 0, &v),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_remaining(p, &job, 1, -1, &v),
+		      COPUS_EINVAL);
+	CU_ASSERT_EQUAL(copus_predictor_count(NULL), 0);
+	copus_predictor_destroy(p);
+	copus_predictor_destroy(NULL);
+}
+
+int main(void)
+{
+	static const struct test_case tests[] = {
+		TEST(forest_learns_recurring_jobs),
+		TEST(few_samples_fall_back_to_the_median),
+		TEST(remaining_work_uses_target_then_prediction),
+		TEST(unseen_attributes_still_get_an_answer),
+		TEST(history_keeps_the_most_recent_jobs),
+		TEST(bad_input_is_rejected),
+	};
+	return RUN_TESTS("predict", tests);
+}
