@@ -224,43 +224,81 @@ static int cmp_float(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int copus_predictor_total(copus_predictor *p, const copus_job_attrs *job,
-			  double *total_work)
+/* The median of the recorded totals, used until the forest is trained. */
+static int median_total(const copus_predictor *p, double *out)
 {
-	float row[F_COUNT];
-	int rc;
+	float *sorted = malloc(p->count * sizeof(float));
 
-	if (p == NULL || total_work == NULL)
+	if (sorted == NULL)
+		return COPUS_ENOMEM;
+	memcpy(sorted, p->y, p->count * sizeof(float));
+	qsort(sorted, p->count, sizeof(float), cmp_float);
+	*out = exp(sorted[p->count / 2]);
+	free(sorted);
+	return COPUS_OK;
+}
+
+int copus_predictor_total_many(copus_predictor *p, const copus_job_attrs *jobs,
+			       size_t n, double *total_work)
+{
+	DMatrixHandle dm = NULL;
+	float *rows = NULL;
+	int rc = COPUS_OK;
+
+	if (p == NULL || total_work == NULL || (jobs == NULL && n > 0))
 		return COPUS_EINVAL;
-	if ((rc = attrs_check(job)) != COPUS_OK)
-		return rc;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = attrs_check(&jobs[i])) != COPUS_OK)
+			return rc;
+	if (n == 0)
+		return COPUS_OK;
 	if (p->count == 0)
 		return COPUS_ENODATA;
 	if (p->booster == NULL) {
-		float *sorted = malloc(p->count * sizeof(float));
-		if (sorted == NULL)
-			return COPUS_ENOMEM;
-		memcpy(sorted, p->y, p->count * sizeof(float));
-		qsort(sorted, p->count, sizeof(float), cmp_float);
-		*total_work = exp(sorted[p->count / 2]);
-		free(sorted);
+		double median;
+		if ((rc = median_total(p, &median)) != COPUS_OK)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			total_work[i] = median;
 		return COPUS_OK;
 	}
-	if ((rc = features(p, job, false, row)) != COPUS_OK)
-		return rc;
 
-	DMatrixHandle dm = NULL;
+	rows = malloc(n * F_COUNT * sizeof(float));
+	if (rows == NULL)
+		return COPUS_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = features(p, &jobs[i], false, &rows[i * F_COUNT])) !=
+		    COPUS_OK)
+			goto out;
+
 	bst_ulong len = 0;
 	const float *pred = NULL;
-	if (XGDMatrixCreateFromMat(row, 1, F_COUNT, NAN, &dm) != 0)
-		return COPUS_EFIT;
-	rc = XGBoosterPredict(p->booster, dm, 0, 0, 0, &len, &pred);
-	if (rc == 0 && len == 1 && isfinite(pred[0]))
-		*total_work = exp(pred[0]);
-	else
-		rc = -1;
-	XGDMatrixFree(dm);
-	return rc == 0 ? COPUS_OK : COPUS_EFIT;
+	if (XGDMatrixCreateFromMat(rows, n, F_COUNT, NAN, &dm) != 0 ||
+	    XGBoosterPredict(p->booster, dm, 0, 0, 0, &len, &pred) != 0 ||
+	    len != n) {
+		rc = COPUS_EFIT;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(pred[i])) {
+			rc = COPUS_EFIT;
+			goto out;
+		}
+		total_work[i] = exp(pred[i]);
+	}
+out:
+	if (dm != NULL)
+		XGDMatrixFree(dm);
+	free(rows);
+	return rc;
+}
+
+int copus_predictor_total(copus_predictor *p, const copus_job_attrs *job,
+			  double *total_work)
+{
+	if (job == NULL)
+		return COPUS_EINVAL;
+	return copus_predictor_total_many(p, job, 1, total_work);
 }
 
 int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,

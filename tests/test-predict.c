@@ -70,6 +70,31 @@ static void forest_learns_recurring_jobs(void)
 	copus_predictor_destroy(p);
 }
 
+static void batch_prediction_equals_single_predictions(void)
+{
+	copus_predictor *p = NULL;
+	copus_job_attrs jobs[20];
+	double many[20], one;
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	for (int i = 0; i < 60; i++) {
+		double w = draw(&jobs[0]);
+		ASSERT_STATUS(copus_predictor_add(p, &jobs[0], w), COPUS_OK);
+	}
+	for (int i = 0; i < 20; i++)
+		draw(&jobs[i]);
+	ASSERT_STATUS(copus_predictor_total_many(p, jobs, 20, many), COPUS_OK);
+	for (int i = 0; i < 20; i++) {
+		ASSERT_STATUS(copus_predictor_total(p, &jobs[i], &one), COPUS_OK);
+		ASSERT_CLOSE(many[i], one, 1e-12);
+	}
+	ASSERT_STATUS(copus_predictor_total_many(p, jobs, 0, many), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_total_many(p, NULL, 2, many), COPUS_EINVAL);
+	jobs[3].gpus = -1;
+	ASSERT_STATUS(copus_predictor_total_many(p, jobs, 20, many), COPUS_EINVAL);
+	copus_predictor_destroy(p);
+}
+
 static void few_samples_fall_back_to_the_median(void)
 {
 	copus_predictor *p = NULL;
@@ -197,6 +222,7 @@ int main(void)
 {
 	static const struct test_case tests[] = {
 		TEST(forest_learns_recurring_jobs),
+		TEST(batch_prediction_equals_single_predictions),
 		TEST(few_samples_fall_back_to_the_median),
 		TEST(remaining_work_uses_target_then_prediction),
 		TEST(unseen_attributes_still_get_an_answer),

@@ -78,6 +78,13 @@ int copus_predictor_total(copus_predictor *p, const copus_job_attrs *job,
 			  double *total_work);
 
 /*
+ * Predicted total work of n jobs at once (one pass through the forest, much
+ * cheaper per job than n calls of copus_predictor_total).
+ */
+int copus_predictor_total_many(copus_predictor *p, const copus_job_attrs *jobs,
+			       size_t n, double *total_work);
+
+/*
  * Remaining work of a running job that has done `done` units. When the
  * target is known (target > 0, for example a fixed number of epochs) it is
  * target - done. Otherwise it is the predicted total minus done; a job that
