@@ -1,0 +1,308 @@
+/*
+ * libcopus: the runtime that a training job links so that the copus
+ * scheduler can see its goodput and resize it without losing work.
+ *
+ * A training loop with libcopus:
+ *
+ *	copus_config cfg = COPUS_CONFIG_INITIALIZER;
+ *	cfg.limits = (copus_batch_limits){ 128, 4096, 8, 256, true };
+ *	cfg.ckpt_dir = "/scratch/me/run1";
+ *	cfg.save = my_save; cfg.load = my_load; cfg.cb_arg = &state;
+ *	cfg.agree = my_allreduce_max; cfg.comm_arg = &comm;
+ *	copus_init(&cfg, &ctx);           (restores the checkpoint, if any)
+ *	copus_plan_get(ctx, &plan);       (batch, micro-batch, lr gain)
+ *	for (;;) {
+ *		copus_step_begin(ctx);
+ *		for each micro-batch: forward, backward,
+ *			copus_grad_local(ctx, |local gradient|^2);
+ *		copus_sync_begin(ctx); all-reduce; copus_sync_end(ctx);
+ *		copus_grad_total(ctx, |synchronised gradient|^2);
+ *		optimizer step with lr * plan.lr_gain;
+ *		copus_step_end(ctx, plan.local, plan.accum_steps);
+ *	}
+ *
+ * copus_step_end() is where a rescale request (a signal, see copus/hint.h)
+ * is honoured: the ranks agree, the checkpoint is written, the scheduler is
+ * told, and the process exits with COPUS_EXIT_REQUEUE.
+ *
+ * Every function returns COPUS_OK or a negative copus_status; the context's
+ * copus_errmsg() says what went wrong in a sentence. A context is used by one
+ * thread at a time.
+ */
+#ifndef COPUS_COPUS_H
+#define COPUS_COPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <copus/error.h>
+#include <copus/hint.h>
+#include <copus/model.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the copus_config layout and of this API. */
+#define COPUS_API_VERSION 1
+#define COPUS_CONFIG_MAGIC 0x636f7075u /* "copu" */
+
+/* ------------------------------------------------------------------------
+ * Gradient noise estimators (core library, pure)
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Unbiased estimates of |G|^2 and of the variance at the initial batch,
+ * tr(Sigma) / M0, from count >= 2 gradient estimates of local_batch samples
+ * each (micro-batches on several replicas, accumulation steps, or consecutive
+ * steps on one GPU): local_sqr is the mean of their squared norms, total_sqr
+ * the squared norm of their mean. Either estimate may be negative for one
+ * step; average them (copus_noise_update) before taking a ratio.
+ */
+int copus_noise_estimate(double local_sqr, double total_sqr, int count,
+			 double local_batch, double init_batch,
+			 copus_grad_stats *out);
+
+/* Exponential moving averages of the estimates, with bias correction. */
+typedef struct copus_noise {
+	double decay; /* weight of the past per update, 0 <= decay < 1 */
+	double sqr;   /* raw (biased) averages */
+	double var;
+	double bias;  /* decay^count */
+	int64_t count;
+} copus_noise;
+
+int copus_noise_init(copus_noise *nz, double decay);
+int copus_noise_update(copus_noise *nz, const copus_grad_stats *raw);
+/* The bias-corrected averages; COPUS_ENODATA before the first update. */
+int copus_noise_get(const copus_noise *nz, copus_grad_stats *out);
+
+/* ------------------------------------------------------------------------
+ * Runtime configuration
+ * ------------------------------------------------------------------------ */
+
+typedef enum copus_optimizer {
+	COPUS_OPT_SGD = 0,  /* learning-rate gain: AdaScale's */
+	COPUS_OPT_ADAM = 1, /* Adam-type: the square root of AdaScale's */
+} copus_optimizer;
+
+/*
+ * Application callbacks. Each returns 0 on success, anything else on
+ * failure. save writes the application's state (model, optimizer, data
+ * position) to path, a temporary file that libcopus then makes durable and
+ * renames; load reads it back. step is the number of steps completed.
+ */
+typedef int (*copus_save_cb)(void *arg, const char *path, int64_t step);
+typedef int (*copus_load_cb)(void *arg, const char *path, int64_t step);
+/* In-place maximum all-reduce of n values across all ranks. */
+typedef int (*copus_agree_cb)(void *arg, int64_t *values, int n);
+/* Broadcast len bytes from rank 0 to all ranks (bootstrap fallback). */
+typedef int (*copus_bcast_cb)(void *arg, void *buf, size_t len);
+/* Deliver a hint (replaces the Slurm channel; for tests and other RMs). */
+typedef int (*copus_publish_cb)(void *arg, const char *hint);
+
+typedef struct copus_config {
+	size_t size;      /* sizeof(copus_config) */
+	uint32_t magic;   /* COPUS_CONFIG_MAGIC */
+	uint32_t version; /* COPUS_API_VERSION */
+
+	/* The job's batch limits; init_batch is required. */
+	copus_batch_limits limits;
+	copus_optimizer optimizer;
+	/* Optional prior throughput parameters (all zero: none). */
+	copus_perf_params prior;
+	/* Progress (iterations at init_batch) at which the job ends; 0: unknown. */
+	double target_progress;
+
+	/* The allocation; -1 reads it from the environment. */
+	int rank;
+	int world;
+	int local_rank;
+	int nodes;
+	int gpus_per_node;
+	/* GPU type name for the hints; NULL: $COPUS_GPU_TYPE or "default". */
+	const char *gpu_type;
+
+	/* The parallel plan: world = data * pipeline * tensor degrees. */
+	int pipeline_degree;
+	int tensor_degree;
+	/* Optional per-layer costs; pipeline stages get contiguous layers. */
+	const double *layer_costs;
+	int n_layers;
+
+	/* Checkpoints: NULL reads $COPUS_CKPT_DIR; none disables rescale. */
+	const char *ckpt_dir;
+	/* 0: only rank 0 saves (data parallel); 1: every rank saves. */
+	int save_all_ranks;
+	copus_save_cb save;
+	copus_load_cb load;
+	void *cb_arg;
+
+	/* Communication among ranks (needed when world > 1). */
+	copus_agree_cb agree;
+	copus_bcast_cb bcast;
+	void *comm_arg;
+
+	/* Hints: NULL publishes through Slurm (scontrol) when in a job. */
+	copus_publish_cb publish;
+	void *publish_arg;
+	/* Seconds between hints; at least COPUS_HINT_INTERVAL for Slurm. */
+	double hint_interval;
+
+	/* Rescale: 0 takes $COPUS_SIGNAL or COPUS_RESCALE_SIGNAL. */
+	int rescale_signal;
+	/* Exit code after a rescale checkpoint; 0: $COPUS_REQUEUE_EXIT or 75. */
+	int exit_code;
+	/* 1: copus_step_end() exits after a rescale checkpoint; 0: it returns
+	 * and copus_state() says COPUS_STATE_CHECKPOINTED. */
+	int exit_on_rescale;
+	/* Steps between two agreements on a pending request (>= 1). */
+	int agree_interval;
+	/* Decay of the gradient statistics' moving average; 0: 0.95. */
+	double noise_decay;
+	/* 1: do not install the signal handlers (the application calls
+	 * copus_request_rescale itself, e.g. from its own handler). */
+	int no_signal_handler;
+} copus_config;
+
+#define COPUS_CONFIG_INITIALIZER                                              \
+	{                                                                     \
+		.size = sizeof(copus_config), .magic = COPUS_CONFIG_MAGIC,    \
+		.version = COPUS_API_VERSION, .rank = -1, .world = -1,        \
+		.local_rank = -1, .nodes = -1, .gpus_per_node = -1,           \
+		.pipeline_degree = 1, .tensor_degree = 1,                     \
+		.exit_on_rescale = 1, .agree_interval = 1,                    \
+	}
+
+/* Fill *cfg (of size bytes) as COPUS_CONFIG_INITIALIZER does (for FFI). */
+int copus_config_init(copus_config *cfg, size_t size);
+
+/* ------------------------------------------------------------------------
+ * The runtime
+ * ------------------------------------------------------------------------ */
+
+typedef struct copus_ctx copus_ctx;
+
+/* What the runtime found about the job. */
+typedef struct copus_job_info {
+	uint32_t job_id;      /* 0 outside Slurm */
+	int restart_count;
+	int nodes;
+	int world;
+	int rank;
+	int local_rank;
+	int gpus_per_node;
+	int restored;         /* 1: state restored from a checkpoint */
+	int64_t step;         /* steps completed (restored ones included) */
+	double progress;      /* scale-invariant iterations */
+	int64_t samples;      /* samples processed */
+} copus_job_info;
+
+/* The batch and parallel plan for the current allocation. */
+typedef struct copus_plan {
+	double batch;        /* total batch */
+	int local;           /* micro-batch per GPU */
+	int accum_steps;     /* accumulation steps before a sync */
+	double lr_gain;      /* multiply the learning rate tuned for M0 */
+	double efficiency;
+	double throughput;   /* predicted samples/s */
+	double goodput;
+	int data_degree, pipeline_degree, tensor_degree;
+	int data_rank, pipeline_rank, tensor_rank;
+	int first_layer;     /* this rank's pipeline stage: layers */
+	int n_layers;        /* [first_layer, first_layer + n_layers) */
+} copus_plan;
+
+/*
+ * Read the allocation (SLURM_JOB_ID, SLURM_RESTART_COUNT, SLURM_NNODES,
+ * SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE or
+ * CUDA_VISIBLE_DEVICES; RANK, WORLD_SIZE, LOCAL_RANK as set by torchrun as
+ * a fallback), install the rescale signal handler, and restore the latest
+ * checkpoint through cfg->load when one exists.
+ */
+int copus_init(const copus_config *cfg, copus_ctx **out);
+
+/* Flush the last hint, restore the signal handlers, free the context. */
+int copus_finalize(copus_ctx *ctx);
+
+/* The last error of the context, a sentence; never NULL. */
+const char *copus_errmsg(const copus_ctx *ctx);
+
+int copus_info(const copus_ctx *ctx, copus_job_info *out);
+
+/* Mark the start of a step (monotonic clock). */
+int copus_step_begin(copus_ctx *ctx);
+/* Mark the synchronisation part of the step (optional). */
+int copus_sync_begin(copus_ctx *ctx);
+int copus_sync_end(copus_ctx *ctx);
+
+/*
+ * Squared norm of one micro-batch's local gradient (before the all-reduce),
+ * and of the synchronised gradient (the mean over all micro-batches of all
+ * data-parallel replicas). Both optional; when given, copus_step_end()
+ * updates the gradient statistics.
+ */
+int copus_grad_local(copus_ctx *ctx, double sqnorm);
+int copus_grad_total(copus_ctx *ctx, double sqnorm);
+
+/*
+ * End a step that used micro-batches of local samples per GPU and accum_steps
+ * accumulation steps: record its time, update progress and the gradient
+ * statistics, publish a hint when due (rank 0), and honour a rescale request.
+ */
+int copus_step_end(copus_ctx *ctx, int local, int accum_steps);
+
+/* The smoothed gradient statistics; COPUS_ENODATA before any. */
+int copus_grad_stats_get(const copus_ctx *ctx, copus_grad_stats *out);
+
+/* The plan that maximises goodput on the current allocation. */
+int copus_plan_get(copus_ctx *ctx, copus_plan *out);
+
+/* The throughput parameters fitted from the steps measured so far. */
+int copus_perf_get(copus_ctx *ctx, copus_perf_params *out);
+
+/* The hint rank 0 would publish now. */
+int copus_hint_get(const copus_ctx *ctx, copus_hint *out);
+
+/* Publish a hint now, ignoring the interval (rank 0 only). */
+int copus_publish(copus_ctx *ctx);
+
+/* Ask for a rescale, as the signal does; honoured at the next boundary. */
+int copus_request_rescale(copus_ctx *ctx);
+
+/* Write a checkpoint now (collective: every rank calls it after a step). */
+int copus_checkpoint(copus_ctx *ctx);
+
+/* Running, checkpointing, or checkpointed (the process should exit). */
+int copus_state(const copus_ctx *ctx, copus_job_state *out);
+
+/* The exit code a checkpointed process exits with. */
+int copus_exit_code(const copus_ctx *ctx, int *out);
+
+/*
+ * Share len bytes of rank 0 (an ncclUniqueId) with every rank: through PMIx
+ * (Put, Commit, Fence, Get) when launched by srun --mpi=pmix, otherwise
+ * through cfg->bcast; trivial with one rank.
+ */
+int copus_bootstrap(copus_ctx *ctx, void *blob, size_t len);
+
+/*
+ * NCCL communicators of the plan (only with NCCL; COPUS_ESTATE otherwise).
+ * The members are ncclComm_t. The CUDA device is set to local_rank modulo
+ * the visible devices.
+ */
+typedef struct copus_comms {
+	void *world;
+	void *data;
+	void *pipeline;
+	void *tensor;
+} copus_comms;
+
+int copus_comms_create(copus_ctx *ctx, copus_comms *out);
+int copus_comms_destroy(copus_ctx *ctx, copus_comms *comms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COPUS_COPUS_H */
