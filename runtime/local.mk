@@ -16,3 +16,33 @@ tests_test_hint_LDADD = $(TEST_LIBS)
 tests_test_noise_SOURCES = tests/test-noise.c tests/harness.h
 tests_test_noise_CFLAGS = $(TEST_CFLAGS)
 tests_test_noise_LDADD = $(TEST_LIBS)
+
+# ---------------------------------------------------------------------------
+# libcopus: the runtime a training job links
+# ---------------------------------------------------------------------------
+lib_LTLIBRARIES += runtime/libcopus.la
+runtime_libcopus_la_SOURCES = \
+	runtime/internal.h \
+	runtime/runtime.c \
+	runtime/publish.c \
+	runtime/rescale.c \
+	runtime/bootstrap.c
+runtime_libcopus_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
+runtime_libcopus_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread
+runtime_libcopus_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) \
+	$(PMIX_LIBS) -lpthread -lm
+runtime_libcopus_la_LDFLAGS = -version-info 0:0:0 -no-undefined
+if HAVE_NCCL
+runtime_libcopus_la_SOURCES += runtime/nccl.c
+runtime_libcopus_la_CPPFLAGS += $(CUDA_CPPFLAGS)
+runtime_libcopus_la_LIBADD += $(CUDA_LIBS)
+endif
+EXTRA_DIST += runtime/nccl.c
+
+RUNTIME_TEST_LIBS = runtime/libcopus.la core/libcopus-core.la \
+	$(CUNIT_LIBS) -lm
+
+check_PROGRAMS += tests/test-runtime
+tests_test_runtime_SOURCES = tests/test-runtime.c tests/harness.h
+tests_test_runtime_CFLAGS = $(TEST_CFLAGS)
+tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS)

@@ -1,0 +1,116 @@
+/* Internals of libcopus shared by the files of runtime/. */
+#ifndef COPUS_RUNTIME_INTERNAL_H
+#define COPUS_RUNTIME_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <copus/copus.h>
+
+/* Distinct measured configurations kept for the fit. */
+#define COPUS_MAX_OBS 64
+/* Bytes of the context's last error message. */
+#define COPUS_ERRMSG_LEN 512
+/* Seconds to wait for the acknowledgement to reach the scheduler. */
+#define COPUS_ACK_TIMEOUT 20.0
+/* The manifest that names the latest complete checkpoint. */
+#define COPUS_MANIFEST "copus.manifest"
+#define COPUS_MANIFEST_VERSION 1
+/* Largest manifest read back (it holds at most COPUS_MAX_OBS entries). */
+#define COPUS_MANIFEST_MAX (256 * 1024)
+
+/* One measured configuration: sums for the mean times. */
+struct copus__obs {
+	char type[COPUS_HINT_TYPE_LEN];
+	int nodes, replicas, local, accum_steps;
+	double sum_compute; /* per micro-batch */
+	double sum_step;
+	int64_t n;
+};
+
+struct copus__publisher;
+
+struct copus_ctx {
+	copus_config cfg;        /* the caller's config, copied */
+	char *ckpt_dir;          /* owned copies of the config's strings */
+	double *layer_costs;
+	char gpu_type[COPUS_HINT_TYPE_LEN];
+	copus_job_info info;
+	int data_degree;
+	char err[COPUS_ERRMSG_LEN];
+	int verbose;
+
+	/* The step being measured. */
+	bool in_step, in_sync;
+	struct timespec t_begin, t_sync;
+	double sync_time;
+	int64_t skip_obs;        /* steps left before timings count */
+
+	/* Gradient norms of the current step. */
+	double local_sum;
+	int local_count;
+	double total_sqr;
+	bool have_total;
+	copus_noise noise;
+	copus_grad_stats last_raw;
+
+	/* Observations and fitted parameters per GPU type. */
+	struct copus__obs obs[COPUS_MAX_OBS];
+	int n_obs;
+	copus_hint_perf perf[COPUS_HINT_MAX_TYPES];
+	int n_perf;
+	bool obs_dirty;
+
+	/* The rescale state machine. */
+	copus_job_state state;
+	int exit_code;
+	int signals[2];
+	struct sigaction old_act[2];
+	bool handlers_installed;
+	int64_t since_agree;
+	int64_t ckpt_step;       /* step of the latest committed checkpoint */
+	char **ckpt_files;       /* its files, for removal once replaced */
+	int n_ckpt_files;
+
+	/* Hints. */
+	struct copus__publisher *pub;
+	double hint_interval;
+	double last_hint;        /* monotonic seconds; < 0: never */
+	uint64_t last_hint_seq;
+};
+
+/* Set the context's error message and return status. */
+int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The runtime's one logger: "copus[rank]: message" on stderr. */
+void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+double copus__now(void);
+
+/* rescale.c */
+int copus__signals_install(copus_ctx *ctx);
+void copus__signals_restore(copus_ctx *ctx);
+bool copus__rescale_flag(void);
+void copus__rescale_flag_set(bool on);
+int copus__agree(copus_ctx *ctx, int64_t *values, int n);
+int copus__rescale(copus_ctx *ctx);
+int copus__restore(copus_ctx *ctx);
+void copus__ckpt_files_free(copus_ctx *ctx);
+
+/* publish.c */
+int copus__publisher_start(copus_ctx *ctx);
+void copus__publisher_stop(copus_ctx *ctx);
+/* Deliver text now (callback) or queue it (Slurm); *seq identifies it. */
+int copus__publish_text(copus_ctx *ctx, const char *text, uint64_t *seq);
+/* Wait until the message seq was delivered; its status. */
+int copus__publish_wait(copus_ctx *ctx, uint64_t seq, double timeout);
+/* Encode and publish the current hint in the given state. */
+int copus__publish_hint(copus_ctx *ctx, copus_job_state state, bool wait);
+
+/* runtime.c */
+int copus__fit(copus_ctx *ctx);
+
+#endif /* COPUS_RUNTIME_INTERNAL_H */

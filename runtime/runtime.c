@@ -1,0 +1,953 @@
+/*
+ * libcopus: configuration, the allocation from the environment, step timing,
+ * gradient statistics, the plan.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* The moving average of the gradient statistics forgets with this decay. */
+#define DEFAULT_NOISE_DECAY 0.95
+/* Steps after init (or a change of batch shape) not used for the fit. */
+#define WARMUP_STEPS 2
+
+double copus__now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double _elapsed(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+	       1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
+int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx == NULL)
+		return status;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
+	va_end(ap);
+	copus__log(ctx, 2, "%s", ctx->err);
+	return status;
+}
+
+void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
+{
+	va_list ap;
+	char line[COPUS_ERRMSG_LEN + 64];
+	int n;
+
+	/* Level 0: errors; 1: what a user wants to see; 2: debugging. */
+	if (ctx != NULL && level > ctx->verbose)
+		return;
+	n = snprintf(line, sizeof(line), "copus[%d]: ",
+		     ctx != NULL ? ctx->info.rank : -1);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", line);
+}
+
+const char *copus_errmsg(const copus_ctx *ctx)
+{
+	if (ctx == NULL)
+		return "no copus context";
+	return ctx->err[0] != '\0' ? ctx->err : "no error";
+}
+
+int copus_config_init(copus_config *cfg, size_t size)
+{
+	copus_config def = COPUS_CONFIG_INITIALIZER;
+
+	if (cfg == NULL || size != sizeof(copus_config))
+		return COPUS_EINVAL;
+	*cfg = def;
+	return COPUS_OK;
+}
+
+/*
+ * An integer from the environment. Absent: *found = false and COPUS_OK.
+ * Present but not an integer in [lo, hi]: an error naming the variable.
+ */
+static int _env_int(copus_ctx *ctx, const char *name, long lo, long hi,
+		    int *out, bool *found)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	*found = false;
+	if (s == NULL || *s == '\0')
+		return COPUS_OK;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "environment variable %s=\"%.40s\" is not an integer in [%ld, %ld]",
+				   name, s, lo, hi);
+	*out = (int)v;
+	*found = true;
+	return COPUS_OK;
+}
+
+/* The first of several variables that is set. */
+static int _env_first(copus_ctx *ctx, const char *const *names, long lo,
+		      long hi, int *out, bool *found)
+{
+	for (; *names != NULL; names++) {
+		int rc = _env_int(ctx, *names, lo, hi, out, found);
+		if (rc != COPUS_OK || *found)
+			return rc;
+	}
+	return COPUS_OK;
+}
+
+/* Entries of a comma-separated device list. */
+static int _count_list(const char *s)
+{
+	int n = 1;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	for (; *s != '\0'; s++)
+		n += *s == ',';
+	return n;
+}
+
+static int _read_env(copus_ctx *ctx)
+{
+	static const char *const rank_vars[] = { "RANK", "SLURM_PROCID", NULL };
+	static const char *const world_vars[] = { "WORLD_SIZE", "SLURM_NTASKS",
+						  NULL };
+	static const char *const local_vars[] = { "LOCAL_RANK", "SLURM_LOCALID",
+						  NULL };
+	static const char *const node_vars[] = { "SLURM_JOB_NUM_NODES",
+						 "SLURM_NNODES", NULL };
+	copus_config *c = &ctx->cfg;
+	copus_job_info *in = &ctx->info;
+	bool found;
+	int v, rc;
+	const char *s;
+
+	in->job_id = 0;
+	if ((s = getenv("SLURM_JOB_ID")) != NULL && *s != '\0') {
+		char *end;
+		unsigned long id;
+
+		errno = 0;
+		id = strtoul(s, &end, 10);
+		if (errno != 0 || *end != '\0' || id == 0 || id > UINT32_MAX)
+			return copus__fail(ctx, COPUS_EINVAL,
+					   "environment variable SLURM_JOB_ID=\"%.40s\" is not a job id",
+					   s);
+		in->job_id = (uint32_t)id;
+	}
+	in->restart_count = 0;
+	rc = _env_int(ctx, "SLURM_RESTART_COUNT", 0, COPUS_HINT_RESTART_MAX,
+		      &in->restart_count, &found);
+	if (rc != COPUS_OK)
+		return rc;
+
+	in->world = c->world;
+	if (in->world < 0) {
+		in->world = 1;
+		if ((rc = _env_first(ctx, world_vars, 1, 1 << 24, &in->world,
+				     &found)) != COPUS_OK)
+			return rc;
+	}
+	in->rank = c->rank;
+	if (in->rank < 0) {
+		in->rank = 0;
+		if ((rc = _env_first(ctx, rank_vars, 0, 1 << 24, &in->rank,
+				     &found)) != COPUS_OK)
+			return rc;
+	}
+	in->local_rank = c->local_rank;
+	if (in->local_rank < 0) {
+		in->local_rank = 0;
+		if ((rc = _env_first(ctx, local_vars, 0, 1 << 24,
+				     &in->local_rank, &found)) != COPUS_OK)
+			return rc;
+	}
+	in->nodes = c->nodes;
+	if (in->nodes < 0) {
+		in->nodes = 1;
+		if ((rc = _env_first(ctx, node_vars, 1, 1 << 24, &in->nodes,
+				     &found)) != COPUS_OK)
+			return rc;
+	}
+	in->gpus_per_node = c->gpus_per_node;
+	if (in->gpus_per_node < 0) {
+		in->gpus_per_node = 0;
+		rc = _env_int(ctx, "SLURM_GPUS_ON_NODE", 0, 1 << 16, &v, &found);
+		if (rc != COPUS_OK)
+			return rc;
+		if (found)
+			in->gpus_per_node = v;
+		else
+			in->gpus_per_node =
+				_count_list(getenv("CUDA_VISIBLE_DEVICES"));
+	}
+	if (in->rank >= in->world)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "rank %d is not below the world size %d",
+				   in->rank, in->world);
+	if (in->nodes > in->world)
+		in->nodes = in->world;
+	return COPUS_OK;
+}
+
+static int _check_config(copus_ctx *ctx, const copus_config *cfg)
+{
+	const copus_batch_limits *l = &cfg->limits;
+
+	if (cfg->size != sizeof(copus_config) ||
+	    cfg->magic != COPUS_CONFIG_MAGIC)
+		return copus__fail(ctx, COPUS_EVERSION,
+				   "config: size %zu or magic %#x do not match this libcopus (%zu, %#x); use COPUS_CONFIG_INITIALIZER",
+				   cfg->size, cfg->magic, sizeof(copus_config),
+				   COPUS_CONFIG_MAGIC);
+	if (cfg->version != COPUS_API_VERSION)
+		return copus__fail(ctx, COPUS_EVERSION,
+				   "config: version %u, this libcopus has %d",
+				   cfg->version, COPUS_API_VERSION);
+	if (!isfinite(l->init_batch) || l->init_batch < 1 ||
+	    l->init_batch > COPUS_HINT_BATCH_MAX)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: limits.init_batch %g is not in [1, %g]",
+				   l->init_batch, COPUS_HINT_BATCH_MAX);
+	if (!isfinite(l->max_batch) || l->max_batch < l->init_batch ||
+	    l->max_batch > COPUS_HINT_BATCH_MAX)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: limits.max_batch %g is not in [init_batch %g, %g]",
+				   l->max_batch, l->init_batch,
+				   COPUS_HINT_BATCH_MAX);
+	if (l->min_local < 1 || l->max_local < l->min_local ||
+	    l->max_local > COPUS_HINT_LOCAL_MAX)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: limits.min_local %d, max_local %d are not 1 <= min <= max <= %d",
+				   l->min_local, l->max_local,
+				   COPUS_HINT_LOCAL_MAX);
+	if (cfg->optimizer != COPUS_OPT_SGD && cfg->optimizer != COPUS_OPT_ADAM)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: optimizer %d is neither SGD nor Adam",
+				   (int)cfg->optimizer);
+	if (!isfinite(cfg->target_progress) || cfg->target_progress < 0)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: target_progress %g is negative",
+				   cfg->target_progress);
+	if (cfg->pipeline_degree < 1 || cfg->tensor_degree < 1)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: pipeline_degree %d and tensor_degree %d must be >= 1",
+				   cfg->pipeline_degree, cfg->tensor_degree);
+	if (cfg->n_layers < 0 || (cfg->n_layers > 0 && cfg->layer_costs == NULL))
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: n_layers %d without layer_costs",
+				   cfg->n_layers);
+	for (int i = 0; i < cfg->n_layers; i++)
+		if (!isfinite(cfg->layer_costs[i]) || cfg->layer_costs[i] < 0)
+			return copus__fail(ctx, COPUS_EINVAL,
+					   "config: layer_costs[%d] = %g is not a finite cost >= 0",
+					   i, cfg->layer_costs[i]);
+	if (cfg->agree_interval < 1)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: agree_interval %d is below 1",
+				   cfg->agree_interval);
+	if (!isfinite(cfg->noise_decay) || cfg->noise_decay < 0 ||
+	    cfg->noise_decay >= 1)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: noise_decay %g is not in [0, 1)",
+				   cfg->noise_decay);
+	if (!isfinite(cfg->hint_interval) || cfg->hint_interval < 0)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: hint_interval %g is negative",
+				   cfg->hint_interval);
+	if (cfg->exit_code < 0 || cfg->exit_code > 255)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: exit_code %d is not in [0, 255]",
+				   cfg->exit_code);
+	if (cfg->rescale_signal < 0 || cfg->rescale_signal >= NSIG)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: rescale_signal %d is not a signal",
+				   cfg->rescale_signal);
+	if (cfg->gpu_type != NULL && (strlen(cfg->gpu_type) == 0 ||
+	    strlen(cfg->gpu_type) >= COPUS_HINT_TYPE_LEN))
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: gpu_type \"%.32s\" is not 1..%d characters",
+				   cfg->gpu_type, COPUS_HINT_TYPE_LEN - 1);
+	return COPUS_OK;
+}
+
+/* GPU type names travel in hints: keep [A-Za-z0-9_.-] only. */
+static void _set_gpu_type(copus_ctx *ctx, const char *t)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; t != NULL && t[i] != '\0' &&
+	     j + 1 < sizeof(ctx->gpu_type); i++) {
+		char c = t[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-')
+			ctx->gpu_type[j++] = c;
+	}
+	ctx->gpu_type[j] = '\0';
+	if (j == 0)
+		snprintf(ctx->gpu_type, sizeof(ctx->gpu_type), "default");
+}
+
+/* Environment parameters of the rescale, read once. */
+static int _rescale_params(copus_ctx *ctx)
+{
+	const char *s;
+	bool found;
+	int rc, v;
+
+	ctx->exit_code = ctx->cfg.exit_code;
+	if (ctx->exit_code == 0) {
+		ctx->exit_code = COPUS_EXIT_REQUEUE;
+		rc = _env_int(ctx, "COPUS_REQUEUE_EXIT", 1, 255, &v, &found);
+		if (rc != COPUS_OK)
+			return rc;
+		if (found)
+			ctx->exit_code = v;
+	}
+	ctx->signals[0] = ctx->cfg.rescale_signal;
+	if (ctx->signals[0] == 0) {
+		ctx->signals[0] = COPUS_RESCALE_SIGNAL;
+		s = getenv("COPUS_SIGNAL");
+		if (s != NULL && *s != '\0') {
+			static const struct { const char *n; int s; } names[] = {
+				{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+				{ "SIGUSR1", SIGUSR1 }, { "SIGUSR2", SIGUSR2 },
+				{ "TERM", SIGTERM }, { "SIGTERM", SIGTERM },
+				{ "INT", SIGINT }, { "SIGINT", SIGINT },
+			};
+			found = false;
+			for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+				if (strcmp(s, names[i].n) == 0) {
+					ctx->signals[0] = names[i].s;
+					found = true;
+				}
+			}
+			if (!found) {
+				rc = _env_int(ctx, "COPUS_SIGNAL", 1, NSIG - 1,
+					      &v, &found);
+				if (rc != COPUS_OK)
+					return rc;
+				ctx->signals[0] = v;
+			}
+		}
+	}
+	/* Slurm's requeue and preemption signal asks for a checkpoint too. */
+	ctx->signals[1] = SIGTERM;
+	return COPUS_OK;
+}
+
+int copus_init(const copus_config *cfg, copus_ctx **out)
+{
+	copus_ctx *ctx = NULL;
+	const char *s;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (cfg == NULL || out == NULL) {
+		copus__log(NULL, 0, "copus_init: NULL argument");
+		return COPUS_EINVAL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL)
+		return COPUS_ENOMEM;
+	ctx->info.rank = -1;
+	s = getenv("COPUS_DEBUG");
+	ctx->verbose = s != NULL ? atoi(s) : 0;
+	rc = _check_config(ctx, cfg);
+	if (rc != COPUS_OK)
+		goto fail;
+	ctx->cfg = *cfg;
+	/* The caller's strings and arrays may go away after init. */
+	s = cfg->ckpt_dir != NULL ? cfg->ckpt_dir : getenv("COPUS_CKPT_DIR");
+	if (s != NULL && *s != '\0' && (ctx->ckpt_dir = strdup(s)) == NULL) {
+		rc = COPUS_ENOMEM;
+		goto fail;
+	}
+	ctx->cfg.ckpt_dir = ctx->ckpt_dir;
+	if (cfg->n_layers > 0) {
+		ctx->layer_costs = malloc(sizeof(double) * (size_t)cfg->n_layers);
+		if (ctx->layer_costs == NULL) {
+			rc = COPUS_ENOMEM;
+			goto fail;
+		}
+		memcpy(ctx->layer_costs, cfg->layer_costs,
+		       sizeof(double) * (size_t)cfg->n_layers);
+	}
+	ctx->cfg.layer_costs = ctx->layer_costs;
+	_set_gpu_type(ctx, cfg->gpu_type != NULL ? cfg->gpu_type
+						 : getenv("COPUS_GPU_TYPE"));
+	ctx->cfg.gpu_type = ctx->gpu_type;
+	if (ctx->cfg.noise_decay == 0)
+		ctx->cfg.noise_decay = DEFAULT_NOISE_DECAY;
+
+	rc = _read_env(ctx);
+	if (rc != COPUS_OK)
+		goto fail;
+	if (ctx->info.world % (cfg->pipeline_degree * cfg->tensor_degree) != 0) {
+		rc = copus__fail(ctx, COPUS_EINVAL,
+				 "world size %d is not a multiple of pipeline_degree %d x tensor_degree %d",
+				 ctx->info.world, cfg->pipeline_degree,
+				 cfg->tensor_degree);
+		goto fail;
+	}
+	ctx->data_degree = ctx->info.world /
+			   (cfg->pipeline_degree * cfg->tensor_degree);
+	if (ctx->info.world > 1 && cfg->agree == NULL) {
+		rc = copus__fail(ctx, COPUS_EINVAL,
+				 "config: %d ranks need an agree callback to honour rescale requests together",
+				 ctx->info.world);
+		goto fail;
+	}
+	rc = _rescale_params(ctx);
+	if (rc != COPUS_OK)
+		goto fail;
+	copus_noise_init(&ctx->noise, ctx->cfg.noise_decay);
+	ctx->skip_obs = WARMUP_STEPS;
+	ctx->state = COPUS_STATE_RUNNING;
+	ctx->ckpt_step = -1;
+	ctx->last_hint = -1.0;
+
+	rc = copus__restore(ctx);
+	if (rc != COPUS_OK)
+		goto fail;
+	rc = copus__publisher_start(ctx);
+	if (rc != COPUS_OK)
+		goto fail;
+	if (!cfg->no_signal_handler) {
+		rc = copus__signals_install(ctx);
+		if (rc != COPUS_OK)
+			goto fail;
+	}
+	copus__log(ctx, 1, "job %u restart %d: rank %d of %d on %d nodes, %d GPUs per node (%s), step %lld",
+		   ctx->info.job_id, ctx->info.restart_count, ctx->info.rank,
+		   ctx->info.world, ctx->info.nodes, ctx->info.gpus_per_node,
+		   ctx->gpu_type, (long long)ctx->info.step);
+	*out = ctx;
+	return COPUS_OK;
+fail:
+	if (ctx->info.rank < 0)
+		ctx->info.rank = 0;
+	copus__log(ctx, 0, "init failed: %s", copus_errmsg(ctx));
+	copus__publisher_stop(ctx);
+	copus__signals_restore(ctx);
+	copus__ckpt_files_free(ctx);
+	free(ctx->layer_costs);
+	free(ctx->ckpt_dir);
+	free(ctx);
+	return rc;
+}
+
+int copus_finalize(copus_ctx *ctx)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	copus__publisher_stop(ctx);
+	copus__signals_restore(ctx);
+	copus__ckpt_files_free(ctx);
+	free(ctx->layer_costs);
+	free(ctx->ckpt_dir);
+	free(ctx);
+	return COPUS_OK;
+}
+
+int copus_info(const copus_ctx *ctx, copus_job_info *out)
+{
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	*out = ctx->info;
+	return COPUS_OK;
+}
+
+int copus_step_begin(copus_ctx *ctx)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (ctx->state == COPUS_STATE_CHECKPOINTED)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "step_begin after the rescale checkpoint: the process should exit");
+	clock_gettime(CLOCK_MONOTONIC, &ctx->t_begin);
+	ctx->in_step = true;
+	ctx->in_sync = false;
+	ctx->sync_time = 0.0;
+	ctx->local_sum = 0.0;
+	ctx->local_count = 0;
+	ctx->have_total = false;
+	return COPUS_OK;
+}
+
+int copus_sync_begin(copus_ctx *ctx)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!ctx->in_step || ctx->in_sync)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "sync_begin outside a step or inside a sync");
+	clock_gettime(CLOCK_MONOTONIC, &ctx->t_sync);
+	ctx->in_sync = true;
+	return COPUS_OK;
+}
+
+int copus_sync_end(copus_ctx *ctx)
+{
+	struct timespec now;
+
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!ctx->in_sync)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "sync_end without sync_begin");
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ctx->sync_time += _elapsed(&ctx->t_sync, &now);
+	ctx->in_sync = false;
+	return COPUS_OK;
+}
+
+int copus_grad_local(copus_ctx *ctx, double sqnorm)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!isfinite(sqnorm) || sqnorm < 0)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "grad_local: squared norm %g is not finite and >= 0",
+				   sqnorm);
+	if (!ctx->in_step)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "grad_local outside a step");
+	ctx->local_sum += sqnorm;
+	ctx->local_count++;
+	return COPUS_OK;
+}
+
+int copus_grad_total(copus_ctx *ctx, double sqnorm)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!isfinite(sqnorm) || sqnorm < 0)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "grad_total: squared norm %g is not finite and >= 0",
+				   sqnorm);
+	if (!ctx->in_step)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "grad_total outside a step");
+	ctx->total_sqr = sqnorm;
+	ctx->have_total = true;
+	return COPUS_OK;
+}
+
+/* The gradient statistics, or zeros (no information) before any. */
+static copus_grad_stats _grad(const copus_ctx *ctx)
+{
+	copus_grad_stats g = { 0, 0 };
+
+	if (copus_noise_get(&ctx->noise, &g) != COPUS_OK)
+		g = (copus_grad_stats){ 0, 0 };
+	return g;
+}
+
+static double _lr_gain(const copus_ctx *ctx, const copus_grad_stats *g,
+		       double batch)
+{
+	double gain = 1.0;
+
+	if (copus_gain(g, ctx->cfg.limits.init_batch, batch, &gain) != COPUS_OK)
+		return 1.0;
+	return ctx->cfg.optimizer == COPUS_OPT_ADAM ? sqrt(gain) : gain;
+}
+
+static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
+			double compute)
+{
+	struct copus__obs *o = NULL;
+	int nodes = ctx->info.nodes < ctx->data_degree ? ctx->info.nodes
+						       : ctx->data_degree;
+
+	for (int i = 0; i < ctx->n_obs && o == NULL; i++) {
+		struct copus__obs *c = &ctx->obs[i];
+		if (c->nodes == nodes && c->replicas == ctx->data_degree &&
+		    c->local == local && c->accum_steps == accum &&
+		    strcmp(c->type, ctx->gpu_type) == 0)
+			o = c;
+	}
+	if (o == NULL) {
+		int slot = ctx->n_obs;
+		/* Full: replace the configuration measured least often. */
+		if (slot == COPUS_MAX_OBS) {
+			slot = 0;
+			for (int i = 1; i < ctx->n_obs; i++)
+				if (ctx->obs[i].n < ctx->obs[slot].n)
+					slot = i;
+		} else {
+			ctx->n_obs++;
+		}
+		o = &ctx->obs[slot];
+		memset(o, 0, sizeof(*o));
+		snprintf(o->type, sizeof(o->type), "%s", ctx->gpu_type);
+		o->nodes = nodes;
+		o->replicas = ctx->data_degree;
+		o->local = local;
+		o->accum_steps = accum;
+	}
+	o->sum_step += step;
+	o->sum_compute += compute / (accum + 1);
+	o->n++;
+	ctx->obs_dirty = true;
+}
+
+int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
+{
+	struct timespec now;
+	double step, compute, batch;
+	copus_grad_stats g;
+	int rc;
+
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!ctx->in_step)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "step_end without step_begin");
+	if (local < 1 || local > COPUS_HINT_LOCAL_MAX || accum_steps < 0 ||
+	    accum_steps > COPUS_HINT_LOCAL_MAX)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "step_end: micro-batch %d or accumulation steps %d out of range",
+				   local, accum_steps);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (ctx->in_sync) {
+		ctx->sync_time += _elapsed(&ctx->t_sync, &now);
+		ctx->in_sync = false;
+	}
+	ctx->in_step = false;
+	step = _elapsed(&ctx->t_begin, &now);
+	compute = step - ctx->sync_time;
+	if (compute < 0)
+		compute = 0;
+
+	/* Gradient statistics: every data-parallel replica saw as many. */
+	if (ctx->local_count > 0 && ctx->have_total) {
+		int count = ctx->data_degree * ctx->local_count;
+		if (count >= 2 &&
+		    copus_noise_estimate(ctx->local_sum / ctx->local_count,
+					 ctx->total_sqr, count, local,
+					 ctx->cfg.limits.init_batch,
+					 &ctx->last_raw) == COPUS_OK)
+			copus_noise_update(&ctx->noise, &ctx->last_raw);
+	}
+
+	batch = (double)ctx->data_degree * local * (accum_steps + 1);
+	g = _grad(ctx);
+	ctx->info.step++;
+	ctx->info.samples += (int64_t)batch;
+	/* Scale-invariant progress: the step counts as gain steps at M0. */
+	if (copus_gain(&g, ctx->cfg.limits.init_batch, batch, &step) == COPUS_OK)
+		ctx->info.progress += step;
+	else
+		ctx->info.progress += 1.0;
+	step = _elapsed(&ctx->t_begin, &now);
+
+	if (ctx->skip_obs > 0)
+		ctx->skip_obs--;
+	else
+		_record_obs(ctx, local, accum_steps, step, compute);
+
+	if (ctx->info.rank == 0 && ctx->pub != NULL && ctx->hint_interval > 0 &&
+	    (ctx->last_hint < 0 ||
+	     copus__now() - ctx->last_hint >= ctx->hint_interval)) {
+		/* A failed hint is logged, never fatal to the training. */
+		copus__fit(ctx);
+		copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
+	}
+
+	if (++ctx->since_agree >= ctx->cfg.agree_interval) {
+		int64_t v[2] = { copus__rescale_flag() ? 1 : 0, ctx->info.step };
+
+		ctx->since_agree = 0;
+		rc = copus__agree(ctx, v, 2);
+		if (rc != COPUS_OK)
+			return rc;
+		if (v[0] != 0)
+			return copus__rescale(ctx);
+	}
+	return COPUS_OK;
+}
+
+int copus_grad_stats_get(const copus_ctx *ctx, copus_grad_stats *out)
+{
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	return copus_noise_get(&ctx->noise, out);
+}
+
+/* The fitted parameters of the current GPU type, or NULL. */
+static const copus_perf_params *_perf_of_type(const copus_ctx *ctx)
+{
+	for (int i = 0; i < ctx->n_perf; i++)
+		if (strcmp(ctx->perf[i].type, ctx->gpu_type) == 0)
+			return &ctx->perf[i].perf;
+	return NULL;
+}
+
+int copus__fit(copus_ctx *ctx)
+{
+	copus_observation obs[COPUS_MAX_OBS];
+	copus_perf_params p;
+	size_t n = 0;
+	int rc, slot;
+
+	if (!ctx->obs_dirty)
+		return _perf_of_type(ctx) != NULL ? COPUS_OK : COPUS_ENODATA;
+	for (int i = 0; i < ctx->n_obs; i++) {
+		const struct copus__obs *o = &ctx->obs[i];
+		if (strcmp(o->type, ctx->gpu_type) != 0 || o->n == 0)
+			continue;
+		obs[n++] = (copus_observation){
+			.nodes = o->nodes, .replicas = o->replicas,
+			.local = o->local, .accum_steps = o->accum_steps,
+			.compute_time = fmax(o->sum_compute / o->n, 1e-9),
+			.step_time = fmax(o->sum_step / o->n, 1e-9),
+		};
+	}
+	if (n == 0)
+		return COPUS_ENODATA;
+	rc = copus_fit(obs, n, &p, NULL);
+	if (rc != COPUS_OK)
+		return copus__fail(ctx, rc, "fit of %zu observations failed: %s",
+				   n, copus_strerror(rc));
+	ctx->obs_dirty = false;
+	for (slot = 0; slot < ctx->n_perf; slot++)
+		if (strcmp(ctx->perf[slot].type, ctx->gpu_type) == 0)
+			break;
+	if (slot == ctx->n_perf) {
+		/* At most COPUS_HINT_MAX_TYPES: the oldest type goes. */
+		if (ctx->n_perf == COPUS_HINT_MAX_TYPES) {
+			memmove(&ctx->perf[0], &ctx->perf[1],
+				sizeof(ctx->perf[0]) * (COPUS_HINT_MAX_TYPES - 1));
+			slot = COPUS_HINT_MAX_TYPES - 1;
+		} else {
+			ctx->n_perf++;
+		}
+		snprintf(ctx->perf[slot].type, sizeof(ctx->perf[slot].type),
+			 "%s", ctx->gpu_type);
+	}
+	ctx->perf[slot].perf = p;
+	return COPUS_OK;
+}
+
+int copus_perf_get(copus_ctx *ctx, copus_perf_params *out)
+{
+	const copus_perf_params *p;
+	int rc;
+
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	rc = copus__fit(ctx);
+	p = _perf_of_type(ctx);
+	if (p == NULL)
+		return rc == COPUS_OK ? COPUS_ENODATA : rc;
+	*out = *p;
+	return COPUS_OK;
+}
+
+/*
+ * Contiguous layers into stages minimising the largest stage cost: the
+ * classic linear partition, by dynamic programming over prefix sums.
+ */
+static void _stage_layers(const double *cost, int n, int stages, int stage,
+			  int *first, int *count)
+{
+	double *pre = calloc((size_t)n + 1, sizeof(double));
+	double *best = calloc((size_t)(n + 1) * (size_t)(stages + 1),
+			      sizeof(double));
+	int *cut = calloc((size_t)(n + 1) * (size_t)(stages + 1), sizeof(int));
+	int end;
+
+	if (pre == NULL || best == NULL || cut == NULL || stages > n) {
+		/* Fall back to equal layer counts. */
+		int base = n / stages, extra = n % stages;
+		*first = stage * base + (stage < extra ? stage : extra);
+		*count = base + (stage < extra ? 1 : 0);
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		pre[i + 1] = pre[i] + cost[i];
+#define B(i, s) best[(size_t)(i) * (size_t)(stages + 1) + (size_t)(s)]
+#define C(i, s) cut[(size_t)(i) * (size_t)(stages + 1) + (size_t)(s)]
+	for (int i = 0; i <= n; i++)
+		for (int s = 0; s <= stages; s++)
+			B(i, s) = INFINITY;
+	B(0, 0) = 0;
+	for (int s = 1; s <= stages; s++) {
+		for (int i = s; i <= n; i++) {
+			for (int j = s - 1; j < i; j++) {
+				double v = fmax(B(j, s - 1), pre[i] - pre[j]);
+				if (v < B(i, s)) {
+					B(i, s) = v;
+					C(i, s) = j;
+				}
+			}
+		}
+	}
+	/* Walk the cuts back from the last stage to the one asked for. */
+	end = n;
+	for (int s = stages; s > stage + 1; s--)
+		end = C(end, s);
+	*first = C(end, stage + 1);
+	*count = end - *first;
+#undef B
+#undef C
+out:
+	free(pre);
+	free(best);
+	free(cut);
+}
+
+int copus_plan_get(copus_ctx *ctx, copus_plan *out)
+{
+	const copus_batch_limits *l;
+	const copus_perf_params *p;
+	copus_model m;
+	copus_batch_plan bp;
+	int tp, pp, rank, nodes, rc;
+
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	memset(out, 0, sizeof(*out));
+	l = &ctx->cfg.limits;
+	tp = ctx->cfg.tensor_degree;
+	pp = ctx->cfg.pipeline_degree;
+	rank = ctx->info.rank;
+	out->data_degree = ctx->data_degree;
+	out->pipeline_degree = pp;
+	out->tensor_degree = tp;
+	out->tensor_rank = rank % tp;
+	out->pipeline_rank = (rank / tp) % pp;
+	out->data_rank = rank / (tp * pp);
+	if (ctx->cfg.n_layers > 0)
+		_stage_layers(ctx->layer_costs, ctx->cfg.n_layers, pp,
+			      out->pipeline_rank, &out->first_layer,
+			      &out->n_layers);
+
+	copus__fit(ctx);
+	p = _perf_of_type(ctx);
+	if (p == NULL && ctx->cfg.prior.alpha_c > 0)
+		p = &ctx->cfg.prior;
+	m.grad = _grad(ctx);
+	m.limits = *l;
+	nodes = ctx->info.nodes < ctx->data_degree ? ctx->info.nodes
+						   : ctx->data_degree;
+	if (p != NULL) {
+		m.perf = *p;
+		rc = copus_best_batch(&m, nodes, ctx->data_degree, &bp);
+		if (rc == COPUS_OK) {
+			out->batch = bp.batch;
+			out->local = bp.local;
+			out->accum_steps = bp.accum_steps;
+			out->efficiency = bp.efficiency;
+			out->throughput = bp.throughput;
+			out->goodput = bp.goodput;
+			out->lr_gain = _lr_gain(ctx, &m.grad, bp.batch);
+			return COPUS_OK;
+		}
+	}
+	/*
+	 * No model yet (or no batch fits it): the batch the job was tuned for,
+	 * split over the replicas, accumulating when a micro-batch would not
+	 * fit one GPU.
+	 */
+	{
+		double per = ceil(l->init_batch / ctx->data_degree);
+		int accum = 0;
+
+		if (per > l->max_local) {
+			if (!l->accumulation)
+				return copus__fail(ctx, COPUS_ERANGE,
+						   "batch %g over %d replicas needs micro-batches of %g > max_local %d and accumulation is off",
+						   l->init_batch,
+						   ctx->data_degree, per,
+						   l->max_local);
+			accum = (int)ceil(per / l->max_local) - 1;
+			per = ceil(l->init_batch /
+				   ((double)ctx->data_degree * (accum + 1)));
+		}
+		if (per < l->min_local)
+			per = l->min_local;
+		out->local = (int)per;
+		out->accum_steps = accum;
+		out->batch = (double)ctx->data_degree * out->local * (accum + 1);
+		copus_efficiency(&m.grad, l->init_batch, out->batch,
+				 &out->efficiency);
+		out->lr_gain = _lr_gain(ctx, &m.grad, out->batch);
+	}
+	return COPUS_OK;
+}
+
+int copus_hint_get(const copus_ctx *ctx, copus_hint *out)
+{
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (ctx->info.job_id == 0)
+		return COPUS_ESTATE;
+	out->version = COPUS_HINT_VERSION;
+	out->job_id = ctx->info.job_id;
+	out->state = ctx->state;
+	out->step = ctx->info.step;
+	out->restart_count = ctx->info.restart_count;
+	out->time = (int64_t)time(NULL);
+	out->limits = ctx->cfg.limits;
+	out->grad = _grad(ctx);
+	out->progress = fmin(ctx->info.progress, COPUS_HINT_PROGRESS_MAX);
+	out->target = ctx->cfg.target_progress;
+	out->n_perf = ctx->n_perf;
+	memcpy(out->perf, ctx->perf, sizeof(ctx->perf));
+	/* Keep fitted values within what the receiver accepts unclamped. */
+	for (int i = 0; i < out->n_perf; i++) {
+		copus_perf_params *p = &out->perf[i].perf;
+		double *v[6] = { &p->alpha_c, &p->beta_c, &p->alpha_n,
+				 &p->beta_n, &p->alpha_r, &p->beta_r };
+		for (int k = 0; k < 6; k++)
+			*v[k] = fmin(fmax(*v[k], COPUS_HINT_TIME_MIN),
+				     COPUS_HINT_TIME_MAX);
+		p->gamma = fmin(fmax(p->gamma, COPUS_HINT_GAMMA_MIN),
+				COPUS_HINT_GAMMA_MAX);
+	}
+	out->grad.sqr = fmin(out->grad.sqr, COPUS_HINT_GRAD_MAX);
+	out->grad.var = fmin(out->grad.var, COPUS_HINT_GRAD_MAX);
+	return COPUS_OK;
+}
+
+int copus_state(const copus_ctx *ctx, copus_job_state *out)
+{
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	*out = ctx->state;
+	return COPUS_OK;
+}
+
+int copus_exit_code(const copus_ctx *ctx, int *out)
+{
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	*out = ctx->exit_code;
+	return COPUS_OK;
+}

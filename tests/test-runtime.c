@@ -1,0 +1,953 @@
+/*
+ * libcopus: the API's argument checks, the allocation from the environment,
+ * gradient statistics, the plan, hints, and the rescale state machine with
+ * real processes (fork): a request during a step is honoured at its end,
+ * the checkpoint is complete or absent, and a restart resumes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <copus/copus.h>
+
+#include "harness.h"
+
+static const char *const slurm_vars[] = {
+	"SLURM_JOB_ID", "SLURM_RESTART_COUNT", "SLURM_JOB_NUM_NODES",
+	"SLURM_NNODES", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID",
+	"SLURM_GPUS_ON_NODE", "CUDA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE",
+	"LOCAL_RANK", "COPUS_CKPT_DIR", "COPUS_SIGNAL", "COPUS_REQUEUE_EXIT",
+	"COPUS_GPU_TYPE", "COPUS_SCONTROL", "PMIX_NAMESPACE", "COPUS_HINTS",
+};
+
+static void clear_env(void)
+{
+	for (size_t i = 0; i < sizeof(slurm_vars) / sizeof(*slurm_vars); i++)
+		unsetenv(slurm_vars[i]);
+}
+
+static copus_config base_config(void)
+{
+	copus_config c = COPUS_CONFIG_INITIALIZER;
+
+	c.limits = (copus_batch_limits){ 64, 2048, 4, 128, true };
+	c.no_signal_handler = 1;
+	return c;
+}
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/copus-test-runtime-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpdir));
+}
+
+static void remove_tmpdir(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_bad_arguments(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx = NULL;
+	copus_job_info info;
+	copus_grad_stats g;
+	copus_plan plan;
+	copus_perf_params p;
+	copus_hint h;
+	copus_job_state st;
+	copus_comms comms;
+	int code;
+	char blob[8];
+
+	clear_env();
+	ASSERT_STATUS(copus_init(NULL, &ctx), COPUS_EINVAL);
+	ASSERT_STATUS(copus_init(&c, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_config_init(NULL, sizeof(c)), COPUS_EINVAL);
+	ASSERT_STATUS(copus_config_init(&c, sizeof(c) - 1), COPUS_EINVAL);
+
+	/* Every call with no context. */
+	ASSERT_STATUS(copus_finalize(NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_info(NULL, &info), COPUS_EINVAL);
+	ASSERT_STATUS(copus_step_begin(NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_sync_begin(NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_sync_end(NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_local(NULL, 1), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_total(NULL, 1), COPUS_EINVAL);
+	ASSERT_STATUS(copus_step_end(NULL, 1, 0), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_stats_get(NULL, &g), COPUS_EINVAL);
+	ASSERT_STATUS(copus_plan_get(NULL, &plan), COPUS_EINVAL);
+	ASSERT_STATUS(copus_perf_get(NULL, &p), COPUS_EINVAL);
+	ASSERT_STATUS(copus_hint_get(NULL, &h), COPUS_EINVAL);
+	ASSERT_STATUS(copus_publish(NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_request_rescale(NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_checkpoint(NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_state(NULL, &st), COPUS_EINVAL);
+	ASSERT_STATUS(copus_exit_code(NULL, &code), COPUS_EINVAL);
+	ASSERT_STATUS(copus_bootstrap(NULL, blob, sizeof(blob)), COPUS_EINVAL);
+	ASSERT_STATUS(copus_comms_create(NULL, &comms), COPUS_EINVAL);
+	ASSERT_STATUS(copus_comms_destroy(NULL, &comms), COPUS_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(copus_errmsg(NULL));
+
+	/* A context, then NULL outputs and out-of-order calls. */
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	ASSERT_STATUS(copus_info(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_stats_get(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_plan_get(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_perf_get(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_hint_get(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_state(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_exit_code(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_bootstrap(ctx, NULL, 8), COPUS_EINVAL);
+	ASSERT_STATUS(copus_bootstrap(ctx, blob, 0), COPUS_EINVAL);
+	ASSERT_STATUS(copus_bootstrap(ctx, blob, sizeof(blob)), COPUS_OK);
+	ASSERT_STATUS(copus_comms_create(ctx, NULL), COPUS_EINVAL);
+	ASSERT_STATUS(copus_step_end(ctx, 8, 0), COPUS_ESTATE);
+	ASSERT_STATUS(copus_sync_end(ctx), COPUS_ESTATE);
+	ASSERT_STATUS(copus_sync_begin(ctx), COPUS_ESTATE);
+	ASSERT_STATUS(copus_grad_local(ctx, 1), COPUS_ESTATE);
+	ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+	ASSERT_STATUS(copus_grad_local(ctx, -1), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_local(ctx, NAN), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_total(ctx, INFINITY), COPUS_EINVAL);
+	ASSERT_STATUS(copus_step_end(ctx, 0, 0), COPUS_EINVAL);
+	ASSERT_STATUS(copus_step_end(ctx, 8, -1), COPUS_EINVAL);
+	ASSERT_STATUS(copus_checkpoint(ctx), COPUS_ESTATE); /* no directory */
+	ASSERT_STATUS(copus_step_end(ctx, 8, 0), COPUS_OK);
+	ASSERT_STATUS(copus_grad_stats_get(ctx, &g), COPUS_ENODATA);
+	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_ESTATE); /* no job */
+	ASSERT_STATUS(copus_publish(ctx), COPUS_ESTATE);
+	ASSERT_STATUS(copus_checkpoint(ctx), COPUS_ESTATE);
+	CU_ASSERT(strstr(copus_errmsg(ctx), "checkpoint directory") != NULL);
+	ASSERT_STATUS(copus_finalize(ctx), COPUS_OK);
+}
+
+static void expect_init_error(copus_config *c, int want, const char *needle)
+{
+	copus_ctx *ctx = (copus_ctx *)&ctx;
+	int rc = copus_init(c, &ctx);
+
+	if (rc != want)
+		fprintf(stderr, "copus_init: %d, expected %d (%s)\n", rc, want,
+			needle);
+	CU_ASSERT_EQUAL(rc, want);
+	CU_ASSERT_PTR_NULL(ctx);
+	(void)needle;
+}
+
+static void test_bad_config(void)
+{
+	copus_config c;
+
+	clear_env();
+	c = base_config();
+	c.size = 8;
+	expect_init_error(&c, COPUS_EVERSION, "size");
+	c = base_config();
+	c.magic = 0;
+	expect_init_error(&c, COPUS_EVERSION, "magic");
+	c = base_config();
+	c.version = 99;
+	expect_init_error(&c, COPUS_EVERSION, "version");
+	c = base_config();
+	c.limits.init_batch = 0;
+	expect_init_error(&c, COPUS_EINVAL, "init_batch");
+	c = base_config();
+	c.limits.max_batch = 10;
+	expect_init_error(&c, COPUS_EINVAL, "max_batch");
+	c = base_config();
+	c.limits.min_local = 0;
+	expect_init_error(&c, COPUS_EINVAL, "min_local");
+	c = base_config();
+	c.optimizer = (copus_optimizer)5;
+	expect_init_error(&c, COPUS_EINVAL, "optimizer");
+	c = base_config();
+	c.pipeline_degree = 0;
+	expect_init_error(&c, COPUS_EINVAL, "pipeline");
+	c = base_config();
+	c.n_layers = 3;
+	expect_init_error(&c, COPUS_EINVAL, "layers");
+	c = base_config();
+	c.agree_interval = 0;
+	expect_init_error(&c, COPUS_EINVAL, "agree_interval");
+	c = base_config();
+	c.noise_decay = 1.5;
+	expect_init_error(&c, COPUS_EINVAL, "decay");
+	c = base_config();
+	c.exit_code = 300;
+	expect_init_error(&c, COPUS_EINVAL, "exit");
+	c = base_config();
+	c.gpu_type = "a-very-long-gpu-type-name";
+	expect_init_error(&c, COPUS_EINVAL, "gpu_type");
+	/* Several ranks need a way to agree. */
+	c = base_config();
+	c.world = 2;
+	c.rank = 0;
+	expect_init_error(&c, COPUS_EINVAL, "agree");
+	/* World not divisible by the model-parallel degrees. */
+	c = base_config();
+	c.world = 1;
+	c.tensor_degree = 2;
+	expect_init_error(&c, COPUS_EINVAL, "multiple");
+}
+
+static void test_bad_environment(void)
+{
+	copus_config c = base_config();
+
+	clear_env();
+	setenv("SLURM_PROCID", "zero", 1);
+	expect_init_error(&c, COPUS_EINVAL, "SLURM_PROCID");
+	clear_env();
+	setenv("SLURM_JOB_ID", "12x", 1);
+	expect_init_error(&c, COPUS_EINVAL, "SLURM_JOB_ID");
+	clear_env();
+	setenv("SLURM_NTASKS", "2", 1);
+	setenv("SLURM_PROCID", "2", 1);
+	expect_init_error(&c, COPUS_EINVAL, "rank");
+	clear_env();
+	setenv("SLURM_RESTART_COUNT", "-1", 1);
+	expect_init_error(&c, COPUS_EINVAL, "SLURM_RESTART_COUNT");
+	clear_env();
+	setenv("COPUS_SIGNAL", "HUP-ish", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_SIGNAL");
+	clear_env();
+}
+
+static int agree_noop(void *arg, int64_t *v, int n)
+{
+	(void)arg;
+	(void)v;
+	(void)n;
+	return 0;
+}
+
+static void test_environment(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_job_info in;
+
+	clear_env();
+	setenv("SLURM_JOB_ID", "4242", 1);
+	setenv("SLURM_RESTART_COUNT", "3", 1);
+	setenv("SLURM_JOB_NUM_NODES", "2", 1);
+	setenv("SLURM_NTASKS", "8", 1);
+	setenv("SLURM_PROCID", "5", 1);
+	setenv("SLURM_LOCALID", "1", 1);
+	setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7", 1);
+	setenv("COPUS_HINTS", "0", 1);
+	c.agree = agree_noop;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	ASSERT_STATUS(copus_info(ctx, &in), COPUS_OK);
+	CU_ASSERT_EQUAL(in.job_id, 4242);
+	CU_ASSERT_EQUAL(in.restart_count, 3);
+	CU_ASSERT_EQUAL(in.nodes, 2);
+	CU_ASSERT_EQUAL(in.world, 8);
+	CU_ASSERT_EQUAL(in.rank, 5);
+	CU_ASSERT_EQUAL(in.local_rank, 1);
+	CU_ASSERT_EQUAL(in.gpus_per_node, 4);
+	CU_ASSERT_EQUAL(in.restored, 0);
+	copus_finalize(ctx);
+
+	/* torchrun's variables take precedence; the config over both. */
+	setenv("RANK", "2", 1);
+	setenv("WORLD_SIZE", "4", 1);
+	setenv("SLURM_GPUS_ON_NODE", "2", 1);
+	c.local_rank = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_info(ctx, &in), COPUS_OK);
+	CU_ASSERT_EQUAL(in.rank, 2);
+	CU_ASSERT_EQUAL(in.world, 4);
+	CU_ASSERT_EQUAL(in.local_rank, 0);
+	CU_ASSERT_EQUAL(in.gpus_per_node, 2);
+	copus_finalize(ctx);
+	clear_env();
+}
+
+/* Feed exact expectations: the estimates come out exact. */
+static void test_grad_stats_and_progress(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_grad_stats g;
+	copus_job_info in;
+	const double sqr = 2.0, tr = 512.0; /* |G|^2 and tr(Sigma_1) */
+	const int local = 16, accum = 3;    /* 4 micro-batches of 16 */
+
+	clear_env();
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	for (int s = 0; s < 50; s++) {
+		ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+		for (int m = 0; m <= accum; m++)
+			ASSERT_STATUS(copus_grad_local(ctx, sqr + tr / local),
+				      COPUS_OK);
+		ASSERT_STATUS(copus_sync_begin(ctx), COPUS_OK);
+		ASSERT_STATUS(copus_sync_end(ctx), COPUS_OK);
+		ASSERT_STATUS(copus_grad_total(ctx,
+					       sqr + tr / (local * (accum + 1))),
+			      COPUS_OK);
+		ASSERT_STATUS(copus_step_end(ctx, local, accum), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_grad_stats_get(ctx, &g), COPUS_OK);
+	ASSERT_CLOSE(g.sqr, sqr, 1e-9);
+	ASSERT_CLOSE(g.var, tr / 64.0, 1e-9);
+	ASSERT_STATUS(copus_info(ctx, &in), COPUS_OK);
+	CU_ASSERT_EQUAL(in.step, 50);
+	CU_ASSERT_EQUAL(in.samples, 50 * 64);
+	/* The batch is M0 = 64: every step counts one iteration. */
+	ASSERT_CLOSE(in.progress, 50, 1e-9);
+	copus_finalize(ctx);
+}
+
+static void test_plan(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_plan plan;
+	copus_model m;
+	copus_batch_plan bp;
+	double gain;
+
+	clear_env();
+	/* No model: the tuned batch, split over the replicas. */
+	c.world = 4;
+	c.rank = 1;
+	c.agree = agree_noop;
+	c.limits.max_local = 8;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	ASSERT_STATUS(copus_plan_get(ctx, &plan), COPUS_OK);
+	CU_ASSERT_EQUAL(plan.data_degree, 4);
+	CU_ASSERT_EQUAL(plan.data_rank, 1);
+	CU_ASSERT_EQUAL(plan.local, 8);
+	CU_ASSERT_EQUAL(plan.accum_steps, 1);
+	ASSERT_CLOSE(plan.batch, 64, 0);
+	ASSERT_CLOSE(plan.lr_gain, 1, 1e-12);
+	copus_finalize(ctx);
+
+	/* With a prior model: copus_best_batch's answer, Adam's gain. */
+	c = base_config();
+	c.prior = (copus_perf_params){ 0.02, 0.001, 0.1, 0.01, 0.05, 0.005, 1.5 };
+	c.optimizer = COPUS_OPT_ADAM;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	/*
+	 * Give it gradient statistics (noise scale 64 * 10 / 1 = 640) in the
+	 * warm-up steps, whose timings do not count: the prior stays.
+	 */
+	for (int s = 0; s < 2; s++) {
+		ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+		for (int k = 0; k < 2; k++)
+			copus_grad_local(ctx, 1.0 + 640.0 / 32);
+		copus_grad_total(ctx, 1.0 + 640.0 / 64);
+		ASSERT_STATUS(copus_step_end(ctx, 32, 1), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_plan_get(ctx, &plan), COPUS_OK);
+	m.perf = c.prior;
+	m.limits = c.limits;
+	ASSERT_STATUS(copus_grad_stats_get(ctx, &m.grad), COPUS_OK);
+	ASSERT_CLOSE(m.grad.var, 10.0, 1e-9);
+	ASSERT_STATUS(copus_best_batch(&m, 1, 1, &bp), COPUS_OK);
+	ASSERT_CLOSE(plan.batch, bp.batch, 1e-12);
+	CU_ASSERT_EQUAL(plan.local, bp.local);
+	CU_ASSERT_EQUAL(plan.accum_steps, bp.accum_steps);
+	ASSERT_STATUS(copus_gain(&m.grad, 64, bp.batch, &gain), COPUS_OK);
+	ASSERT_CLOSE(plan.lr_gain, sqrt(gain), 1e-12);
+	copus_finalize(ctx);
+}
+
+static void test_pipeline_layers(void)
+{
+	static const double costs[] = { 1, 2, 3, 4, 5, 6 };
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_plan plan;
+	int first[3] = { 0, 3, 5 }, count[3] = { 3, 2, 1 };
+
+	clear_env();
+	c.world = 6;
+	c.pipeline_degree = 3;
+	c.tensor_degree = 2;
+	c.layer_costs = costs;
+	c.n_layers = 6;
+	c.agree = agree_noop;
+	for (int r = 0; r < 6; r++) {
+		c.rank = r;
+		ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+		ASSERT_STATUS(copus_plan_get(ctx, &plan), COPUS_OK);
+		CU_ASSERT_EQUAL(plan.data_degree, 1);
+		CU_ASSERT_EQUAL(plan.tensor_rank, r % 2);
+		CU_ASSERT_EQUAL(plan.pipeline_rank, r / 2);
+		/* The best split's largest stage is 4 + 5 = 9. */
+		CU_ASSERT_EQUAL(plan.first_layer, first[r / 2]);
+		CU_ASSERT_EQUAL(plan.n_layers, count[r / 2]);
+		copus_finalize(ctx);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Hints
+ * ------------------------------------------------------------------------ */
+
+/* Busy work standing in for a step's computation (a CPU test model). */
+static void spin(double seconds)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((double)(b.tv_sec - a.tv_sec) +
+	       1e-9 * (double)(b.tv_nsec - a.tv_nsec) < seconds);
+}
+
+static char last_hint[COPUS_HINT_MAX_LEN + 1];
+static int hints_seen;
+
+static int record_hint(void *arg, const char *hint)
+{
+	(void)arg;
+	snprintf(last_hint, sizeof(last_hint), "%s", hint);
+	hints_seen++;
+	return 0;
+}
+
+static void test_hints_callback(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_hint h;
+
+	clear_env();
+	setenv("SLURM_JOB_ID", "77", 1);
+	setenv("SLURM_RESTART_COUNT", "2", 1);
+	c.publish = record_hint;
+	c.hint_interval = 3600; /* only the first step's hint is due */
+	c.target_progress = 1000;
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	for (int s = 0; s < 10; s++) {
+		copus_step_begin(ctx);
+		spin(2e-4);
+		ASSERT_STATUS(copus_step_end(ctx, 16, 3), COPUS_OK);
+	}
+	CU_ASSERT_EQUAL(hints_seen, 1);
+	ASSERT_STATUS(copus_publish(ctx), COPUS_OK);
+	CU_ASSERT_EQUAL(hints_seen, 2);
+	ASSERT_STATUS(copus_hint_parse(last_hint, &h, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(h.job_id, 77);
+	CU_ASSERT_EQUAL(h.restart_count, 2);
+	CU_ASSERT_EQUAL(h.step, 10);
+	CU_ASSERT_EQUAL(h.state, COPUS_STATE_RUNNING);
+	ASSERT_CLOSE(h.target, 1000, 0);
+	ASSERT_CLOSE(h.limits.init_batch, 64, 0);
+	/* Eight timed steps after the warm-up: one GPU type fitted. */
+	CU_ASSERT_EQUAL(h.n_perf, 1);
+	CU_ASSERT_STRING_EQUAL(h.perf[0].type, "default");
+	CU_ASSERT_EQUAL(h.clamped, 0);
+	copus_finalize(ctx);
+	clear_env();
+}
+
+/* The Slurm channel, with a stand-in for scontrol that records its argv. */
+static void test_hints_scontrol(void)
+{
+	copus_config c = base_config();
+	char script[512], out[512], cmd[1024], line[2048];
+	copus_ctx *ctx;
+	copus_hint h;
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(script, sizeof(script), "%s/scontrol", tmpdir);
+	snprintf(out, sizeof(out), "%s/args", tmpdir);
+	f = fopen(script, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s'\n", out);
+	fclose(f);
+	chmod(script, 0755);
+	setenv("COPUS_SCONTROL", script, 1);
+	setenv("SLURM_JOB_ID", "91", 1);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_step_begin(ctx);
+	copus_step_end(ctx, 64, 0);
+	/* copus_publish waits for the delivery. */
+	ASSERT_STATUS(copus_publish(ctx), COPUS_OK);
+	copus_finalize(ctx);
+	f = fopen(out, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof(line), f));
+	CU_ASSERT_STRING_EQUAL(line, "update\n");
+	CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof(line), f));
+	CU_ASSERT_STRING_EQUAL(line, "JobId=91\n");
+	CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof(line), f));
+	fclose(f);
+	CU_ASSERT(strncmp(line, "Comment=", 8) == 0);
+	line[strcspn(line, "\n")] = '\0';
+	ASSERT_STATUS(copus_hint_parse(line + 8, &h, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(h.job_id, 91);
+	CU_ASSERT_EQUAL(h.step, 1);
+
+	/* A failing scontrol is reported, not fatal. */
+	f = fopen(script, "w");
+	fprintf(f, "#!/bin/sh\nexit 3\n");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_publish(ctx), COPUS_EIO);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 64, 0), COPUS_OK);
+	copus_finalize(ctx);
+	snprintf(cmd, sizeof(cmd), "true");
+	clear_env();
+	remove_tmpdir();
+}
+
+/* ------------------------------------------------------------------------
+ * The rescale state machine, with real processes
+ * ------------------------------------------------------------------------ */
+
+/* The "model": a value that depends on every step in order. */
+struct app {
+	double w;
+	int64_t step;
+	int crash_on_save;   /* write half a file, then die */
+	int fail_on_save;    /* return an error */
+	int saves;
+	int loads;
+};
+
+static void app_step(struct app *a)
+{
+	a->w = a->w * 0.5 + (double)(a->step + 1);
+	a->step++;
+}
+
+static int app_save(void *arg, const char *path, int64_t step)
+{
+	struct app *a = arg;
+	FILE *f;
+
+	a->saves++;
+	if (a->fail_on_save)
+		return -1;
+	f = fopen(path, "w");
+	if (f == NULL)
+		return -1;
+	if (a->crash_on_save) {
+		fprintf(f, "%lld ", (long long)step);
+		fflush(f);
+		_exit(9);
+	}
+	fprintf(f, "%lld %.17g\n", (long long)step, a->w);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static int app_load(void *arg, const char *path, int64_t step)
+{
+	struct app *a = arg;
+	long long s;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return -1;
+	if (fscanf(f, "%lld %lg", &s, &a->w) != 2 || s != step) {
+		fclose(f);
+		return -2;
+	}
+	fclose(f);
+	a->step = s;
+	a->loads++;
+	return 0;
+}
+
+static double expected_w(int64_t steps)
+{
+	struct app a = { 0 };
+
+	while (a.step < steps)
+		app_step(&a);
+	return a.w;
+}
+
+/*
+ * A star of pipes for the max all-reduce of several forked ranks: rank 0
+ * reads every other rank's values, takes the maximum, writes it back.
+ */
+#define MAX_RANKS 4
+struct star {
+	int world;
+	int up[MAX_RANKS][2];   /* rank r -> rank 0 */
+	int down[MAX_RANKS][2]; /* rank 0 -> rank r */
+	int rank;
+};
+
+static int star_agree(void *arg, int64_t *v, int n)
+{
+	struct star *s = arg;
+	int64_t buf[8];
+	size_t len = sizeof(int64_t) * (size_t)n;
+
+	if (n > 8)
+		return -1;
+	if (s->rank == 0) {
+		for (int r = 1; r < s->world; r++) {
+			if (read(s->up[r][0], buf, len) != (ssize_t)len)
+				return -1;
+			for (int i = 0; i < n; i++)
+				v[i] = buf[i] > v[i] ? buf[i] : v[i];
+		}
+		for (int r = 1; r < s->world; r++)
+			if (write(s->down[r][1], v, len) != (ssize_t)len)
+				return -1;
+		return 0;
+	}
+	if (write(s->up[s->rank][1], v, len) != (ssize_t)len ||
+	    read(s->down[s->rank][0], v, len) != (ssize_t)len)
+		return -1;
+	return 0;
+}
+
+struct run {
+	int world;
+	int64_t steps;           /* train until this step */
+	int64_t signal_at;       /* raise the signal inside this step (-1: no) */
+	int signal_rank;         /* only this rank gets the signal */
+	int crash_on_save;       /* rank 0 crashes while saving */
+	int fail_on_save;
+	int64_t checkpoint_at;   /* an extra plain checkpoint after this step */
+	int restart;
+};
+
+/* One rank's training loop; the exit status tells the parent what happened. */
+static void rank_main(const struct run *run, struct star *s, int rank,
+		      const char *report)
+{
+	copus_config c = base_config();
+	struct app a = { 0 };
+	copus_ctx *ctx;
+	copus_job_info in;
+	char env[32];
+	FILE *f;
+	int rc;
+
+	s->rank = rank;
+	/* Keep only this rank's ends of the pipes. */
+	for (int r = 1; r < s->world; r++) {
+		if (rank == 0) {
+			close(s->up[r][1]);
+			close(s->down[r][0]);
+		} else {
+			if (r != rank) {
+				close(s->up[r][1]);
+				close(s->down[r][0]);
+			}
+			close(s->up[r][0]);
+			close(s->down[r][1]);
+		}
+	}
+	snprintf(env, sizeof(env), "%d", run->restart);
+	setenv("SLURM_RESTART_COUNT", env, 1);
+	setenv("COPUS_HINTS", "0", 1);
+	c.world = run->world;
+	c.rank = rank;
+	c.ckpt_dir = tmpdir;
+	c.save = app_save;
+	c.load = app_load;
+	c.cb_arg = &a;
+	c.agree = star_agree;
+	c.comm_arg = s;
+	c.no_signal_handler = 0;
+	a.crash_on_save = rank == 0 && run->crash_on_save;
+	a.fail_on_save = rank == 0 && run->fail_on_save;
+	if (copus_init(&c, &ctx) != COPUS_OK)
+		_exit(20);
+	copus_info(ctx, &in);
+	if (in.restored && in.step != a.step)
+		_exit(21);
+	while (a.step < run->steps) {
+		copus_step_begin(ctx);
+		if (a.step == run->signal_at && rank == run->signal_rank)
+			raise(SIGUSR1);
+		app_step(&a);
+		rc = copus_step_end(ctx, 16, 0);
+		if (rc == COPUS_EIO && run->fail_on_save)
+			continue; /* the failed rescale is reported; go on */
+		if (rc != COPUS_OK)
+			_exit(22);
+		if (a.step == run->checkpoint_at &&
+		    copus_checkpoint(ctx) != COPUS_OK)
+			_exit(23);
+	}
+	copus_info(ctx, &in);
+	if (report != NULL && rank == 0) {
+		f = fopen(report, "w");
+		if (f != NULL) {
+			fprintf(f, "%lld %.17g %d %d\n", (long long)in.step, a.w,
+				a.loads, in.restored);
+			fclose(f);
+		}
+	}
+	copus_finalize(ctx);
+	_exit(0);
+}
+
+/* Fork the ranks of a run; their exit statuses in status[]. */
+static void launch(const struct run *run, int *status, const char *report)
+{
+	struct star s = { .world = run->world };
+	pid_t pids[MAX_RANKS];
+
+	for (int r = 1; r < run->world; r++) {
+		CU_ASSERT_EQUAL_FATAL(pipe(s.up[r]), 0);
+		CU_ASSERT_EQUAL_FATAL(pipe(s.down[r]), 0);
+	}
+	fflush(NULL);
+	for (int r = 0; r < run->world; r++) {
+		pids[r] = fork();
+		CU_ASSERT_FATAL(pids[r] >= 0);
+		if (pids[r] == 0)
+			rank_main(run, &s, r, report);
+	}
+	for (int r = 1; r < run->world; r++) {
+		close(s.up[r][0]);
+		close(s.up[r][1]);
+		close(s.down[r][0]);
+		close(s.down[r][1]);
+	}
+	for (int r = 0; r < run->world; r++) {
+		int st = 0;
+		waitpid(pids[r], &st, 0);
+		status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	}
+}
+
+static int64_t manifest_step(void)
+{
+	char path[512], buf[8192];
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strstr(buf, "\"step\":");
+	return p != NULL ? atoll(p + 7) : -2;
+}
+
+static void read_report(const char *report, int64_t *step, double *w,
+			int *loads, int *restored)
+{
+	long long s = -1;
+	FILE *f = fopen(report, "r");
+
+	*w = NAN;
+	*loads = *restored = -1;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(fscanf(f, "%lld %lg %d %d", &s, w, loads, restored), 4);
+	fclose(f);
+	*step = s;
+}
+
+static void test_rescale_one_process(void)
+{
+	struct run run = { .world = 1, .steps = 40, .signal_at = 12,
+			   .signal_rank = 0, .checkpoint_at = -1 };
+	char report[512];
+	int st[MAX_RANKS], loads, restored;
+	int64_t step;
+	double w;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/report", tmpdir);
+	/* The signal arrives inside step 13: it ends, then the exit. */
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 13);
+	CU_ASSERT(access(report, F_OK) != 0);
+	/* The restart loads step 13 and finishes with the same result. */
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0);
+	read_report(report, &step, &w, &loads, &restored);
+	CU_ASSERT_EQUAL(step, 40);
+	CU_ASSERT_EQUAL(loads, 1);
+	CU_ASSERT_EQUAL(restored, 1);
+	ASSERT_CLOSE(w, expected_w(40), 1e-12);
+	remove_tmpdir();
+}
+
+static void test_rescale_three_ranks_to_two(void)
+{
+	struct run run = { .world = 3, .steps = 30, .signal_at = 7,
+			   .signal_rank = 2, .checkpoint_at = -1 };
+	char report[512];
+	int st[MAX_RANKS], loads, restored;
+	int64_t step;
+	double w;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/report", tmpdir);
+	/* Only rank 2 is signalled; all three agree and stop after step 8. */
+	launch(&run, st, report);
+	for (int r = 0; r < 3; r++)
+		CU_ASSERT_EQUAL(st[r], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 8);
+	/* Restart on two ranks: both resume from step 8. */
+	run.world = 2;
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	read_report(report, &step, &w, &loads, &restored);
+	CU_ASSERT_EQUAL(step, 30);
+	CU_ASSERT_EQUAL(loads, 1);
+	ASSERT_CLOSE(w, expected_w(30), 1e-12);
+	remove_tmpdir();
+}
+
+static void test_crash_while_writing_keeps_old_checkpoint(void)
+{
+	struct run run = { .world = 1, .steps = 20, .signal_at = -1,
+			   .checkpoint_at = 5 };
+	char report[512];
+	int st[MAX_RANKS], loads, restored;
+	int64_t step;
+	double w;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/report", tmpdir);
+	/* A plain checkpoint after step 5, a rescale that crashes in save. */
+	run.steps = 5;
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	run.steps = 20;
+	run.checkpoint_at = -1;
+	run.restart = 1;
+	run.signal_at = 11;
+	run.crash_on_save = 1;
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 9);
+	/* The crash left the checkpoint of step 5, complete. */
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	run.signal_at = -1;
+	run.crash_on_save = 0;
+	run.restart = 2;
+	unlink(report);
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0);
+	read_report(report, &step, &w, &loads, &restored);
+	CU_ASSERT_EQUAL(step, 20);
+	CU_ASSERT_EQUAL(loads, 1);
+	ASSERT_CLOSE(w, expected_w(20), 1e-12);
+	remove_tmpdir();
+}
+
+static void test_failed_save_keeps_running(void)
+{
+	struct run run = { .world = 2, .steps = 15, .signal_at = 4,
+			   .signal_rank = 1, .fail_on_save = 1,
+			   .checkpoint_at = -1 };
+	char report[512];
+	int st[MAX_RANKS], loads, restored;
+	int64_t step;
+	double w;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/report", tmpdir);
+	launch(&run, st, report);
+	/* No checkpoint, no exit: both ranks trained to the end. */
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	CU_ASSERT_EQUAL(manifest_step(), -1);
+	read_report(report, &step, &w, &loads, &restored);
+	CU_ASSERT_EQUAL(step, 15);
+	ASSERT_CLOSE(w, expected_w(15), 1e-12);
+	remove_tmpdir();
+}
+
+static void test_bad_manifest(void)
+{
+	copus_config c = base_config();
+	char path[512];
+	copus_ctx *ctx;
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	c.ckpt_dir = tmpdir;
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":1,\"step\":\"x\"}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":1,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":1,\"files\":[[\"../etc/passwd\",10]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	/* A manifest naming a file that is not there. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":1,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":1,\"files\":[[\"ckpt-3.r0\",10]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	c.load = app_load;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EIO);
+	remove_tmpdir();
+}
+
+int main(void)
+{
+	static const struct test_case tests[] = {
+		TEST(test_bad_arguments),
+		TEST(test_bad_config),
+		TEST(test_bad_environment),
+		TEST(test_environment),
+		TEST(test_grad_stats_and_progress),
+		TEST(test_plan),
+		TEST(test_pipeline_layers),
+		TEST(test_hints_callback),
+		TEST(test_hints_scontrol),
+		TEST(test_rescale_one_process),
+		TEST(test_rescale_three_ranks_to_two),
+		TEST(test_crash_while_writing_keeps_old_checkpoint),
+		TEST(test_failed_save_keeps_running),
+		TEST(test_bad_manifest),
+	};
+
+	return RUN_TESTS("runtime", tests);
+}
