@@ -46,3 +46,7 @@ check_PROGRAMS += tests/test-runtime
 tests_test_runtime_SOURCES = tests/test-runtime.c tests/harness.h
 tests_test_runtime_CFLAGS = $(TEST_CFLAGS)
 tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS)
+
+noinst_PROGRAMS += tests/bench-runtime
+tests_bench_runtime_SOURCES = tests/bench-runtime.c
+tests_bench_runtime_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
