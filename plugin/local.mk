@@ -1,1 +1,46 @@
 # Build rules of plugin/ (included by the top-level Makefile.am).
+#
+# spank_copus.so: the --elastic and --gpu-types job options (public spank.h).
+# sched_copus.so: the slurmctld scheduler plugin, built only when configure
+# was given the matching Slurm source (--with-slurm-src). Both are installed
+# into Slurm's plugin directory (configure --with-slurm-plugindir).
+# Neither is built with the sanitizers' instrumentation: they are loaded by
+# Debian's uninstrumented Slurm programs.
+
+slurmplugindir = @SLURM_PLUGIN_DIR@
+slurmplugin_LTLIBRARIES = plugin/spank_copus.la
+PLUGIN_CFLAGS = -std=gnu11 -Wall -Wextra -Wno-unused-parameter \
+	-Wno-sign-compare -Wno-missing-field-initializers -fno-strict-aliasing
+PLUGIN_LDFLAGS = -module -avoid-version -shared
+
+plugin_spank_copus_la_SOURCES = plugin/spank_copus.c plugin/options.h
+plugin_spank_copus_la_CFLAGS = $(PLUGIN_CFLAGS)
+plugin_spank_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+
+if HAVE_SLURM_SRC
+slurmplugin_LTLIBRARIES += plugin/sched_copus.la
+endif
+plugin_sched_copus_la_SOURCES = plugin/sched_copus.c plugin/sched.c \
+	plugin/sched.h plugin/options.h plugin/slurm-config/config.h
+plugin_sched_copus_la_CPPFLAGS = -DHAVE_CONFIG_H \
+	-I$(top_srcdir)/plugin/slurm-config -I$(SLURM_SRC) \
+	-I$(SLURM_SRC)/src/common -I$(top_srcdir)/include
+plugin_sched_copus_la_CFLAGS = $(PLUGIN_CFLAGS)
+plugin_sched_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+
+# The plugin's Slurm-free parts (parameters, placement), unit-tested.
+check_PROGRAMS += tests/test-plugin-sched
+tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c plugin/sched.c \
+	plugin/sched.h plugin/options.h tests/harness.h
+tests_test_plugin_sched_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
+tests_test_plugin_sched_LDADD = $(TEST_LIBS)
+
+# Loopback-cluster integration tests (root only; they skip otherwise).
+TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
+	tests/test-slurm-sched.sh
+dist_noinst_SCRIPTS += contrib/loopback-cluster.sh
+EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
+	tests/test-slurm-sched.sh tests/slurm-common.sh
+
+# make distcheck installs into its own prefix, never into Slurm's directory.
+AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm-wlm'

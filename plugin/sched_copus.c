@@ -1,0 +1,533 @@
+/*
+ * sched/copus: a slurmctld scheduler plugin that starts pending jobs on the
+ * nodes copus chooses.
+ *
+ * slurm.conf:
+ *   SchedulerType=sched/copus
+ *   SchedulerParameters=sched_interval=-1,defer,copus_interval=10,...
+ * (sched_interval=-1 turns Slurm's own FIFO pass off, so that this plugin
+ * alone starts jobs; see sched_copus(8) for the copus_ keys.)
+ *
+ * Every round runs in the plugin's own thread in three phases:
+ *  1. snapshot: under the slurmctld locks, copy what the decision needs
+ *     (pending jobs that may start now, nodes and their free GPUs);
+ *  2. decision: outside the locks, on the copies only;
+ *  3. actions: under the write locks, check each job again and start it on
+ *     the chosen nodes as the backfill plugin does (exclude every other
+ *     node, select_nodes(), launch), or give it a readable pending reason.
+ *
+ * Built against the Slurm source of exactly the installed version
+ * (plugin_version must equal SLURM_VERSION_NUMBER), linked against nothing:
+ * Slurm's symbols resolve from slurmctld when it loads the plugin.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/bitstring.h"
+#include "src/common/gres.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/common/node_conf.h"
+#include "src/common/read_config.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/job_scheduler.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/node_scheduler.h"
+#include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/srun_comm.h"
+
+#include "options.h"
+#include "sched.h"
+
+const char plugin_name[] = "copus co-adaptive GPU scheduler";
+const char plugin_type[] = "sched/copus";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+static pthread_t _thread;
+static pthread_mutex_t _thread_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t _term_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t _term_cond = PTHREAD_COND_INITIALIZER;
+static bool _stop;
+static bool _reconfig;
+static struct copus__params _params;
+
+/* What a round works on: the copies of phase 1 and the decisions. */
+struct _round {
+	struct copus__node *nodes;
+	int nnodes;
+	struct copus__job *jobs;
+	int njobs;
+	uint8_t *eligible;		/* njobs x nnodes flags */
+	part_record_t **parts;		/* partition of each index (compared
+					 * only, never dereferenced unlocked) */
+	int nparts;
+	struct copus__decision *dec;
+	int *node_buf;
+	size_t node_buf_len;
+};
+
+static void _report_param(const char *msg, void *arg)
+{
+	error("%s: %s", plugin_type, msg);
+}
+
+static void _load_params(void)
+{
+	copus__params_parse(slurm_conf.sched_params, &_params, _report_param,
+			    NULL);
+	info("%s: interval %ds, restart delay %ds, checkpoint deadline %ds, "
+	     "fairness %.2f, at most %d pending jobs per round", plugin_type,
+	     _params.interval, _params.restart_delay, _params.ckpt_deadline,
+	     _params.fairness, _params.max_jobs);
+}
+
+/* The value of NAME in the job's control environment (SPANK options). */
+static const char *_spank_env(job_record_t *job_ptr, const char *name)
+{
+	size_t len = strlen(name);
+	uint32_t i;
+
+	for (i = 0; i < job_ptr->spank_job_env_size; i++) {
+		const char *e = job_ptr->spank_job_env[i];
+
+		if (!e)
+			continue;
+		if (!strncmp(e, "SPANK_", 6) && !strncmp(e + 6, name, len) &&
+		    e[6 + len] == '=')
+			return e + 7 + len;
+		if (!strncmp(e, name, len) && e[len] == '=')
+			return e + len + 1;
+	}
+	return NULL;
+}
+
+/* GPUs per node and type of a job's request (gres_list_req). */
+static void _job_gpus(job_record_t *job_ptr, struct copus__job *j)
+{
+	ListIterator it;
+	gres_state_t *gs;
+
+	if (!job_ptr->gres_list_req)
+		return;
+	it = list_iterator_create(job_ptr->gres_list_req);
+	while ((gs = list_next(it))) {
+		gres_job_state_t *g = gs->gres_data;
+		uint64_t per_node = 0;
+
+		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g)
+			continue;
+		if (g->gres_per_node)
+			per_node = g->gres_per_node;
+		else if (g->gres_per_job)
+			per_node = (g->gres_per_job + j->nodes - 1) / j->nodes;
+		else if (g->gres_per_task)
+			per_node = g->gres_per_task *
+				   (job_ptr->details->num_tasks ?
+				    job_ptr->details->num_tasks : 1) / j->nodes;
+		j->gpus_per_node += (int)per_node;
+		if (g->type_name)
+			snprintf(j->type, sizeof(j->type), "%s", g->type_name);
+	}
+	list_iterator_destroy(it);
+}
+
+/* The node's GPUs: configured, free and type (first type only). */
+static void _node_gpus(node_record_t *node_ptr, struct copus__node *n)
+{
+	ListIterator it;
+	gres_state_t *gs;
+
+	if (!node_ptr->gres_list)
+		return;
+	it = list_iterator_create(node_ptr->gres_list);
+	while ((gs = list_next(it))) {
+		gres_node_state_t *g = gs->gres_data;
+
+		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g)
+			continue;
+		n->gpus += (int)g->gres_cnt_avail;
+		n->gpus_free += (int)(g->gres_cnt_avail > g->gres_cnt_alloc ?
+				      g->gres_cnt_avail - g->gres_cnt_alloc : 0);
+		if (g->type_cnt > 0 && g->type_name && g->type_name[0])
+			snprintf(n->type, sizeof(n->type), "%s",
+				 g->type_name[0]);
+	}
+	list_iterator_destroy(it);
+}
+
+static int _part_index(struct _round *r, part_record_t *part_ptr)
+{
+	int i;
+
+	for (i = 0; i < r->nparts; i++)
+		if (r->parts[i] == part_ptr)
+			return i;
+	xrecalloc(r->parts, r->nparts + 1, sizeof(*r->parts));
+	r->parts[r->nparts] = part_ptr;
+	return r->nparts++;
+}
+
+/*
+ * Whether a pending job may be started now as far as Slurm's rules go:
+ * not held, dependencies satisfied and begin time reached (job_independent
+ * also records the reason), within its partition's limits, partition up.
+ */
+static bool _job_startable(job_record_t *job_ptr)
+{
+	if (!IS_JOB_PENDING(job_ptr) || IS_JOB_COMPLETING(job_ptr) ||
+	    IS_JOB_REVOKED(job_ptr) || !job_ptr->details || !job_ptr->part_ptr)
+		return false;
+	if (job_ptr->priority == 0)	/* held */
+		return false;
+	if (job_ptr->het_job_id)	/* heterogeneous jobs: not handled */
+		return false;
+	if (!job_independent(job_ptr))
+		return false;
+	if (!(job_ptr->part_ptr->state_up & PARTITION_SCHED) ||
+	    !job_ptr->part_ptr->node_bitmap) {
+		job_ptr->state_reason = WAIT_PART_DOWN;
+		return false;
+	}
+	if (job_limits_check(&job_ptr, false) != WAIT_NO_REASON)
+		return false;
+	return true;
+}
+
+static void _round_free(struct _round *r)
+{
+	xfree(r->nodes);
+	xfree(r->jobs);
+	xfree(r->eligible);
+	xfree(r->parts);
+	xfree(r->dec);
+	xfree(r->node_buf);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Phase 1. job_independent() may update a job's dependency state and
+ * reason, so the job lock is a write lock here (as in Slurm's own
+ * scheduler); nodes and partitions are only read.
+ */
+static void _snapshot(struct _round *r)
+{
+	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK,
+				   READ_LOCK };
+	node_record_t *node_ptr;
+	job_record_t *job_ptr;
+	ListIterator it;
+	int i, nj, cap;
+
+	lock_slurmctld(locks);
+	r->nnodes = node_record_count;
+	r->nodes = xcalloc(r->nnodes + 1, sizeof(*r->nodes));
+	for (i = 0; (node_ptr = next_node(&i)); i++) {
+		struct copus__node *n = &r->nodes[i];
+
+		_node_gpus(node_ptr, n);
+		n->usable = avail_node_bitmap &&
+			    bit_test(avail_node_bitmap, i) &&
+			    !IS_NODE_DRAIN(node_ptr) && !IS_NODE_FAIL(node_ptr) &&
+			    !IS_NODE_NO_RESPOND(node_ptr);
+	}
+	cap = list_count(job_list);
+	if (cap > _params.max_jobs)
+		cap = _params.max_jobs;
+	r->jobs = xcalloc(cap + 1, sizeof(*r->jobs));
+	r->eligible = xcalloc((size_t)(cap + 1) * (r->nnodes + 1), 1);
+	nj = 0;
+	it = list_iterator_create(job_list);
+	while ((job_ptr = list_next(it)) && nj < cap) {
+		struct copus__job *j = &r->jobs[nj];
+		uint8_t *el = &r->eligible[(size_t)nj * (r->nnodes + 1)];
+		struct job_details *d = job_ptr->details;
+		const char *v;
+		char why[128];
+
+		if (!IS_JOB_PENDING(job_ptr) || !_job_startable(job_ptr))
+			continue;
+		memset(j, 0, sizeof(*j));
+		j->id = job_ptr->job_id;
+		j->priority = job_ptr->priority;
+		j->submit = d->submit_time;
+		j->part = _part_index(r, job_ptr->part_ptr);
+		j->nodes = d->min_nodes ? (int)d->min_nodes : 1;
+		_job_gpus(job_ptr, j);
+		if ((v = _spank_env(job_ptr, COPUS__ENV_ELASTIC)) &&
+		    copus__parse_elastic(v, &j->elastic_min, &j->elastic_max,
+					 why, sizeof(why)))
+			error("%s: %pJ: ignoring %s=%s: %s", plugin_type,
+			      job_ptr, COPUS__ENV_ELASTIC, v, why);
+		if ((v = _spank_env(job_ptr, COPUS__ENV_TYPES))) {
+			char list[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
+
+			if (copus__parse_types(v, list, sizeof(list), why,
+					       sizeof(why))) {
+				error("%s: %pJ: ignoring %s=%s: %s",
+				      plugin_type, job_ptr, COPUS__ENV_TYPES, v,
+				      why);
+			} else {
+				char *save = NULL, *t;
+
+				for (t = strtok_r(list, ",", &save);
+				     t && j->ntypes < 8;
+				     t = strtok_r(NULL, ",", &save))
+					snprintf(j->types[j->ntypes++],
+						 sizeof(j->types[0]), "%s", t);
+			}
+		}
+		for (i = 0; i < r->nnodes; i++) {
+			el[i] = bit_test(job_ptr->part_ptr->node_bitmap, i) &&
+				!(d->exc_node_bitmap &&
+				  bit_test(d->exc_node_bitmap, i));
+			if (job_ptr->resv_ptr && job_ptr->resv_ptr->node_bitmap &&
+			    !bit_test(job_ptr->resv_ptr->node_bitmap, i))
+				el[i] = 0;
+		}
+		/* Required nodes: the job runs there or nowhere. */
+		if (d->req_node_bitmap)
+			for (i = 0; i < r->nnodes; i++)
+				if (!bit_test(d->req_node_bitmap, i))
+					el[i] = 0;
+		j->eligible = el;
+		r->node_buf_len += (size_t)j->nodes;
+		nj++;
+	}
+	list_iterator_destroy(it);
+	r->njobs = nj;
+	unlock_slurmctld(locks);
+}
+
+/* Phase 2: the decision, outside every lock. */
+static int _decide(struct _round *r)
+{
+	int rc;
+
+	r->dec = xcalloc(r->njobs + 1, sizeof(*r->dec));
+	r->node_buf = xcalloc(r->node_buf_len + 1, sizeof(*r->node_buf));
+	/*
+	 * copus__place_priority is the interim policy: strict priority order
+	 * with best-fit placement. It is replaced by the core policy
+	 * (include/copus/policy.h) once that interface exists.
+	 */
+	rc = copus__place_priority(r->nodes, r->nnodes, r->jobs, r->njobs,
+				   r->dec, r->node_buf, r->node_buf_len);
+	if (rc < 0)
+		error("%s: placement failed (status %d)", plugin_type, rc);
+	return rc;
+}
+
+static void _set_reason(job_record_t *job_ptr, uint32_t reason,
+			const char *desc)
+{
+	if (job_ptr->state_reason == reason && job_ptr->state_desc &&
+	    !xstrcmp(job_ptr->state_desc, desc))
+		return;
+	job_ptr->state_reason = reason;
+	xfree(job_ptr->state_desc);
+	job_ptr->state_desc = xstrdup(desc);
+	last_job_update = time(NULL);
+}
+
+/* Starts one job on the chosen nodes, as backfill's _start_job() does. */
+static int _start(job_record_t *job_ptr, const struct copus__job *j,
+		  const struct copus__decision *d)
+{
+	bitstr_t *orig_exc = NULL, *avoid;
+	int k, rc;
+
+	avoid = bit_alloc(node_record_count);
+	for (k = 0; k < j->nodes; k++)
+		bit_set(avoid, d->nodes[k]);
+	bit_not(avoid);
+	if (job_ptr->details->exc_node_bitmap) {
+		orig_exc = bit_copy(job_ptr->details->exc_node_bitmap);
+		bit_or(job_ptr->details->exc_node_bitmap, avoid);
+	} else {
+		job_ptr->details->exc_node_bitmap = bit_copy(avoid);
+	}
+	rc = select_nodes(job_ptr, false, NULL, NULL, false,
+			  SLURMDB_JOB_FLAG_SCHED);
+	/* select_nodes() may have replaced the bitmap: restore the job's. */
+	FREE_NULL_BITMAP(job_ptr->details->exc_node_bitmap);
+	job_ptr->details->exc_node_bitmap = orig_exc;
+	FREE_NULL_BITMAP(avoid);
+	if (rc != SLURM_SUCCESS) {
+		verbose("%s: %pJ could not start on the chosen nodes: %s",
+			plugin_type, job_ptr, slurm_strerror(rc));
+		return rc;
+	}
+	last_job_update = time(NULL);
+	if (j->elastic_max)
+		info("%s: started %pJ (elastic %d-%d GPUs%s%s) in %s on %s",
+		     plugin_type, job_ptr, j->elastic_min, j->elastic_max,
+		     j->ntypes ? ", types " : "",
+		     j->ntypes ? _spank_env(job_ptr, COPUS__ENV_TYPES) : "",
+		     job_ptr->part_ptr->name, job_ptr->nodes);
+	else
+		info("%s: started %pJ in %s on %s", plugin_type, job_ptr,
+		     job_ptr->part_ptr->name, job_ptr->nodes);
+	if (job_ptr->batch_flag == 0)
+		srun_allocate(job_ptr);
+	else if (!IS_JOB_CONFIGURING(job_ptr))
+		launch_job(job_ptr);
+	return SLURM_SUCCESS;
+}
+
+/* Phase 3: act on the decisions under the write locks. */
+static void _act(struct _round *r, int ndec)
+{
+	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, WRITE_LOCK,
+				   READ_LOCK, READ_LOCK };
+	char desc[160];
+	int i, started = 0;
+
+	lock_slurmctld(locks);
+	if (node_record_count != r->nnodes) {
+		/* Nodes were reconfigured during the decision: next round. */
+		unlock_slurmctld(locks);
+		return;
+	}
+	for (i = 0; i < ndec; i++) {
+		const struct copus__decision *d = &r->dec[i];
+		const struct copus__job *j = NULL;
+		job_record_t *job_ptr = find_job_record(d->id);
+		int k;
+
+		for (k = 0; k < r->njobs; k++)
+			if (r->jobs[k].id == d->id)
+				j = &r->jobs[k];
+		/* Jobs change while the locks are free: check again. */
+		if (!job_ptr || !j || !IS_JOB_PENDING(job_ptr) ||
+		    job_ptr->priority == 0 || IS_JOB_COMPLETING(job_ptr) ||
+		    !job_ptr->details)
+			continue;
+		switch (d->verdict) {
+		case COPUS__START:
+			if (_start(job_ptr, j, d) == SLURM_SUCCESS)
+				started++;
+			break;
+		case COPUS__WAIT_RESOURCES:
+			snprintf(desc, sizeof(desc),
+				 "copus: waiting for %d node(s) with %d free "
+				 "%s GPU(s) each", j->nodes, j->gpus_per_node,
+				 j->type[0] ? j->type : "");
+			_set_reason(job_ptr, WAIT_RESOURCES, desc);
+			break;
+		case COPUS__WAIT_PRIORITY:
+			_set_reason(job_ptr, WAIT_PRIORITY,
+				    "copus: a job of higher priority in the "
+				    "partition starts first");
+			break;
+		case COPUS__NEVER:
+			snprintf(desc, sizeof(desc),
+				 "copus: no %d node(s) in the partition have "
+				 "%d %s GPU(s) each", j->nodes,
+				 j->gpus_per_node, j->type[0] ? j->type : "");
+			_set_reason(job_ptr, FAIL_BAD_CONSTRAINTS, desc);
+			break;
+		}
+	}
+	unlock_slurmctld(locks);
+	if (started)
+		debug("%s: round started %d job(s)", plugin_type, started);
+}
+
+static void _round(void)
+{
+	struct _round r;
+	int ndec;
+
+	memset(&r, 0, sizeof(r));
+	_snapshot(&r);
+	if (r.njobs > 0) {
+		ndec = _decide(&r);
+		if (ndec > 0)
+			_act(&r, ndec);
+	}
+	_round_free(&r);
+}
+
+static void *_agent(void *arg)
+{
+	struct timespec ts;
+	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK,
+				  NO_LOCK };
+
+	lock_slurmctld(conf);
+	_load_params();
+	unlock_slurmctld(conf);
+	while (1) {
+		slurm_mutex_lock(&_term_lock);
+		if (!_stop) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += _params.interval;
+			pthread_cond_timedwait(&_term_cond, &_term_lock, &ts);
+		}
+		if (_stop) {
+			slurm_mutex_unlock(&_term_lock);
+			break;
+		}
+		if (_reconfig) {
+			_reconfig = false;
+			slurm_mutex_unlock(&_term_lock);
+			lock_slurmctld(conf);
+			_load_params();
+			unlock_slurmctld(conf);
+		} else {
+			slurm_mutex_unlock(&_term_lock);
+		}
+		_round();
+	}
+	return NULL;
+}
+
+extern int init(void)
+{
+	if (slurmctld_config.scheduling_disabled)
+		return SLURM_SUCCESS;
+	slurm_mutex_lock(&_thread_lock);
+	if (_thread) {
+		slurm_mutex_unlock(&_thread_lock);
+		error("%s: scheduler thread already running", plugin_type);
+		return SLURM_ERROR;
+	}
+	_stop = false;
+	slurm_thread_create(&_thread, _agent, NULL);
+	slurm_mutex_unlock(&_thread_lock);
+	info("%s: loaded", plugin_type);
+	return SLURM_SUCCESS;
+}
+
+extern void fini(void)
+{
+	slurm_mutex_lock(&_thread_lock);
+	if (_thread) {
+		slurm_mutex_lock(&_term_lock);
+		_stop = true;
+		pthread_cond_signal(&_term_cond);
+		slurm_mutex_unlock(&_term_lock);
+		pthread_join(_thread, NULL);
+		_thread = 0;
+		info("%s: stopped", plugin_type);
+	}
+	slurm_mutex_unlock(&_thread_lock);
+}
+
+/* Called after "scontrol reconfigure": re-read the copus_ keys. */
+extern int sched_p_reconfig(void)
+{
+	slurm_mutex_lock(&_term_lock);
+	_reconfig = true;
+	pthread_cond_signal(&_term_cond);
+	slurm_mutex_unlock(&_term_lock);
+	return SLURM_SUCCESS;
+}

@@ -1,0 +1,129 @@
+/*
+ * spank_copus: the job options of copus for sbatch, salloc and srun.
+ *
+ *   --elastic=MIN-MAX    the job is elastic: copus may give it between MIN
+ *                        and MAX GPUs in total (MIN-MAX, or N for exactly N)
+ *   --gpu-types=LIST     the GPU types (GRES types) the job accepts, comma
+ *                        separated, for example a100,v100
+ *
+ * The values are checked when the job is submitted; a bad value makes the
+ * submission fail with a message that says what is wrong. Good values are
+ * put in the job control environment (spank_job_control_setenv) as
+ * COPUS_ELASTIC=MIN-MAX and COPUS_GPU_TYPES=LIST, which slurmctld keeps in
+ * the job record (job_ptr->spank_job_env) where sched/copus reads them.
+ *
+ * Built against the public <slurm/spank.h> only; add to plugstack.conf:
+ *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_copus.so
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "options.h"
+
+SPANK_PLUGIN(copus, 1);
+
+/* What the options said, kept until the job control environment is set. */
+static char _elastic[64];
+static char _types[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
+
+static int _opt_elastic(int val, const char *optarg, int remote);
+static int _opt_types(int val, const char *optarg, int remote);
+
+static struct spank_option _options[] = {
+	{ "elastic", "MIN-MAX",
+	  "Elastic job: copus gives it between MIN and MAX GPUs in total "
+	  "(N alone means exactly N).", 1, 0, _opt_elastic },
+	{ "gpu-types", "LIST",
+	  "GPU types the job accepts, comma separated (e.g. a100,v100).",
+	  1, 0, _opt_types },
+	SPANK_OPTIONS_TABLE_END
+};
+
+static int _opt_elastic(int val, const char *optarg, int remote)
+{
+	char why[128];
+	int min, max;
+
+	if (copus__parse_elastic(optarg, &min, &max, why, sizeof(why))) {
+		slurm_error("copus: --elastic=%s: %s", optarg ? optarg : "",
+			    why);
+		return -1;
+	}
+	snprintf(_elastic, sizeof(_elastic), "%d-%d", min, max);
+	return 0;
+}
+
+static int _opt_types(int val, const char *optarg, int remote)
+{
+	char why[128];
+
+	if (copus__parse_types(optarg, _types, sizeof(_types), why,
+			       sizeof(why))) {
+		slurm_error("copus: --gpu-types=%s: %s", optarg ? optarg : "",
+			    why);
+		return -1;
+	}
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	struct spank_option *opt;
+	spank_err_t rc;
+
+	/*
+	 * sbatch ignores a static spank_options table, so the options are
+	 * registered here, in every context (slurmd needs to know them too).
+	 */
+	for (opt = _options; opt->name; opt++) {
+		rc = spank_option_register(sp, opt);
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("copus: cannot register --%s: %s",
+				    opt->name, spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+	spank_err_t rc;
+
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
+		return 0;
+	if (_types[0] && !_elastic[0]) {
+		/*
+		 * A rigid job names its GPU type with --gres=gpu:TYPE:N;
+		 * --gpu-types is for jobs whose type copus chooses.
+		 */
+		slurm_error("copus: --gpu-types needs --elastic (a rigid job "
+			    "names its type in --gres=gpu:TYPE:N)");
+		return -1;
+	}
+	if (_elastic[0]) {
+		rc = spank_job_control_setenv(sp, COPUS__ENV_ELASTIC, _elastic,
+					      1);
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("copus: cannot pass --elastic to the "
+				    "scheduler: %s", spank_strerror(rc));
+			return -1;
+		}
+	}
+	if (_types[0]) {
+		rc = spank_job_control_setenv(sp, COPUS__ENV_TYPES, _types, 1);
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("copus: cannot pass --gpu-types to the "
+				    "scheduler: %s", spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}

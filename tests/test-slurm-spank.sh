@@ -1,0 +1,56 @@
+#!/bin/bash
+# spank_copus on a loopback cluster: sbatch accepts good --elastic and
+# --gpu-types values and passes them to slurmctld in the job's control
+# environment; bad values are refused at submission with a message that
+# says what is wrong.
+. "$(dirname "$0")/slurm-common.sh"
+
+so=$(need_plugin spank_copus) || exit $?
+# With sched/copus built, it reads the values back from the job record and
+# logs them when it starts the job; without it only submission is checked.
+sched=()
+if sched_so=$(need_plugin sched_copus 2>/dev/null); then
+	sched=(--sched copus --plugin-dir "$(dirname "$sched_so")"
+		--sched-params copus_interval=1)
+fi
+cluster_up --nodes 2 --gpus a100:2,v100:2 --spank "$so" "${sched[@]}"
+
+# Accepted: the values reach the job record (held, so it never runs).
+id=$(sbatch --parsable --hold -o /dev/null --gres=gpu:1 --elastic=1-4 \
+	--gpu-types=a100,v100 --wrap true 2>"$TMP/err") ||
+	fail "sbatch refused a good --elastic: $(cat "$TMP/err")"
+scontrol show job "$id" >/dev/null || fail "job $id unknown"
+id2=$(sbatch --parsable -o /dev/null --gres=gpu:1 --elastic=2 \
+	--gpu-types=v100 --wrap true 2>"$TMP/err") ||
+	fail "sbatch refused --elastic=2: $(cat "$TMP/err")"
+scancel "$id"
+
+# Rejected, each with its reason.
+reject() {
+	local want=$1
+	shift
+	if sbatch --parsable -o /dev/null "$@" --wrap true >"$TMP/out" 2>"$TMP/err"; then
+		fail "sbatch accepted $* (job $(cat "$TMP/out"))"
+	fi
+	grep -qF -- "$want" "$TMP/err" ||
+		fail "sbatch $* failed without saying '$want': $(cat "$TMP/err")"
+	echo "rejected $*: $(grep -F -- "$want" "$TMP/err" | head -n 1)"
+}
+reject "MAX (2) is smaller than MIN (8)" --elastic=8-2
+reject "MIN must be at least 1" --elastic=0-4
+reject "does not start with a number" --elastic=many
+reject "unexpected" --elastic=2-4gpus
+reject "listed twice" --elastic=1-2 --gpu-types=a100,a100
+reject "not allowed in a GPU type" --elastic=1-2 '--gpu-types=a100;v100'
+reject "--gpu-types needs --elastic" --gpu-types=a100
+
+# The accepted job ran; sched/copus saw what the SPANK plugin exported.
+wait_state "$id2" COMPLETED 60 || fail "the elastic job did not complete"
+if [ ${#sched[@]} -gt 0 ]; then
+	grep -q "started JobId=$id2 (elastic 2-2 GPUs, types v100)" \
+		"$TMP/c/log/slurmctld.log" ||
+		fail "sched/copus did not log job $id2's --elastic and --gpu-types"
+else
+	echo "sched_copus.so not built: not checking that slurmctld got the values"
+fi
+echo "PASS"
