@@ -50,3 +50,8 @@ tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS)
 noinst_PROGRAMS += tests/bench-runtime
 tests_bench_runtime_SOURCES = tests/bench-runtime.c
 tests_bench_runtime_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
+
+# The PyTorch adapter and its test (skipped when torch is not importable).
+TESTS += tests/test-pytorch.sh
+EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
+	contrib/pytorch/copus_torch.py

@@ -1,0 +1,503 @@
+"""PyTorch adapter for libcopus (ctypes; no compiled extension).
+
+It hooks a model wrapped in DistributedDataParallel (or a plain model on one
+process) and does for the training loop what libcopus needs:
+
+- per-micro-batch squared norms of the local gradient (from the change of
+  .grad after each micro-batch; for the last micro-batch, inside a DDP
+  communication hook, before the all-reduce) and the squared norm of the
+  synchronised gradient,
+- step timing, with the all-reduce reported as synchronisation time,
+- the batch size, micro-batch and accumulation steps of the plan, and the
+  learning-rate gain (AdaScale's for SGD, its square root for Adam),
+- save and load of the model, the optimizer, the data position and the
+  runtime's own state, and the exit with the requeue code on a rescale.
+
+Usage:
+
+    trainer = copus_torch.Trainer(model, optimizer, loss_fn, data,
+                                  init_batch=64, max_batch=1024,
+                                  min_local=8, max_local=256,
+                                  ckpt_dir="/scratch/run1")
+    while trainer.step < 1000:
+        loss = trainer.train_step()
+
+`data` is any object with `next_batch(n)` returning (inputs, targets) and
+`state_dict()` / `load_state_dict()` for its position. The library is found
+through $COPUS_LIB, then the system's library path.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+COPUS_OK = 0
+COPUS_ENODATA = -3
+STATE_RUNNING, STATE_CHECKPOINTING, STATE_CHECKPOINTED = 0, 1, 2
+OPT_SGD, OPT_ADAM = 0, 1
+
+
+class CopusError(RuntimeError):
+    pass
+
+
+class BatchLimits(ctypes.Structure):
+    _fields_ = [("init_batch", ctypes.c_double),
+                ("max_batch", ctypes.c_double),
+                ("min_local", ctypes.c_int),
+                ("max_local", ctypes.c_int),
+                ("accumulation", ctypes.c_bool)]
+
+
+class PerfParams(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_double) for n in
+                ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r",
+                 "beta_r", "gamma")]
+
+
+class GradStats(ctypes.Structure):
+    _fields_ = [("sqr", ctypes.c_double), ("var", ctypes.c_double)]
+
+
+SAVE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                           ctypes.c_int64)
+LOAD_CB = SAVE_CB
+AGREE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                            ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
+BCAST_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_size_t)
+PUBLISH_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class Config(ctypes.Structure):
+    # The layout of copus_config in include/copus/copus.h, field by field.
+    _fields_ = [("size", ctypes.c_size_t),
+                ("magic", ctypes.c_uint32),
+                ("version", ctypes.c_uint32),
+                ("limits", BatchLimits),
+                ("optimizer", ctypes.c_int),
+                ("prior", PerfParams),
+                ("target_progress", ctypes.c_double),
+                ("rank", ctypes.c_int),
+                ("world", ctypes.c_int),
+                ("local_rank", ctypes.c_int),
+                ("nodes", ctypes.c_int),
+                ("gpus_per_node", ctypes.c_int),
+                ("gpu_type", ctypes.c_char_p),
+                ("pipeline_degree", ctypes.c_int),
+                ("tensor_degree", ctypes.c_int),
+                ("layer_costs", ctypes.POINTER(ctypes.c_double)),
+                ("n_layers", ctypes.c_int),
+                ("ckpt_dir", ctypes.c_char_p),
+                ("save_all_ranks", ctypes.c_int),
+                ("save", SAVE_CB),
+                ("load", LOAD_CB),
+                ("cb_arg", ctypes.c_void_p),
+                ("agree", AGREE_CB),
+                ("bcast", BCAST_CB),
+                ("comm_arg", ctypes.c_void_p),
+                ("publish", PUBLISH_CB),
+                ("publish_arg", ctypes.c_void_p),
+                ("hint_interval", ctypes.c_double),
+                ("rescale_signal", ctypes.c_int),
+                ("exit_code", ctypes.c_int),
+                ("exit_on_rescale", ctypes.c_int),
+                ("agree_interval", ctypes.c_int),
+                ("noise_decay", ctypes.c_double),
+                ("no_signal_handler", ctypes.c_int)]
+
+
+class JobInfo(ctypes.Structure):
+    _fields_ = [("job_id", ctypes.c_uint32),
+                ("restart_count", ctypes.c_int),
+                ("nodes", ctypes.c_int),
+                ("world", ctypes.c_int),
+                ("rank", ctypes.c_int),
+                ("local_rank", ctypes.c_int),
+                ("gpus_per_node", ctypes.c_int),
+                ("restored", ctypes.c_int),
+                ("step", ctypes.c_int64),
+                ("progress", ctypes.c_double),
+                ("samples", ctypes.c_int64)]
+
+
+class Plan(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_double),
+                ("local", ctypes.c_int),
+                ("accum_steps", ctypes.c_int),
+                ("lr_gain", ctypes.c_double),
+                ("efficiency", ctypes.c_double),
+                ("throughput", ctypes.c_double),
+                ("goodput", ctypes.c_double),
+                ("data_degree", ctypes.c_int),
+                ("pipeline_degree", ctypes.c_int),
+                ("tensor_degree", ctypes.c_int),
+                ("data_rank", ctypes.c_int),
+                ("pipeline_rank", ctypes.c_int),
+                ("tensor_rank", ctypes.c_int),
+                ("first_layer", ctypes.c_int),
+                ("n_layers", ctypes.c_int)]
+
+
+_lib = None
+
+
+def library():
+    """Load libcopus once: $COPUS_LIB, else the system's library path."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = os.environ.get("COPUS_LIB") or ctypes.util.find_library("copus")
+    if not path:
+        raise CopusError("libcopus not found: set COPUS_LIB to libcopus.so")
+    lib = ctypes.CDLL(path)
+    P = ctypes.c_void_p
+    sigs = {
+        "copus_config_init": [ctypes.POINTER(Config), ctypes.c_size_t],
+        "copus_init": [ctypes.POINTER(Config), ctypes.POINTER(P)],
+        "copus_finalize": [P],
+        "copus_info": [P, ctypes.POINTER(JobInfo)],
+        "copus_step_begin": [P],
+        "copus_sync_begin": [P],
+        "copus_sync_end": [P],
+        "copus_grad_local": [P, ctypes.c_double],
+        "copus_grad_total": [P, ctypes.c_double],
+        "copus_step_end": [P, ctypes.c_int, ctypes.c_int],
+        "copus_grad_stats_get": [P, ctypes.POINTER(GradStats)],
+        "copus_plan_get": [P, ctypes.POINTER(Plan)],
+        "copus_publish": [P],
+        "copus_request_rescale": [P],
+        "copus_checkpoint": [P],
+        "copus_state": [P, ctypes.POINTER(ctypes.c_int)],
+        "copus_exit_code": [P, ctypes.POINTER(ctypes.c_int)],
+    }
+    for name, args in sigs.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = ctypes.c_int
+    lib.copus_errmsg.argtypes = [P]
+    lib.copus_errmsg.restype = ctypes.c_char_p
+    lib.copus_strerror.argtypes = [ctypes.c_int]
+    lib.copus_strerror.restype = ctypes.c_char_p
+    _lib = lib
+    return lib
+
+
+class Runtime:
+    """The libcopus context of this process, with Python callbacks."""
+
+    def __init__(self, init_batch, max_batch, min_local, max_local,
+                 accumulation=True, optimizer=OPT_SGD, ckpt_dir=None,
+                 save=None, load=None, target_progress=0.0,
+                 noise_decay=0.0, hint_interval=0.0, publish=None,
+                 gpu_type=None):
+        lib = library()
+        self._lib = lib
+        cfg = Config()
+        self._check(lib.copus_config_init(ctypes.byref(cfg),
+                                          ctypes.sizeof(cfg)),
+                    "copus_config_init (does copus_torch match libcopus?)")
+        cfg.limits = BatchLimits(init_batch, max_batch, min_local, max_local,
+                                 accumulation)
+        cfg.optimizer = optimizer
+        cfg.target_progress = target_progress
+        cfg.noise_decay = noise_decay
+        cfg.hint_interval = hint_interval
+        # The adapter leaves the process itself, after tearing down torch.
+        cfg.exit_on_rescale = 0
+        if dist.is_available() and dist.is_initialized():
+            cfg.rank = dist.get_rank()
+            cfg.world = dist.get_world_size()
+        self._keep = []
+        if gpu_type:
+            self._keep.append(gpu_type.encode())
+            cfg.gpu_type = self._keep[-1]
+        if ckpt_dir:
+            self._keep.append(os.fsencode(ckpt_dir))
+            cfg.ckpt_dir = self._keep[-1]
+        self._save, self._load = save, load
+        # ctypes callbacks must outlive the context: keep references.
+        self._cbs = [SAVE_CB(self._on_save), LOAD_CB(self._on_load),
+                     AGREE_CB(self._on_agree)]
+        cfg.save, cfg.load, cfg.agree = self._cbs
+        if publish is not None:
+            self._publish = publish
+            self._cbs.append(PUBLISH_CB(self._on_publish))
+            cfg.publish = self._cbs[-1]
+        self.error = None
+        self.ctx = ctypes.c_void_p()
+        rc = lib.copus_init(ctypes.byref(cfg), ctypes.byref(self.ctx))
+        if rc != COPUS_OK:
+            raise CopusError("copus_init: %s%s" % (
+                lib.copus_strerror(rc).decode(),
+                ": " + self.error if self.error else ""))
+
+    def _check(self, rc, what):
+        if rc != COPUS_OK:
+            msg = self._lib.copus_errmsg(self.ctx).decode() \
+                if getattr(self, "ctx", None) else \
+                self._lib.copus_strerror(rc).decode()
+            raise CopusError("%s: %s" % (what, msg))
+        return rc
+
+    # Callbacks from C: never let an exception cross into C.
+    def _on_save(self, arg, path, step):
+        try:
+            self._save(os.fsdecode(path), step)
+            return 0
+        except Exception as e:  # noqa: BLE001
+            self.error = "save: %r" % (e,)
+            print("copus_torch: %s" % self.error, file=sys.stderr)
+            return 1
+
+    def _on_load(self, arg, path, step):
+        try:
+            self._load(os.fsdecode(path), step)
+            return 0
+        except Exception as e:  # noqa: BLE001
+            self.error = "load: %r" % (e,)
+            print("copus_torch: %s" % self.error, file=sys.stderr)
+            return 1
+
+    def _on_agree(self, arg, values, n):
+        try:
+            t = torch.tensor([values[i] for i in range(n)], dtype=torch.int64)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            for i in range(n):
+                values[i] = int(t[i])
+            return 0
+        except Exception as e:  # noqa: BLE001
+            print("copus_torch: agree: %r" % (e,), file=sys.stderr)
+            return 1
+
+    def _on_publish(self, arg, hint):
+        try:
+            self._publish(hint.decode())
+            return 0
+        except Exception:  # noqa: BLE001
+            return 1
+
+    def info(self):
+        out = JobInfo()
+        self._check(self._lib.copus_info(self.ctx, ctypes.byref(out)),
+                    "copus_info")
+        return out
+
+    def plan(self):
+        out = Plan()
+        self._check(self._lib.copus_plan_get(self.ctx, ctypes.byref(out)),
+                    "copus_plan_get")
+        return out
+
+    def grad_stats(self):
+        out = GradStats()
+        rc = self._lib.copus_grad_stats_get(self.ctx, ctypes.byref(out))
+        if rc == COPUS_ENODATA:
+            return None
+        self._check(rc, "copus_grad_stats_get")
+        return out
+
+    def state(self):
+        out = ctypes.c_int()
+        self._check(self._lib.copus_state(self.ctx, ctypes.byref(out)),
+                    "copus_state")
+        return out.value
+
+    def exit_code(self):
+        out = ctypes.c_int()
+        self._check(self._lib.copus_exit_code(self.ctx, ctypes.byref(out)),
+                    "copus_exit_code")
+        return out.value
+
+    def step_begin(self):
+        self._check(self._lib.copus_step_begin(self.ctx), "copus_step_begin")
+
+    def sync_begin(self):
+        self._check(self._lib.copus_sync_begin(self.ctx), "copus_sync_begin")
+
+    def sync_end(self):
+        self._check(self._lib.copus_sync_end(self.ctx), "copus_sync_end")
+
+    def grad_local(self, sq):
+        self._check(self._lib.copus_grad_local(self.ctx, sq),
+                    "copus_grad_local")
+
+    def grad_total(self, sq):
+        self._check(self._lib.copus_grad_total(self.ctx, sq),
+                    "copus_grad_total")
+
+    def step_end(self, local, accum_steps):
+        self._check(self._lib.copus_step_end(self.ctx, local, accum_steps),
+                    "copus_step_end")
+
+    def request_rescale(self):
+        self._check(self._lib.copus_request_rescale(self.ctx),
+                    "copus_request_rescale")
+
+    def checkpoint(self):
+        self._check(self._lib.copus_checkpoint(self.ctx), "copus_checkpoint")
+
+    def finalize(self):
+        if self.ctx:
+            self._lib.copus_finalize(self.ctx)
+            self.ctx = ctypes.c_void_p()
+
+
+def _sqnorm(tensors):
+    s = 0.0
+    for t in tensors:
+        s += float(t.detach().double().pow(2).sum())
+    return s
+
+
+class Trainer:
+    """One optimizer step at a time, planned and measured by libcopus."""
+
+    def __init__(self, model, optimizer, loss_fn, data, init_batch,
+                 max_batch, min_local, max_local, accumulation=True,
+                 ckpt_dir=None, optimizer_kind=OPT_SGD, replan_every=0,
+                 grad_stats=True, on_rescale=None, **runtime_args):
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+        self.data = data
+        self.grad_stats = grad_stats
+        self.replan_every = replan_every
+        # Called with the checkpointed step just before the process exits.
+        self.on_rescale = on_rescale
+        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.ddp = isinstance(model,
+                              torch.nn.parallel.DistributedDataParallel)
+        self._prev = None       # accumulated .grad before the last micro-batch
+        self._hook_sq = 0.0     # local squared norm of the last micro-batch
+        self._scale = 1.0
+        self.rt = Runtime(init_batch, max_batch, min_local, max_local,
+                          accumulation=accumulation,
+                          optimizer=optimizer_kind, ckpt_dir=ckpt_dir,
+                          save=self._save_state, load=self._load_state,
+                          **runtime_args)
+        if self.ddp:
+            self.model.register_comm_hook(self, Trainer._comm_hook)
+        self.plan = self.rt.plan()
+
+    @property
+    def step(self):
+        return self.rt.info().step
+
+    # -- checkpoint -------------------------------------------------------
+    def _save_state(self, path, step):
+        module = self.model.module if self.ddp else self.model
+        torch.save({"model": module.state_dict(),
+                    "optimizer": self.optimizer.state_dict(),
+                    "data": self.data.state_dict(),
+                    "rng": torch.get_rng_state(),
+                    "step": step}, path)
+
+    def _load_state(self, path, step):
+        state = torch.load(path)
+        if state["step"] != step:
+            raise CopusError("checkpoint %s holds step %d, manifest says %d"
+                             % (path, state["step"], step))
+        module = self.model.module if self.ddp else self.model
+        module.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.data.load_state_dict(state["data"])
+        torch.set_rng_state(state["rng"])
+
+    # -- DDP communication hook: the local gradient before the all-reduce --
+    @staticmethod
+    def _comm_hook(self, bucket):
+        if self.grad_stats:
+            grads = bucket.gradients()
+            if self._prev is None:
+                sq = _sqnorm(grads)
+            else:
+                prev = self._prev
+                sq = 0.0
+                for p, g in zip(bucket.parameters(), grads):
+                    q = prev.get(p.data_ptr())
+                    d = g if q is None else g - q
+                    sq += float(d.double().pow(2).sum())
+            self._hook_sq += sq * self._scale * self._scale
+        buf = bucket.buffer()
+        buf.div_(dist.get_world_size())
+        fut = dist.all_reduce(buf, async_op=True).get_future()
+
+        def done(f):
+            return f.value()[0]
+        return fut.then(done)
+
+    # -- one optimizer step -----------------------------------------------
+    def _set_lr(self):
+        for g, lr in zip(self.optimizer.param_groups, self.base_lrs):
+            g["lr"] = lr * self.plan.lr_gain
+
+    def train_step(self):
+        """Run one step of plan.local x (plan.accum_steps + 1) samples per
+        replica; returns the mean loss. Exits the process with the requeue
+        code when the scheduler asked for a rescale."""
+        rt, plan = self.rt, self.plan
+        local, accum = plan.local, plan.accum_steps
+        n_micro = accum + 1
+        # Each micro-batch's loss is scaled so that .grad ends as the mean.
+        self._scale = float(n_micro)
+        rt.step_begin()
+        self.optimizer.zero_grad(set_to_none=False)
+        total_loss = 0.0
+        prev_flat = None
+        self._prev = None
+        self._hook_sq = 0.0
+        for i in range(n_micro):
+            x, y = self.data.next_batch(local)
+            last = i == accum
+            if self.ddp and not last:
+                with self.model.no_sync():
+                    loss = self.loss_fn(self.model(x), y) / n_micro
+                    loss.backward()
+            else:
+                if last and self.grad_stats and self.ddp and accum > 0:
+                    self._prev = {p.data_ptr(): p.grad.detach().clone()
+                                  for p in self.params}
+                loss = self.loss_fn(self.model(x), y) / n_micro
+                loss.backward()
+            total_loss += float(loss) * n_micro
+            if self.grad_stats and not (self.ddp and last):
+                # The micro-batch's own gradient: the change of .grad.
+                cur = [p.grad.detach().clone() for p in self.params]
+                if prev_flat is None:
+                    sq = _sqnorm(cur)
+                else:
+                    sq = _sqnorm(c - q for c, q in zip(cur, prev_flat))
+                rt.grad_local(sq * n_micro * n_micro)
+                prev_flat = cur
+        if self.ddp:
+            # DDP waited for the all-reduce at the end of backward.
+            if self.grad_stats:
+                rt.grad_local(self._hook_sq)
+        if self.grad_stats:
+            rt.grad_total(_sqnorm(p.grad for p in self.params))
+        self._set_lr()
+        self.optimizer.step()
+        rt.step_end(local, accum)
+        self.data_advance = local * n_micro
+        if rt.state() == STATE_CHECKPOINTED:
+            self.exit_for_rescale()
+        if self.replan_every and self.step % self.replan_every == 0:
+            self.plan = rt.plan()
+        return total_loss / n_micro
+
+    def exit_for_rescale(self):
+        code = self.rt.exit_code()
+        if self.on_rescale is not None:
+            self.on_rescale(self.rt.info().step)
+        self.rt.finalize()
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

@@ -1,0 +1,21 @@
+#!/bin/sh
+# The PyTorch adapter (contrib/pytorch) on CPU with gloo; see test_pytorch.py.
+# Debian's python3-torch is visible to /usr/bin/python3 only.
+PYTHON=${COPUS_PYTHON:-/usr/bin/python3}
+srcdir=${srcdir:-.}
+lib=$(pwd)/runtime/.libs/libcopus.so
+
+if ! "$PYTHON" -c 'import torch, torch.distributed' 2>/dev/null; then
+	echo "SKIP: torch is not importable by $PYTHON (apt-get install python3-torch)"
+	exit 77
+fi
+if [ ! -f "$lib" ]; then
+	echo "SKIP: $lib not built (shared libraries disabled?)"
+	exit 77
+fi
+# A sanitizer build of libcopus cannot be loaded into an uninstrumented Python.
+if ldd "$lib" | grep -q 'libasan'; then
+	echo "SKIP: libcopus is built with sanitizers; the adapter test needs a plain build"
+	exit 77
+fi
+COPUS_LIB=$lib exec "$PYTHON" "$srcdir/tests/test_pytorch.py" run

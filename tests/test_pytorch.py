@@ -1,0 +1,265 @@
+"""The PyTorch adapter on CPU with gloo: training on 1 and 2 processes, the
+gradient noise estimate against a direct computation, and a rescale
+(checkpoint, exit, restart with another world size, same progress).
+
+Run by tests/test-pytorch.sh: test_pytorch.py run  (the worker mode
+"worker" is what the runner starts for each process).
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "contrib", "pytorch"))
+
+DIM = 16
+N = 4096
+
+
+class Data:
+    """A synthetic regression stream: y = x.w* + noise. Every rank takes
+    its slice of each global batch; the position counts global samples."""
+
+    def __init__(self, torch, rank, world):
+        g = torch.Generator().manual_seed(1234)
+        self.x = torch.randn(N, DIM, generator=g)
+        self.w_true = torch.randn(DIM, 1, generator=g)
+        self.y = self.x @ self.w_true + 0.5 * torch.randn(N, 1, generator=g)
+        self.rank, self.world = rank, world
+        self.pos = 0
+        self.torch = torch
+
+    def next_batch(self, n):
+        start = self.pos + self.rank * n
+        idx = self.torch.arange(start, start + n) % N
+        self.pos += n * self.world
+        return self.x[idx], self.y[idx]
+
+    def state_dict(self):
+        return {"pos": self.pos}
+
+    def load_state_dict(self, s):
+        self.pos = s["pos"]
+
+
+def direct_noise(torch, model, data):
+    """|G|^2 and tr(Sigma_1) of the full data set at the current model."""
+    w = model.weight.detach().double().t()
+    b = model.bias.detach().double()
+    x, y = data.x.double(), data.y.double()
+    r = x @ w + b - y                       # residuals, N x 1
+    gw = 2 * r * x                          # per-sample gradient of w
+    gb = 2 * r                              # and of b
+    g = torch.cat([gw, gb], dim=1)
+    G = g.mean(0)
+    tr = float(((g - G) ** 2).sum(1).mean())
+    return float((G ** 2).sum()), tr
+
+
+def worker(args):
+    import torch
+    import torch.distributed as dist
+    import copus_torch
+
+    rank, world = args["rank"], args["world"]
+    torch.manual_seed(0)
+    if world > 1:
+        dist.init_process_group("gloo", init_method=args["init"],
+                                rank=rank, world_size=world)
+    model = torch.nn.Linear(DIM, 1)
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=args["lr"])
+    data = Data(torch, rank, world)
+    loss_fn = torch.nn.MSELoss()
+    out = args["out"] + ".%d" % rank
+    log = {}
+
+    def flush():
+        with open(out + ".tmp", "w") as f:
+            json.dump(log, f)
+        os.replace(out + ".tmp", out)
+
+    def on_rescale(step):
+        with torch.no_grad():
+            log.update(exit_step=step,
+                       exit_eval=float(loss_fn(module(data.x), data.y)))
+        flush()
+
+    tr = copus_torch.Trainer(model, opt, loss_fn, data, on_rescale=on_rescale,
+                             init_batch=32, max_batch=32, min_local=4,
+                             max_local=args["max_local"],
+                             ckpt_dir=args.get("ckpt"),
+                             noise_decay=args.get("decay", 0.0))
+    info = tr.rt.info()
+    module = model.module if world > 1 else model
+    with torch.no_grad():
+        eval_loss = float(loss_fn(module(data.x), data.y))
+    log.update({"rank": rank, "restored": info.restored,
+                "start_step": info.step, "start_pos": data.pos,
+                "start_eval": eval_loss, "local": tr.plan.local,
+                "accum": tr.plan.accum_steps, "losses": [], "evals": []})
+
+    while tr.step < args["steps"]:
+        if tr.step == args.get("signal_at", -1) and \
+                rank == args.get("signal_rank", 0):
+            os.kill(os.getpid(), signal.SIGUSR1)
+        log["losses"].append(tr.train_step())
+        with torch.no_grad():
+            log["evals"].append(float(loss_fn(module(data.x), data.y)))
+        flush()
+    g = tr.rt.grad_stats()
+    sqr, trace = direct_noise(torch, module, data)
+    log.update(end_step=tr.step, end_pos=data.pos,
+               est_sqr=g.sqr if g else None, est_var=g.var if g else None,
+               direct_sqr=sqr, direct_tr=trace,
+               params=[float(p.detach().double().sum())
+                       for p in module.parameters()])
+    flush()
+    tr.rt.finalize()
+    if world > 1:
+        dist.destroy_process_group()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def launch(world, tmp, name, restart=0, **kw):
+    """Start world worker processes; their exit codes and logs."""
+    init = "tcp://127.0.0.1:%d" % free_port()
+    procs = []
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("SLURM_") or k in ("RANK", "WORLD_SIZE",
+                                           "LOCAL_RANK"):
+            del env[k]
+    env["SLURM_RESTART_COUNT"] = str(restart)
+    env["OMP_NUM_THREADS"] = "1"
+    out = os.path.join(tmp, name)
+    for r in range(world):
+        a = dict(rank=r, world=world, init=init, out=out, lr=0.05,
+                 max_local=8, steps=40)
+        a.update(kw)
+        procs.append(subprocess.Popen(
+            [sys.executable, __file__, "worker", json.dumps(a)], env=env))
+    codes = [p.wait(timeout=300) for p in procs]
+    logs = []
+    for r in range(world):
+        try:
+            with open(out + ".%d" % r) as f:
+                logs.append(json.load(f))
+        except OSError:
+            logs.append(None)
+    return codes, logs
+
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def run():
+    tmp = tempfile.mkdtemp(prefix="copus-pytorch-")
+
+    # One process: the batch of 32 is 4 micro-batches of 8.
+    codes, logs = launch(1, tmp, "one")
+    lg = logs[0]
+    check(codes == [0], "one process exits 0 (%s)" % codes)
+    if lg is not None:
+        check(lg["local"] == 8 and lg["accum"] == 3,
+              "one process plans 8 x 4 micro-batches (%d x %d)"
+              % (lg["local"], lg["accum"] + 1))
+        first, last = mean(lg["losses"][:5]), mean(lg["losses"][-5:])
+        check(last < 0.2 * first,
+              "one process: loss goes down (%.3f -> %.3f)" % (first, last))
+
+    # Two processes with DDP: 16 per replica = 2 micro-batches of 8.
+    codes, logs = launch(2, tmp, "two")
+    check(codes == [0, 0], "two processes exit 0 (%s)" % codes)
+    if None not in logs:
+        first = mean(logs[0]["losses"][:5])
+        last = mean(logs[0]["losses"][-5:])
+        check(last < 0.2 * first,
+              "two processes: loss goes down (%.3f -> %.3f)" % (first, last))
+        check(logs[0]["params"] == logs[1]["params"],
+              "two processes: the replicas hold the same parameters")
+
+    # The noise estimate at a fixed model (lr 0) against the full data set,
+    # on one process (accumulation) and on two (DDP hook).
+    for world in (1, 2):
+        codes, logs = launch(world, tmp, "noise%d" % world, lr=0.0,
+                             steps=400, decay=0.995)
+        lg = logs[0]
+        check(codes == [0] * world, "noise run on %d exits 0" % world)
+        if lg is not None and lg["est_sqr"]:
+            phi_est = 32 * lg["est_var"] / lg["est_sqr"]
+            phi_dir = lg["direct_tr"] / lg["direct_sqr"]
+            check(abs(lg["est_sqr"] / lg["direct_sqr"] - 1) < 0.15,
+                  "%d process(es): |G|^2 %.4f vs direct %.4f"
+                  % (world, lg["est_sqr"], lg["direct_sqr"]))
+            check(abs(phi_est / phi_dir - 1) < 0.2,
+                  "%d process(es): noise scale %.3f vs direct %.3f"
+                  % (world, phi_est, phi_dir))
+
+    # Rescale: two processes, rank 1 is signalled inside step 15; both
+    # checkpoint after step 16 and exit 75; one process resumes there.
+    ckpt = os.path.join(tmp, "ckpt")
+    codes, logs = launch(2, tmp, "rs1", ckpt=ckpt, signal_at=15,
+                         signal_rank=1)
+    check(codes == [75, 75], "rescale: both ranks exit 75 (%s)" % codes)
+    check(os.path.exists(os.path.join(ckpt, "copus.manifest")),
+          "rescale: the manifest exists")
+    before = logs[0]
+    codes, logs = launch(1, tmp, "rs2", restart=1, ckpt=ckpt)
+    after = logs[0]
+    check(codes == [0], "restart on one process exits 0 (%s)" % codes)
+    if before is not None and after is not None:
+        check(before.get("exit_step") == 16 and after["restored"] == 1 and
+              after["start_step"] == 16,
+              "restart resumes at step 16 (exit at %s, restored %d at %d)"
+              % (before.get("exit_step"), after["restored"],
+                 after["start_step"]))
+        check(after["start_pos"] == 16 * 32,
+              "restart resumes at data position %d (%d)"
+              % (16 * 32, after["start_pos"]))
+        check(abs(after["start_eval"] - before.get("exit_eval", -1)) < 1e-6,
+              "restart restores the model (eval %.6f vs %.6f)"
+              % (after["start_eval"], before.get("exit_eval", -1)))
+        check(after.get("end_step") == 40 and after["end_pos"] == 40 * 32,
+              "restart finishes the 40 steps (%s)" % after.get("end_step"))
+        check(after["evals"][-1] < 0.2 * before["start_eval"],
+              "restart keeps learning (%.3f -> %.3f)"
+              % (before["start_eval"], after["evals"][-1]))
+    subprocess.call(["rm", "-rf", tmp])
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "worker":
+        worker(json.loads(sys.argv[2]))
+    elif len(sys.argv) == 2 and sys.argv[1] == "run":
+        sys.exit(run())
+    else:
+        print("usage: test_pytorch.py run", file=sys.stderr)
+        sys.exit(2)
