@@ -113,6 +113,7 @@ SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=100
 GresTypes=gpu
 JobRequeue=1
+RequeueExit=75
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none

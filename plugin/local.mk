@@ -44,3 +44,7 @@ EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 
 # make distcheck installs into its own prefix, never into Slurm's directory.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm-wlm'
+
+dist_man_MANS += etc/sched_copus.8
+dist_noinst_DATA += etc/slurm.conf.example etc/gres.conf.example \
+	etc/plugstack.conf.example

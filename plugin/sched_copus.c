@@ -20,11 +20,13 @@
  * (plugin_version must equal SLURM_VERSION_NUMBER), linked against nothing:
  * Slurm's symbols resolve from slurmctld when it loads the plugin.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
@@ -59,10 +61,22 @@ static bool _stop;
 static bool _reconfig;
 static struct copus__params _params;
 
+/* A running job as the status file shows it. */
+struct _run {
+	uint32_t id;
+	struct copus__job cell;		/* nodes, GPUs per node, type, range */
+	char *nodelist;
+};
+
 /* What a round works on: the copies of phase 1 and the decisions. */
 struct _round {
+	time_t when;
+	char *state_dir;		/* StateSaveLocation */
 	struct copus__node *nodes;
+	char (*names)[64];		/* node names */
 	int nnodes;
+	struct _run *run;
+	int nrun;
 	struct copus__job *jobs;
 	int njobs;
 	uint8_t *eligible;		/* njobs x nnodes flags */
@@ -201,8 +215,56 @@ static bool _job_startable(job_record_t *job_ptr)
 	return true;
 }
 
+/* The job's --elastic and --gpu-types, checked again (they are input). */
+static void _job_options(job_record_t *job_ptr, struct copus__job *j)
+{
+	const char *v;
+	char why[128];
+
+	if ((v = _spank_env(job_ptr, COPUS__ENV_ELASTIC)) &&
+	    copus__parse_elastic(v, &j->elastic_min, &j->elastic_max, why,
+				 sizeof(why)))
+		error("%s: %pJ: ignoring %s=%s: %s", plugin_type, job_ptr,
+		      COPUS__ENV_ELASTIC, v, why);
+	if ((v = _spank_env(job_ptr, COPUS__ENV_TYPES))) {
+		char list[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
+		char *save = NULL, *t;
+
+		if (copus__parse_types(v, list, sizeof(list), why,
+				       sizeof(why))) {
+			error("%s: %pJ: ignoring %s=%s: %s", plugin_type,
+			      job_ptr, COPUS__ENV_TYPES, v, why);
+			return;
+		}
+		for (t = strtok_r(list, ",", &save); t && j->ntypes < 8;
+		     t = strtok_r(NULL, ",", &save))
+			snprintf(j->types[j->ntypes++], sizeof(j->types[0]),
+				 "%s", t);
+	}
+}
+
+static void _snapshot_running(struct _round *r, job_record_t *job_ptr)
+{
+	struct _run *x;
+
+	xrecalloc(r->run, r->nrun + 1, sizeof(*r->run));
+	x = &r->run[r->nrun++];
+	x->id = job_ptr->job_id;
+	x->cell.nodes = job_ptr->node_cnt ? (int)job_ptr->node_cnt : 1;
+	_job_gpus(job_ptr, &x->cell);
+	_job_options(job_ptr, &x->cell);
+	x->nodelist = xstrdup(job_ptr->nodes);
+}
+
 static void _round_free(struct _round *r)
 {
+	int i;
+
+	for (i = 0; i < r->nrun; i++)
+		xfree(r->run[i].nodelist);
+	xfree(r->run);
+	xfree(r->names);
+	xfree(r->state_dir);
 	xfree(r->nodes);
 	xfree(r->jobs);
 	xfree(r->eligible);
@@ -227,11 +289,16 @@ static void _snapshot(struct _round *r)
 	int i, nj, cap;
 
 	lock_slurmctld(locks);
+	r->when = time(NULL);
+	r->state_dir = xstrdup(slurm_conf.state_save_location);
 	r->nnodes = node_record_count;
 	r->nodes = xcalloc(r->nnodes + 1, sizeof(*r->nodes));
+	r->names = xcalloc(r->nnodes + 1, sizeof(*r->names));
 	for (i = 0; (node_ptr = next_node(&i)); i++) {
 		struct copus__node *n = &r->nodes[i];
 
+		snprintf(r->names[i], sizeof(r->names[i]), "%s",
+			 node_ptr->name);
 		_node_gpus(node_ptr, n);
 		n->usable = avail_node_bitmap &&
 			    bit_test(avail_node_bitmap, i) &&
@@ -245,14 +312,17 @@ static void _snapshot(struct _round *r)
 	r->eligible = xcalloc((size_t)(cap + 1) * (r->nnodes + 1), 1);
 	nj = 0;
 	it = list_iterator_create(job_list);
-	while ((job_ptr = list_next(it)) && nj < cap) {
+	while ((job_ptr = list_next(it))) {
 		struct copus__job *j = &r->jobs[nj];
 		uint8_t *el = &r->eligible[(size_t)nj * (r->nnodes + 1)];
 		struct job_details *d = job_ptr->details;
-		const char *v;
-		char why[128];
 
-		if (!IS_JOB_PENDING(job_ptr) || !_job_startable(job_ptr))
+		if (IS_JOB_RUNNING(job_ptr) && d) {
+			_snapshot_running(r, job_ptr);
+			continue;
+		}
+		if (nj >= cap || !IS_JOB_PENDING(job_ptr) ||
+		    !_job_startable(job_ptr))
 			continue;
 		memset(j, 0, sizeof(*j));
 		j->id = job_ptr->job_id;
@@ -261,29 +331,7 @@ static void _snapshot(struct _round *r)
 		j->part = _part_index(r, job_ptr->part_ptr);
 		j->nodes = d->min_nodes ? (int)d->min_nodes : 1;
 		_job_gpus(job_ptr, j);
-		if ((v = _spank_env(job_ptr, COPUS__ENV_ELASTIC)) &&
-		    copus__parse_elastic(v, &j->elastic_min, &j->elastic_max,
-					 why, sizeof(why)))
-			error("%s: %pJ: ignoring %s=%s: %s", plugin_type,
-			      job_ptr, COPUS__ENV_ELASTIC, v, why);
-		if ((v = _spank_env(job_ptr, COPUS__ENV_TYPES))) {
-			char list[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
-
-			if (copus__parse_types(v, list, sizeof(list), why,
-					       sizeof(why))) {
-				error("%s: %pJ: ignoring %s=%s: %s",
-				      plugin_type, job_ptr, COPUS__ENV_TYPES, v,
-				      why);
-			} else {
-				char *save = NULL, *t;
-
-				for (t = strtok_r(list, ",", &save);
-				     t && j->ntypes < 8;
-				     t = strtok_r(NULL, ",", &save))
-					snprintf(j->types[j->ntypes++],
-						 sizeof(j->types[0]), "%s", t);
-			}
-		}
+		_job_options(job_ptr, j);
 		for (i = 0; i < r->nnodes; i++) {
 			el[i] = bit_test(job_ptr->part_ptr->node_bitmap, i) &&
 				!(d->exc_node_bitmap &&
@@ -397,7 +445,7 @@ static void _act(struct _round *r, int ndec)
 		return;
 	}
 	for (i = 0; i < ndec; i++) {
-		const struct copus__decision *d = &r->dec[i];
+		struct copus__decision *d = &r->dec[i];
 		const struct copus__job *j = NULL;
 		job_record_t *job_ptr = find_job_record(d->id);
 		int k;
@@ -414,6 +462,8 @@ static void _act(struct _round *r, int ndec)
 		case COPUS__START:
 			if (_start(job_ptr, j, d) == SLURM_SUCCESS)
 				started++;
+			else
+				d->verdict = COPUS__WAIT_RESOURCES;
 			break;
 		case COPUS__WAIT_RESOURCES:
 			snprintf(desc, sizeof(desc),
@@ -441,10 +491,122 @@ static void _act(struct _round *r, int ndec)
 		debug("%s: round started %d job(s)", plugin_type, started);
 }
 
+static const char *_verdict_name(enum copus__verdict v)
+{
+	switch (v) {
+	case COPUS__START:
+		return "started";
+	case COPUS__WAIT_RESOURCES:
+		return "wait:resources";
+	case COPUS__WAIT_PRIORITY:
+		return "wait:priority";
+	case COPUS__NEVER:
+		return "never-fits";
+	}
+	return "?";
+}
+
+static void _cell_text(const struct copus__job *c, char *type, size_t tlen,
+		       char *range, size_t rlen)
+{
+	int k;
+
+	snprintf(type, tlen, "%s", c->type[0] ? c->type : "-");
+	if (!c->type[0] && c->ntypes) {
+		type[0] = '\0';
+		for (k = 0; k < c->ntypes; k++)
+			snprintf(type + strlen(type), tlen - strlen(type),
+				 "%s%s", k ? "," : "", c->types[k]);
+	}
+	if (c->elastic_max)
+		snprintf(range, rlen, "%d-%d", c->elastic_min, c->elastic_max);
+	else
+		snprintf(range, rlen, "-");
+}
+
+/*
+ * The admin's view of the last round: StateSaveLocation/copus_status, one
+ * line per job (running, then pending in decision order), replaced
+ * atomically (written beside, flushed, renamed) so a reader never sees half
+ * a file.
+ */
+static void _write_status(struct _round *r, int ndec)
+{
+	char *path = NULL, *tmp = NULL, type[160], range[32], when[32];
+	struct tm tm;
+	FILE *f = NULL;
+	int i, k;
+
+	if (!r->state_dir)
+		return;
+	path = xstrdup_printf("%s/copus_status", r->state_dir);
+	tmp = xstrdup_printf("%s/copus_status.new", r->state_dir);
+	f = fopen(tmp, "w");
+	if (!f) {
+		error("%s: cannot write %s: %m", plugin_type, tmp);
+		goto out;
+	}
+	localtime_r(&r->when, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(f, "# sched/copus round at %s (every %d s)\n", when,
+		_params.interval);
+	fprintf(f, "%-10s %-8s %5s %9s %-12s %-9s %-15s %s\n", "JOBID",
+		"STATE", "NODES", "GPUS/NODE", "TYPE", "ELASTIC", "DECISION",
+		"NODELIST");
+	for (i = 0; i < r->nrun; i++) {
+		const struct _run *x = &r->run[i];
+
+		_cell_text(&x->cell, type, sizeof(type), range, sizeof(range));
+		fprintf(f, "%-10u %-8s %5d %9d %-12s %-9s %-15s %s\n", x->id,
+			"RUNNING", x->cell.nodes, x->cell.gpus_per_node, type,
+			range, "running", x->nodelist ? x->nodelist : "-");
+	}
+	for (i = 0; i < ndec; i++) {
+		const struct copus__decision *d = &r->dec[i];
+		const struct copus__job *j = NULL;
+		char nodes[256] = "-";
+
+		for (k = 0; k < r->njobs; k++)
+			if (r->jobs[k].id == d->id)
+				j = &r->jobs[k];
+		if (!j)
+			continue;
+		if (d->verdict == COPUS__START) {
+			nodes[0] = '\0';
+			for (k = 0; k < j->nodes; k++)
+				snprintf(nodes + strlen(nodes),
+					 sizeof(nodes) - strlen(nodes), "%s%s",
+					 k ? "," : "", r->names[d->nodes[k]]);
+		}
+		_cell_text(j, type, sizeof(type), range, sizeof(range));
+		fprintf(f, "%-10u %-8s %5d %9d %-12s %-9s %-15s %s\n", d->id,
+			d->verdict == COPUS__START ? "STARTING" : "PENDING",
+			j->nodes, j->gpus_per_node, type, range,
+			_verdict_name(d->verdict), nodes);
+	}
+	if (fflush(f) || fsync(fileno(f))) {
+		error("%s: cannot write %s: %m", plugin_type, tmp);
+		goto out;
+	}
+	if (fclose(f)) {
+		f = NULL;
+		error("%s: cannot write %s: %m", plugin_type, tmp);
+		goto out;
+	}
+	f = NULL;
+	if (rename(tmp, path))
+		error("%s: cannot rename %s to %s: %m", plugin_type, tmp, path);
+out:
+	if (f)
+		fclose(f);
+	xfree(path);
+	xfree(tmp);
+}
+
 static void _round(void)
 {
 	struct _round r;
-	int ndec;
+	int ndec = 0;
 
 	memset(&r, 0, sizeof(r));
 	_snapshot(&r);
@@ -453,6 +615,7 @@ static void _round(void)
 		if (ndec > 0)
 			_act(&r, ndec);
 	}
+	_write_status(&r, ndec > 0 ? ndec : 0);
 	_round_free(&r);
 }
 

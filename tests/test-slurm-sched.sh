@@ -32,11 +32,25 @@ held=$(sub --hold -N1 --gres=gpu:v100:1 -t 5 --wrap true)
 wait_state "$v" COMPLETED 60 || fail "the v100 job did not run"
 case $(job_field "$v" NodeList) in n3 | n4) ;; *) fail "v100 job ran on $(job_field "$v" NodeList)" ;; esac
 [ "$(job_field "$high" Priority)" = 300 ] || fail "job $high has priority $(job_field "$high" Priority), not 300"
-sleep 2
-r=$(job_field "$high" Reason)
+# Within a few rounds the highest job waits for GPUs with a readable reason
+# and the lower ones wait for it.
+end=$((SECONDS + 30))
+until job_field "$high" Reason | grep -q copus &&
+	job_field "$low" Reason | grep -q copus; do
+	[ $SECONDS -lt $end ] || fail "no copus reason on jobs $high and $low: '$(job_field "$high" Reason)', '$(job_field "$low" Reason)'"
+	sleep 0.3
+done
 [ "$(job_field "$high" JobState)" = PENDING ] || fail "job $high did not wait for GPUs"
-echo "pending reason of $high: $r"
-case $r in Resources | *copus*) ;; *) fail "job $high waits with reason '$r'" ;; esac
+echo "pending reason of $high: $(job_field "$high" Reason)"
+echo "pending reason of $low: $(job_field "$low" Reason)"
+job_field "$low" Reason | grep -q 'higher.priority' ||
+	fail "job $low does not say it waits for a job of higher priority"
+# The status file shows the running job and the decisions.
+status=$TMP/c/state/copus_status
+[ -f "$status" ] || fail "no $status"
+cat "$status"
+grep -Eq "^$big +RUNNING +2 +4 +a100 " "$status" || fail "$status does not show job $big running on 2 a100 nodes"
+grep -Eq "^$high +PENDING .*wait:resources" "$status" || fail "$status does not show job $high waiting for resources"
 [ "$(job_field "$dep" JobState)" = PENDING ] || fail "job $dep ignored its dependency"
 [ "$(job_field "$held" JobState)" = PENDING ] || fail "held job $held started"
 
