@@ -55,3 +55,10 @@ tests_bench_runtime_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
 	contrib/pytorch/copus_torch.py
+
+# A stand-in training job for the loopback-cluster test.
+noinst_PROGRAMS += tests/test-runtime-job
+tests_test_runtime_job_SOURCES = tests/test-runtime-job.c
+tests_test_runtime_job_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
+TESTS += tests/test-runtime-slurm.sh
+EXTRA_DIST += tests/test-runtime-slurm.sh
