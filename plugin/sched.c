@@ -268,3 +268,70 @@ out:
 	free(taken);
 	return rc;
 }
+
+int copus__rescale_interim(const struct copus__node *nodes, int nnodes,
+			   const struct copus__running *run, int nrun,
+			   const struct copus__job *blocked, int64_t now,
+			   int restart_delay, int *target)
+{
+	int *free_gpus = NULL, i, n = 0, best = -1, best_gpn = 0;
+
+	if ((nnodes && !nodes) || (nrun && (!run || !target)) || nnodes < 0 ||
+	    nrun < 0)
+		return COPUS_EINVAL;
+	for (i = 0; i < nrun; i++)
+		target[i] = 0;
+	free_gpus = calloc((size_t)nnodes + 1, sizeof(*free_gpus));
+	if (!free_gpus)
+		return COPUS_ENOMEM;
+	for (i = 0; i < nnodes; i++)
+		free_gpus[i] = nodes[i].gpus_free;
+	for (i = 0; i < nrun; i++) {
+		const struct copus__running *r = &run[i];
+		const struct copus__node *nd;
+		int lo, hi, give;
+
+		if (!r->elastic_max || r->nodes != 1 || r->node < 0 ||
+		    r->node >= nnodes || r->gpus_per_node < 1 ||
+		    now - r->since < restart_delay)
+			continue;
+		nd = &nodes[r->node];
+		if (!nd->usable)
+			continue;
+		lo = r->elastic_min > 1 ? r->elastic_min : 1;
+		hi = r->elastic_max < nd->gpus ? r->elastic_max : nd->gpus;
+		if (blocked) {
+			/* Shrink: the blocked job must fit on this node. */
+			int need;
+
+			if (blocked->nodes != 1 || !_type_ok(blocked, nd) ||
+			    (blocked->eligible && !blocked->eligible[r->node]))
+				continue;
+			need = blocked->gpus_per_node - free_gpus[r->node];
+			if (need <= 0 || r->gpus_per_node - need < lo)
+				continue;
+			if (best < 0 || r->gpus_per_node > best_gpn) {
+				best = i;
+				best_gpn = r->gpus_per_node;
+			}
+			continue;
+		}
+		give = free_gpus[r->node];
+		if (r->gpus_per_node >= hi || give <= 0)
+			continue;
+		if (give > hi - r->gpus_per_node)
+			give = hi - r->gpus_per_node;
+		target[i] = r->gpus_per_node + give;
+		free_gpus[r->node] -= give;
+		n++;
+	}
+	if (best >= 0) {
+		const struct copus__running *r = &run[best];
+
+		target[best] = r->gpus_per_node -
+			       (blocked->gpus_per_node - free_gpus[r->node]);
+		n = 1;
+	}
+	free(free_gpus);
+	return n;
+}

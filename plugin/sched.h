@@ -88,4 +88,30 @@ int copus__place_priority(struct copus__node *nodes, int nnodes,
 			  struct copus__decision *dec, int *node_buf,
 			  size_t node_buf_len);
 
+
+/* A running elastic job as the interim rescale rule sees it. */
+struct copus__running {
+	uint32_t id;
+	int node;		/* node index (single-node jobs only) */
+	int nodes;		/* nodes allocated */
+	int gpus_per_node;	/* GPUs per node now */
+	int elastic_min, elastic_max;	/* GPUs in total; 0 when rigid */
+	int64_t since;		/* start, or last size change */
+};
+
+/*
+ * The interim rescale rule until the core policy interface exists, for
+ * single-node elastic jobs: when a job waits for resources (blocked, with
+ * nodes[] after placement), shrink one elastic job on a node of a type the
+ * blocked job accepts just enough for it to fit, never below its minimum;
+ * when nothing waits, grow elastic jobs into the free GPUs of their own node,
+ * up to their maximum. Jobs changed less than restart_delay seconds ago are
+ * left alone. target[i] gets the new GPUs per node of run[i], or 0 for no
+ * change. Returns the number of jobs to rescale, or a negative status.
+ */
+int copus__rescale_interim(const struct copus__node *nodes, int nnodes,
+			   const struct copus__running *run, int nrun,
+			   const struct copus__job *blocked, int64_t now,
+			   int restart_delay, int *target);
+
 #endif /* COPUS_PLUGIN_SCHED_H */

@@ -46,6 +46,7 @@
 #include "src/slurmctld/slurmctld.h"
 #include "src/slurmctld/srun_comm.h"
 
+#include "copus/hint.h"
 #include "options.h"
 #include "sched.h"
 
@@ -66,7 +67,42 @@ struct _run {
 	uint32_t id;
 	struct copus__job cell;		/* nodes, GPUs per node, type, range */
 	char *nodelist;
+	int node;			/* first node's index */
+	time_t start;
 };
+
+/*
+ * A rescale in flight: the job was asked to checkpoint (COPUS_RESCALE_SIGNAL)
+ * and is expected to exit with 75, which RequeueExit=75 turns into a requeue;
+ * the plugin then sets the new size and lets it start again. Only the
+ * plugin's thread touches this table.
+ */
+#define _RESCALE_MAX 256
+struct _rescale {
+	uint32_t id;
+	time_t asked;
+	int from, to;			/* GPUs per node */
+	char type[16];
+	bool gave_up;			/* no answer: not asked again until
+					 * the restart delay has passed */
+};
+static struct _rescale _rescales[_RESCALE_MAX];
+static int _nrescales;
+
+static struct _rescale *_rescale_find(uint32_t id)
+{
+	int i;
+
+	for (i = 0; i < _nrescales; i++)
+		if (_rescales[i].id == id)
+			return &_rescales[i];
+	return NULL;
+}
+
+static void _rescale_drop(struct _rescale *x)
+{
+	*x = _rescales[--_nrescales];
+}
 
 /* What a round works on: the copies of phase 1 and the decisions. */
 struct _round {
@@ -77,6 +113,8 @@ struct _round {
 	int nnodes;
 	struct _run *run;
 	int nrun;
+	uint32_t *requeued;		/* rescaling jobs now pending */
+	int nrequeued;
 	struct copus__job *jobs;
 	int njobs;
 	uint8_t *eligible;		/* njobs x nnodes flags */
@@ -254,6 +292,11 @@ static void _snapshot_running(struct _round *r, job_record_t *job_ptr)
 	_job_gpus(job_ptr, &x->cell);
 	_job_options(job_ptr, &x->cell);
 	x->nodelist = xstrdup(job_ptr->nodes);
+	x->node = job_ptr->node_bitmap ? bit_ffs(job_ptr->node_bitmap) : -1;
+	x->start = job_ptr->start_time;
+	if (!x->cell.type[0] && x->node >= 0 && x->node < r->nnodes)
+		snprintf(x->cell.type, sizeof(x->cell.type), "%s",
+			 r->nodes[x->node].type);
 }
 
 static void _round_free(struct _round *r)
@@ -263,6 +306,7 @@ static void _round_free(struct _round *r)
 	for (i = 0; i < r->nrun; i++)
 		xfree(r->run[i].nodelist);
 	xfree(r->run);
+	xfree(r->requeued);
 	xfree(r->names);
 	xfree(r->state_dir);
 	xfree(r->nodes);
@@ -316,9 +360,20 @@ static void _snapshot(struct _round *r)
 		struct copus__job *j = &r->jobs[nj];
 		uint8_t *el = &r->eligible[(size_t)nj * (r->nnodes + 1)];
 		struct job_details *d = job_ptr->details;
+		struct _rescale *x;
 
 		if (IS_JOB_RUNNING(job_ptr) && d) {
 			_snapshot_running(r, job_ptr);
+			continue;
+		}
+		/* A job requeued for a rescale waits for its new size. */
+		if (IS_JOB_PENDING(job_ptr) &&
+		    (x = _rescale_find(job_ptr->job_id)) && !x->gave_up) {
+			if (!IS_JOB_COMPLETING(job_ptr)) {
+				xrecalloc(r->requeued, r->nrequeued + 1,
+					  sizeof(*r->requeued));
+				r->requeued[r->nrequeued++] = job_ptr->job_id;
+			}
 			continue;
 		}
 		if (nj >= cap || !IS_JOB_PENDING(job_ptr) ||
@@ -603,6 +658,142 @@ out:
 	xfree(tmp);
 }
 
+/*
+ * Rescales, outside every lock (they go through slurmctld's own RPCs, as
+ * scontrol would): give requeued jobs their new size, give up on jobs that
+ * did not answer in time, forget jobs that ended.
+ */
+static void _rescale_progress(struct _round *r)
+{
+	time_t now = time(NULL);
+	int i, k;
+
+	for (i = 0; i < _nrescales;) {
+		struct _rescale *x = &_rescales[i];
+		bool requeued = false, running = false;
+		job_desc_msg_t desc;
+		char tres[64];
+
+		if (x->gave_up) {
+			if (now - x->asked > _params.ckpt_deadline +
+					     _params.restart_delay)
+				_rescale_drop(x);
+			else
+				i++;
+			continue;
+		}
+		for (k = 0; k < r->nrequeued; k++)
+			if (r->requeued[k] == x->id)
+				requeued = true;
+		for (k = 0; k < r->nrun; k++)
+			if (r->run[k].id == x->id)
+				running = true;
+		if (requeued) {
+			slurm_init_job_desc_msg(&desc);
+			desc.job_id = x->id;
+			snprintf(tres, sizeof(tres), "gres:gpu:%s%s%d", x->type,
+				 x->type[0] ? ":" : "", x->to);
+			desc.tres_per_node = tres;
+			desc.min_nodes = 1;
+			desc.max_nodes = 1;
+			/* Without this a requeued job waits two minutes. */
+			desc.begin_time = now;
+			if (slurm_update_job(&desc) != SLURM_SUCCESS)
+				error("%s: JobId=%u: cannot set its new size "
+				      "(%s): %m; it restarts at its old size",
+				      plugin_type, x->id, tres);
+			else
+				info("%s: JobId=%u checkpointed and requeued "
+				     "after %lds; restarts with %d GPU(s) "
+				     "instead of %d", plugin_type, x->id,
+				     (long)(now - x->asked), x->to, x->from);
+			_rescale_drop(x);
+			continue;
+		}
+		if (running && now - x->asked > _params.ckpt_deadline) {
+			info("%s: JobId=%u did not checkpoint within %ds; "
+			     "left running with %d GPU(s)", plugin_type,
+			     x->id, _params.ckpt_deadline, x->from);
+			x->gave_up = true;
+			i++;
+			continue;
+		}
+		if (!running) {
+			bool pending = false;
+
+			/* Still completing its requeue: wait. */
+			for (k = 0; k < r->njobs; k++)
+				if (r->jobs[k].id == x->id)
+					pending = true;
+			if (!pending && now - x->asked >
+					_params.ckpt_deadline * 2 + 60) {
+				_rescale_drop(x);
+				continue;
+			}
+		}
+		i++;
+	}
+}
+
+/* Asks elastic jobs to change size (the interim rule in sched.c). */
+static void _rescale_start(struct _round *r, int ndec)
+{
+	struct copus__running *run;
+	const struct copus__job *blocked = NULL;
+	int *target, i, k, n;
+	time_t now = time(NULL);
+
+	if (!r->nrun)
+		return;
+	for (i = 0; i < ndec && !blocked; i++)
+		if (r->dec[i].verdict == COPUS__WAIT_RESOURCES)
+			for (k = 0; k < r->njobs; k++)
+				if (r->jobs[k].id == r->dec[i].id)
+					blocked = &r->jobs[k];
+	run = xcalloc(r->nrun, sizeof(*run));
+	target = xcalloc(r->nrun, sizeof(*target));
+	for (i = 0; i < r->nrun; i++) {
+		const struct _run *x = &r->run[i];
+
+		run[i].id = x->id;
+		run[i].node = x->node;
+		run[i].nodes = x->cell.nodes;
+		run[i].gpus_per_node = x->cell.gpus_per_node;
+		/* A job being rescaled is not asked again. */
+		if (!_rescale_find(x->id)) {
+			run[i].elastic_min = x->cell.elastic_min;
+			run[i].elastic_max = x->cell.elastic_max;
+		}
+		run[i].since = x->start;
+	}
+	n = copus__rescale_interim(r->nodes, r->nnodes, run, r->nrun, blocked,
+				   now, _params.restart_delay, target);
+	for (i = 0; n > 0 && i < r->nrun; i++) {
+		struct _rescale *x;
+
+		if (!target[i] || _nrescales == _RESCALE_MAX)
+			continue;
+		if (slurm_kill_job(run[i].id, COPUS_RESCALE_SIGNAL,
+				   KILL_FULL_JOB) != SLURM_SUCCESS) {
+			error("%s: JobId=%u: cannot ask it to checkpoint: %m",
+			      plugin_type, run[i].id);
+			continue;
+		}
+		x = &_rescales[_nrescales++];
+		memset(x, 0, sizeof(*x));
+		x->id = run[i].id;
+		x->asked = now;
+		x->from = run[i].gpus_per_node;
+		x->to = target[i];
+		snprintf(x->type, sizeof(x->type), "%s", r->run[i].cell.type);
+		info("%s: JobId=%u asked to checkpoint to go from %d to %d "
+		     "GPU(s)%s", plugin_type, x->id, x->from, x->to,
+		     blocked ? " (a job waits for GPUs)" : "");
+	}
+	xfree(run);
+	xfree(target);
+}
+
 static void _round(void)
 {
 	struct _round r;
@@ -610,11 +801,13 @@ static void _round(void)
 
 	memset(&r, 0, sizeof(r));
 	_snapshot(&r);
+	_rescale_progress(&r);
 	if (r.njobs > 0) {
 		ndec = _decide(&r);
 		if (ndec > 0)
 			_act(&r, ndec);
 	}
+	_rescale_start(&r, ndec > 0 ? ndec : 0);
 	_write_status(&r, ndec > 0 ? ndec : 0);
 	_round_free(&r);
 }

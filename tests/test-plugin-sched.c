@@ -232,6 +232,46 @@ static void elastic_types_and_best_fit(void)
 		      COPUS_EINVAL);
 }
 
+static void elastic_jobs_grow_when_idle_and_shrink_for_waiters(void)
+{
+	struct copus__node n[2];
+	struct copus__running r[3];
+	struct copus__job w;
+	int t[3];
+
+	_nodes(n, 2, "a100", 4);
+	n[0].gpus_free = 3;		/* r[0] holds 1 */
+	n[1].gpus_free = 0;		/* r[1] holds 2, rigid r[2] holds 2 */
+	memset(r, 0, sizeof(r));
+	r[0] = (struct copus__running){ 1, 0, 1, 1, 1, 8, 0 };
+	r[1] = (struct copus__running){ 2, 1, 1, 2, 1, 2, 0 };
+	r[2] = (struct copus__running){ 3, 1, 1, 2, 0, 0, 0 };
+	/* Nothing waits: job 1 grows to its node's 4 GPUs, job 2 is at max. */
+	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, NULL, 100, 10, t), 1);
+	CU_ASSERT_EQUAL(t[0], 4);
+	CU_ASSERT_EQUAL(t[1], 0);
+	CU_ASSERT_EQUAL(t[2], 0);
+	/* Too soon after its last change: left alone. */
+	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, NULL, 5, 10, t), 0);
+	/* A one-node job needing 2 GPUs waits: job 1 (now at 4 on node 0,
+	 * none free) shrinks to 2; job 2 could only go to 0 and is kept. */
+	r[0].gpus_per_node = 4;
+	n[0].gpus_free = 0;
+	w = _job(9, 1, 1, 2, "a100");
+	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, &w, 100, 10, t), 1);
+	CU_ASSERT_EQUAL(t[0], 2);
+	CU_ASSERT_EQUAL(t[1], 0);
+	/* Never below the minimum. */
+	r[0].elastic_min = 3;
+	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, &w, 100, 10, t), 0);
+	/* A waiter of another type does not shrink anyone. */
+	r[0].elastic_min = 1;
+	w = _job(9, 1, 1, 2, "v100");
+	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, &w, 100, 10, t), 0);
+	ASSERT_STATUS(copus__rescale_interim(NULL, 2, r, 3, NULL, 0, 0, t),
+		      COPUS_EINVAL);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -242,6 +282,7 @@ int main(void)
 		TEST(jobs_start_in_priority_order_and_block_lower_ones),
 		TEST(types_nodes_and_partitions_are_honoured),
 		TEST(elastic_types_and_best_fit),
+		TEST(elastic_jobs_grow_when_idle_and_shrink_for_waiters),
 	};
 	return RUN_TESTS("plugin-sched", tests);
 }
