@@ -62,3 +62,15 @@ tests_test_runtime_job_SOURCES = tests/test-runtime-job.c
 tests_test_runtime_job_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 TESTS += tests/test-runtime-slurm.sh
 EXTRA_DIST += tests/test-runtime-slurm.sh
+EXTRA_DIST += tests/bench-runtime-pytorch.py
+
+# The GPU path: built only with NCCL, skipped without a GPU.
+TESTS += tests/test-runtime-gpu.sh
+EXTRA_DIST += tests/test-runtime-gpu.sh tests/test-runtime-nccl.c
+if HAVE_NCCL
+noinst_PROGRAMS += tests/test-runtime-nccl
+tests_test_runtime_nccl_SOURCES = tests/test-runtime-nccl.c
+tests_test_runtime_nccl_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_test_runtime_nccl_LDADD = runtime/libcopus.la core/libcopus-core.la \
+	$(CUDA_LIBS) -lm
+endif

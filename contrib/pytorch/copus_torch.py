@@ -348,10 +348,13 @@ class Runtime:
 
 
 def _sqnorm(tensors):
-    s = 0.0
+    """Sum of squared entries: one BLAS dot per tensor, one sync in all."""
+    total = None
     for t in tensors:
-        s += float(t.detach().double().pow(2).sum())
-    return s
+        v = t.detach().reshape(-1)
+        d = torch.dot(v, v)
+        total = d if total is None else total + d
+    return 0.0 if total is None else float(total)
 
 
 class Trainer:
@@ -360,12 +363,18 @@ class Trainer:
     def __init__(self, model, optimizer, loss_fn, data, init_batch,
                  max_batch, min_local, max_local, accumulation=True,
                  ckpt_dir=None, optimizer_kind=OPT_SGD, replan_every=0,
-                 grad_stats=True, on_rescale=None, **runtime_args):
+                 grad_stats=True, stats_every=1, on_rescale=None,
+                 **runtime_args):
         self.model = model
         self.optimizer = optimizer
         self.loss_fn = loss_fn
         self.data = data
         self.grad_stats = grad_stats
+        # Gradient norms on every stats_every-th step only: they cost a few
+        # passes over the gradients per micro-batch.
+        self.stats_every = max(1, int(stats_every))
+        self._measure = grad_stats
+        self._calls = 0
         self.replan_every = replan_every
         # Called with the checkpointed step just before the process exits.
         self.on_rescale = on_rescale
@@ -412,17 +421,15 @@ class Trainer:
     # -- DDP communication hook: the local gradient before the all-reduce --
     @staticmethod
     def _comm_hook(self, bucket):
-        if self.grad_stats:
+        if self._measure:
             grads = bucket.gradients()
             if self._prev is None:
                 sq = _sqnorm(grads)
             else:
                 prev = self._prev
-                sq = 0.0
-                for p, g in zip(bucket.parameters(), grads):
-                    q = prev.get(p.data_ptr())
-                    d = g if q is None else g - q
-                    sq += float(d.double().pow(2).sum())
+                sq = _sqnorm(g if prev.get(p.data_ptr()) is None
+                             else g - prev[p.data_ptr()]
+                             for p, g in zip(bucket.parameters(), grads))
             self._hook_sq += sq * self._scale * self._scale
         buf = bucket.buffer()
         buf.div_(dist.get_world_size())
@@ -446,6 +453,9 @@ class Trainer:
         n_micro = accum + 1
         # Each micro-batch's loss is scaled so that .grad ends as the mean.
         self._scale = float(n_micro)
+        measure = self.grad_stats and self._calls % self.stats_every == 0
+        self._measure = measure
+        self._calls += 1
         rt.step_begin()
         self.optimizer.zero_grad(set_to_none=False)
         total_loss = 0.0
@@ -460,26 +470,26 @@ class Trainer:
                     loss = self.loss_fn(self.model(x), y) / n_micro
                     loss.backward()
             else:
-                if last and self.grad_stats and self.ddp and accum > 0:
+                if last and measure and self.ddp and accum > 0:
                     self._prev = {p.data_ptr(): p.grad.detach().clone()
                                   for p in self.params}
                 loss = self.loss_fn(self.model(x), y) / n_micro
                 loss.backward()
             total_loss += float(loss) * n_micro
-            if self.grad_stats and not (self.ddp and last):
+            if measure and not (self.ddp and last):
                 # The micro-batch's own gradient: the change of .grad.
-                cur = [p.grad.detach().clone() for p in self.params]
+                cur = [p.grad for p in self.params]
                 if prev_flat is None:
                     sq = _sqnorm(cur)
                 else:
                     sq = _sqnorm(c - q for c, q in zip(cur, prev_flat))
                 rt.grad_local(sq * n_micro * n_micro)
-                prev_flat = cur
-        if self.ddp:
+                if not last:
+                    prev_flat = [c.detach().clone() for c in cur]
+        if self.ddp and measure:
             # DDP waited for the all-reduce at the end of backward.
-            if self.grad_stats:
-                rt.grad_local(self._hook_sq)
-        if self.grad_stats:
+            rt.grad_local(self._hook_sq)
+        if measure:
             rt.grad_total(_sqnorm(p.grad for p in self.params))
         self._set_lr()
         self.optimizer.step()
