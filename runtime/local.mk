@@ -74,3 +74,4 @@ tests_test_runtime_nccl_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_test_runtime_nccl_LDADD = runtime/libcopus.la core/libcopus-core.la \
 	$(CUDA_LIBS) -lm
 endif
+EXTRA_DIST += tests/bench-runtime-restart.sh
