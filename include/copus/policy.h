@@ -1,0 +1,179 @@
+/*
+ * copus core: the scheduling policy interface.
+ *
+ * One call per scheduling round turns a snapshot of the cluster and of the
+ * jobs into a decision for every job: a cell (GPU type and GPUs on chosen
+ * nodes, or nothing = queued) and a batch configuration. The simulator
+ * (copus-sim) and the slurmctld plugin call the same code; the policy never
+ * reads files, clocks or Slurm state, it only computes on what the caller
+ * hands it. A policy object keeps the state a policy needs across rounds
+ * (Tiresias' queues, Pollux's previous solution); create one per cluster.
+ *
+ * Usage:
+ *
+ *	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+ *	copus_policy *pol;
+ *	rc = copus_policy_create("pollux", &prm, &pol);
+ *	every round:
+ *		fill copus_cluster and copus_job[n] (pointers stay the caller's)
+ *		rc = copus_policy_decide(pol, &cluster, jobs, n, now, decisions);
+ *		apply decisions[i] to jobs[i]
+ *	copus_policy_destroy(pol);
+ *
+ * Guarantees: the decisions never place more GPUs on a node than
+ * copus_node.gpus, never place anything on an unusable node or on a node of
+ * a type the job does not allow, and never mix GPU types inside one job.
+ * Inconsistent input (an allocation on a missing node, min > max, a type
+ * index out of range, ...) makes copus_policy_decide return COPUS_EINVAL
+ * with nothing decided; a job that cannot be considered for a reason that
+ * concerns only itself is left queued with the reason in its decision.
+ */
+#ifndef COPUS_POLICY_H
+#define COPUS_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <copus/error.h>
+#include <copus/model.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most GPU types a cluster may have (bits of copus_job.type_mask). */
+#define COPUS_MAX_GPU_TYPES 32
+
+/* One node of the cluster. */
+typedef struct copus_node {
+	int gpu_type; /* index into the cluster's types, 0 .. num_types-1 */
+	int gpus;     /* GPUs the policy may use on the node (>= 0) */
+	bool usable;  /* false: down, drained or reserved; nothing goes there */
+} copus_node;
+
+/* The cluster: nodes and the names of their GPU types. */
+typedef struct copus_cluster {
+	int num_nodes;
+	const copus_node *nodes;    /* num_nodes entries */
+	int num_types;              /* 1 .. COPUS_MAX_GPU_TYPES */
+	const char *const *type_names; /* num_types names, or NULL */
+} copus_cluster;
+
+/* One pending or running job, as the scheduler sees it this round. */
+typedef struct copus_job {
+	uint64_t id;         /* the caller's id, copied into the decision */
+	bool elastic;        /* false: rigid, runs on exactly req_gpus */
+	int min_gpus;        /* elastic bounds, 1 <= min <= max */
+	int max_gpus;
+	int req_gpus;        /* the user's request (rigid size, fair baseline) */
+	double req_batch;    /* the user's total batch size (0: unknown) */
+	bool fixed_batch;    /* the job may not change its batch size */
+	uint32_t type_mask;  /* bit t: may run on GPU type t; 0 = any type */
+	double submit_time;  /* seconds, same clock as 'now' */
+	int restarts;        /* reallocations so far (0 before the first) */
+	double attained;     /* attained service, GPU-seconds */
+	double priority;     /* Slurm priority (higher first), rigid ordering */
+	/*
+	 * Predicted remaining run time in seconds on req_gpus (an oracle in the
+	 * simulator, the predictor in the plugin); < 0 when unknown. Used by
+	 * fifo's backfill and by optimus.
+	 */
+	double remaining;
+	/*
+	 * The job's goodput model per GPU type: models[t] for type t, NULL
+	 * when nothing is learned yet on that type (the array itself may be
+	 * NULL). The model's grad and limits are the job's current ones.
+	 */
+	const copus_model *const *models;
+	int max_gpus_had;    /* the most GPUs the job has held (growth cap) */
+	/*
+	 * Current allocation: alloc[k] GPUs on node k (num_nodes entries),
+	 * all on nodes of type alloc_type; NULL (or all zero) when queued.
+	 */
+	const int *alloc;
+	int alloc_type;
+} copus_job;
+
+/* GPUs of one job on one node. */
+typedef struct copus_slot {
+	int node;
+	int gpus;
+} copus_slot;
+
+/* The decision for one job. */
+typedef struct copus_decision {
+	uint64_t id;       /* copus_job.id */
+	int gpu_type;      /* -1: queued (no GPUs) */
+	int gpus;          /* total GPUs, sum of slots */
+	int num_slots;     /* nodes used */
+	/* Slots in node order; owned by the policy, valid until the next
+	 * copus_policy_decide or copus_policy_destroy. */
+	const copus_slot *slots;
+	int batch;         /* total batch size (0: keep the job's own) */
+	int local;         /* micro-batch per GPU (0: the job decides) */
+	int accum_steps;   /* accumulation steps before each sync */
+	bool changed;      /* differs from the current allocation */
+	char reason[64];   /* for admins: why the job got this */
+} copus_decision;
+
+/* Version of copus_policy_params this header describes. */
+#define COPUS_POLICY_PARAMS_VERSION 1
+
+/* Tunables; set with COPUS_POLICY_PARAMS_INITIALIZER and then change. */
+typedef struct copus_policy_params {
+	size_t size;          /* sizeof(copus_policy_params) */
+	unsigned version;     /* COPUS_POLICY_PARAMS_VERSION */
+	double interval;      /* seconds between rounds (60) */
+	double restart_delay; /* seconds a reallocation costs (30) */
+	double fairness_p;    /* pollux power-mean exponent (-1) */
+	double tiresias_threshold; /* GPU-seconds to demote (16 GPU-hours) */
+	int search_rounds;    /* pollux: improvement sweeps per round (0: auto) */
+	uint64_t seed;        /* for policies with random choices */
+} copus_policy_params;
+
+#define COPUS_POLICY_PARAMS_INITIALIZER                                       \
+	{ sizeof(copus_policy_params), COPUS_POLICY_PARAMS_VERSION, 60.0,     \
+	  30.0, -1.0, 16.0 * 3600.0, 0, 1 }
+
+typedef struct copus_policy copus_policy;
+
+/*
+ * Create a policy by name: "fifo" (first come first served on the requested
+ * GPUs with EASY backfill over the jobs' remaining times), "tiresias"
+ * (two-queue least attained service, requested size), "optimus"
+ * (marginal gain of remaining time, requested batch), "pollux" (power mean
+ * of speedups over a fair share, batch re-optimised). Returns COPUS_EINVAL
+ * for an unknown name and COPUS_EVERSION for params of another version.
+ * params may be NULL for the defaults.
+ */
+int copus_policy_create(const char *name, const copus_policy_params *params,
+			copus_policy **out);
+
+/* The policy's name as given to copus_policy_create. */
+const char *copus_policy_name(const copus_policy *p);
+
+/*
+ * Decide one round. out has n entries, filled in job order. now is the
+ * time of the round in the jobs' clock (seconds). Returns COPUS_OK, or
+ * COPUS_EINVAL on inconsistent input (nothing in out is then valid).
+ */
+int copus_policy_decide(copus_policy *p, const copus_cluster *c,
+			const copus_job *jobs, size_t n, double now,
+			copus_decision *out);
+
+void copus_policy_destroy(copus_policy *p);
+
+/*
+ * Check a cluster and jobs the way copus_policy_decide does (exposed for
+ * callers that want the reason before deciding). On error, *bad_job is the
+ * index of the first bad job, or -1 when the cluster itself is bad.
+ */
+int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
+			     size_t n, long *bad_job);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COPUS_POLICY_H */
