@@ -546,6 +546,33 @@ static int _parse_root(struct parse *p, copus_hint *out)
 	return COPUS_OK;
 }
 
+/*
+ * Members in the text: the colons outside strings. json-c keeps only the
+ * last of duplicate keys; comparing this count with the members it kept
+ * finds them.
+ */
+static int _members_in_text(const char *s, size_t n)
+{
+	bool in_str = false, esc = false;
+	int colons = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (s[i] == '\\')
+				esc = true;
+			else if (s[i] == '"')
+				in_str = false;
+		} else if (s[i] == '"') {
+			in_str = true;
+		} else if (s[i] == ':') {
+			colons++;
+		}
+	}
+	return colons;
+}
+
 int copus_hint_parse(const char *text, copus_hint *out, char *err,
 		     size_t errlen)
 {
@@ -602,6 +629,17 @@ int copus_hint_parse(const char *text, copus_hint *out, char *err,
 		goto out;
 	}
 	rc = _parse_root(&p, out);
+	if (rc == COPUS_OK) {
+		struct json_object *perf = NULL;
+		int kept = json_object_object_length(p.root);
+
+		if (json_object_object_get_ex(p.root, "perf", &perf))
+			kept += json_object_object_length(perf);
+		if (_members_in_text(text + plen, n - plen) != kept) {
+			_err(err, errlen, "hint has a duplicate key");
+			rc = COPUS_EPARSE;
+		}
+	}
 	out->clamped = p.clamped;
 out:
 	if (rc != COPUS_OK)

@@ -618,7 +618,7 @@ static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
 int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 {
 	struct timespec now;
-	double step, compute, batch;
+	double step, compute, batch, gain;
 	copus_grad_stats g;
 	int rc;
 
@@ -659,11 +659,9 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 	ctx->info.step++;
 	ctx->info.samples += (int64_t)batch;
 	/* Scale-invariant progress: the step counts as gain steps at M0. */
-	if (copus_gain(&g, ctx->cfg.limits.init_batch, batch, &step) == COPUS_OK)
-		ctx->info.progress += step;
-	else
-		ctx->info.progress += 1.0;
-	step = _elapsed(&ctx->t_begin, &now);
+	if (copus_gain(&g, ctx->cfg.limits.init_batch, batch, &gain) != COPUS_OK)
+		gain = 1.0;
+	ctx->info.progress += gain;
 
 	if (ctx->skip_obs > 0)
 		ctx->skip_obs--;
@@ -673,7 +671,11 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 	if (ctx->info.rank == 0 && ctx->pub != NULL && ctx->hint_interval > 0 &&
 	    (ctx->last_hint < 0 ||
 	     copus__now() - ctx->last_hint >= ctx->hint_interval)) {
-		/* A failed hint is logged, never fatal to the training. */
+		/*
+		 * A failed hint is logged, never fatal to the training, and
+		 * not retried before the next interval.
+		 */
+		ctx->last_hint = copus__now();
 		copus__fit(ctx);
 		copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
 	}

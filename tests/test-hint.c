@@ -248,6 +248,10 @@ static void test_parse_rejects_malformed(void)
 		      COPUS_EPARSE, "JSON");
 	expect_reject("copus1:{" BASE ",\"sqr\":NaN}", COPUS_EPARSE, NULL);
 	expect_reject("copus1:{\"v\":1,\"v\":1}", COPUS_EPARSE, NULL);
+	/* json-c keeps the last of duplicate keys: the parser notices. */
+	expect_reject("copus1:{" BASE ",\"job\":8}", COPUS_EPARSE, "duplicate");
+	expect_reject("copus1:{" BASE ",\"perf\":{\"a\":[1,1,1,1,1,1,1],"
+		      "\"a\":[2,2,2,2,2,2,2]}}", COPUS_EPARSE, "duplicate");
 }
 
 static void test_parse_rejects_fields(void)

@@ -68,9 +68,9 @@
  * The receiver treats a hint as untrusted input. copus_hint_parse() rejects:
  * a missing prefix, more than COPUS_HINT_MAX_LEN bytes, malformed JSON
  * (json-c in strict mode, nesting depth at most 4), a value that is not an
- * object, an unknown or missing key, a wrong type, a non-finite or negative
- * number, an unknown state, a bad GPU type name, too many types, and a
- * version other than 1 (COPUS_EVERSION). It clamps, and counts in
+ * object, an unknown, duplicate or missing key, a wrong type, a non-finite
+ * or negative number, an unknown state, a bad GPU type name, too many types,
+ * and a version other than 1 (COPUS_EVERSION). It clamps, and counts in
  * copus_hint.clamped, values that have the right sign but lie outside the
  * bounds below (COPUS_HINT_* limits): the batch sizes to [1, 1e7] with
  * bmax >= b0, micro-batches to [1, 1e6] with lmax >= lmin, time parameters to
