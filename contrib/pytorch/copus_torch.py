@@ -194,7 +194,7 @@ class Runtime:
                  accumulation=True, optimizer=OPT_SGD, ckpt_dir=None,
                  save=None, load=None, target_progress=0.0,
                  noise_decay=0.0, hint_interval=0.0, publish=None,
-                 gpu_type=None):
+                 gpu_type=None, agree_interval=1):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -207,6 +207,8 @@ class Runtime:
         cfg.target_progress = target_progress
         cfg.noise_decay = noise_decay
         cfg.hint_interval = hint_interval
+        # Steps between two all-reduces of the rescale flag (gloo/NCCL).
+        cfg.agree_interval = agree_interval
         # The adapter leaves the process itself, after tearing down torch.
         cfg.exit_on_rescale = 0
         if dist.is_available() and dist.is_initialized():
