@@ -11,6 +11,9 @@
 #   loopback-cluster.sh down DIR
 #   loopback-cluster.sh status DIR
 #   loopback-cluster.sh env DIR      (prints "export SLURM_CONF=...")
+#   loopback-cluster.sh restart-ctld DIR [--kill]
+#                                    (stops slurmctld, with SIGKILL when
+#                                    --kill, and starts it again on its state)
 #
 # --gpus lists one GPU type per group of nodes: with --nodes 4 and
 # --gpus a100:4,v100:4, nodes n1-n2 get 4 a100 each and n3-n4 get 4 v100.
@@ -30,7 +33,7 @@ die() { echo "$PROG: $*" >&2; exit 1; }
 say() { [ -n "${QUIET:-}" ] || echo "$PROG: $*"; }
 
 usage() {
-	sed -n '5,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -259,6 +262,33 @@ cmd_down() {
 	say "stopped the cluster in $DIR"
 }
 
+cmd_restart_ctld() {
+	local pid sig=TERM n
+	[ -f "$DIR/etc/slurm.conf" ] || die "no cluster in $DIR"
+	[ "$KILL" ] && sig=KILL
+	pid=$(cat "$DIR/pids/slurmctld.pid" 2>/dev/null)
+	if _ours "$pid"; then
+		kill -$sig "$pid"
+		for ((n = 0; n < 150; n++)); do
+			_ours "$pid" || break
+			sleep 0.1
+		done
+		_ours "$pid" && die "slurmctld (pid $pid) did not stop"
+	fi
+	_start slurmctld "$SLURM_SBIN/slurmctld" -D -f "$DIR/etc/slurm.conf"
+	export SLURM_CONF=$DIR/etc/slurm.conf
+	for ((n = 0; n < WAIT * 5; n++)); do
+		_ours "$(cat "$DIR/pids/slurmctld.pid")" ||
+			die "slurmctld exited during restart; see $DIR/log/slurmctld.log"
+		scontrol ping 2>/dev/null | grep -q 'is UP' && {
+			say "slurmctld restarted in $DIR"
+			return 0
+		}
+		sleep 0.2
+	done
+	die "slurmctld does not answer ${WAIT}s after its restart"
+}
+
 cmd_up() {
 	[ "$(id -u)" -eq 0 ] || die "must run as root (slurmd starts jobs as their users)"
 	local b
@@ -315,7 +345,7 @@ CMD=$1
 DIR=$2
 shift 2
 NODES=4 CPUS=8 MEM=16000 WAIT=60 MUNGE="" SCHED=builtin SCHED_PARAMS=""
-PLUGIN_DIR="" SPANK="" GPUS=""
+PLUGIN_DIR="" SPANK="" GPUS="" KILL=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=${2:-}; shift 2 ;;
@@ -324,6 +354,7 @@ while [ $# -gt 0 ]; do
 	--mem) MEM=${2:-}; shift 2 ;;
 	--wait) WAIT=${2:-}; shift 2 ;;
 	--munge) MUNGE=1; shift ;;
+	--kill) KILL=1; shift ;;
 	--sched) SCHED=${2:-}; shift 2 ;;
 	--sched-params) SCHED_PARAMS=${2:-}; shift 2 ;;
 	--plugin-dir) PLUGIN_DIR=${2:-}; shift 2 ;;
@@ -358,6 +389,7 @@ case $CMD in
 up) mkdir -p "$DIR" || die "cannot create $DIR"; DIR=$(cd "$DIR" && pwd); cmd_up ;;
 down) [ -d "$DIR" ] || { say "nothing in $DIR"; exit 0; }; DIR=$(cd "$DIR" && pwd); cmd_down ;;
 status) [ -d "$DIR" ] || { echo "$PROG: no cluster in $DIR"; exit 3; }; DIR=$(cd "$DIR" && pwd); cmd_status ;;
+restart-ctld) [ -d "$DIR" ] || die "no cluster in $DIR"; DIR=$(cd "$DIR" && pwd); cmd_restart_ctld ;;
 env) [ -d "$DIR" ] || die "no cluster in $DIR"; DIR=$(cd "$DIR" && pwd); echo "export SLURM_CONF=$DIR/etc/slurm.conf" ;;
 *) usage ;;
 esac

@@ -37,11 +37,11 @@ tests_test_plugin_sched_LDADD = $(TEST_LIBS)
 
 # Loopback-cluster integration tests (root only; they skip otherwise).
 TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
-	tests/test-slurm-elastic.sh \
+	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
 	tests/test-slurm-sched.sh
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
-	tests/test-slurm-elastic.sh \
+	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
 	tests/test-slurm-sched.sh tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.

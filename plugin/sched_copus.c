@@ -45,6 +45,7 @@
 #include "src/slurmctld/node_scheduler.h"
 #include "src/slurmctld/slurmctld.h"
 #include "src/slurmctld/srun_comm.h"
+#include "src/slurmctld/state_save.h"
 
 #include "copus/hint.h"
 #include "options.h"
@@ -99,9 +100,113 @@ static struct _rescale *_rescale_find(uint32_t id)
 	return NULL;
 }
 
+static bool _rescales_dirty;
+
 static void _rescale_drop(struct _rescale *x)
 {
 	*x = _rescales[--_nrescales];
+	_rescales_dirty = true;
+}
+
+#define _STATE_FILE "copus_state"
+#define _STATE_MAGIC "copus-state 1"
+
+/*
+ * The rescales in flight survive a slurmctld restart in
+ * StateSaveLocation/copus_state, replaced atomically (written beside,
+ * flushed, renamed): a job that checkpoints while slurmctld is down is still
+ * given its new size when it comes back.
+ */
+static void _state_save(const char *dir)
+{
+	char *path = NULL, *tmp = NULL;
+	FILE *f = NULL;
+	int i;
+
+	if (!_rescales_dirty || !dir)
+		return;
+	path = xstrdup_printf("%s/%s", dir, _STATE_FILE);
+	tmp = xstrdup_printf("%s/%s.new", dir, _STATE_FILE);
+	if (!(f = fopen(tmp, "w")))
+		goto fail;
+	fprintf(f, "%s\n", _STATE_MAGIC);
+	for (i = 0; i < _nrescales; i++) {
+		const struct _rescale *x = &_rescales[i];
+
+		fprintf(f, "rescale %u %lld %d %d %s %d\n", x->id,
+			(long long)x->asked, x->from, x->to,
+			x->type[0] ? x->type : "-", x->gave_up ? 1 : 0);
+	}
+	if (fflush(f) || fsync(fileno(f)))
+		goto fail;
+	i = fclose(f);
+	f = NULL;
+	if (i || rename(tmp, path))
+		goto fail;
+	_rescales_dirty = false;
+	goto out;
+fail:
+	error("%s: cannot save %s: %m", plugin_type, path);
+out:
+	if (f)
+		fclose(f);
+	xfree(path);
+	xfree(tmp);
+}
+
+static void _state_load(const char *dir)
+{
+	char *path, line[256], type[16];
+	FILE *f;
+	int lineno = 0;
+
+	if (!dir)
+		return;
+	path = xstrdup_printf("%s/%s", dir, _STATE_FILE);
+	f = fopen(path, "r");
+	if (!f) {
+		xfree(path);
+		return;
+	}
+	_nrescales = 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct _rescale x;
+		long long asked;
+		int gave_up, n = 0;
+
+		lineno++;
+		if (lineno == 1) {
+			if (strncmp(line, _STATE_MAGIC "\n",
+				    sizeof(_STATE_MAGIC))) {
+				error("%s: %s:1: not a copus state file "
+				      "(expected '%s'); ignoring it",
+				      plugin_type, path, _STATE_MAGIC);
+				break;
+			}
+			continue;
+		}
+		memset(&x, 0, sizeof(x));
+		if (sscanf(line, "rescale %u %lld %d %d %15s %d%n", &x.id,
+			   &asked, &x.from, &x.to, type, &gave_up, &n) != 6 ||
+		    line[n] != '\n' || x.id == 0 || asked < 0 ||
+		    x.from < 1 || x.to < 1 || x.from > COPUS__GPUS_MAX ||
+		    x.to > COPUS__GPUS_MAX || (gave_up != 0 && gave_up != 1) ||
+		    _nrescales == _RESCALE_MAX) {
+			error("%s: %s:%d: bad rescale record '%.60s'; "
+			      "ignoring it", plugin_type, path, lineno, line);
+			continue;
+		}
+		x.asked = (time_t)asked;
+		x.gave_up = gave_up;
+		if (strcmp(type, "-"))
+			snprintf(x.type, sizeof(x.type), "%s", type);
+		_rescales[_nrescales++] = x;
+	}
+	fclose(f);
+	if (_nrescales)
+		info("%s: recovered %d rescale(s) in flight from %s",
+		     plugin_type, _nrescales, path);
+	xfree(path);
 }
 
 /* What a round works on: the copies of phase 1 and the decisions. */
@@ -542,8 +647,14 @@ static void _act(struct _round *r, int ndec)
 		}
 	}
 	unlock_slurmctld(locks);
-	if (started)
+	if (started) {
+		/* Save the started jobs at once, as Slurm's own scheduler
+		 * does: a slurmctld that dies before its periodic save would
+		 * otherwise recover them as pending while they run. */
+		schedule_node_save();
+		schedule_job_save();
 		debug("%s: round started %d job(s)", plugin_type, started);
+	}
 }
 
 static const char *_verdict_name(enum copus__verdict v)
@@ -715,6 +826,7 @@ static void _rescale_progress(struct _round *r)
 			     "left running with %d GPU(s)", plugin_type,
 			     x->id, _params.ckpt_deadline, x->from);
 			x->gave_up = true;
+			_rescales_dirty = true;
 			i++;
 			continue;
 		}
@@ -780,6 +892,7 @@ static void _rescale_start(struct _round *r, int ndec)
 			continue;
 		}
 		x = &_rescales[_nrescales++];
+		_rescales_dirty = true;
 		memset(x, 0, sizeof(*x));
 		x->id = run[i].id;
 		x->asked = now;
@@ -808,6 +921,7 @@ static void _round(void)
 			_act(&r, ndec);
 	}
 	_rescale_start(&r, ndec > 0 ? ndec : 0);
+	_state_save(r.state_dir);
 	_write_status(&r, ndec > 0 ? ndec : 0);
 	_round_free(&r);
 }
@@ -817,10 +931,14 @@ static void *_agent(void *arg)
 	struct timespec ts;
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK,
 				  NO_LOCK };
+	char *dir;
 
 	lock_slurmctld(conf);
 	_load_params();
+	dir = xstrdup(slurm_conf.state_save_location);
 	unlock_slurmctld(conf);
+	_state_load(dir);
+	xfree(dir);
 	while (1) {
 		slurm_mutex_lock(&_term_lock);
 		if (!_stop) {

@@ -1,0 +1,70 @@
+#!/bin/bash
+# slurmctld is killed (SIGKILL) in the middle of a rescale: the job, which
+# is still writing its checkpoint, exits with 75 while slurmctld is away or
+# coming back; sched/copus recovers the rescale from StateSaveLocation and
+# restarts the job at its new size (well before Slurm's two-minute requeue
+# delay), the job resumes from its checkpoint (its step never goes back) and
+# no job is lost.
+#
+# The restart delay (7 s) lets the job make progress and lets slurmctld
+# save it as running (its state saves coalesce for up to 5 s; a slurmctld
+# killed sooner recovers a just-started job as pending, which is Slurm's
+# behaviour and not what this test is about).
+. "$(dirname "$0")/slurm-common.sh"
+
+so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+spank=$(need_plugin spank_copus) || exit $?
+cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
+	--plugin-dir "$(dirname "$so")" \
+	--sched-params copus_interval=1,copus_restart_delay=7,copus_checkpoint_deadline=60
+
+cat >"$TMP/job.sh" <<'JOB'
+#!/bin/bash
+# Counts steps; on SIGUSR1 takes 3 s to checkpoint, saves the step
+# atomically and exits with 75; on start resumes from the checkpoint.
+out=$1 ckpt=$1.ckpt
+step=0
+[ -f "$ckpt" ] && step=$(cat "$ckpt")
+n=$(tr , '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+echo "start restart=${SLURM_RESTART_COUNT:-0} gpus=$n step=$step" >>"$out"
+ask=0
+trap 'ask=1' USR1
+while :; do
+	if [ $ask = 1 ]; then
+		sleep 3
+		echo "$step" >"$ckpt.new" && mv "$ckpt.new" "$ckpt"
+		echo "checkpoint step=$step" >>"$out"
+		exit 75
+	fi
+	step=$((step + 1))
+	sleep 0.1
+done
+JOB
+
+j=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 --elastic=1-4 -t 10 \
+	"$TMP/job.sh" "$TMP/j.out") || fail "sbatch refused the job"
+end=$((SECONDS + 60))
+until grep -q "^rescale $j " "$TMP/c/state/copus_state" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || fail "no rescale of job $j recorded: $(cat "$TMP/j.out" 2>&1)"
+	sleep 0.2
+done
+"$CLUSTER" restart-ctld "$TMP/c" --kill || fail "slurmctld did not come back"
+t0=$SECONDS
+end=$((SECONDS + 90))
+until grep -q '^start restart=1 ' "$TMP/j.out"; do
+	[ $SECONDS -lt $end ] || fail "job $j did not restart after the slurmctld restart: $(cat "$TMP/j.out")"
+	sleep 0.3
+done
+echo "restarted $((SECONDS - t0))s after slurmctld came back"
+cat "$TMP/j.out"
+grep -q "recovered 1 rescale" "$TMP/c/log/slurmctld.log" ||
+	fail "the plugin did not recover its rescale"
+grep -q '^start restart=1 gpus=4 ' "$TMP/j.out" ||
+	fail "job $j restarted at the wrong size: $(grep '^start restart=1' "$TMP/j.out")"
+saved=$(sed -n 's/^checkpoint step=//p' "$TMP/j.out" | head -n 1)
+resumed=$(sed -n 's/^start restart=1 gpus=[0-9]* step=//p' "$TMP/j.out")
+[ -n "$saved" ] && [ "$resumed" = "$saved" ] && [ "$saved" -gt 0 ] ||
+	fail "job resumed at step '$resumed', checkpoint holds '$saved'"
+[ "$(job_field "$j" JobState)" = RUNNING ] || fail "job $j is $(job_field "$j" JobState)"
+scancel "$j"
+echo "PASS"
