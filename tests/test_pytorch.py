@@ -176,8 +176,30 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
+def bad_arguments():
+    """The adapter turns libcopus's errors into exceptions with a reason."""
+    import copus_torch
+    try:
+        copus_torch.Runtime(init_batch=0, max_batch=8, min_local=1,
+                            max_local=8)
+        check(False, "Runtime(init_batch=0) raises CopusError")
+    except copus_torch.CopusError as e:
+        check("invalid argument" in str(e),
+              "Runtime(init_batch=0) raises CopusError (%s)" % e)
+    rt = copus_torch.Runtime(init_batch=8, max_batch=8, min_local=1,
+                             max_local=8)
+    try:
+        rt.step_end(1, 0)
+        check(False, "step_end without step_begin raises")
+    except copus_torch.CopusError as e:
+        check("without step_begin" in str(e),
+              "step_end without step_begin raises (%s)" % e)
+    rt.finalize()
+
+
 def run():
     tmp = tempfile.mkdtemp(prefix="copus-pytorch-")
+    bad_arguments()
 
     # One process: the batch of 32 is 4 micro-batches of 8.
     codes, logs = launch(1, tmp, "one")

@@ -27,7 +27,26 @@
  *
  * Every function returns COPUS_OK or a negative copus_status; the context's
  * copus_errmsg() says what went wrong in a sentence. A context is used by one
- * thread at a time.
+ * thread at a time; one context per process (the signal flag is global).
+ *
+ * Environment (read once, by copus_init):
+ *   SLURM_JOB_ID, SLURM_RESTART_COUNT, SLURM_JOB_NUM_NODES, SLURM_NTASKS,
+ *   SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE   the allocation
+ *   RANK, WORLD_SIZE, LOCAL_RANK   (torchrun) take precedence over Slurm's
+ *   CUDA_VISIBLE_DEVICES      GPUs per node when SLURM_GPUS_ON_NODE is unset
+ *   COPUS_CKPT_DIR            checkpoint directory when cfg.ckpt_dir is NULL
+ *   COPUS_GPU_TYPE            GPU type named in hints ("default")
+ *   COPUS_SIGNAL              rescale signal, a number or USR1, USR2, ...
+ *   COPUS_REQUEUE_EXIT        exit code after a rescale checkpoint (75)
+ *   COPUS_HINTS=0             publish no hints
+ *   COPUS_SCONTROL            the scontrol program used for hints
+ *   COPUS_NO_PMIX             bootstrap through cfg.bcast even under PMIx
+ *   COPUS_DEBUG=1|2           log what the runtime does (stderr)
+ * A malformed value is an error of copus_init that names the variable.
+ *
+ * Checkpoints: with one saving rank (the default), every rank of the
+ * restarted job loads rank 0's file, so the directory must be visible to
+ * all nodes of the new allocation (or the job must stay on one node).
  */
 #ifndef COPUS_COPUS_H
 #define COPUS_COPUS_H
