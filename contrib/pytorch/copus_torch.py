@@ -386,6 +386,7 @@ class Trainer:
                               torch.nn.parallel.DistributedDataParallel)
         self._prev = None       # accumulated .grad before the last micro-batch
         self._hook_sq = 0.0     # local squared norm of the last micro-batch
+        self._scratch = {}
         self._scale = 1.0
         self.rt = Runtime(init_batch, max_batch, min_local, max_local,
                           accumulation=accumulation,
@@ -399,6 +400,14 @@ class Trainer:
     @property
     def step(self):
         return self.rt.info().step
+
+    def _buffers(self, name, like):
+        """Gradient-shaped scratch tensors, allocated once."""
+        bufs = self._scratch.get(name)
+        if bufs is None or len(bufs) != len(like):
+            bufs = [torch.empty_like(t) for t in like]
+            self._scratch[name] = bufs
+        return bufs
 
     # -- checkpoint -------------------------------------------------------
     def _save_state(self, path, step):
@@ -480,14 +489,20 @@ class Trainer:
             total_loss += float(loss) * n_micro
             if measure and not (self.ddp and last):
                 # The micro-batch's own gradient: the change of .grad.
-                cur = [p.grad for p in self.params]
+                cur = [p.grad.detach() for p in self.params]
                 if prev_flat is None:
                     sq = _sqnorm(cur)
                 else:
-                    sq = _sqnorm(c - q for c, q in zip(cur, prev_flat))
+                    # Into buffers kept across steps: no allocation.
+                    diff = self._buffers("diff", cur)
+                    for d, c, q in zip(diff, cur, prev_flat):
+                        torch.sub(c, q, out=d)
+                    sq = _sqnorm(diff)
                 rt.grad_local(sq * n_micro * n_micro)
                 if not last:
-                    prev_flat = [c.detach().clone() for c in cur]
+                    prev_flat = self._buffers("prev", cur)
+                    for q, c in zip(prev_flat, cur):
+                        q.copy_(c)
         if self.ddp and measure:
             # DDP waited for the all-reduce at the end of backward.
             rt.grad_local(self._hook_sq)
