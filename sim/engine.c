@@ -1,0 +1,767 @@
+/*
+ * The simulation loop: jobs progress by the measured tables between rounds
+ * (Pollux's simulator rules), and every round a copus policy decides.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+/* Longest simulated time before giving up: 60 days. */
+#define SIM_MAX_TIME (60.0 * 86400.0)
+
+int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
+		      size_t len)
+{
+	char *copy = NULL, *save = NULL, *tok;
+	int rc = COPUS_EINVAL;
+
+	memset(out, 0, sizeof(*out));
+	if (spec == NULL || *spec == '\0') {
+		snprintf(err, len, "--cluster: empty specification");
+		return COPUS_EINVAL;
+	}
+	copy = strdup(spec);
+	if (copy == NULL)
+		return COPUS_ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':'), *shape = tok, *end;
+		long nodes, gpus;
+		copus_node *nn;
+		int t;
+
+		if (out->ntypes >= SIM_MAX_TYPES) {
+			snprintf(err, len, "--cluster: more than %d GPU types",
+				 SIM_MAX_TYPES);
+			goto out;
+		}
+		t = out->ntypes;
+		if (colon) {
+			*colon = '\0';
+			shape = colon + 1;
+			if (*tok == '\0' || strlen(tok) >= 32 ||
+			    strspn(tok, "abcdefghijklmnopqrstuvwxyz"
+				   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+				    strlen(tok)) {
+				snprintf(err, len,
+					 "--cluster: bad GPU type name '%s'",
+					 tok);
+				goto out;
+			}
+			snprintf(out->type_names[t], 32, "%s", tok);
+		} else if (strchr(spec, ':') || out->ntypes > 0) {
+			snprintf(err, len,
+				 "--cluster: '%s': give every part a type "
+				 "(type:NODESxGPUS) or use one NODESxGPUS", tok);
+			goto out;
+		}
+		for (int u = 0; u < t; u++)
+			if (strcmp(out->type_names[u], out->type_names[t]) == 0) {
+				snprintf(err, len,
+					 "--cluster: GPU type '%s' twice",
+					 out->type_names[t]);
+				goto out;
+			}
+		nodes = strtol(shape, &end, 10);
+		if (end == shape || (*end != 'x' && *end != 'X')) {
+			snprintf(err, len,
+				 "--cluster: '%s' is not NODESxGPUS", shape);
+			goto out;
+		}
+		shape = end + 1;
+		gpus = strtol(shape, &end, 10);
+		if (end == shape || *end != '\0' || nodes < 1 ||
+		    nodes > 100000 || gpus < 1 || gpus > 9) {
+			snprintf(err, len,
+				 "--cluster: '%s': 1..100000 nodes of 1..9 GPUs "
+				 "expected", tok);
+			goto out;
+		}
+		nn = realloc(out->nodes, (size_t)(out->nnodes + nodes) *
+					 sizeof(*nn));
+		if (nn == NULL) {
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
+		out->nodes = nn;
+		for (long k = 0; k < nodes; k++) {
+			out->nodes[out->nnodes].gpu_type = t;
+			out->nodes[out->nnodes].gpus = (int)gpus;
+			out->nodes[out->nnodes].usable = true;
+			out->nnodes++;
+		}
+		out->ntypes++;
+	}
+	rc = out->ntypes > 0 ? COPUS_OK : COPUS_EINVAL;
+	if (rc)
+		snprintf(err, len, "--cluster: empty specification");
+out:
+	free(copy);
+	if (rc)
+		sim_cluster_free(out);
+	return rc;
+}
+
+void sim_cluster_free(struct sim_cluster *c)
+{
+	if (c == NULL)
+		return;
+	free(c->nodes);
+	memset(c, 0, sizeof(*c));
+}
+
+int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
+		      char *err, size_t len)
+{
+	struct csv c;
+	int cn, ct, ca, cr, cb, rc;
+	struct sim_jobspec *js = NULL;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = sim_csv_read(path, &c, err, len)) != COPUS_OK)
+		return rc;
+	rc = COPUS_EPARSE;
+	if ((cn = sim_csv_col(&c, "name", err, len)) < 0 ||
+	    (ct = sim_csv_col(&c, "time", err, len)) < 0 ||
+	    (ca = sim_csv_col(&c, "application", err, len)) < 0 ||
+	    (cr = sim_csv_col(&c, "num_replicas", err, len)) < 0 ||
+	    (cb = sim_csv_col(&c, "batch_size", err, len)) < 0)
+		goto out;
+	js = calloc(c.nrows + 1, sizeof(*js));
+	if (js == NULL) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < c.nrows; i++) {
+		struct sim_jobspec *j = &js[i];
+		double r;
+
+		if (strlen(c.rows[i][cn]) == 0 ||
+		    strlen(c.rows[i][cn]) >= sizeof(j->name) ||
+		    strpbrk(c.rows[i][cn], "\"\\") != NULL) {
+			snprintf(err, len,
+				 "%s:%ld: column %d (name): '%s' is empty, too "
+				 "long or has quotes", path, c.lines[i],
+				 cn + 1, c.rows[i][cn]);
+			goto out;
+		}
+		snprintf(j->name, sizeof(j->name), "%s", c.rows[i][cn]);
+		if (strlen(c.rows[i][ca]) == 0 ||
+		    strlen(c.rows[i][ca]) >= sizeof(j->app_name) ||
+		    strpbrk(c.rows[i][ca], "/.") != NULL) {
+			snprintf(err, len,
+				 "%s:%ld: column %d (application): '%s' is "
+				 "not a model name", path, c.lines[i], ca + 1,
+				 c.rows[i][ca]);
+			goto out;
+		}
+		snprintf(j->app_name, sizeof(j->app_name), "%s",
+			 c.rows[i][ca]);
+		j->app = -1;
+		if (sim_csv_double(&c, i, ct, &j->submit, err, len) ||
+		    sim_csv_double(&c, i, cr, &r, err, len) ||
+		    sim_csv_double(&c, i, cb, &j->batch, err, len))
+			goto out;
+		if (j->submit < 0 || j->submit > SIM_MAX_TIME) {
+			snprintf(err, len,
+				 "%s:%ld: column %d (time): '%s' is out of "
+				 "range", path, c.lines[i], ct + 1,
+				 c.rows[i][ct]);
+			goto out;
+		}
+		if (r < 1 || r > 4096 || r != floor(r)) {
+			snprintf(err, len,
+				 "%s:%ld: column %d (num_replicas): '%s' is "
+				 "not an integer in 1..4096", path, c.lines[i],
+				 cr + 1, c.rows[i][cr]);
+			goto out;
+		}
+		j->replicas = (int)r;
+		if (j->batch < 1 || j->batch > 1e8) {
+			snprintf(err, len,
+				 "%s:%ld: column %d (batch_size): '%s' is out "
+				 "of range", path, c.lines[i], cb + 1,
+				 c.rows[i][cb]);
+			goto out;
+		}
+	}
+	*out = js;
+	*n = c.nrows;
+	js = NULL;
+	rc = COPUS_OK;
+out:
+	free(js);
+	sim_csv_free(&c);
+	return rc;
+}
+
+void sim_split_batch(const struct app *a, double batch, int replicas,
+		     int *atomic, int *accum)
+{
+	double local = ceil(batch / replicas - 1e-8);
+	int s = (int)ceil(local / a->max_local - 1e-8) - 1;
+	int count;
+	double at;
+
+	if (s < 0)
+		s = 0;
+	/* One GPU beyond the initial batch accumulates, as in Pollux. */
+	if (replicas == 1 && batch > a->init_batch && s < 1)
+		s = 1;
+	at = ceil(local / (s + 1) - 1e-8);
+	count = replicas * (s + 1);
+	if (at > floor(a->max_batch / count))
+		at = floor(a->max_batch / count);
+	if (at < 1)
+		at = 1;
+	*atomic = (int)at;
+	*accum = s;
+}
+
+/* Consolidated placement of k GPUs on nodes of g. */
+static int consolidated(int k, int g, int *pl)
+{
+	int n = 0;
+
+	while (k > 0) {
+		pl[n] = k < g ? k : g;
+		k -= pl[n++];
+	}
+	return n;
+}
+
+/* Samples-per-progress rate of a configuration during an epoch. */
+static double true_goodput(const struct app *a, int t, const int *pl, int nn,
+			   int atomic, int accum, int epoch, double *total)
+{
+	double step, sync, sqr, var, scale, gain, batch;
+	int replicas = 0;
+
+	for (int k = 0; k < nn; k++)
+		replicas += pl[k];
+	if (sim_app_throughput(a, t, pl, nn, atomic, &step, &sync) != COPUS_OK)
+		return 0.0;
+	batch = (double)replicas * atomic * (accum + 1);
+	scale = batch / a->init_batch;
+	sim_app_grad(a, batch, epoch, &sqr, &var);
+	gain = (var + sqr) / (var / scale + sqr);
+	if (!isfinite(gain) || gain <= 0)
+		gain = 1.0;
+	*total = step + (step - sync) * accum;
+	return gain / *total;
+}
+
+double sim_solo_time(const struct app *a, int t, int g, int replicas,
+		     double batch, int from_epoch, double progress)
+{
+	int pl[4096], nn, atomic, accum;
+	double time = 0.0, total;
+
+	if (replicas > 4096)
+		replicas = 4096;
+	nn = consolidated(replicas, g, pl);
+	sim_split_batch(a, batch, replicas, &atomic, &accum);
+	for (int e = from_epoch; e < a->max_epochs; e++) {
+		double gp = true_goodput(a, t, pl, nn, atomic, accum, e, &total);
+		double from = e == from_epoch ? progress : sim_app_progress(a, e);
+
+		if (!(gp > 0))
+			return INFINITY;
+		time += (sim_app_progress(a, e + 1) - from) / gp;
+	}
+	return time;
+}
+
+/* ---------------------------------------------------------------- jobs */
+
+struct sjob {
+	const struct sim_jobspec *spec;
+	const struct app *app;
+	int *place;         /* GPUs per node */
+	int type;
+	int gpus, nodes;
+	int atomic, accum;
+	double progress;
+	int epoch;
+	double attained;    /* GPU-seconds */
+	double rescale;     /* seconds of restart left */
+	int restarts;       /* -1 before the first allocation */
+	double completion;  /* < 0 while running */
+	double target_batch; /* <= 0: the policy chooses */
+	copus_observation *obs;
+	size_t nobs, capobs;
+	int max_prof;
+	copus_model model;
+	bool has_model;
+	bool learn;
+	double goodput;
+	const copus_model *models[SIM_MAX_TYPES];
+};
+
+static void update_shape(struct sjob *j, int N)
+{
+	j->gpus = j->nodes = 0;
+	for (int k = 0; k < N; k++) {
+		j->gpus += j->place[k];
+		j->nodes += j->place[k] > 0;
+	}
+}
+
+/* Pollux's choice of micro-batch and accumulation after each change. */
+static void update_local(struct sjob *j)
+{
+	const struct app *a = j->app;
+	double batch = j->target_batch;
+	int count;
+
+	if (j->gpus == 0)
+		return;
+	if (batch <= 0 && !j->has_model)
+		batch = fmax(a->init_batch, (double)a->min_local * j->gpus);
+	if (batch <= 0) {
+		copus_batch_plan plan;
+
+		if (copus_best_batch(&j->model, j->nodes, j->gpus, &plan) ==
+		    COPUS_OK) {
+			j->atomic = plan.local;
+			j->accum = plan.accum_steps;
+		} else {
+			sim_split_batch(a, fmax(a->init_batch,
+						(double)a->min_local * j->gpus),
+					j->gpus, &j->atomic, &j->accum);
+		}
+	} else {
+		sim_split_batch(a, batch, j->gpus, &j->atomic, &j->accum);
+	}
+	count = j->gpus * (j->accum + 1);
+	if (j->atomic > (int)(a->max_batch / count))
+		j->atomic = (int)(a->max_batch / count);
+	if (j->atomic < 1)
+		j->atomic = 1;
+}
+
+/* Learn from a measured step, as the plugin learns from hints. */
+static int observe(struct sjob *j, double step, double sync, double sqr,
+		   double var)
+{
+	const struct app *a = j->app;
+	copus_observation *o;
+
+	j->model.grad.sqr = sqr;
+	j->model.grad.var = var;
+	for (size_t i = 0; i < j->nobs; i++)
+		if (j->obs[i].nodes == j->nodes &&
+		    j->obs[i].replicas == j->gpus &&
+		    j->obs[i].local == j->atomic)
+			return COPUS_OK;
+	if (j->nobs == j->capobs) {
+		size_t nc = j->capobs ? 2 * j->capobs : 8;
+		copus_observation *no = realloc(j->obs, nc * sizeof(*no));
+
+		if (no == NULL)
+			return COPUS_ENOMEM;
+		j->obs = no;
+		j->capobs = nc;
+	}
+	o = &j->obs[j->nobs++];
+	o->nodes = j->nodes;
+	o->replicas = j->gpus;
+	o->local = j->atomic;
+	o->accum_steps = 0;
+	o->step_time = step;
+	o->compute_time = step - sync > 1e-9 ? step - sync : 1e-9;
+	if (j->gpus > j->max_prof)
+		j->max_prof = j->gpus;
+	if (copus_fit(j->obs, j->nobs, &j->model.perf, NULL) == COPUS_OK) {
+		j->model.limits.init_batch = a->init_batch;
+		j->model.limits.max_batch = a->max_batch;
+		j->model.limits.min_local = a->min_local;
+		j->model.limits.max_local = a->max_local;
+		j->model.limits.accumulation = true;
+		j->has_model = copus_model_check(&j->model) == COPUS_OK;
+	}
+	return COPUS_OK;
+}
+
+/* Advance one job by 'sec' seconds from time 'now' (Pollux's Job.step). */
+static void job_step(struct sjob *j, double now, double sec, int N)
+{
+	const struct app *a = j->app;
+	double delay, t = now;
+	int guard = 0;
+	int pl[64], nn = 0;
+
+	if (j->gpus == 0 || j->completion >= 0)
+		return;
+	for (int k = 0; k < N && nn < 64; k++)
+		if (j->place[k] > 0)
+			pl[nn++] = j->place[k];
+	delay = fmin(j->rescale, sec);
+	t += delay;
+	j->attained += delay * j->gpus;
+	j->rescale -= delay;
+	sec -= delay;
+	while (sec > 0 && j->completion < 0 && guard++ < 100000) {
+		double step, sync, sqr, var, batch, scale, gain, total, gp;
+		double next, delta;
+
+		batch = (double)j->gpus * j->atomic * (j->accum + 1);
+		scale = batch / a->init_batch;
+		if (sim_app_throughput(a, j->type, pl, nn, j->atomic, &step,
+				       &sync) != COPUS_OK)
+			return;
+		sim_app_grad(a, batch, j->epoch, &sqr, &var);
+		gain = (var + sqr) / (var / scale + sqr);
+		if (!isfinite(gain) || gain <= 0)
+			gain = 1.0;
+		if (j->learn)
+			observe(j, step, sync, sqr, var);
+		total = step + (step - sync) * j->accum;
+		gp = gain / total;
+		j->goodput = gp;
+		next = sim_app_progress(a, j->epoch + 1);
+		if (j->progress + gp * sec < next) {
+			j->progress += gp * sec;
+			t += sec;
+			j->attained += sec * j->gpus;
+			sec = 0;
+		} else {
+			j->epoch++;
+			delta = round((next - j->progress) / gp);
+			if (delta > sec)
+				delta = sec;
+			if (j->epoch >= a->max_epochs)
+				j->completion = t + delta;
+			j->progress = next;
+			t += delta;
+			j->attained += delta * j->gpus;
+			sec -= delta;
+		}
+		/* The batch is re-optimised between epochs. */
+		update_local(j);
+	}
+}
+
+static double pctl(double *v, size_t n, double q)
+{
+	size_t k;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		double x = v[i];
+		size_t m = i;
+
+		while (m > 0 && v[m - 1] > x) {
+			v[m] = v[m - 1];
+			m--;
+		}
+		v[m] = x;
+	}
+	k = (size_t)ceil(q * (double)n);
+	if (k < 1)
+		k = 1;
+	return v[k - 1];
+}
+
+void sim_result_free(struct sim_result *r)
+{
+	if (r == NULL)
+		return;
+	free(r->names);
+	free(r->jct);
+	free(r->ftf);
+	memset(r, 0, sizeof(*r));
+}
+
+int sim_run(const struct sim_cluster *c, const struct app *apps,
+	    const struct sim_jobspec *specs, size_t n,
+	    const struct sim_opts *o, struct sim_result *res, char *err,
+	    size_t len)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	copus_policy *pol = NULL;
+	struct sjob *jobs = NULL;
+	copus_job *cj = NULL;
+	copus_decision *dec = NULL;
+	size_t *idx = NULL;
+	const char *tnames[SIM_MAX_TYPES];
+	copus_cluster cl;
+	int N = c->nnodes, total_gpus = 0, g0 = 0, rc;
+	bool is_pollux, is_optimus, is_fifo;
+	double now = 0.0, t0 = (double)clock() / CLOCKS_PER_SEC;
+	size_t done = 0;
+
+	memset(res, 0, sizeof(*res));
+	prm.interval = o->interval;
+	prm.restart_delay = o->restart_delay;
+	rc = copus_policy_create(o->policy, &prm, &pol);
+	if (rc != COPUS_OK) {
+		snprintf(err, len, "unknown policy '%s' (fifo, tiresias, "
+			 "optimus, pollux)", o->policy);
+		return rc;
+	}
+	is_pollux = strcmp(o->policy, "pollux") == 0;
+	is_optimus = strcmp(o->policy, "optimus") == 0;
+	is_fifo = strcmp(o->policy, "fifo") == 0;
+	for (int t = 0; t < c->ntypes; t++)
+		tnames[t] = c->type_names[t];
+	cl.num_nodes = N;
+	cl.nodes = c->nodes;
+	cl.num_types = c->ntypes;
+	cl.type_names = tnames;
+	for (int k = 0; k < N; k++) {
+		total_gpus += c->nodes[k].gpus;
+		if (c->nodes[k].gpu_type == 0 && c->nodes[k].gpus > g0)
+			g0 = c->nodes[k].gpus;
+	}
+	jobs = calloc(n + 1, sizeof(*jobs));
+	cj = calloc(n + 1, sizeof(*cj));
+	dec = calloc(n + 1, sizeof(*dec));
+	idx = calloc(n + 1, sizeof(*idx));
+	res->names = calloc(n + 1, sizeof(*res->names));
+	res->jct = calloc(n + 1, sizeof(double));
+	res->ftf = calloc(n + 1, sizeof(double));
+	if (!jobs || !cj || !dec || !idx || !res->names || !res->jct ||
+	    !res->ftf) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &jobs[i];
+
+		j->spec = &specs[i];
+		j->app = &apps[specs[i].app];
+		j->place = calloc((size_t)N, sizeof(int));
+		if (j->place == NULL) {
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
+		j->restarts = -1;
+		j->completion = -1;
+		j->learn = is_pollux;
+		/* Pollux chooses the batch, except NCF's fixed 32768. */
+		if (is_pollux)
+			j->target_batch = strcmp(j->app->name, "ncf") == 0 ?
+				32768 : 0;
+		else
+			j->target_batch = specs[i].batch;
+		snprintf(res->names[i], sizeof(res->names[i]), "%s",
+			 specs[i].name);
+		res->jct[i] = -1;
+	}
+	while (done < n) {
+		size_t na = 0;
+		int used = 0, queued = 0;
+
+		if (now > SIM_MAX_TIME) {
+			snprintf(err, len, "%s: jobs still running after %.0f "
+				 "simulated days", o->workload_name,
+				 SIM_MAX_TIME / 86400);
+			rc = COPUS_ERANGE;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct sjob *j = &jobs[i];
+			bool was = j->completion >= 0;
+
+			job_step(j, now, o->interval, N);
+			if (!was && j->completion >= 0) {
+				res->jct[i] = j->completion - j->spec->submit;
+				done++;
+				memset(j->place, 0, (size_t)N * sizeof(int));
+				update_shape(j, N);
+			}
+		}
+		now += o->interval;
+		res->rounds++;
+		/* The jobs the scheduler sees this round. */
+		for (size_t i = 0; i < n; i++) {
+			struct sjob *j = &jobs[i];
+			copus_job *q = &cj[na];
+			const struct app *a = j->app;
+
+			if (j->spec->submit > now || j->completion >= 0)
+				continue;
+			memset(q, 0, sizeof(*q));
+			q->id = i;
+			q->req_gpus = j->spec->replicas;
+			q->req_batch = j->target_batch > 0 ? j->target_batch :
+				j->spec->batch;
+			q->fixed_batch = j->target_batch > 0;
+			q->submit_time = j->spec->submit;
+			q->restarts = j->restarts > 0 ? j->restarts : 0;
+			q->attained = j->attained;
+			q->remaining = -1;
+			q->min_gpus = 1;
+			q->max_gpus = q->req_gpus;
+			q->max_gpus_had = j->max_prof;
+			if (is_pollux) {
+				q->elastic = true;
+				q->max_gpus = (int)(a->max_batch / a->min_local);
+				if (q->max_gpus > total_gpus)
+					q->max_gpus = total_gpus;
+				if (strcmp(a->name, "ncf") == 0)
+					q->max_gpus = 1;
+				if (q->max_gpus < 1)
+					q->max_gpus = 1;
+				if (j->has_model) {
+					j->models[0] = &j->model;
+					q->models = j->models;
+				}
+			} else if (is_optimus) {
+				q->elastic = true;
+				q->max_gpus = (int)(j->target_batch /
+						    a->min_local);
+				if (strcmp(a->name, "ncf") == 0)
+					q->max_gpus = 1;
+				if (q->max_gpus < 1)
+					q->max_gpus = 1;
+				for (int t = 0; t < c->ntypes; t++)
+					j->models[t] = a->has_oracle[t] ?
+						&a->oracle[t] : NULL;
+				q->models = j->models;
+				/* Oracle: true remaining iterations times
+				 * the true step time on the request. */
+				{
+					int pl[4096], nn, at, ac;
+					double st, sy, it;
+
+					nn = consolidated(q->req_gpus > 4096 ?
+							  4096 : q->req_gpus,
+							  g0, pl);
+					sim_split_batch(a, j->target_batch,
+							q->req_gpus, &at, &ac);
+					if (sim_app_throughput(a, 0, pl, nn, at,
+							       &st, &sy) == 0) {
+						it = sim_app_iteration(a,
+							j->target_batch,
+							a->max_epochs - 1) -
+						     (j->epoch > 0 ?
+						      sim_app_iteration(a,
+							j->target_batch,
+							j->epoch - 1) : 0);
+						q->remaining = fmax(it, 1.0) *
+							(st + (st - sy) * ac);
+					}
+				}
+			} else if (is_fifo) {
+				/* Oracle: the true time left on the
+				 * request, as a user's accurate estimate. */
+				q->remaining = sim_solo_time(a, 0, g0,
+					q->req_gpus, j->target_batch,
+					j->epoch, j->progress) + j->rescale;
+				if (!isfinite(q->remaining))
+					q->remaining = -1;
+			}
+			q->alloc = j->gpus > 0 ? j->place : NULL;
+			q->alloc_type = j->type;
+			idx[na++] = i;
+		}
+		if (na > 0) {
+			rc = copus_policy_decide(pol, &cl, cj, na, now, dec);
+			if (rc != COPUS_OK) {
+				snprintf(err, len, "%s: policy %s failed at "
+					 "t=%.0f: %s", o->workload_name,
+					 o->policy, now, copus_strerror(rc));
+				goto out;
+			}
+		}
+		for (size_t q = 0; q < na; q++) {
+			struct sjob *j = &jobs[idx[q]];
+			const copus_decision *d = &dec[q];
+
+			if (!d->changed)
+				continue;
+			memset(j->place, 0, (size_t)N * sizeof(int));
+			for (int s = 0; s < d->num_slots; s++)
+				j->place[d->slots[s].node] = d->slots[s].gpus;
+			update_shape(j, N);
+			if (j->gpus > 0) {
+				j->type = d->gpu_type;
+				update_local(j);
+				j->rescale = o->restart_delay;
+				j->restarts++;
+			} else {
+				j->atomic = 0;
+				j->accum = 0;
+			}
+		}
+		for (size_t q = 0; q < na; q++) {
+			struct sjob *j = &jobs[idx[q]];
+
+			used += j->gpus;
+			queued += j->gpus == 0;
+			if (o->timeline)
+				fprintf(o->timeline,
+					"%s,%.0f,%s,%d,%d,%d,%.6g,%.6g,%d\n",
+					o->workload_name, now, j->spec->name,
+					j->gpus, j->nodes,
+					j->gpus * j->atomic * (j->accum + 1),
+					j->gpus ? j->goodput : 0.0,
+					j->progress, j->epoch);
+		}
+		if (used > total_gpus) {
+			snprintf(err, len, "internal error: %d GPUs used of "
+				 "%d", used, total_gpus);
+			rc = COPUS_ESTATE;
+			goto out;
+		}
+		if (o->series)
+			fprintf(o->series, "%.0f %d %d %zu\n", now, used,
+				queued, na);
+	}
+	/* Summary figures. */
+	{
+		double sum = 0, *tmp = calloc(n + 1, sizeof(double));
+
+		if (tmp == NULL) {
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct sjob *j = &jobs[i];
+			double solo = sim_solo_time(j->app, 0, g0,
+						    j->spec->replicas,
+						    j->target_batch > 0 ?
+						    j->target_batch :
+						    j->spec->batch, 0, 0) +
+				      o->restart_delay;
+
+			sum += res->jct[i];
+			tmp[i] = res->jct[i];
+			res->ftf[i] = res->jct[i] / solo;
+			if (res->ftf[i] > res->max_ftf)
+				res->max_ftf = res->ftf[i];
+			if (j->completion > res->makespan)
+				res->makespan = j->completion;
+			res->gpu_hours += j->attained / 3600.0;
+			res->restarts += j->restarts > 0 ? j->restarts : 0;
+		}
+		res->njobs = n;
+		res->avg_jct = n ? sum / (double)n : 0;
+		res->p99_jct = pctl(tmp, n, 0.99);
+		free(tmp);
+	}
+	rc = COPUS_OK;
+out:
+	res->wall = (double)clock() / CLOCKS_PER_SEC - t0;
+	if (jobs)
+		for (size_t i = 0; i < n; i++) {
+			free(jobs[i].place);
+			free(jobs[i].obs);
+		}
+	free(jobs);
+	free(cj);
+	free(dec);
+	free(idx);
+	copus_policy_destroy(pol);
+	if (rc != COPUS_OK)
+		sim_result_free(res);
+	return rc;
+}

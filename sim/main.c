@@ -1,0 +1,552 @@
+/*
+ * copus-sim: replay Pollux-format workloads on a simulated cluster.
+ *
+ *   copus-sim --cluster 16x4 --profiles DIR --policy pollux \
+ *             [--interval 60] [--restart-delay 30] [--jobs 2] \
+ *             [--summary FILE.json] [--timeline FILE.csv] [--plot FILE.png] \
+ *             WORKLOAD.csv...
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+#ifndef GNUPLOT
+#define GNUPLOT ""
+#endif
+
+struct wl {
+	const char *path;
+	char name[128];
+	struct sim_jobspec *jobs;
+	size_t n;
+	struct sim_result res;
+	char err[SIM_ERR_LEN];
+	int rc;
+	char series[128];
+	char timeline[128];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: copus-sim --cluster SPEC --profiles DIR [options] "
+		"WORKLOAD.csv...\n"
+		"  --cluster SPEC       16x4 (nodes x GPUs) or aws:6x4,rtx:3x8\n"
+		"  --profiles DIR       job profiles in Pollux's layout\n"
+		"  --policy NAME        fifo, tiresias, optimus, pollux "
+		"(pollux)\n"
+		"  --interval S         seconds between rounds (60)\n"
+		"  --restart-delay S    seconds a reallocation costs (30)\n"
+		"  --jobs N             workloads simulated at once (2)\n"
+		"  --summary FILE.json  JCTs and summary figures\n"
+		"  --timeline FILE.csv  per round and job: GPUs, nodes, "
+		"batch, goodput, progress\n"
+		"  --plot FILE.png      cluster allocation and queue over "
+		"time (gnuplot)\n");
+}
+
+static void wl_name(struct wl *w)
+{
+	char tmp[512], *b, *dot;
+
+	snprintf(tmp, sizeof(tmp), "%s", w->path);
+	b = basename(tmp);
+	snprintf(w->name, sizeof(w->name), "%s", b);
+	dot = strrchr(w->name, '.');
+	if (dot && strcmp(dot, ".csv") == 0)
+		*dot = '\0';
+}
+
+static int run_one(const struct sim_cluster *c, const struct app *apps,
+		   struct wl *w, const char *policy, double interval,
+		   double delay, bool want_timeline, bool want_series)
+{
+	struct sim_opts o = { .policy = policy, .interval = interval,
+			      .restart_delay = delay,
+			      .workload_name = w->name };
+	FILE *tl = NULL, *se = NULL;
+
+	if (want_timeline && (tl = fopen(w->timeline, "w")) == NULL) {
+		snprintf(w->err, sizeof(w->err), "%s: %s", w->timeline,
+			 strerror(errno));
+		return COPUS_EIO;
+	}
+	if (want_series && (se = fopen(w->series, "w")) == NULL) {
+		snprintf(w->err, sizeof(w->err), "%s: %s", w->series,
+			 strerror(errno));
+		if (tl)
+			fclose(tl);
+		return COPUS_EIO;
+	}
+	o.timeline = tl;
+	o.series = se;
+	w->rc = sim_run(c, apps, w->jobs, w->n, &o, &w->res, w->err,
+			sizeof(w->err));
+	if (tl)
+		fclose(tl);
+	if (se)
+		fclose(se);
+	return w->rc;
+}
+
+/* A child sends its result back as text lines over a pipe. */
+static void send_result(int fd, const struct wl *w)
+{
+	FILE *f = fdopen(fd, "w");
+
+	if (f == NULL)
+		_exit(3);
+	if (w->rc != COPUS_OK) {
+		fprintf(f, "ERR\t%d\t%s\n", w->rc, w->err);
+	} else {
+		const struct sim_result *r = &w->res;
+
+		fprintf(f, "OK\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%ld\t"
+			"%ld\t%.17g\n", r->njobs, r->avg_jct, r->p99_jct,
+			r->makespan, r->max_ftf, r->gpu_hours, r->restarts,
+			r->rounds, r->wall);
+		for (size_t i = 0; i < r->njobs; i++)
+			fprintf(f, "%s\t%.17g\t%.17g\n", r->names[i], r->jct[i],
+				r->ftf[i]);
+	}
+	fclose(f);
+}
+
+static int recv_result(int fd, struct wl *w)
+{
+	FILE *f = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	struct sim_result *r = &w->res;
+	int rc = COPUS_EIO;
+
+	if (f == NULL) {
+		close(fd);
+		return COPUS_EIO;
+	}
+	if (getline(&line, &cap, f) < 0)
+		goto out;
+	if (strncmp(line, "ERR\t", 4) == 0) {
+		char *msg = strchr(line + 4, '\t');
+
+		w->rc = atoi(line + 4);
+		snprintf(w->err, sizeof(w->err), "%s",
+			 msg ? msg + 1 : "unknown error");
+		w->err[strcspn(w->err, "\n")] = '\0';
+		rc = w->rc ? w->rc : COPUS_EIO;
+		goto out;
+	}
+	if (sscanf(line, "OK\t%zu\t%lg\t%lg\t%lg\t%lg\t%lg\t%ld\t%ld\t%lg",
+		   &r->njobs, &r->avg_jct, &r->p99_jct, &r->makespan,
+		   &r->max_ftf, &r->gpu_hours, &r->restarts, &r->rounds,
+		   &r->wall) != 9 || r->njobs != w->n)
+		goto out;
+	r->names = calloc(r->njobs + 1, sizeof(*r->names));
+	r->jct = calloc(r->njobs + 1, sizeof(double));
+	r->ftf = calloc(r->njobs + 1, sizeof(double));
+	if (!r->names || !r->jct || !r->ftf)
+		goto out;
+	for (size_t i = 0; i < r->njobs; i++) {
+		char *t1, *t2;
+
+		if (getline(&line, &cap, f) < 0)
+			goto out;
+		t1 = strchr(line, '\t');
+		if (t1 == NULL)
+			goto out;
+		*t1++ = '\0';
+		t2 = strchr(t1, '\t');
+		if (t2 == NULL)
+			goto out;
+		snprintf(r->names[i], sizeof(r->names[i]), "%s", line);
+		r->jct[i] = strtod(t1, NULL);
+		r->ftf[i] = strtod(t2 + 1, NULL);
+	}
+	rc = w->rc = COPUS_OK;
+out:
+	free(line);
+	fclose(f);
+	if (rc != COPUS_OK && w->err[0] == '\0')
+		snprintf(w->err, sizeof(w->err),
+			 "%s: the simulation process failed", w->name);
+	w->rc = rc;
+	return rc;
+}
+
+static int write_summary(const char *path, const char *policy,
+			 struct wl *w, size_t nw, double mean)
+{
+	json_object *root = json_object_new_object();
+	json_object *jcts = json_object_new_object();
+	json_object *avgs = json_object_new_object();
+	json_object *mk = json_object_new_object();
+	json_object *p99 = json_object_new_object();
+	json_object *ftf = json_object_new_object();
+	json_object *gh = json_object_new_object();
+	json_object *rs = json_object_new_object();
+	int rc = COPUS_OK;
+
+	for (size_t i = 0; i < nw; i++) {
+		json_object *jw = json_object_new_object();
+		const struct sim_result *r = &w[i].res;
+
+		for (size_t k = 0; k < r->njobs; k++)
+			json_object_object_add(jw, r->names[k],
+				json_object_new_double(r->jct[k]));
+		json_object_object_add(jcts, w[i].name, jw);
+		json_object_object_add(avgs, w[i].name,
+				       json_object_new_double(r->avg_jct));
+		json_object_object_add(mk, w[i].name,
+				       json_object_new_double(r->makespan));
+		json_object_object_add(p99, w[i].name,
+				       json_object_new_double(r->p99_jct));
+		json_object_object_add(ftf, w[i].name,
+				       json_object_new_double(r->max_ftf));
+		json_object_object_add(gh, w[i].name,
+				       json_object_new_double(r->gpu_hours));
+		json_object_object_add(rs, w[i].name,
+				       json_object_new_int64(r->restarts));
+	}
+	json_object_object_add(root, "policy", json_object_new_string(policy));
+	json_object_object_add(root, "jcts", jcts);
+	json_object_object_add(root, "avgs", avgs);
+	json_object_object_add(root, "mean", json_object_new_double(mean));
+	json_object_object_add(root, "makespan", mk);
+	json_object_object_add(root, "p99_jct", p99);
+	json_object_object_add(root, "max_ftf", ftf);
+	json_object_object_add(root, "gpu_hours", gh);
+	json_object_object_add(root, "restarts", rs);
+	if (json_object_to_file_ext(path, root, JSON_C_TO_STRING_PRETTY) != 0) {
+		fprintf(stderr, "copus-sim: %s: cannot write: %s\n", path,
+			json_util_get_last_err());
+		rc = COPUS_EIO;
+	}
+	json_object_put(root);
+	return rc;
+}
+
+static void plot(const char *png, const struct wl *w, int total_gpus)
+{
+	char cmd[2048];
+	FILE *g;
+
+	if (GNUPLOT[0] == '\0' || access(GNUPLOT, X_OK) != 0) {
+		fprintf(stderr, "copus-sim: gnuplot not found, no plot\n");
+		return;
+	}
+	g = popen(GNUPLOT, "w");
+	if (g == NULL)
+		return;
+	snprintf(cmd, sizeof(cmd),
+		 "set terminal png size 1000,500\nset output '%s'\n"
+		 "set title '%s'\nset xlabel 'hours'\n"
+		 "set ylabel 'GPUs allocated (of %d)'\nset y2label 'jobs'\n"
+		 "set y2tics\nset ytics nomirror\n"
+		 "plot '%s' using ($1/3600):2 with steps title 'GPUs "
+		 "allocated', '%s' using ($1/3600):3 axes x1y2 with steps "
+		 "title 'jobs queued', '%s' using ($1/3600):4 axes x1y2 with "
+		 "steps title 'jobs active'\n",
+		 png, w->name, total_gpus, w->series, w->series, w->series);
+	fputs(cmd, g);
+	if (pclose(g) != 0)
+		fprintf(stderr, "copus-sim: gnuplot failed for %s\n", png);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cluster", required_argument, NULL, 'c' },
+		{ "profiles", required_argument, NULL, 'p' },
+		{ "policy", required_argument, NULL, 'P' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "restart-delay", required_argument, NULL, 'r' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "summary", required_argument, NULL, 's' },
+		{ "timeline", required_argument, NULL, 't' },
+		{ "plot", required_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cluster = "16x4", *profiles = NULL, *policy = "pollux";
+	const char *summary = NULL, *timeline = NULL, *png = NULL;
+	double interval = 60, delay = 30, mean = 0;
+	long par = 2;
+	struct sim_cluster c = { 0 };
+	struct app apps[SIM_MAX_APPS];
+	size_t napps = 0, nw = 0;
+	struct wl *w = NULL;
+	char err[SIM_ERR_LEN], tmpdir[] = "/tmp/copus-sim-XXXXXX";
+	bool have_tmp = false;
+	int opt, status = 1, total_gpus = 0;
+	struct timespec ts0, ts1;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts0);
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end;
+
+		switch (opt) {
+		case 'c': cluster = optarg; break;
+		case 'p': profiles = optarg; break;
+		case 'P': policy = optarg; break;
+		case 's': summary = optarg; break;
+		case 't': timeline = optarg; break;
+		case 'g': png = optarg; break;
+		case 'i':
+		case 'r':
+			errno = 0;
+			{
+				double v = strtod(optarg, &end);
+
+				if (*end || errno || !(v >= (opt == 'i')) ||
+				    v > 86400 || v != floor(v)) {
+					fprintf(stderr, "copus-sim: --%s: '%s' "
+						"is not a whole number of "
+						"seconds\n", opt == 'i' ?
+						"interval" : "restart-delay",
+						optarg);
+					return 2;
+				}
+				if (opt == 'i')
+					interval = v;
+				else
+					delay = v;
+			}
+			break;
+		case 'j':
+			par = strtol(optarg, &end, 10);
+			if (*end || par < 1 || par > 256) {
+				fprintf(stderr, "copus-sim: --jobs: '%s' is not "
+					"in 1..256\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (profiles == NULL || optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (sim_cluster_parse(cluster, &c, err, sizeof(err)) != COPUS_OK) {
+		fprintf(stderr, "copus-sim: %s\n", err);
+		return 2;
+	}
+	for (int k = 0; k < c.nnodes; k++)
+		total_gpus += c.nodes[k].gpus;
+	nw = (size_t)(argc - optind);
+	w = calloc(nw, sizeof(*w));
+	if (w == NULL)
+		goto out;
+	if (mkdtemp(tmpdir) == NULL) {
+		fprintf(stderr, "copus-sim: mkdtemp: %s\n", strerror(errno));
+		goto out;
+	}
+	have_tmp = true;
+	for (size_t i = 0; i < nw; i++) {
+		w[i].path = argv[optind + (int)i];
+		wl_name(&w[i]);
+		snprintf(w[i].series, sizeof(w[i].series), "%s/series-%zu",
+			 tmpdir, i);
+		snprintf(w[i].timeline, sizeof(w[i].timeline),
+			 "%s/timeline-%zu", tmpdir, i);
+		if (sim_workload_read(w[i].path, &w[i].jobs, &w[i].n, err,
+				      sizeof(err)) != COPUS_OK) {
+			fprintf(stderr, "copus-sim: %s\n", err);
+			goto out;
+		}
+		for (size_t k = 0; k < w[i].n; k++) {
+			struct sim_jobspec *j = &w[i].jobs[k];
+			size_t a;
+
+			for (a = 0; a < napps; a++)
+				if (strcmp(apps[a].name, j->app_name) == 0)
+					break;
+			if (a == napps) {
+				const char *tn[SIM_MAX_TYPES];
+
+				if (napps == SIM_MAX_APPS) {
+					fprintf(stderr, "copus-sim: more than "
+						"%d models\n", SIM_MAX_APPS);
+					goto out;
+				}
+				for (int t = 0; t < c.ntypes; t++)
+					tn[t] = c.type_names[t];
+				if (sim_app_load(&apps[a], profiles,
+						 j->app_name, tn, c.ntypes, err,
+						 sizeof(err)) != COPUS_OK) {
+					fprintf(stderr, "copus-sim: %s (model "
+						"of job %s in %s)\n", err,
+						j->name, w[i].path);
+					goto out;
+				}
+				napps++;
+			}
+			j->app = (int)a;
+		}
+	}
+	/* Run the workloads, up to 'par' at a time in child processes. */
+	{
+		pid_t *pids = calloc(nw, sizeof(pid_t));
+		int *fds = calloc(nw, sizeof(int));
+		size_t next = 0, running = 0, finished = 0;
+
+		if (pids == NULL || fds == NULL) {
+			free(pids);
+			free(fds);
+			goto out;
+		}
+		if (par == 1 || nw == 1) {
+			for (size_t i = 0; i < nw; i++)
+				run_one(&c, apps, &w[i], policy, interval,
+					delay, timeline != NULL, png != NULL);
+		} else {
+			while (finished < nw) {
+				while (running < (size_t)par && next < nw) {
+					int p[2];
+					pid_t pid;
+
+					if (pipe(p) != 0)
+						break;
+					fflush(NULL);
+					pid = fork();
+					if (pid < 0) {
+						close(p[0]);
+						close(p[1]);
+						break;
+					}
+					if (pid == 0) {
+						close(p[0]);
+						run_one(&c, apps, &w[next],
+							policy, interval, delay,
+							timeline != NULL,
+							png != NULL);
+						send_result(p[1], &w[next]);
+						_exit(0);
+					}
+					close(p[1]);
+					pids[next] = pid;
+					fds[next] = p[0];
+					next++;
+					running++;
+				}
+				if (running == 0) {
+					fprintf(stderr, "copus-sim: cannot "
+						"start a process: %s\n",
+						strerror(errno));
+					free(pids);
+					free(fds);
+					goto out;
+				}
+				/* Collect the oldest running child. */
+				recv_result(fds[finished], &w[finished]);
+				waitpid(pids[finished], NULL, 0);
+				finished++;
+				running--;
+			}
+		}
+		free(pids);
+		free(fds);
+	}
+	status = 0;
+	for (size_t i = 0; i < nw; i++) {
+		if (w[i].rc != COPUS_OK) {
+			fprintf(stderr, "copus-sim: %s: %s\n", w[i].name,
+				w[i].err);
+			status = 1;
+			continue;
+		}
+		mean += w[i].res.avg_jct / (double)nw;
+		printf("%-16s %-8s avg_jct %8.0f s  p99 %8.0f s  makespan "
+		       "%8.0f s  max_ftf %6.2f  gpu_hours %7.1f  restarts "
+		       "%5ld  (%.2f s)\n", w[i].name, policy, w[i].res.avg_jct,
+		       w[i].res.p99_jct, w[i].res.makespan, w[i].res.max_ftf,
+		       w[i].res.gpu_hours, w[i].res.restarts, w[i].res.wall);
+	}
+	if (status != 0)
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &ts1);
+	printf("mean avg_jct %.0f s over %zu workloads, policy %s, wall %.2f "
+	       "s\n", mean, nw, policy, (double)(ts1.tv_sec - ts0.tv_sec) +
+	       (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9);
+	if (summary &&
+	    write_summary(summary, policy, w, nw, mean) != COPUS_OK)
+		status = 1;
+	if (timeline) {
+		FILE *out = fopen(timeline, "w");
+
+		if (out == NULL) {
+			fprintf(stderr, "copus-sim: %s: %s\n", timeline,
+				strerror(errno));
+			status = 1;
+		} else {
+			fprintf(out, "workload,time,job,gpus,nodes,batch,"
+				"goodput,progress,epoch\n");
+			for (size_t i = 0; i < nw; i++) {
+				FILE *in = fopen(w[i].timeline, "r");
+				char buf[8192];
+				size_t r;
+
+				if (in == NULL)
+					continue;
+				while ((r = fread(buf, 1, sizeof(buf), in)) > 0)
+					fwrite(buf, 1, r, out);
+				fclose(in);
+			}
+			if (fclose(out) != 0)
+				status = 1;
+		}
+	}
+	if (png) {
+		for (size_t i = 0; i < nw; i++) {
+			char name[1024];
+
+			if (nw == 1) {
+				snprintf(name, sizeof(name), "%s", png);
+			} else {
+				char base[512], *dot;
+
+				snprintf(base, sizeof(base), "%s", png);
+				dot = strrchr(base, '.');
+				if (dot && strcmp(dot, ".png") == 0)
+					*dot = '\0';
+				snprintf(name, sizeof(name), "%s-%s.png", base,
+					 w[i].name);
+			}
+			plot(name, &w[i], total_gpus);
+		}
+	}
+out:
+	if (w) {
+		for (size_t i = 0; i < nw; i++) {
+			if (have_tmp) {
+				unlink(w[i].series);
+				unlink(w[i].timeline);
+			}
+			free(w[i].jobs);
+			sim_result_free(&w[i].res);
+		}
+		free(w);
+	}
+	if (have_tmp)
+		rmdir(tmpdir);
+	for (size_t a = 0; a < napps; a++)
+		sim_app_free(&apps[a]);
+	sim_cluster_free(&c);
+	return status;
+}

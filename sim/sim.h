@@ -1,0 +1,173 @@
+/*
+ * copus-sim: a discrete-time replay of a workload trace on a cluster whose
+ * jobs behave as the measured profiles say (Pollux's simulator rules), with
+ * the decisions taken by a copus policy (include/copus/policy.h).
+ */
+#ifndef COPUS_SIM_H
+#define COPUS_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <copus/model.h>
+#include <copus/policy.h>
+
+#define SIM_MAX_TYPES 8
+#define SIM_MAX_APPS 16
+#define SIM_ERR_LEN 1024
+
+/* ------------------------------------------------------------- csv.c */
+
+/* A parsed CSV file: a header and rows of fields, all kept as strings. */
+struct csv {
+	char path[256];
+	int ncols;
+	char **header;
+	size_t nrows;
+	char ***rows;   /* rows[i][c] */
+	long *lines;    /* the file line of each row (1-based) */
+};
+
+/* Read a whole CSV file; on error, err names the file and line. */
+int sim_csv_read(const char *path, struct csv *out, char *err, size_t errlen);
+void sim_csv_free(struct csv *c);
+/* The index of a named column, or -1 with a message in err. */
+int sim_csv_col(const struct csv *c, const char *name, char *err,
+		size_t errlen);
+/* A field as a number; on error, err names file, line, column and value. */
+int sim_csv_double(const struct csv *c, size_t row, int col, double *out,
+		   char *err, size_t errlen);
+
+/* ----------------------------------------------------------- trace.c */
+
+/* One measured step: placement (or nodes/replicas) and local batch. */
+struct prow {
+	char placement[24]; /* digits, "" for scalability rows */
+	int nodes;
+	int replicas;
+	double local;
+	double step;
+	double sync;
+};
+
+struct ptable {
+	struct prow *rows;
+	size_t n;
+	struct prow *grid; /* per (nodes, replicas, local) means + scalability */
+	size_t ngrid;
+};
+
+/* One validation run at total batch 'batch': one row per epoch. */
+struct valid {
+	double batch;
+	size_t nepochs;
+	double *progress, *iteration, *sqr, *var;
+};
+
+/* A model's measured behaviour. */
+struct app {
+	char name[32];
+	struct ptable tab[SIM_MAX_TYPES]; /* per cluster GPU type */
+	struct valid *v;
+	size_t nv;
+	double init_batch, max_batch;
+	int min_local, max_local;
+	int max_epochs;
+	copus_model oracle[SIM_MAX_TYPES]; /* fitted to the whole table */
+	bool has_oracle[SIM_MAX_TYPES];
+};
+
+/* Completion epochs of Pollux's simulator. */
+int sim_app_epochs(const char *name);
+
+/*
+ * Load <dir>/<name>/ for the cluster's GPU types (type name "" reads
+ * placements.csv; otherwise placements-<type>.csv).
+ */
+int sim_app_load(struct app *a, const char *dir, const char *name,
+		 const char *const *types, int ntypes, char *err, size_t len);
+void sim_app_free(struct app *a);
+
+/*
+ * True step and sync time of a placement (GPUs per node, in node order,
+ * zeros ignored) at micro-batch 'local' on GPU type t.
+ */
+int sim_app_throughput(const struct app *a, int t, const int *placement,
+		       int nn, double local, double *step, double *sync);
+/* Gradient statistics at total batch 'batch' during epoch 'epoch'. */
+void sim_app_grad(const struct app *a, double batch, int epoch, double *sqr,
+		  double *var);
+/* Progress at the end of 'epoch' epochs (0 for 0). */
+double sim_app_progress(const struct app *a, int epoch);
+/* Iterations done after finishing epoch index 'epoch' at batch 'batch'. */
+double sim_app_iteration(const struct app *a, double batch, int epoch);
+
+/* -------------------------------------------------------- engine.c */
+
+struct sim_cluster {
+	int ntypes;
+	char type_names[SIM_MAX_TYPES][32]; /* "" for an untyped cluster */
+	int nnodes;
+	copus_node *nodes;
+};
+
+/* Parse "16x4" or "aws:6x4,rtx:3x8". */
+int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
+		      size_t len);
+void sim_cluster_free(struct sim_cluster *c);
+
+struct sim_opts {
+	const char *policy;
+	double interval;
+	double restart_delay;
+	FILE *timeline;          /* NULL: none */
+	const char *workload_name;
+	FILE *series;            /* per round: time, used GPUs, queued */
+};
+
+struct sim_jobspec {
+	char name[64];
+	double submit;
+	char app_name[32];
+	int app;        /* index into the app table, set by the caller */
+	int replicas;   /* the user's request */
+	double batch;
+};
+
+struct sim_result {
+	size_t njobs;
+	char (*names)[64];
+	double *jct;    /* < 0: did not finish */
+	double *ftf;
+	double avg_jct, p99_jct, makespan, max_ftf, gpu_hours;
+	long restarts;
+	double wall;
+	long rounds;
+};
+
+/* Read a Pollux workload CSV (app indices left at -1). */
+int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
+		      char *err, size_t len);
+
+/* Run one workload to completion (or the round limit). */
+int sim_run(const struct sim_cluster *c, const struct app *apps,
+	    const struct sim_jobspec *jobs, size_t n,
+	    const struct sim_opts *o, struct sim_result *res, char *err,
+	    size_t len);
+void sim_result_free(struct sim_result *r);
+
+/*
+ * The time a job takes alone on its requested GPUs with its requested
+ * batch (consolidated on nodes of g GPUs of type t), from the tables; the
+ * oracle that fifo's backfill and the finish-time fairness use. from_epoch
+ * and progress give the starting point.
+ */
+double sim_solo_time(const struct app *a, int t, int g, int replicas,
+		     double batch, int from_epoch, double progress);
+
+/* Micro-batch and accumulation of a total batch on 'replicas' GPUs. */
+void sim_split_batch(const struct app *a, double batch, int replicas,
+		     int *atomic, int *accum);
+
+#endif /* COPUS_SIM_H */

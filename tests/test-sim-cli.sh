@@ -1,0 +1,59 @@
+#!/bin/sh
+# copus-sim from the command line: the summary's keys, the timeline, two
+# workloads in parallel, and a malformed workload's error message.
+set -u
+sim=${COPUS_SIM:-sim/copus-sim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+mkdir -p "$tmp/p/toy"
+printf 'placement,local_bsz,step_time,sync_time\n1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n' \
+	> "$tmp/p/toy/placements.csv"
+printf 'num_nodes,num_replicas,local_bsz,step_time,sync_time\n6,6,10,5.0,4.0\n' \
+	> "$tmp/p/toy/scalability.csv"
+printf 'progress,iteration,metric,grad_sqr,grad_var\n100,100,0.5,1,0\n200,200,0.6,1,0\n' \
+	> "$tmp/p/toy/validation-10.csv"
+printf 'progress,iteration,metric,grad_sqr,grad_var\n110,55,0.5,2,4\n220,110,0.6,2,4\n' \
+	> "$tmp/p/toy/validation-20.csv"
+printf 'name,time,application,num_replicas,batch_size\na,0,toy,1,10\nb,10,toy,1,10\n' \
+	> "$tmp/w1.csv"
+printf 'name,time,application,num_replicas,batch_size\nc,0,toy,1,10\n' \
+	> "$tmp/w2.csv"
+
+for pol in fifo tiresias optimus pollux; do
+	"$sim" --cluster 1x2 --profiles "$tmp/p" --policy $pol --jobs 2 \
+		--summary "$tmp/s.json" --timeline "$tmp/t.csv" \
+		"$tmp/w1.csv" "$tmp/w2.csv" > "$tmp/out" 2>&1 ||
+		{ cat "$tmp/out"; fail "copus-sim --policy $pol failed"; }
+	for key in '"jcts"' '"avgs"' '"mean"' '"makespan"' '"p99_jct"' \
+		'"max_ftf"' '"gpu_hours"' '"restarts"' '"w1"' '"w2"' '"a"' '"c"'; do
+		grep -q "$key" "$tmp/s.json" || fail "$pol: no $key in the summary"
+	done
+	head -1 "$tmp/t.csv" | grep -q '^workload,time,job,gpus,nodes,batch,goodput,progress' ||
+		fail "$pol: timeline header"
+	grep -q '^w2,' "$tmp/t.csv" || fail "$pol: no rows of w2 in the timeline"
+done
+# On two GPUs both jobs of w1 start at the round at 60 s: JCTs 290 and
+# 280 (60 s wait, 30 s restart, 200 s of training).
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo --summary "$tmp/s.json" \
+	"$tmp/w1.csv" > /dev/null || fail "fifo run"
+if command -v python3 > /dev/null; then
+	python3 - "$tmp/s.json" <<'PY' || fail "summary values"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert abs(s["jcts"]["w1"]["a"] - 290) < 1e-6, s
+assert abs(s["jcts"]["w1"]["b"] - 280) < 1e-6, s
+assert abs(s["avgs"]["w1"] - 285) < 1e-6 and abs(s["mean"] - 285) < 1e-6
+assert s["restarts"]["w1"] == 0 and abs(s["makespan"]["w1"] - 290) < 1e-6
+PY
+fi
+# A malformed workload: file, line and column in the message.
+printf 'name,time,application,num_replicas,batch_size\na,0,toy,x,10\n' > "$tmp/bad.csv"
+if "$sim" --cluster 1x2 --profiles "$tmp/p" "$tmp/bad.csv" 2> "$tmp/err"; then
+	fail "a malformed workload was accepted"
+fi
+grep -q 'bad.csv:2: column 4 (num_replicas)' "$tmp/err" || { cat "$tmp/err"; fail "error message"; }
+"$sim" --cluster 3y4 --profiles "$tmp/p" "$tmp/w1.csv" 2> "$tmp/err" && fail "bad --cluster accepted"
+grep -q -- '--cluster' "$tmp/err" || fail "--cluster error message"
+echo "PASS"

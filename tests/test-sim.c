@@ -1,0 +1,303 @@
+/*
+ * The simulator: profile interpolation, progress and completion rules,
+ * a short replay against hand-computed JCTs, and malformed input.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sim.h"
+
+static char dir[64];
+
+static void put(const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/*
+ * A toy model "toy": step time 1 s at micro-batch 10 on one GPU, no
+ * gradient variance at batch 10 (gain 1), 100 units of progress an epoch,
+ * two epochs (it has no completion epochs of its own, so the validation
+ * files' length decides).
+ */
+static void make_toy(void)
+{
+	char sub[128];
+
+	snprintf(dir, sizeof(dir), "/tmp/copus-test-sim-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/toy", dir);
+	mkdir(sub, 0700);
+	put("toy/placements.csv",
+	    "placement,local_bsz,step_time,sync_time\n"
+	    "1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n2,20,2.5,0.5\n"
+	    "11,10,3.0,2.0\n");
+	put("toy/scalability.csv",
+	    "num_nodes,num_replicas,local_bsz,step_time,sync_time\n"
+	    "6,6,10,5.0,4.0\n");
+	put("toy/validation-10.csv",
+	    "progress,iteration,metric,grad_sqr,grad_var\n"
+	    "100,100,0.5,1,0\n200,200,0.6,1,0\n");
+	put("toy/validation-20.csv",
+	    "progress,iteration,metric,grad_sqr,grad_var\n"
+	    "110,55,0.5,2,4\n220,110,0.6,2,4\n");
+}
+
+static void rm_toy(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static const char *const untyped[1] = { "" };
+
+static void test_cluster_spec(void)
+{
+	struct sim_cluster c;
+	char err[SIM_ERR_LEN];
+
+	ASSERT_STATUS(sim_cluster_parse("16x4", &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.nnodes, 16);
+	CU_ASSERT_EQUAL(c.ntypes, 1);
+	CU_ASSERT_EQUAL(c.nodes[15].gpus, 4);
+	sim_cluster_free(&c);
+	ASSERT_STATUS(sim_cluster_parse("aws:6x4,rtx:3x8", &c, err,
+					sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.nnodes, 9);
+	CU_ASSERT_EQUAL(c.ntypes, 2);
+	CU_ASSERT_STRING_EQUAL(c.type_names[1], "rtx");
+	CU_ASSERT_EQUAL(c.nodes[8].gpu_type, 1);
+	CU_ASSERT_EQUAL(c.nodes[8].gpus, 8);
+	sim_cluster_free(&c);
+	ASSERT_STATUS(sim_cluster_parse("16", &c, err, sizeof(err)),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(sim_cluster_parse("0x4", &c, err, sizeof(err)),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(sim_cluster_parse("aws:6x4,3x8", &c, err, sizeof(err)),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(sim_cluster_parse("aws:6x4,aws:3x8", &c, err,
+					sizeof(err)), COPUS_EINVAL);
+}
+
+static void test_interpolation(void)
+{
+	struct app a;
+	char err[SIM_ERR_LEN];
+	double st, sy, sqr, var;
+	int p1[1] = { 1 }, p2[1] = { 2 }, p11[2] = { 1, 1 };
+	int p111[3] = { 1, 1, 1 };
+
+	make_toy();
+	ASSERT_STATUS(sim_app_load(&a, dir, "toy", untyped, 1, err,
+				   sizeof(err)), COPUS_OK);
+	CU_ASSERT_EQUAL(a.max_epochs, 2);
+	ASSERT_CLOSE(a.init_batch, 10, 1e-12);
+	ASSERT_CLOSE(a.max_batch, 20, 1e-12);
+	CU_ASSERT_EQUAL(a.min_local, 10);
+	CU_ASSERT_EQUAL(a.max_local, 20);
+	/* Measured placement: linear in the local batch. */
+	ASSERT_STATUS(sim_app_throughput(&a, 0, p1, 1, 15, &st, &sy), 0);
+	ASSERT_CLOSE(st, 1.5, 1e-12);
+	ASSERT_CLOSE(sy, 0.0, 1e-12);
+	ASSERT_STATUS(sim_app_throughput(&a, 0, p2, 1, 15, &st, &sy), 0);
+	ASSERT_CLOSE(st, 2.0, 1e-12);
+	ASSERT_CLOSE(sy, 0.5, 1e-12);
+	/* Outside the measured local batches: the nearest measurement. */
+	ASSERT_STATUS(sim_app_throughput(&a, 0, p11, 2, 40, &st, &sy), 0);
+	ASSERT_CLOSE(st, 3.0, 1e-12);
+	/* Not measured: between 2 nodes (3.0) and 6 nodes (5.0). */
+	ASSERT_STATUS(sim_app_throughput(&a, 0, p111, 3, 10, &st, &sy), 0);
+	ASSERT_CLOSE(st, 3.5, 1e-12);
+	ASSERT_CLOSE(sy, 2.5, 1e-12);
+	/* Gradient statistics between batch sizes, per epoch. */
+	sim_app_grad(&a, 15, 0, &sqr, &var);
+	ASSERT_CLOSE(sqr, 1.5, 1e-12);
+	ASSERT_CLOSE(var, 2.0, 1e-12);
+	sim_app_grad(&a, 40, 1, &sqr, &var);
+	ASSERT_CLOSE(sqr, 2.0, 1e-12);
+	/* Progress of an epoch: the smallest over the validation runs. */
+	ASSERT_CLOSE(sim_app_progress(&a, 0), 0, 1e-12);
+	ASSERT_CLOSE(sim_app_progress(&a, 1), 100, 1e-12);
+	ASSERT_CLOSE(sim_app_progress(&a, 2), 200, 1e-12);
+	ASSERT_CLOSE(sim_app_iteration(&a, 15, 0), 77.5, 1e-12);
+	/* Alone on one GPU: 200 units at 1 unit per second. */
+	ASSERT_CLOSE(sim_solo_time(&a, 0, 4, 1, 10, 0, 0), 200, 1e-9);
+	ASSERT_CLOSE(sim_solo_time(&a, 0, 4, 1, 10, 1, 150), 50, 1e-9);
+	sim_app_free(&a);
+	rm_toy();
+}
+
+static void test_batch_split(void)
+{
+	struct app a = { 0 };
+	int at, ac;
+
+	a.init_batch = 128;
+	a.max_batch = 4096;
+	a.max_local = 64;
+	sim_split_batch(&a, 1024, 4, &at, &ac);
+	CU_ASSERT_EQUAL(at, 64);
+	CU_ASSERT_EQUAL(ac, 3);
+	/* One GPU beyond the initial batch always accumulates. */
+	a.max_local = 256;
+	sim_split_batch(&a, 192, 1, &at, &ac);
+	CU_ASSERT_EQUAL(ac, 1);
+	CU_ASSERT_EQUAL(at, 96);
+}
+
+/*
+ * Two jobs on one GPU: the first runs from the round at 60 s, pays 30 s of
+ * restart, trains 200 s and ends at 290 s; the second waits for the round
+ * at 300 s and ends at 530 s, 520 s after its submission at 10 s.
+ */
+static void replay(const char *policy)
+{
+	struct app a;
+	struct sim_cluster c;
+	struct sim_jobspec *jobs;
+	struct sim_result res;
+	struct sim_opts o = { .policy = policy, .interval = 60,
+			      .restart_delay = 30, .workload_name = "w" };
+	char err[SIM_ERR_LEN], path[128];
+	size_t n;
+
+	make_toy();
+	put("w.csv", "name,time,application,num_replicas,batch_size\n"
+		     "a,0,toy,1,10\nb,10,toy,1,10\n");
+	snprintf(path, sizeof(path), "%s/w.csv", dir);
+	ASSERT_STATUS(sim_app_load(&a, dir, "toy", untyped, 1, err,
+				   sizeof(err)), COPUS_OK);
+	ASSERT_STATUS(sim_cluster_parse("1x1", &c, err, sizeof(err)), 0);
+	ASSERT_STATUS(sim_workload_read(path, &jobs, &n, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	jobs[0].app = jobs[1].app = 0;
+	ASSERT_STATUS(sim_run(&c, &a, jobs, n, &o, &res, err, sizeof(err)), 0);
+	ASSERT_CLOSE(res.jct[0], 290, 1e-9);
+	ASSERT_CLOSE(res.jct[1], 520, 1e-9);
+	ASSERT_CLOSE(res.avg_jct, 405, 1e-9);
+	ASSERT_CLOSE(res.makespan, 530, 1e-9);
+	ASSERT_CLOSE(res.gpu_hours, 2 * 230 / 3600.0, 1e-9);
+	CU_ASSERT_EQUAL(res.restarts, 0);
+	/* Alone, a job takes 30 + 200 s: b waited 290 s more. */
+	ASSERT_CLOSE(res.max_ftf, 520.0 / 230.0, 1e-9);
+	sim_result_free(&res);
+	free(jobs);
+	sim_cluster_free(&c);
+	sim_app_free(&a);
+	rm_toy();
+}
+
+static void test_replay_fifo(void)
+{
+	replay("fifo");
+}
+
+static void test_replay_tiresias(void)
+{
+	replay("tiresias");
+}
+
+/* Malformed input names the file, the line and the column. */
+static void test_malformed_input(void)
+{
+	struct sim_jobspec *jobs;
+	struct app a;
+	char err[SIM_ERR_LEN], path[128];
+	size_t n;
+
+	make_toy();
+	snprintf(path, sizeof(path), "%s/w.csv", dir);
+	put("w.csv", "name,time,application,num_replicas,batch_size\n"
+		     "a,0,toy,1,10\nb,10,toy,abc,10\n");
+	ASSERT_STATUS(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+		      COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "w.csv:3: column 4 (num_replicas)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "'abc'"));
+	put("w.csv", "name,time,application,num_replicas,batch_size\n"
+		     "a,0,toy,1\n");
+	ASSERT_STATUS(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+		      COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "w.csv:2: 4 fields"));
+	put("w.csv", "name,when,application,num_replicas,batch_size\n");
+	ASSERT_STATUS(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+		      COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no column 'time'"));
+	put("w.csv", "name,time,application,num_replicas,batch_size\n"
+		     "a,-5,toy,1,10\n");
+	ASSERT_STATUS(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+		      COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "column 2 (time)"));
+	put("toy/placements.csv",
+	    "placement,local_bsz,step_time,sync_time\n1,10,1.0,0.0\n"
+	    "1x,10,1.0,0.0\n");
+	ASSERT_STATUS(sim_app_load(&a, dir, "toy", untyped, 1, err,
+				   sizeof(err)), COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "placements.csv:3: column 1"));
+	put("toy/placements.csv",
+	    "placement,local_bsz,step_time,sync_time\n1,10,nan,0.0\n");
+	ASSERT_STATUS(sim_app_load(&a, dir, "toy", untyped, 1, err,
+				   sizeof(err)), COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "placements.csv:2: column 3"));
+	ASSERT_STATUS(sim_app_load(&a, dir, "missing", untyped, 1, err,
+				   sizeof(err)), COPUS_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "missing/placements.csv"));
+	rm_toy();
+}
+
+/* The real Pollux profiles load, and a measured point is reproduced. */
+static void test_pollux_profiles(void)
+{
+	const char *data = getenv("COPUS_DATA");
+	char d[512], err[SIM_ERR_LEN];
+	struct app a;
+	int p4[1] = { 4 };
+	double st, sy;
+
+	if (data == NULL)
+		return;
+	snprintf(d, sizeof(d), "%s/pollux/traces", data);
+	if (access(d, R_OK) != 0)
+		return;
+	ASSERT_STATUS(sim_app_load(&a, d, "cifar10", untyped, 1, err,
+				   sizeof(err)), COPUS_OK);
+	CU_ASSERT_EQUAL(a.max_epochs, 100);
+	CU_ASSERT(a.has_oracle[0]);
+	ASSERT_STATUS(sim_app_throughput(&a, 0, p4, 1, a.min_local, &st, &sy),
+		      0);
+	CU_ASSERT(st > 0 && sy >= 0 && sy < st);
+	sim_app_free(&a);
+	ASSERT_STATUS(sim_app_load(&a, d, "yolov3", untyped, 1, err,
+				   sizeof(err)), COPUS_OK);
+	CU_ASSERT_EQUAL(a.max_local, 8);
+	CU_ASSERT_EQUAL(a.max_epochs, 50);
+	sim_app_free(&a);
+}
+
+static const struct test_case tests[] = {
+	TEST(test_cluster_spec),
+	TEST(test_interpolation),
+	TEST(test_batch_split),
+	TEST(test_replay_fifo),
+	TEST(test_replay_tiresias),
+	TEST(test_malformed_input),
+	TEST(test_pollux_profiles),
+};
+
+int main(void)
+{
+	return RUN_TESTS("sim", tests);
+}
