@@ -226,20 +226,26 @@ def run():
 
     # The noise estimate at a fixed model (lr 0) against the full data set,
     # on one process (accumulation) and on two (DDP hook).
-    for world in (1, 2):
-        codes, logs = launch(world, tmp, "noise%d" % world, lr=0.0,
-                             steps=400, decay=0.995)
+    # max_local 32 on one process: one micro-batch, consecutive steps.
+    for world, max_local, what in ((1, 8, "accumulation"),
+                                   (2, 8, "DDP hook"),
+                                   (1, 32, "consecutive steps")):
+        codes, logs = launch(world, tmp, "noise%d-%d" % (world, max_local),
+                             lr=0.0, steps=400, decay=0.995,
+                             max_local=max_local)
         lg = logs[0]
-        check(codes == [0] * world, "noise run on %d exits 0" % world)
+        check(codes == [0] * world, "noise run (%s) exits 0" % what)
+        check(lg is not None and lg["est_sqr"] is not None,
+              "noise run (%s) has an estimate" % what)
         if lg is not None and lg["est_sqr"]:
             phi_est = 32 * lg["est_var"] / lg["est_sqr"]
             phi_dir = lg["direct_tr"] / lg["direct_sqr"]
             check(abs(lg["est_sqr"] / lg["direct_sqr"] - 1) < 0.15,
-                  "%d process(es): |G|^2 %.4f vs direct %.4f"
-                  % (world, lg["est_sqr"], lg["direct_sqr"]))
+                  "%s: |G|^2 %.4f vs direct %.4f"
+                  % (what, lg["est_sqr"], lg["direct_sqr"]))
             check(abs(phi_est / phi_dir - 1) < 0.2,
-                  "%d process(es): noise scale %.3f vs direct %.3f"
-                  % (world, phi_est, phi_dir))
+                  "%s: noise scale %.3f vs direct %.3f"
+                  % (what, phi_est, phi_dir))
 
     # Rescale: two processes, rank 1 is signalled inside step 15; both
     # checkpoint after step 16 and exit 75; one process resumes there.

@@ -387,6 +387,7 @@ class Trainer:
         self._prev = None       # accumulated .grad before the last micro-batch
         self._hook_sq = 0.0     # local squared norm of the last micro-batch
         self._scratch = {}
+        self._pair_prev = None  # the previous step's gradient (one process)
         self._scale = 1.0
         self.rt = Runtime(init_batch, max_batch, min_local, max_local,
                           accumulation=accumulation,
@@ -400,6 +401,24 @@ class Trainer:
     @property
     def step(self):
         return self.rt.info().step
+
+    def _pair_step(self):
+        """This step's and the previous step's gradients as two estimates
+        of the same gradient (the model moves little in one step)."""
+        cur = [p.grad.detach() for p in self.params]
+        prev = self._pair_prev
+        if prev is not None:
+            mean = self._buffers("mean", cur)
+            for m, c, q in zip(mean, cur, prev):
+                torch.add(c, q, out=m)
+                m.mul_(0.5)
+            self.rt.grad_local(_sqnorm(prev))
+            self.rt.grad_local(_sqnorm(cur))
+            self.rt.grad_total(_sqnorm(mean))
+        prev = self._buffers("pair", cur)
+        for q, c in zip(prev, cur):
+            q.copy_(c)
+        self._pair_prev = prev
 
     def _buffers(self, name, like):
         """Gradient-shaped scratch tensors, allocated once."""
@@ -464,7 +483,14 @@ class Trainer:
         n_micro = accum + 1
         # Each micro-batch's loss is scaled so that .grad ends as the mean.
         self._scale = float(n_micro)
-        measure = self.grad_stats and self._calls % self.stats_every == 0
+        # One gradient per step on one process: consecutive steps are the
+        # two estimates, so measured steps come in pairs.
+        pairs = n_micro == 1 and not self.ddp
+        phase = self._calls % self.stats_every
+        measure = self.grad_stats and (
+            phase == 0 or (pairs and self.stats_every > 1 and phase == 1))
+        if not pairs:
+            self._pair_prev = None
         self._measure = measure
         self._calls += 1
         rt.step_begin()
@@ -487,7 +513,9 @@ class Trainer:
                 loss = self.loss_fn(self.model(x), y) / n_micro
                 loss.backward()
             total_loss += float(loss) * n_micro
-            if measure and not (self.ddp and last):
+            if measure and pairs:
+                pass
+            elif measure and not (self.ddp and last):
                 # The micro-batch's own gradient: the change of .grad.
                 cur = [p.grad.detach() for p in self.params]
                 if prev_flat is None:
@@ -506,8 +534,12 @@ class Trainer:
         if self.ddp and measure:
             # DDP waited for the all-reduce at the end of backward.
             rt.grad_local(self._hook_sq)
-        if measure:
+        if measure and pairs:
+            self._pair_step()
+        elif measure:
             rt.grad_total(_sqnorm(p.grad for p in self.params))
+        elif pairs:
+            self._pair_prev = None
         self._set_lr()
         self.optimizer.step()
         rt.step_end(local, accum)
