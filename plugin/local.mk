@@ -39,7 +39,7 @@ tests_test_plugin_sched_LDADD = $(TEST_LIBS)
 TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
 	tests/test-slurm-sched.sh
-dist_noinst_SCRIPTS += contrib/loopback-cluster.sh
+dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
 	tests/test-slurm-sched.sh tests/slurm-common.sh

@@ -78,8 +78,9 @@ struct copus__decision {
  * job placed best-fit on the usable eligible nodes with enough free GPUs of
  * an accepted type. A job that does not fit blocks the lower-priority jobs
  * of its partition (they wait with COPUS__WAIT_PRIORITY), so rigid jobs
- * start in priority order. nodes[] is updated (free GPUs). dec[] gets one
- * decision per job, in the order the jobs were decided (priority order);
+ * start in priority order. nodes[] is updated (free GPUs). jobs[] is
+ * sorted in place into priority order and dec[i] is the decision for
+ * jobs[i];
  * dec[i].nodes points into node_buf, which must hold the sum of the jobs'
  * node counts. Returns the number of decisions, or a negative copus status.
  */

@@ -212,6 +212,7 @@ static void _state_load(const char *dir)
 /* What a round works on: the copies of phase 1 and the decisions. */
 struct _round {
 	time_t when;
+	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
 	char *state_dir;		/* StateSaveLocation */
 	struct copus__node *nodes;
 	char (*names)[64];		/* node names */
@@ -606,15 +607,12 @@ static void _act(struct _round *r, int ndec)
 	}
 	for (i = 0; i < ndec; i++) {
 		struct copus__decision *d = &r->dec[i];
-		const struct copus__job *j = NULL;
+		/* The placement sorted the jobs: decision i is job i's. */
+		const struct copus__job *j = &r->jobs[i];
 		job_record_t *job_ptr = find_job_record(d->id);
-		int k;
 
-		for (k = 0; k < r->njobs; k++)
-			if (r->jobs[k].id == d->id)
-				j = &r->jobs[k];
 		/* Jobs change while the locks are free: check again. */
-		if (!job_ptr || !j || !IS_JOB_PENDING(job_ptr) ||
+		if (!job_ptr || j->id != d->id || !IS_JOB_PENDING(job_ptr) ||
 		    job_ptr->priority == 0 || IS_JOB_COMPLETING(job_ptr) ||
 		    !job_ptr->details)
 			continue;
@@ -714,8 +712,11 @@ static void _write_status(struct _round *r, int ndec)
 	}
 	localtime_r(&r->when, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(f, "# sched/copus round at %s (every %d s)\n", when,
-		_params.interval);
+	fprintf(f, "# sched/copus round at %s (every %d s): %d pending "
+		"considered, %d running; took %.3f ms (snapshot %.3f, decision "
+		"%.3f, actions %.3f)\n", when, _params.interval, r->njobs,
+		r->nrun, r->t_snap + r->t_decide + r->t_act, r->t_snap,
+		r->t_decide, r->t_act);
 	fprintf(f, "%-10s %-8s %5s %9s %-12s %-9s %-15s %s\n", "JOBID",
 		"STATE", "NODES", "GPUS/NODE", "TYPE", "ELASTIC", "DECISION",
 		"NODELIST");
@@ -729,13 +730,10 @@ static void _write_status(struct _round *r, int ndec)
 	}
 	for (i = 0; i < ndec; i++) {
 		const struct copus__decision *d = &r->dec[i];
-		const struct copus__job *j = NULL;
+		const struct copus__job *j = &r->jobs[i];
 		char nodes[256] = "-";
 
-		for (k = 0; k < r->njobs; k++)
-			if (r->jobs[k].id == d->id)
-				j = &r->jobs[k];
-		if (!j)
+		if (j->id != d->id)
 			continue;
 		if (d->verdict == COPUS__START) {
 			nodes[0] = '\0';
@@ -852,16 +850,14 @@ static void _rescale_start(struct _round *r, int ndec)
 {
 	struct copus__running *run;
 	const struct copus__job *blocked = NULL;
-	int *target, i, k, n;
+	int *target, i, n;
 	time_t now = time(NULL);
 
 	if (!r->nrun)
 		return;
 	for (i = 0; i < ndec && !blocked; i++)
 		if (r->dec[i].verdict == COPUS__WAIT_RESOURCES)
-			for (k = 0; k < r->njobs; k++)
-				if (r->jobs[k].id == r->dec[i].id)
-					blocked = &r->jobs[k];
+			blocked = &r->jobs[i];
 	run = xcalloc(r->nrun, sizeof(*run));
 	target = xcalloc(r->nrun, sizeof(*target));
 	for (i = 0; i < r->nrun; i++) {
@@ -907,18 +903,34 @@ static void _rescale_start(struct _round *r, int ndec)
 	xfree(target);
 }
 
+static double _ms_since(struct timespec *t0)
+{
+	struct timespec t1;
+	double ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
+	*t0 = t1;
+	return ms;
+}
+
 static void _round(void)
 {
 	struct _round r;
+	struct timespec t;
 	int ndec = 0;
 
 	memset(&r, 0, sizeof(r));
+	clock_gettime(CLOCK_MONOTONIC, &t);
 	_snapshot(&r);
+	r.t_snap = _ms_since(&t);
 	_rescale_progress(&r);
 	if (r.njobs > 0) {
 		ndec = _decide(&r);
+		r.t_decide = _ms_since(&t);
 		if (ndec > 0)
 			_act(&r, ndec);
+		r.t_act = _ms_since(&t);
 	}
 	_rescale_start(&r, ndec > 0 ? ndec : 0);
 	_state_save(r.state_dir);

@@ -171,6 +171,9 @@ static void jobs_start_in_priority_order_and_block_lower_ones(void)
 	j[2] = _job(3, 20, 1, 2, "");	/* does not fit after job 2 */
 	j[3] = _job(4, 5, 1, 1, "");
 	ASSERT_STATUS(copus__place_priority(n, 2, j, 4, d, buf, 16), 4);
+	/* The jobs are sorted in place: decision i is job i's. */
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(d[i].id, j[i].id);
 	CU_ASSERT_EQUAL(d[0].id, 2);
 	CU_ASSERT_EQUAL(d[0].verdict, COPUS__START);
 	CU_ASSERT(d[0].nodes[0] != d[0].nodes[1]);
