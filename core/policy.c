@@ -194,7 +194,8 @@ static bool type_allowed(const copus_job *j, int t)
  * to keep whole nodes free), otherwise over the fewest nodes of one type,
  * emptiest first. Nodes marked in 'dist' already hold a multi-node job and
  * are skipped for a multi-node placement (nil when the rule is off). The
- * row is written only on success; COPUS_ERANGE when k does not fit.
+ * row is scratch during the search and all zero on failure; COPUS_ERANGE
+ * when k does not fit.
  */
 int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 		 uint32_t mask, int k, int *out_row, int *out_type)
@@ -231,18 +232,16 @@ int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 		if (avail < k)
 			continue;
 		{
-			/* Sort-free greedy: repeatedly take the node with the
-			 * most free GPUs; at most num_nodes passes. */
-			int *taken = calloc((size_t)c->num_nodes, sizeof(int));
-
-			if (taken == NULL)
-				return COPUS_ENOMEM;
+			/* Greedy: repeatedly take the node with the most free
+			 * GPUs; out_row serves as the scratch 'taken' mark. */
+			for (int n = 0; n < c->num_nodes; n++)
+				out_row[n] = 0;
 			need = k;
 			while (need > 0) {
 				int m = -1;
 
 				for (int n = 0; n < c->num_nodes; n++) {
-					if (taken[n] ||
+					if (out_row[n] ||
 					    c->nodes[n].gpu_type != t ||
 					    !c->nodes[n].usable ||
 					    fr[n] <= 0 || (dist && dist[n]))
@@ -250,11 +249,10 @@ int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 					if (m < 0 || fr[n] > fr[m])
 						m = n;
 				}
-				taken[m] = 1;
+				out_row[m] = 1;
 				need -= fr[m];
 				nodes++;
 			}
-			free(taken);
 		}
 		if (best_t < 0 || nodes < best_nodes) {
 			best_t = t;
@@ -262,10 +260,10 @@ int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 			best_single = -1;
 		}
 	}
-	if (best_t < 0)
-		return COPUS_ERANGE;
 	for (int n = 0; n < c->num_nodes; n++)
 		out_row[n] = 0;
+	if (best_t < 0)
+		return COPUS_ERANGE;
 	if (best_single >= 0) {
 		out_row[best_single] = k;
 	} else {
@@ -285,6 +283,137 @@ int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 			}
 			out_row[m] = fr[m] < need ? fr[m] : need;
 			need -= out_row[m];
+		}
+	}
+	*out_type = best_t;
+	return COPUS_OK;
+}
+
+/*
+ * The same placement as copus__place for many sizes k over one state of
+ * the free GPUs: the nodes of each type are sorted once (by free GPUs
+ * ascending for the best single-node fit, descending for the greedy
+ * multi-node fill), so each size costs a binary search or a short walk.
+ */
+struct placer {
+	const copus_cluster *c;
+	const int *fr;
+	int *asc;     /* usable nodes grouped by type, free ascending */
+	int *desc;    /* multi-node eligible nodes by type, free descending */
+	int off_asc[COPUS_MAX_GPU_TYPES + 1];
+	int off_desc[COPUS_MAX_GPU_TYPES + 1];
+	long avail[COPUS_MAX_GPU_TYPES];
+	uint32_t mask;
+};
+
+static const int *cmp_fr;
+
+static int asc_cmp(const void *a, const void *b)
+{
+	int x = cmp_fr[*(const int *)a], y = cmp_fr[*(const int *)b];
+
+	return x != y ? (x < y ? -1 : 1) :
+		(*(const int *)a < *(const int *)b ? -1 : 1);
+}
+
+static int desc_cmp(const void *a, const void *b)
+{
+	int x = cmp_fr[*(const int *)a], y = cmp_fr[*(const int *)b];
+
+	return x != y ? (x > y ? -1 : 1) :
+		(*(const int *)a < *(const int *)b ? -1 : 1);
+}
+
+static void placer_prep(struct placer *pl, const copus_cluster *c,
+			const int *fr, const int *dist, uint32_t mask)
+{
+	int na = 0, nd = 0;
+
+	pl->c = c;
+	pl->fr = fr;
+	pl->mask = mask;
+	cmp_fr = fr;
+	for (int t = 0; t < c->num_types; t++) {
+		pl->off_asc[t] = na;
+		pl->off_desc[t] = nd;
+		pl->avail[t] = 0;
+		if (mask != 0 && !((mask >> t) & 1u))
+			continue;
+		for (int n = 0; n < c->num_nodes; n++) {
+			if (c->nodes[n].gpu_type != t || !c->nodes[n].usable)
+				continue;
+			pl->asc[na++] = n;
+			if (fr[n] > 0 && !(dist && dist[n])) {
+				pl->desc[nd++] = n;
+				pl->avail[t] += fr[n];
+			}
+		}
+		qsort(pl->asc + pl->off_asc[t], (size_t)(na - pl->off_asc[t]),
+		      sizeof(int), asc_cmp);
+		qsort(pl->desc + pl->off_desc[t],
+		      (size_t)(nd - pl->off_desc[t]), sizeof(int), desc_cmp);
+	}
+	pl->off_asc[c->num_types] = na;
+	pl->off_desc[c->num_types] = nd;
+}
+
+static int placer_get(const struct placer *pl, int k, int *out_row,
+		      int *out_type)
+{
+	const copus_cluster *c = pl->c;
+	const int *fr = pl->fr;
+	int best_t = -1, best_nodes = 0, best_single = -1;
+
+	for (int t = 0; t < c->num_types; t++) {
+		int lo = pl->off_asc[t], hi = pl->off_asc[t + 1], nodes = 0;
+		long need;
+
+		if (pl->mask != 0 && !((pl->mask >> t) & 1u))
+			continue;
+		/* First node with at least k free GPUs. */
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+
+			if (fr[pl->asc[mid]] >= k)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (lo < pl->off_asc[t + 1]) {
+			if (best_t < 0 || best_nodes > 1) {
+				best_t = t;
+				best_nodes = 1;
+				best_single = pl->asc[lo];
+			}
+			continue;
+		}
+		if (pl->avail[t] < k)
+			continue;
+		need = k;
+		for (int i = pl->off_desc[t]; need > 0; i++) {
+			need -= fr[pl->desc[i]];
+			nodes++;
+		}
+		if (best_t < 0 || nodes < best_nodes) {
+			best_t = t;
+			best_nodes = nodes;
+			best_single = -1;
+		}
+	}
+	for (int n = 0; n < c->num_nodes; n++)
+		out_row[n] = 0;
+	if (best_t < 0)
+		return COPUS_ERANGE;
+	if (best_single >= 0) {
+		out_row[best_single] = k;
+	} else {
+		int need = k;
+
+		for (int i = pl->off_desc[best_t]; need > 0; i++) {
+			int n = pl->desc[i];
+
+			out_row[n] = fr[n] < need ? fr[n] : need;
+			need -= out_row[n];
 		}
 	}
 	*out_type = best_t;
@@ -860,10 +989,14 @@ struct pollux {
 	int fair;
 	int *dist;    /* per node: multi-node jobs on it */
 	int *tmp;
+	struct placer pl;
 };
 
 double copus__power_util(double v, double p)
 {
+	/* Pollux's p = -1 is the common case: a division, not a pow(). */
+	if (p == -1.0)
+		return -1.0 / (v + 1e-3);
 	if (p < 0.0)
 		return -pow(v + 1e-3, p);
 	if (p > 0.0)
@@ -963,14 +1096,14 @@ static bool pollux_improve(struct pollux *px, size_t j, double *delta)
 			}
 		}
 	}
+	placer_prep(&px->pl, r->c, r->free, px->dist, jb->type_mask);
 	for (int k = 1; k <= px->pj[j].cap; k++) {
 		int t;
 		double v;
 
 		if (k > 2 * g && k % g != 0 && k != px->pj[j].cap)
 			continue;
-		if (copus__place(r->c, r->free, px->dist, jb->type_mask, k,
-				 cur, &t) != COPUS_OK)
+		if (placer_get(&px->pl, k, cur, &t) != COPUS_OK)
 			continue;
 		v = pollux_term(px, j, cur, t);
 		if (v > best_v + 1e-12) {
@@ -993,8 +1126,7 @@ static bool pollux_improve(struct pollux *px, size_t j, double *delta)
 		r->types[j] = jb->alloc_type;
 		from_alloc = true;
 	} else {
-		copus__place(r->c, r->free, px->dist, jb->type_mask, best_k,
-			     cur, &best_t);
+		placer_get(&px->pl, best_k, cur, &best_t);
 		r->types[j] = best_t;
 	}
 	(void)from_alloc;
@@ -1088,6 +1220,8 @@ static int pollux_search(struct pollux *px, int sweeps_max)
 			for (int n = 0; n < r->N; n++)
 				r->free[n] += rw[n];
 			dist_recount(px, j);
+			placer_prep(&px->pl, r->c, r->free, px->dist,
+				    r->jobs[j].type_mask);
 			for (int k = cur_k + 1; k <= px->pj[j].cap; k++) {
 				int t;
 				double v, gpk;
@@ -1095,9 +1229,8 @@ static int pollux_search(struct pollux *px, int sweeps_max)
 				if (k > 2 * g && k % g != 0 &&
 				    k != px->pj[j].cap)
 					continue;
-				if (copus__place(r->c, r->free, px->dist,
-						 r->jobs[j].type_mask, k, cand,
-						 &t) != COPUS_OK)
+				if (placer_get(&px->pl, k, cand, &t) !=
+				    COPUS_OK)
 					continue;
 				v = pollux_term(px, j, cand, t);
 				gpk = (v - cur_v) / (k - cur_k);
@@ -1163,7 +1296,10 @@ static int decide_pollux(copus_policy *p, struct round *r, double now,
 	px.pj = calloc(nj, sizeof(*px.pj));
 	px.dist = calloc((size_t)r->N, sizeof(int));
 	px.tmp = calloc((size_t)r->N, sizeof(int));
-	if (!ord || !sjobs || !px.pj || !px.dist || !px.tmp) {
+	px.pl.asc = calloc((size_t)r->N, sizeof(int));
+	px.pl.desc = calloc((size_t)r->N, sizeof(int));
+	if (!ord || !sjobs || !px.pj || !px.dist || !px.tmp || !px.pl.asc ||
+	    !px.pl.desc) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -1286,6 +1422,8 @@ out:
 	free(px.pj);
 	free(px.dist);
 	free(px.tmp);
+	free(px.pl.asc);
+	free(px.pl.desc);
 	return rc;
 }
 

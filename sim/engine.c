@@ -301,7 +301,43 @@ struct sjob {
 	bool learn;
 	double goodput;
 	const copus_model *models[SIM_MAX_TYPES];
+	double *solo_rate;  /* fifo's oracle: progress per second by epoch */
+	double *solo_tail;  /* seconds from the start of epoch e to the end */
 };
+
+/* Tabulate the job's epochs alone on its request, for fifo's oracle. */
+static int solo_table(struct sjob *j, int g)
+{
+	const struct app *a = j->app;
+	int pl[4096], nn, atomic, accum, E = a->max_epochs;
+	int k = j->spec->replicas > 4096 ? 4096 : j->spec->replicas;
+	double total;
+
+	j->solo_rate = calloc((size_t)E + 1, sizeof(double));
+	j->solo_tail = calloc((size_t)E + 2, sizeof(double));
+	if (j->solo_rate == NULL || j->solo_tail == NULL)
+		return COPUS_ENOMEM;
+	nn = consolidated(k, g, pl);
+	sim_split_batch(a, j->target_batch, k, &atomic, &accum);
+	for (int e = 0; e < E; e++)
+		j->solo_rate[e] = true_goodput(a, 0, pl, nn, atomic, accum, e,
+					       &total);
+	for (int e = E - 1; e >= 0; e--)
+		j->solo_tail[e] = j->solo_tail[e + 1] +
+			(sim_app_progress(a, e + 1) - sim_app_progress(a, e)) /
+			j->solo_rate[e];
+	return COPUS_OK;
+}
+
+static double solo_remaining(const struct sjob *j)
+{
+	int e = j->epoch;
+
+	if (e >= j->app->max_epochs)
+		return 0.0;
+	return (sim_app_progress(j->app, e + 1) - j->progress) /
+	       j->solo_rate[e] + j->solo_tail[e + 1];
+}
 
 static void update_shape(struct sjob *j, int N)
 {
@@ -553,6 +589,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			j->target_batch = specs[i].batch;
 		snprintf(res->names[i], sizeof(res->names[i]), "%s",
 			 specs[i].name);
+		if (is_fifo && (rc = solo_table(j, g0)) != COPUS_OK)
+			goto out;
 		res->jct[i] = -1;
 	}
 	while (done < n) {
@@ -653,9 +691,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			} else if (is_fifo) {
 				/* Oracle: the true time left on the
 				 * request, as a user's accurate estimate. */
-				q->remaining = sim_solo_time(a, 0, g0,
-					q->req_gpus, j->target_batch,
-					j->epoch, j->progress) + j->rescale;
+				q->remaining = solo_remaining(j) + j->rescale;
 				if (!isfinite(q->remaining))
 					q->remaining = -1;
 			}
@@ -755,6 +791,8 @@ out:
 		for (size_t i = 0; i < n; i++) {
 			free(jobs[i].place);
 			free(jobs[i].obs);
+			free(jobs[i].solo_rate);
+			free(jobs[i].solo_tail);
 		}
 	free(jobs);
 	free(cj);
