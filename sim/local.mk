@@ -28,3 +28,8 @@ tests_test_sim_LDADD = sim/libsim.la $(TEST_LIBS)
 
 TESTS += tests/test-sim-cli.sh
 EXTRA_DIST += tests/test-sim-cli.sh
+
+# Pollux's search against a much longer annealing search (not a test).
+noinst_PROGRAMS += tests/bench-sim-search
+tests_bench_sim_search_SOURCES = tests/bench-sim-search.c
+tests_bench_sim_search_LDADD = core/libcopus-core.la -lm
