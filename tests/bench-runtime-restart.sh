@@ -28,6 +28,8 @@ for r in $(seq "$rounds"); do
 	scancel --batch --signal=USR1 "$id"
 	while [ "$(job_field "$id" JobState)" != PENDING ]; do sleep 0.02; done
 	: >"$TMP/job.out"
+	# A release in the second of the requeue fails (credential revoked).
+	sleep 1.5
 	t0=$(now)
 	scontrol update JobId="$id" StartTime=now || fail "release"
 	while ! grep -q '^first-step' "$TMP/job.out" 2>/dev/null; do sleep 0.005; done

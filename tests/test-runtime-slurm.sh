@@ -62,6 +62,10 @@ for _ in $(seq 100); do
 done
 [ "$s" = PENDING ] || fail "the job was not requeued after exit 75 (state $s)"
 [ "$(job_field "$id" Restarts)" = 1 ] || fail "restart count is not 1"
+# slurmd refuses a credential created in the same second as the revocation
+# of the previous run's (slurm_cred.c: ctime <= revoked), and the job then
+# fails for good: release it at least a second after the requeue.
+sleep 1.5
 scontrol update JobId="$id" StartTime=now || fail "scontrol update StartTime"
 for _ in $(seq 150); do
 	grep -q '^restored ' "$TMP/job.$id.out" 2>/dev/null && break
