@@ -13,7 +13,20 @@
 #include "internal.h"
 #include "policy-internal.h"
 
-enum policy_kind { POL_FIFO, POL_TIRESIAS, POL_OPTIMUS, POL_POLLUX };
+enum policy_kind { POL_FIFO, POL_TIRESIAS, POL_OPTIMUS, POL_POLLUX, POL_COPUS };
+
+/*
+ * The co-adaptive policy lives in core/policy-copus.c, written apart from
+ * the baselines. Its entry points are weak here so that the baselines
+ * build and run without it; "copus" is refused while it is absent.
+ */
+struct copus_state;
+int copus__state_create(struct copus_state **out) __attribute__((weak));
+void copus__state_destroy(struct copus_state *s) __attribute__((weak));
+int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
+			const copus_cluster *c, const copus_job *jobs, size_t n,
+			double now, int *rows, int *types,
+			char (*reasons)[64]) __attribute__((weak));
 
 /* Tiresias' memory of a job: its queue and its place in that queue. */
 struct tstate {
@@ -43,6 +56,7 @@ struct copus_policy {
 	int sc_nodes, sc_gpus;
 	copus_slot *slots;
 	size_t cap_slots;
+	struct copus_state *cs;
 };
 
 /* Work arrays of one round. */
@@ -125,17 +139,20 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 			copus_policy **out)
 {
 	static const char *const names[] = { "fifo", "tiresias", "optimus",
-					     "pollux" };
+					     "pollux", "copus" };
 	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
 	copus_policy *p;
 	int kind = -1;
 
 	if (name == NULL || out == NULL)
 		return COPUS_EINVAL;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (strcmp(name, names[i]) == 0)
 			kind = i;
-	if (kind < 0)
+	if (kind < 0 || (kind == POL_COPUS &&
+			 (copus__state_create == NULL ||
+			  copus__state_destroy == NULL ||
+			  copus__decide_copus == NULL)))
 		return COPUS_EINVAL;
 	if (params != NULL) {
 		if (params->version != COPUS_POLICY_PARAMS_VERSION ||
@@ -153,6 +170,14 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->kind = (enum policy_kind)kind;
 	p->prm = prm;
+	if (p->kind == POL_COPUS) {
+		int rc = copus__state_create(&p->cs);
+
+		if (rc != COPUS_OK) {
+			free(p);
+			return rc;
+		}
+	}
 	*out = p;
 	return COPUS_OK;
 }
@@ -178,6 +203,8 @@ void copus_policy_destroy(copus_policy *p)
 	if (p == NULL)
 		return;
 	sc_clear(p);
+	if (p->cs != NULL && copus__state_destroy != NULL)
+		copus__state_destroy(p->cs);
 	free(p->ts);
 	free(p->slots);
 	free(p);
@@ -1427,6 +1454,26 @@ out:
 	return rc;
 }
 
+/* The co-adaptive policy fills the round's rows and types itself. */
+static int decide_copus(copus_policy *p, struct round *r, double now,
+			copus_decision *out)
+{
+	char (*reasons)[64] = calloc(r->n + 1, sizeof(*reasons));
+	int rc;
+
+	if (reasons == NULL)
+		return COPUS_ENOMEM;
+	rc = copus__decide_copus(p->cs, &p->prm, r->c, r->jobs, r->n, now,
+				 r->rows, r->types, reasons);
+	for (size_t j = 0; rc == COPUS_OK && j < r->n; j++) {
+		reasons[j][63] = '\0';
+		snprintf(out[j].reason, sizeof(out[j].reason), "%s",
+			 reasons[j]);
+	}
+	free(reasons);
+	return rc;
+}
+
 /* Batch plan of a decided job: the requested batch, or the best one. */
 static void fill_batch(const struct round *r, size_t j, bool optimise,
 		       copus_decision *d)
@@ -1507,9 +1554,42 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 	case POL_POLLUX:
 		rc = decide_pollux(p, &r, now, out);
 		break;
+	case POL_COPUS:
+		rc = decide_copus(p, &r, now, out);
+		break;
 	}
 	if (rc != COPUS_OK)
 		goto out;
+	/*
+	 * Whatever a policy computed, the caller gets nothing that does not
+	 * fit: every row on usable nodes of one allowed type, no node over
+	 * its GPUs. A violation is a bug in a policy, reported as such.
+	 */
+	memset(r.free, 0, (size_t)r.N * sizeof(int));
+	for (size_t j = 0; j < n; j++) {
+		const int *rw = row(&r, j);
+		int s = 0;
+
+		for (int k = 0; k < r.N; k++) {
+			if (rw[k] < 0) {
+				rc = COPUS_ESTATE;
+				goto out;
+			}
+			if (rw[k] == 0)
+				continue;
+			s += rw[k];
+			r.free[k] += rw[k];
+			if (!c->nodes[k].usable ||
+			    c->nodes[k].gpu_type != r.types[j] ||
+			    !type_allowed(&jobs[j], r.types[j]) ||
+			    r.free[k] > c->nodes[k].gpus) {
+				rc = COPUS_ESTATE;
+				goto out;
+			}
+		}
+		if (s == 0)
+			r.types[j] = -1;
+	}
 	if (p->cap_slots < total + 1) {
 		copus_slot *s = realloc(p->slots, (total + 1) * sizeof(*s));
 
@@ -1536,7 +1616,8 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 		}
 		d->gpu_type = d->gpus > 0 ? r.types[j] : -1;
 		d->changed = !same_as_alloc(&r, j, rw, d->gpu_type);
-		fill_batch(&r, j, p->kind == POL_POLLUX, d);
+		fill_batch(&r, j, p->kind == POL_POLLUX || p->kind == POL_COPUS,
+			   d);
 	}
 out:
 	free(r.rows);
