@@ -1,0 +1,262 @@
+/* The co-adaptive policy's ingredients on small hand-made cases. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <copus/policy.h>
+
+#include "harness.h"
+#include "policy-copus.h"
+
+#define MAXN 16
+#define MAXJ 16
+
+static const copus_policy_params PRM = COPUS_POLICY_PARAMS_INITIALIZER;
+
+/* A job that scales well (cheap sync) with plenty of gradient noise. */
+static copus_model scalable(void)
+{
+	copus_model m = {
+		.perf = { 0.05, 0.002, 0.02, 0.001, 0.005, 0.0005, 1.5 },
+		.grad = { .sqr = 1.0, .var = 200.0 },
+		.limits = { .init_batch = 64, .max_batch = 8192, .min_local = 8,
+			    .max_local = 256, .accumulation = true },
+	};
+	return m;
+}
+
+/* A job that gains nothing from more GPUs (no noise, costly sync). */
+static copus_model poor(void)
+{
+	copus_model m = scalable();
+	m.grad.var = 0.0;
+	m.perf.alpha_r = m.perf.alpha_n = 0.5;
+	return m;
+}
+
+struct world {
+	copus_node nodes[MAXN];
+	copus_cluster c;
+	copus_job jobs[MAXJ];
+	copus_model models[MAXJ];
+	const copus_model *mp[MAXJ][1];
+	int alloc[MAXJ][MAXN];
+	int rows[MAXJ * MAXN];
+	int types[MAXJ];
+	char reasons[MAXJ][64];
+	size_t n;
+};
+
+static void world_init(struct world *w, int nodes, int gpus)
+{
+	memset(w, 0, sizeof(*w));
+	for (int k = 0; k < nodes; k++)
+		w->nodes[k] = (copus_node){ 0, gpus, true };
+	w->c = (copus_cluster){ nodes, w->nodes, 1, NULL };
+}
+
+static copus_job *add_job(struct world *w, bool elastic, int req,
+			  double remaining, copus_model m)
+{
+	size_t j = w->n++;
+	copus_job *jb = &w->jobs[j];
+
+	w->models[j] = m;
+	w->mp[j][0] = &w->models[j];
+	*jb = (copus_job){
+		.id = 100 + j, .elastic = elastic,
+		.min_gpus = elastic ? 1 : req, .max_gpus = elastic ? 16 : req,
+		.req_gpus = req, .req_batch = 64, .remaining = remaining,
+		.models = w->mp[j], .max_gpus_had = req,
+	};
+	return jb;
+}
+
+static void run_alloc(struct world *w, size_t j, int node, int gpus)
+{
+	w->alloc[j][node] = gpus;
+	w->jobs[j].alloc = w->alloc[j];
+	w->jobs[j].alloc_type = 0;
+	if (gpus > w->jobs[j].max_gpus_had)
+		w->jobs[j].max_gpus_had = gpus;
+}
+
+static int gpus_of(const struct world *w, size_t j)
+{
+	int s = 0;
+	for (int k = 0; k < w->c.num_nodes; k++)
+		s += w->rows[j * w->c.num_nodes + k];
+	return s;
+}
+
+static void decide(struct world *w, double now)
+{
+	struct copus_state *s = NULL;
+
+	memset(w->rows, 0, sizeof(w->rows));
+	for (size_t j = 0; j < MAXJ; j++)
+		w->types[j] = -1;
+	memset(w->reasons, 0, sizeof(w->reasons));
+	ASSERT_STATUS(copus__state_create(&s), COPUS_OK);
+	ASSERT_STATUS(copus_policy_check_input(&w->c, w->jobs, w->n, NULL),
+		      COPUS_OK);
+	ASSERT_STATUS(copus__decide_copus(s, &PRM, &w->c, w->jobs, w->n, now,
+					  w->rows, w->types, w->reasons),
+		      COPUS_OK);
+	copus__state_destroy(s);
+}
+
+static void shortest_remaining_work_goes_first(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 4);
+	add_job(&w, false, 4, 5000, scalable());
+	add_job(&w, false, 4, 300, scalable());
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 4);
+}
+
+static void rigid_jobs_keep_their_request(void)
+{
+	struct world w;
+
+	world_init(&w, 2, 4);
+	add_job(&w, false, 3, 1000, scalable());
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 3);
+}
+
+static void goodput_decides_how_many_gpus_a_job_uses(void)
+{
+	struct world w;
+
+	world_init(&w, 2, 4);
+	add_job(&w, true, 2, 2000, scalable());
+	add_job(&w, true, 2, 2000, poor());
+	decide(&w, 0);
+	/* The scalable job takes more of the cluster than the poor one. */
+	CU_ASSERT(gpus_of(&w, 0) > gpus_of(&w, 1));
+	CU_ASSERT(gpus_of(&w, 1) >= 1);
+	CU_ASSERT(gpus_of(&w, 0) + gpus_of(&w, 1) <= 8);
+}
+
+static void restart_cost_holds_a_nearly_finished_job(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 4);
+	copus_job *jb = add_job(&w, true, 2, 40, scalable());
+	run_alloc(&w, 0, 0, 2);
+	jb->restarts = 1;
+	decide(&w, 0);
+	/* Growing would pay off, but not within the 40 s it has left. */
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 2);
+	CU_ASSERT_EQUAL(w.rows[0], 2);
+
+	/* With hours left the same job grows. */
+	w.jobs[0].remaining = 20000;
+	decide(&w, 0);
+	CU_ASSERT(gpus_of(&w, 0) > 2);
+}
+
+static void fairness_guard_lets_a_starved_job_in(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 4);
+	copus_job *old = add_job(&w, false, 4, 3000, scalable());
+	old->submit_time = 0;
+	copus_job *young = add_job(&w, false, 4, 1000, scalable());
+	young->submit_time = 99000;
+	/* Shortly after both arrived, shorter first. */
+	old->submit_time = young->submit_time = 0;
+	decide(&w, 60);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 4);
+	/* The long job has waited 10x its own length: it goes first. */
+	old->submit_time = 0;
+	young->submit_time = 29000;
+	decide(&w, 30000);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 4);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 0);
+}
+
+static void unknown_work_favours_the_least_served(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 4);
+	copus_job *a = add_job(&w, false, 4, -1, scalable());
+	a->attained = 4 * 3600;
+	copus_job *b = add_job(&w, false, 4, -1, scalable());
+	b->attained = 0;
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 4);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 0);
+}
+
+static void placement_respects_nodes_and_types(void)
+{
+	/* Random instances on two GPU types: never over-allocate, never mix
+	 * types, never two multi-node jobs on one node. */
+	unsigned x = 7;
+	for (int round = 0; round < 200; round++) {
+		struct world w;
+		memset(&w, 0, sizeof(w));
+		int N = 2 + round % 6;
+		for (int k = 0; k < N; k++)
+			w.nodes[k] = (copus_node){ k % 2, k % 2 ? 8 : 4,
+						   k != 1 || round % 5 };
+		w.c = (copus_cluster){ N, w.nodes, 2, NULL };
+		int nj = 1 + round % 9;
+		for (int j = 0; j < nj; j++) {
+			x = x * 1103515245u + 12345u;
+			copus_job *jb = add_job(&w, (x >> 9) & 1,
+						1 + (x >> 12) % 8,
+						100 + (x >> 16) % 5000,
+						(x >> 20) & 1 ? scalable() : poor());
+			jb->type_mask = (x >> 24) % 3; /* any, type 0, type 1 */
+		}
+		decide(&w, 0);
+		int used[MAXN] = { 0 }, multi[MAXN] = { 0 };
+		for (size_t j = 0; j < w.n; j++) {
+			int nodes = 0;
+			for (int k = 0; k < N; k++) {
+				int g = w.rows[j * N + k];
+				if (g == 0)
+					continue;
+				nodes++;
+				used[k] += g;
+				CU_ASSERT(w.nodes[k].usable);
+				CU_ASSERT_EQUAL(w.nodes[k].gpu_type, w.types[j]);
+			}
+			if (w.types[j] >= 0 && w.jobs[j].type_mask)
+				CU_ASSERT((w.jobs[j].type_mask >> w.types[j]) & 1);
+			for (int k = 0; nodes > 1 && k < N; k++)
+				if (w.rows[j * N + k] > 0)
+					multi[k]++;
+			int g = gpus_of(&w, j);
+			if (!w.jobs[j].elastic)
+				CU_ASSERT(g == 0 || g == w.jobs[j].req_gpus);
+		}
+		for (int k = 0; k < N; k++) {
+			CU_ASSERT(used[k] <= w.nodes[k].gpus);
+			CU_ASSERT(multi[k] <= 1);
+		}
+	}
+}
+
+int main(void)
+{
+	static const struct test_case tests[] = {
+		TEST(shortest_remaining_work_goes_first),
+		TEST(rigid_jobs_keep_their_request),
+		TEST(goodput_decides_how_many_gpus_a_job_uses),
+		TEST(restart_cost_holds_a_nearly_finished_job),
+		TEST(fairness_guard_lets_a_starved_job_in),
+		TEST(unknown_work_favours_the_least_served),
+		TEST(placement_respects_nodes_and_types),
+	};
+	return RUN_TESTS("policy-copus", tests);
+}
