@@ -293,11 +293,12 @@ struct sjob {
 	int restarts;       /* -1 before the first allocation */
 	double completion;  /* < 0 while running */
 	double target_batch; /* <= 0: the policy chooses */
-	copus_observation *obs;
-	size_t nobs, capobs;
+	/* What the job has measured and learned, per GPU type. */
+	copus_observation *obs[SIM_MAX_TYPES];
+	size_t nobs[SIM_MAX_TYPES], capobs[SIM_MAX_TYPES];
 	int max_prof;
-	copus_model model;
-	bool has_model;
+	copus_model model[SIM_MAX_TYPES];
+	bool has_model[SIM_MAX_TYPES];
 	bool learn;
 	double goodput;
 	const copus_model *models[SIM_MAX_TYPES];
@@ -357,12 +358,13 @@ static void update_local(struct sjob *j)
 
 	if (j->gpus == 0)
 		return;
-	if (batch <= 0 && !j->has_model)
+	if (batch <= 0 && !j->has_model[j->type])
 		batch = fmax(a->init_batch, (double)a->min_local * j->gpus);
 	if (batch <= 0) {
 		copus_batch_plan plan;
 
-		if (copus_best_batch(&j->model, j->nodes, j->gpus, &plan) ==
+		if (copus_best_batch(&j->model[j->type], j->nodes, j->gpus,
+				     &plan) ==
 		    COPUS_OK) {
 			j->atomic = plan.local;
 			j->accum = plan.accum_steps;
@@ -387,24 +389,29 @@ static int observe(struct sjob *j, double step, double sync, double sqr,
 {
 	const struct app *a = j->app;
 	copus_observation *o;
+	int t = j->type;
+	copus_model *m = &j->model[t];
 
-	j->model.grad.sqr = sqr;
-	j->model.grad.var = var;
-	for (size_t i = 0; i < j->nobs; i++)
-		if (j->obs[i].nodes == j->nodes &&
-		    j->obs[i].replicas == j->gpus &&
-		    j->obs[i].local == j->atomic)
+	/* The gradient noise does not depend on the GPU type. */
+	for (int u = 0; u < SIM_MAX_TYPES; u++) {
+		j->model[u].grad.sqr = sqr;
+		j->model[u].grad.var = var;
+	}
+	for (size_t i = 0; i < j->nobs[t]; i++)
+		if (j->obs[t][i].nodes == j->nodes &&
+		    j->obs[t][i].replicas == j->gpus &&
+		    j->obs[t][i].local == j->atomic)
 			return COPUS_OK;
-	if (j->nobs == j->capobs) {
-		size_t nc = j->capobs ? 2 * j->capobs : 8;
-		copus_observation *no = realloc(j->obs, nc * sizeof(*no));
+	if (j->nobs[t] == j->capobs[t]) {
+		size_t nc = j->capobs[t] ? 2 * j->capobs[t] : 8;
+		copus_observation *no = realloc(j->obs[t], nc * sizeof(*no));
 
 		if (no == NULL)
 			return COPUS_ENOMEM;
-		j->obs = no;
-		j->capobs = nc;
+		j->obs[t] = no;
+		j->capobs[t] = nc;
 	}
-	o = &j->obs[j->nobs++];
+	o = &j->obs[t][j->nobs[t]++];
 	o->nodes = j->nodes;
 	o->replicas = j->gpus;
 	o->local = j->atomic;
@@ -413,13 +420,13 @@ static int observe(struct sjob *j, double step, double sync, double sqr,
 	o->compute_time = step - sync > 1e-9 ? step - sync : 1e-9;
 	if (j->gpus > j->max_prof)
 		j->max_prof = j->gpus;
-	if (copus_fit(j->obs, j->nobs, &j->model.perf, NULL) == COPUS_OK) {
-		j->model.limits.init_batch = a->init_batch;
-		j->model.limits.max_batch = a->max_batch;
-		j->model.limits.min_local = a->min_local;
-		j->model.limits.max_local = a->max_local;
-		j->model.limits.accumulation = true;
-		j->has_model = copus_model_check(&j->model) == COPUS_OK;
+	if (copus_fit(j->obs[t], j->nobs[t], &m->perf, NULL) == COPUS_OK) {
+		m->limits.init_batch = a->init_batch;
+		m->limits.max_batch = a->max_batch;
+		m->limits.min_local = a->min_local;
+		m->limits.max_local = a->max_local;
+		m->limits.accumulation = true;
+		j->has_model[t] = copus_model_check(m) == COPUS_OK;
 	}
 	return COPUS_OK;
 }
@@ -648,10 +655,10 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 					q->max_gpus = 1;
 				if (q->max_gpus < 1)
 					q->max_gpus = 1;
-				if (j->has_model) {
-					j->models[0] = &j->model;
-					q->models = j->models;
-				}
+				for (int t = 0; t < c->ntypes; t++)
+					j->models[t] = j->has_model[t] ?
+						&j->model[t] : NULL;
+				q->models = j->models;
 			} else if (is_optimus) {
 				q->elastic = true;
 				q->max_gpus = (int)(j->target_batch /
@@ -790,7 +797,8 @@ out:
 	if (jobs)
 		for (size_t i = 0; i < n; i++) {
 			free(jobs[i].place);
-			free(jobs[i].obs);
+			for (int t = 0; t < SIM_MAX_TYPES; t++)
+				free(jobs[i].obs[t]);
 			free(jobs[i].solo_rate);
 			free(jobs[i].solo_tail);
 		}
