@@ -319,7 +319,8 @@ static int solo_table(struct sjob *j, int g)
 	if (j->solo_rate == NULL || j->solo_tail == NULL)
 		return COPUS_ENOMEM;
 	nn = consolidated(k, g, pl);
-	sim_split_batch(a, j->target_batch, k, &atomic, &accum);
+	sim_split_batch(a, j->target_batch > 0 ? j->target_batch :
+			j->spec->batch, k, &atomic, &accum);
 	for (int e = 0; e < E; e++)
 		j->solo_rate[e] = true_goodput(a, 0, pl, nn, atomic, accum, e,
 					       &total);
@@ -536,7 +537,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	const char *tnames[SIM_MAX_TYPES];
 	copus_cluster cl;
 	int N = c->nnodes, total_gpus = 0, g0 = 0, rc;
-	bool is_pollux, is_optimus, is_fifo;
+	bool is_pollux, is_optimus, is_fifo, is_copus;
 	double now = 0.0, t0 = (double)clock() / CLOCKS_PER_SEC;
 	size_t done = 0;
 
@@ -552,6 +553,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	is_pollux = strcmp(o->policy, "pollux") == 0;
 	is_optimus = strcmp(o->policy, "optimus") == 0;
 	is_fifo = strcmp(o->policy, "fifo") == 0;
+	/* copus sees what pollux sees, plus an oracle of the remaining time
+	 * on the request (the predictor's part in the plugin). */
+	is_copus = strcmp(o->policy, "copus") == 0;
 	for (int t = 0; t < c->ntypes; t++)
 		tnames[t] = c->type_names[t];
 	cl.num_nodes = N;
@@ -587,16 +591,17 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		}
 		j->restarts = -1;
 		j->completion = -1;
-		j->learn = is_pollux;
+		j->learn = is_pollux || is_copus;
 		/* Pollux chooses the batch, except NCF's fixed 32768. */
-		if (is_pollux)
+		if (is_pollux || is_copus)
 			j->target_batch = strcmp(j->app->name, "ncf") == 0 ?
 				32768 : 0;
 		else
 			j->target_batch = specs[i].batch;
 		snprintf(res->names[i], sizeof(res->names[i]), "%s",
 			 specs[i].name);
-		if (is_fifo && (rc = solo_table(j, g0)) != COPUS_OK)
+		if ((is_fifo || is_copus) &&
+		    (rc = solo_table(j, g0)) != COPUS_OK)
 			goto out;
 		res->jct[i] = -1;
 	}
@@ -646,8 +651,13 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			q->min_gpus = 1;
 			q->max_gpus = q->req_gpus;
 			q->max_gpus_had = j->max_prof;
-			if (is_pollux) {
+			if (is_pollux || is_copus) {
 				q->elastic = true;
+				if (is_copus) {
+					q->remaining = solo_remaining(j);
+					if (!isfinite(q->remaining))
+						q->remaining = -1;
+				}
 				q->max_gpus = (int)(a->max_batch / a->min_local);
 				if (q->max_gpus > total_gpus)
 					q->max_gpus = total_gpus;
