@@ -11,22 +11,10 @@
 #include <copus/policy.h>
 
 #include "internal.h"
+#include "policy-copus.h"
 #include "policy-internal.h"
 
 enum policy_kind { POL_FIFO, POL_TIRESIAS, POL_OPTIMUS, POL_POLLUX, POL_COPUS };
-
-/*
- * The co-adaptive policy lives in core/policy-copus.c, written apart from
- * the baselines. Its entry points are weak here so that the baselines
- * build and run without it; "copus" is refused while it is absent.
- */
-struct copus_state;
-int copus__state_create(struct copus_state **out) __attribute__((weak));
-void copus__state_destroy(struct copus_state *s) __attribute__((weak));
-int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
-			const copus_cluster *c, const copus_job *jobs, size_t n,
-			double now, int *rows, int *types,
-			char (*reasons)[64]) __attribute__((weak));
 
 /* Tiresias' memory of a job: its queue and its place in that queue. */
 struct tstate {
@@ -149,10 +137,7 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 	for (int i = 0; i < 5; i++)
 		if (strcmp(name, names[i]) == 0)
 			kind = i;
-	if (kind < 0 || (kind == POL_COPUS &&
-			 (copus__state_create == NULL ||
-			  copus__state_destroy == NULL ||
-			  copus__decide_copus == NULL)))
+	if (kind < 0)
 		return COPUS_EINVAL;
 	if (params != NULL) {
 		if (params->version != COPUS_POLICY_PARAMS_VERSION ||
@@ -203,8 +188,7 @@ void copus_policy_destroy(copus_policy *p)
 	if (p == NULL)
 		return;
 	sc_clear(p);
-	if (p->cs != NULL && copus__state_destroy != NULL)
-		copus__state_destroy(p->cs);
+	copus__state_destroy(p->cs);
 	free(p->ts);
 	free(p->slots);
 	free(p);

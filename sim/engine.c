@@ -547,7 +547,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	rc = copus_policy_create(o->policy, &prm, &pol);
 	if (rc != COPUS_OK) {
 		snprintf(err, len, "unknown policy '%s' (fifo, tiresias, "
-			 "optimus, pollux, copus when built)", o->policy);
+			 "optimus, pollux, copus)", o->policy);
 		return rc;
 	}
 	is_pollux = strcmp(o->policy, "pollux") == 0;
