@@ -143,8 +143,8 @@ typedef struct copus_policy copus_policy;
  * GPUs with EASY backfill over the jobs' remaining times), "tiresias"
  * (two-queue least attained service, requested size), "optimus"
  * (marginal gain of remaining time, requested batch), "pollux" (power mean
- * of speedups over a fair share, batch re-optimised) and "copus" (the
- * co-adaptive policy, when the core was built with it). Returns
+ * of speedups over a fair share, batch re-optimised) and "copus" (goodput
+ * speedups ordered by remaining work, see core/policy-copus.c). Returns
  * COPUS_EINVAL for an unknown name and COPUS_EVERSION for params of
  * another version.
  * params may be NULL for the defaults.
