@@ -253,11 +253,15 @@ static void plot(const char *png, const struct wl *w, int total_gpus)
 		 "set title '%s'\nset xlabel 'hours'\n"
 		 "set ylabel 'GPUs allocated (of %d)'\nset y2label 'jobs'\n"
 		 "set y2tics\nset ytics nomirror\n"
+		 /* Headroom, so that a full cluster is not drawn on the
+		  * border; the legend goes below the plot. */
+		 "set yrange [0:%g]\nset y2range [0:*]\nset key below\n"
 		 "plot '%s' using ($1/3600):2 with steps title 'GPUs "
 		 "allocated', '%s' using ($1/3600):3 axes x1y2 with steps "
 		 "title 'jobs queued', '%s' using ($1/3600):4 axes x1y2 with "
 		 "steps title 'jobs active'\n",
-		 png, w->name, total_gpus, w->series, w->series, w->series);
+		 png, w->name, total_gpus, total_gpus * 1.1 + 1, w->series,
+		 w->series, w->series);
 	fputs(cmd, g);
 	if (pclose(g) != 0)
 		fprintf(stderr, "copus-sim: gnuplot failed for %s\n", png);
