@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "profiles.h"
+#include "sim.h"
 
 static const char *data_dir;
 
@@ -93,34 +94,40 @@ static double median_extrapolation_error(const char *model)
 	copus_perf_params p;
 	ASSERT_STATUS(copus_fit(train, n, &p, NULL), COPUS_OK);
 
-	char path[4200], line[256];
+	char path[4200], msg[512];
+	struct csv tab;
 	snprintf(path, sizeof(path), "%s/%s/scalability.csv", data_dir, model);
-	FILE *f = fopen(path, "r");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	double *err = NULL;
-	long cap = 0, m = 0, lineno = 0;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		int nodes, replicas, local;
-		double step, sync;
-		if (++lineno == 1)
-			continue;
-		if (sscanf(line, "%d,%d,%d,%lf,%lf", &nodes, &replicas, &local,
-			   &step, &sync) != 5) {
-			fprintf(stderr, "%s:%ld: malformed row\n", path, lineno);
-			CU_FAIL("malformed scalability row");
-			break;
+	if (sim_csv_read(path, &tab, msg, sizeof(msg)) != COPUS_OK) {
+		fprintf(stderr, "%s\n", msg);
+		CU_FAIL_FATAL("unreadable scalability table");
+	}
+	static const char *const names[] = { "num_nodes", "num_replicas",
+					     "local_bsz", "step_time" };
+	int col[4];
+	for (int k = 0; k < 4; k++) {
+		col[k] = sim_csv_col(&tab, names[k], msg, sizeof(msg));
+		CU_ASSERT_FATAL(col[k] >= 0);
+	}
+	double *err = calloc(tab.nrows + 1, sizeof(*err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+	long m = 0;
+	for (size_t i = 0; i < tab.nrows; i++) {
+		double v[4];
+		for (int k = 0; k < 4; k++) {
+			if (sim_csv_double(&tab, i, col[k], &v[k], msg,
+					   sizeof(msg)) != COPUS_OK) {
+				fprintf(stderr, "%s\n", msg);
+				CU_FAIL("malformed scalability row");
+				v[3] = -1;
+			}
 		}
 		copus_step_times t;
-		if (copus_step_time(&p, nodes, replicas, local, 0, &t) != COPUS_OK)
+		if (v[3] <= 0 || copus_step_time(&p, (int)v[0], (int)v[1], v[2],
+						 0, &t) != COPUS_OK)
 			continue;
-		if (m == cap) {
-			cap = cap ? 2 * cap : 256;
-			err = realloc(err, cap * sizeof(*err));
-			CU_ASSERT_PTR_NOT_NULL_FATAL(err);
-		}
-		err[m++] = fabs(t.iter - step) / step;
+		err[m++] = fabs(t.iter - v[3]) / v[3];
 	}
-	fclose(f);
+	sim_csv_free(&tab);
 	qsort(err, m, sizeof(*err), cmp_double);
 	double median = m ? err[m / 2] : NAN;
 	printf("%-12s 6-16 nodes, %4ld rows: median |error| %5.1f%%, "
