@@ -208,6 +208,25 @@ static bool type_allowed(const copus_job *j, int t)
  * row is scratch during the search and all zero on failure; COPUS_ERANGE
  * when k does not fit.
  */
+/*
+ * The usable node of type t with the most free GPUs that is not yet taken
+ * (taken[n] != 0) and holds no multi-node job (dist); -1 when none is left.
+ */
+static int emptiest_node(const copus_cluster *c, const int *fr,
+			 const int *dist, int t, const int *taken)
+{
+	int m = -1;
+
+	for (int n = 0; n < c->num_nodes; n++) {
+		if (taken[n] || c->nodes[n].gpu_type != t ||
+		    !c->nodes[n].usable || fr[n] <= 0 || (dist && dist[n]))
+			continue;
+		if (m < 0 || fr[n] > fr[m])
+			m = n;
+	}
+	return m;
+}
+
 int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 		 uint32_t mask, int k, int *out_row, int *out_type)
 {
@@ -249,17 +268,8 @@ int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 				out_row[n] = 0;
 			need = k;
 			while (need > 0) {
-				int m = -1;
+				int m = emptiest_node(c, fr, dist, t, out_row);
 
-				for (int n = 0; n < c->num_nodes; n++) {
-					if (out_row[n] ||
-					    c->nodes[n].gpu_type != t ||
-					    !c->nodes[n].usable ||
-					    fr[n] <= 0 || (dist && dist[n]))
-						continue;
-					if (m < 0 || fr[n] > fr[m])
-						m = n;
-				}
 				out_row[m] = 1;
 				need -= fr[m];
 				nodes++;
@@ -281,17 +291,8 @@ int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 		int need = k;
 
 		while (need > 0) {
-			int m = -1;
+			int m = emptiest_node(c, fr, dist, best_t, out_row);
 
-			for (int n = 0; n < c->num_nodes; n++) {
-				if (out_row[n] ||
-				    c->nodes[n].gpu_type != best_t ||
-				    !c->nodes[n].usable || fr[n] <= 0 ||
-				    (dist && dist[n]))
-					continue;
-				if (m < 0 || fr[n] > fr[m])
-					m = n;
-			}
 			out_row[m] = fr[m] < need ? fr[m] : need;
 			need -= out_row[m];
 		}
