@@ -365,46 +365,36 @@ static void sort_by_size(size_t *idx, size_t n, const struct jw *w)
 	free(tmp);
 }
 
-int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
-			const copus_cluster *c, const copus_job *jobs, size_t n,
-			double now, int *rows, int *types, char (*reasons)[64])
+/* Usable GPUs per type and the largest node of each type. */
+static void cluster_caps(const copus_cluster *c, int *node_gpus, int *cap)
 {
-	const int N = c->num_nodes, T = c->num_types;
-	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
-	struct jw *w = calloc(n + 1, sizeof(*w));
-	struct heap_item *heap = calloc(n + 1, sizeof(*heap));
-	size_t *idx = calloc(n + 1, sizeof(*idx));
-	int *free_gpus = calloc((size_t)N, sizeof(int));
-	int *dist = calloc((size_t)N, sizeof(int));
-	size_t nheap = 0;
-	int rc = COPUS_OK;
-
-	if (!w || !heap || !idx || !free_gpus || !dist) {
-		rc = COPUS_ENOMEM;
-		goto out;
-	}
-	for (int k = 0; k < N; k++) {
+	for (int k = 0; k < c->num_nodes; k++) {
 		const copus_node *nd = &c->nodes[k];
 		if (!nd->usable)
 			continue;
-		free_gpus[k] = nd->gpus;
 		cap[nd->gpu_type] += nd->gpus;
 		if (nd->gpus > node_gpus[nd->gpu_type])
 			node_gpus[nd->gpu_type] = nd->gpus;
 	}
+}
 
-	/* Remaining work, fairness weight and speedup tables of each job. */
+/* Remaining work, fairness weight and speedup tables of each job. */
+static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
+			 const copus_cluster *c, const copus_job *jobs,
+			 size_t n, double now, const int *node_gpus,
+			 struct jw *w)
+{
+	const int T = c->num_types;
+
 	for (size_t j = 0; j < n; j++) {
 		const copus_job *jb = &jobs[j];
 		struct jw *x = &w[j];
 		x->job = jb;
 		x->t = x->cur_t = -1;
-		if (jb->alloc != NULL) {
-			for (int k = 0; k < N; k++)
-				x->cur_k += jb->alloc[k];
-			if (x->cur_k > 0)
-				x->cur_t = jb->alloc_type;
-		}
+		for (int i = 0; i < jb->alloc_slots; i++)
+			x->cur_k += jb->alloc[i].gpus;
+		if (x->cur_k > 0)
+			x->cur_t = jb->alloc_type;
 		int ref_t = x->cur_t;
 		for (int t = 0; t < T; t++) {
 			const copus_model *m = model_for(jb, t, T);
@@ -437,6 +427,127 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 		x->boost = ftf > FTF_GUARD ? (ftf / FTF_GUARD) * (ftf / FTF_GUARD)
 					   : 1.0;
 	}
+}
+
+/* May job x have k GPUs of type t at all (bounds, rigid size, type)? */
+static bool cell_allowed(const struct jw *x, int t, int k,
+			 const int *node_gpus)
+{
+	const copus_job *j = x->job;
+
+	if (k <= 0 || !allowed(j, t) || node_gpus[t] <= 0)
+		return false;
+	if (!j->elastic || x->sp[t] == NULL) {
+		int want = j->req_gpus;
+		if (j->elastic && want < j->min_gpus)
+			want = j->min_gpus;
+		if (j->elastic && want > j->max_gpus)
+			want = j->max_gpus;
+		return k == want || (j->elastic && k == x->cur_k &&
+				     t == x->cur_t);
+	}
+	int kmax = growth_cap(j);
+	if (kmax < x->cur_k && t == x->cur_t)
+		kmax = x->cur_k;
+	return k >= j->min_gpus && k <= kmax;
+}
+
+int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
+			const copus_cluster *c, const copus_job *jobs, size_t n,
+			double now, int kmax, double *v)
+{
+	const int T = c->num_types;
+	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
+	struct jw *w = calloc(n + 1, sizeof(*w));
+
+	if (w == NULL)
+		return COPUS_ENOMEM;
+	cluster_caps(c, node_gpus, cap);
+	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, w);
+	for (size_t j = 0; j < n; j++)
+		for (int t = 0; t < T; t++)
+			for (int k = 0; k <= kmax; k++)
+				v[(j * (size_t)T + (size_t)t) * (size_t)(kmax + 1) +
+				  (size_t)k] =
+					cell_allowed(&w[j], t, k, node_gpus) ?
+					value(&w[j], t, k, node_gpus, prm) : 0.0;
+	free(w);
+	return COPUS_OK;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const copus_slot *x = a, *y = b;
+
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/*
+ * Append job j's cell to the result: from row (N entries, zeroed again
+ * here) or, with row NULL, from the job's current slots. Marks the nodes
+ * of a multi-node job in dist and takes the GPUs from free_gpus.
+ */
+static int emit(struct copus__result *res, size_t j, const copus_job *jb,
+		int *row, int N, int *free_gpus, int *dist)
+{
+	size_t o = res->used;
+
+	res->off[j] = o;
+	if (row == NULL) {
+		for (int i = 0; i < jb->alloc_slots; i++) {
+			if (jb->alloc[i].gpus <= 0)
+				continue;
+			if (res->used == res->cap)
+				return COPUS_ESTATE;
+			res->slots[res->used++] = jb->alloc[i];
+		}
+		qsort(res->slots + o, res->used - o, sizeof(copus_slot),
+		      cmp_slot);
+	} else {
+		for (int k = 0; k < N; k++) {
+			if (row[k] <= 0)
+				continue;
+			if (res->used == res->cap)
+				return COPUS_ESTATE;
+			res->slots[res->used].node = k;
+			res->slots[res->used].gpus = row[k];
+			res->used++;
+			row[k] = 0;
+		}
+	}
+	res->cnt[j] = (int)(res->used - o);
+	for (size_t i = o; i < res->used; i++) {
+		free_gpus[res->slots[i].node] -= res->slots[i].gpus;
+		if (res->cnt[j] > 1)
+			dist[res->slots[i].node] = 1;
+	}
+	return COPUS_OK;
+}
+
+int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
+			const copus_cluster *c, const copus_job *jobs, size_t n,
+			double now, struct copus__result *res)
+{
+	const int N = c->num_nodes, T = c->num_types;
+	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
+	struct jw *w = calloc(n + 1, sizeof(*w));
+	struct heap_item *heap = calloc(n + 1, sizeof(*heap));
+	size_t *idx = calloc(n + 1, sizeof(*idx));
+	int *free_gpus = calloc((size_t)N, sizeof(int));
+	int *dist = calloc((size_t)N, sizeof(int));
+	int *row = calloc((size_t)N, sizeof(int));
+	size_t nheap = 0;
+	int rc = COPUS_OK;
+
+	if (!w || !heap || !idx || !free_gpus || !dist || !row) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	res->used = 0;
+	for (int k = 0; k < N; k++)
+		free_gpus[k] = c->nodes[k].usable ? c->nodes[k].gpus : 0;
+	cluster_caps(c, node_gpus, cap);
+	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, w);
 
 	/* Greedy: the largest gain in completion rate per GPU first. */
 	for (size_t j = 0; j < n; j++) {
@@ -468,34 +579,27 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	size_t m = 0;
 	for (size_t j = 0; j < n; j++) {
 		struct jw *x = &w[j];
-		int *row = rows + j * (size_t)N;
 		if (x->k == 0)
 			continue;
 		bool keep = x->k == x->cur_k && x->t == x->cur_t;
-		for (int k = 0; keep && k < N; k++)
-			if (jobs[j].alloc[k] > 0 && !c->nodes[k].usable)
+		for (int i = 0; keep && i < jobs[j].alloc_slots; i++)
+			if (jobs[j].alloc[i].gpus > 0 &&
+			    !c->nodes[jobs[j].alloc[i].node].usable)
 				keep = false;
 		if (!keep) {
 			idx[m++] = j;
 			continue;
 		}
-		int nodes = 0;
-		for (int k = 0; k < N; k++) {
-			row[k] = jobs[j].alloc[k];
-			free_gpus[k] -= row[k];
-			nodes += row[k] > 0;
-		}
-		for (int k = 0; nodes > 1 && k < N; k++)
-			if (row[k] > 0)
-				dist[k] = 1;
-		types[j] = x->t;
-		snprintf(reasons[j], 64, "keeps %d GPUs", x->k);
+		rc = emit(res, j, &jobs[j], NULL, N, free_gpus, dist);
+		if (rc != COPUS_OK)
+			goto out;
+		res->types[j] = x->t;
+		snprintf(res->reasons[j], 64, "keeps %d GPUs", x->k);
 	}
 	sort_by_size(idx, m, w);
 	for (size_t i = 0; i < m; i++) {
 		size_t j = idx[i];
 		struct jw *x = &w[j];
-		int *row = rows + j * (size_t)N;
 		int lo = jobs[j].elastic ? jobs[j].min_gpus : x->k;
 		int t = -1;
 		for (int k = x->k; k >= lo; k--) {
@@ -507,29 +611,31 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 				break;
 			}
 		}
-		rc = COPUS_OK;
 		if (t < 0) {
 			memset(row, 0, (size_t)N * sizeof(int));
-			snprintf(reasons[j], 64, "queued: %d GPUs do not fit", x->k);
+			res->off[j] = res->used;
+			snprintf(res->reasons[j], 64, "queued: %d GPUs do not fit",
+				 x->k);
 			x->k = 0;
+			rc = COPUS_OK;
 			continue;
 		}
-		int nodes = 0;
-		for (int k = 0; k < N; k++) {
-			free_gpus[k] -= row[k];
-			nodes += row[k] > 0;
-		}
-		for (int k = 0; nodes > 1 && k < N; k++)
-			if (row[k] > 0)
-				dist[k] = 1;
-		types[j] = t;
-		snprintf(reasons[j], 64, "%s %d GPUs, %.0f s left",
+		rc = emit(res, j, &jobs[j], row, N, free_gpus, dist);
+		if (rc != COPUS_OK)
+			goto out;
+		res->types[j] = t;
+		snprintf(res->reasons[j], 64, "%s %d GPUs, %.0f s left",
 			 x->cur_k > 0 ? "moved to" : "starts on", x->k,
 			 x->remain);
 	}
-	for (size_t j = 0; j < n; j++)
-		if (w[j].k == 0 && reasons[j][0] == '\0')
-			snprintf(reasons[j], 64, "queued: shorter jobs first");
+	for (size_t j = 0; j < n; j++) {
+		if (w[j].k != 0)
+			continue;
+		res->off[j] = res->used;
+		if (res->reasons[j][0] == '\0')
+			snprintf(res->reasons[j], 64,
+				 "queued: shorter jobs first");
+	}
 	sp_sweep(s);
 out:
 	free(w);
@@ -537,5 +643,6 @@ out:
 	free(idx);
 	free(free_gpus);
 	free(dist);
+	free(row);
 	return rc;
 }

@@ -11,12 +11,36 @@ int copus__state_create(struct copus_state **out);
 void copus__state_destroy(struct copus_state *s);
 
 /*
- * Decide one round. rows is n x num_nodes GPUs per node (zeroed by the
- * caller), types[j] the GPU type of job j's row (-1: queued), reasons[j] a
- * 64-byte buffer for the admin's reason. The input has been checked.
+ * A round's result in sparse form: job j holds cnt[j] slots (node order)
+ * at slots[off[j]]; used counts the slots filled, cap is the array's size.
+ */
+struct copus__result {
+	copus_slot *slots;
+	size_t cap, used;
+	size_t *off;
+	int *cnt;
+	int *types;          /* GPU type of job j, -1: queued */
+	char (*reasons)[64]; /* for the admin */
+};
+
+/*
+ * Decide one round into res (off, cnt, types and reasons have n entries;
+ * cnt and reasons zeroed, types -1). The input has been checked. Memory
+ * grows with jobs + nodes + GPUs in use, never with jobs x nodes.
  */
 int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 			const copus_cluster *c, const copus_job *jobs, size_t n,
-			double now, int *rows, int *types, char (*reasons)[64]);
+			double now, struct copus__result *res);
+
+/*
+ * The round's value table: v[(j * T + t) * (kmax + 1) + k] is the value
+ * the copus policy gives job j on k GPUs of type t (T = c->num_types; 0
+ * where the job may not have that cell). The policy maximises the sum of
+ * its jobs' values subject to each type's capacity; this exposes the
+ * objective so that tests can compare the greedy with an exact optimum.
+ */
+int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
+			const copus_cluster *c, const copus_job *jobs, size_t n,
+			double now, int kmax, double *v);
 
 #endif /* COPUS_CORE_POLICY_COPUS_H */

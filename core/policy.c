@@ -53,7 +53,8 @@ struct round {
 	const copus_job *jobs;
 	size_t n;
 	int N;
-	int *rows;   /* n x N GPUs per node */
+	int *rows;   /* n x N GPUs per node (the dense policies only) */
+	int *cur;    /* n x N current allocations (the dense policies only) */
 	int *types;  /* GPU type of each job's row, -1 when empty */
 	int *free;   /* N free GPUs */
 	int total_gpus;
@@ -63,6 +64,12 @@ struct round {
 static int *row(struct round *r, size_t j)
 {
 	return r->rows + j * (size_t)r->N;
+}
+
+/* Job j's current allocation as GPUs per node. */
+static const int *cur_row(const struct round *r, size_t j)
+{
+	return r->cur + j * (size_t)r->N;
 }
 
 int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
@@ -100,18 +107,21 @@ int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
 			goto out;
 		if (c->num_types < 32 && (jb->type_mask >> c->num_types) != 0)
 			goto out;
-		if (jb->alloc == NULL)
-			continue;
-		for (int k = 0; k < c->num_nodes; k++) {
-			if (jb->alloc[k] < 0)
+		if (jb->alloc_slots < 0 ||
+		    (jb->alloc_slots > 0 && jb->alloc == NULL))
+			goto out;
+		for (int i = 0; i < jb->alloc_slots; i++) {
+			int k = jb->alloc[i].node, g = jb->alloc[i].gpus;
+
+			if (k < 0 || k >= c->num_nodes || g < 0)
 				goto out;
-			if (jb->alloc[k] == 0)
+			if (g == 0)
 				continue;
 			if (jb->alloc_type < 0 ||
 			    jb->alloc_type >= c->num_types ||
 			    c->nodes[k].gpu_type != jb->alloc_type)
 				goto out;
-			used[k] += jb->alloc[k];
+			used[k] += g;
 			if (used[k] > c->nodes[k].gpus)
 				goto out;
 		}
@@ -470,17 +480,19 @@ static void give(struct round *r, size_t j)
 	r->types[j] = -1;
 }
 
-/* Is the job's current allocation still valid on usable, allowed nodes? */
-static bool alloc_valid(const copus_cluster *c, const copus_job *j)
+/* Is job j's current allocation still valid on usable, allowed nodes? */
+static bool alloc_valid(const struct round *r, size_t j)
 {
+	const copus_job *jb = &r->jobs[j];
+	const int *a = cur_row(r, j);
 	int s = 0;
 
-	if (j->alloc == NULL || !type_allowed(j, j->alloc_type))
+	if (!type_allowed(jb, jb->alloc_type))
 		return false;
-	for (int n = 0; n < c->num_nodes; n++) {
-		if (j->alloc[n] > 0 && !c->nodes[n].usable)
+	for (int n = 0; n < r->N; n++) {
+		if (a[n] > 0 && !r->c->nodes[n].usable)
 			return false;
-		s += j->alloc[n];
+		s += a[n];
 	}
 	return s > 0;
 }
@@ -488,9 +500,11 @@ static bool alloc_valid(const copus_cluster *c, const copus_job *j)
 /* Keep job j on its current allocation (the caller checked validity). */
 static void keep(struct round *r, size_t j)
 {
+	const int *a = cur_row(r, j);
+
 	for (int n = 0; n < r->N; n++) {
-		row(r, j)[n] = r->jobs[j].alloc[n];
-		r->free[n] -= r->jobs[j].alloc[n];
+		row(r, j)[n] = a[n];
+		r->free[n] -= a[n];
 	}
 	r->types[j] = r->jobs[j].alloc_type;
 }
@@ -498,17 +512,15 @@ static void keep(struct round *r, size_t j)
 static bool same_as_alloc(const struct round *r, size_t j, const int *rw,
 			  int t)
 {
-	const copus_job *jb = &r->jobs[j];
+	const int *a = cur_row(r, j);
 	int s = 0;
 
 	for (int n = 0; n < r->N; n++) {
-		int a = jb->alloc ? jb->alloc[n] : 0;
-
-		if (a != rw[n])
+		if (a[n] != rw[n])
 			return false;
-		s += a;
+		s += a[n];
 	}
-	return s == 0 || t == jb->alloc_type;
+	return s == 0 || t == r->jobs[j].alloc_type;
 }
 
 /* ---------------------------------------------------------------- fifo */
@@ -573,7 +585,7 @@ static int decide_fifo(copus_policy *p, struct round *r, double now,
 	for (size_t j = 0; j < r->n; j++) {
 		const copus_job *jb = &r->jobs[j];
 
-		if (alloc_valid(r->c, jb)) {
+		if (alloc_valid(r, j)) {
 			keep(r, j);
 			snprintf(out[j].reason, sizeof(out[j].reason),
 				 "running");
@@ -742,7 +754,7 @@ static int decide_tiresias(copus_policy *p, struct round *r,
 		const copus_job *jb = &r->jobs[j];
 		int t = -1;
 
-		if (alloc_valid(r->c, jb)) {
+		if (alloc_valid(r, j)) {
 			t = jb->alloc_type;
 		} else {
 			for (int u = 0; u < r->c->num_types; u++)
@@ -758,7 +770,7 @@ static int decide_tiresias(copus_policy *p, struct round *r,
 	}
 	/* Chosen jobs that already run keep their GPUs, then the rest. */
 	for (size_t j = 0; j < r->n; j++)
-		if (run[j] && alloc_valid(r->c, &r->jobs[j]))
+		if (run[j] && alloc_valid(r, j))
 			keep(r, j);
 	for (size_t i = 0; i < r->n; i++) {
 		size_t j = ord[i].j;
@@ -912,9 +924,9 @@ static int decide_optimus(copus_policy *p, struct round *r,
 	for (size_t j = 0; j < r->n; j++) {
 		const copus_job *jb = &r->jobs[j];
 
-		if (k[j] > 0 && alloc_valid(r->c, jb) &&
+		if (k[j] > 0 && alloc_valid(r, j) &&
 		    jb->alloc_type == t &&
-		    row_sum(jb->alloc, r->N, NULL) == k[j])
+		    row_sum(cur_row(r, j), r->N, NULL) == k[j])
 			keep(r, j);
 	}
 	for (size_t j = 0; j < r->n; j++) {
@@ -1089,18 +1101,18 @@ static bool pollux_improve(struct pollux *px, size_t j, double *delta)
 		}
 	}
 	/* Last round's allocation, when it still fits. */
-	if (alloc_valid(r->c, jb)) {
+	if (alloc_valid(r, j)) {
+		const int *a = cur_row(r, j);
 		bool fits = true;
 		int nodes;
 
-		row_sum(jb->alloc, r->N, &nodes);
+		row_sum(a, r->N, &nodes);
 		for (int n = 0; n < r->N && fits; n++)
-			if (jb->alloc[n] > r->free[n] ||
-			    (nodes > 1 && jb->alloc[n] > 0 && px->dist[n]))
+			if (a[n] > r->free[n] ||
+			    (nodes > 1 && a[n] > 0 && px->dist[n]))
 				fits = false;
 		if (fits) {
-			double v = pollux_term(px, j, jb->alloc,
-					       jb->alloc_type);
+			double v = pollux_term(px, j, a, jb->alloc_type);
 
 			if (v > best_v + 1e-12) {
 				best_v = v;
@@ -1133,8 +1145,7 @@ static bool pollux_improve(struct pollux *px, size_t j, double *delta)
 			cur[n] = 0;
 		r->types[j] = -1;
 	} else if (best_k == -2) {
-		for (int n = 0; n < r->N; n++)
-			cur[n] = jb->alloc[n];
+		memcpy(cur, cur_row(r, j), (size_t)r->N * sizeof(int));
 		r->types[j] = jb->alloc_type;
 		from_alloc = true;
 	} else {
@@ -1184,7 +1195,7 @@ static int pollux_search(struct pollux *px, int sweeps_max)
 	}
 	/* Start 1: last round's allocations, then sweeps. */
 	for (size_t j = 0; j < r->n; j++)
-		if (alloc_valid(r->c, &r->jobs[j]))
+		if (alloc_valid(r, j))
 			keep(r, j);
 	/* Drop multi-node jobs that break the one-per-node rule. */
 	for (size_t j = 0; j < r->n; j++) {
@@ -1297,6 +1308,7 @@ static int decide_pollux(copus_policy *p, struct round *r, double now,
 	struct order_key *ord = NULL;
 	struct round sorted = *r;
 	copus_job *sjobs = NULL;
+	int *scur = NULL;
 	int rc = COPUS_OK;
 	size_t nj = r->n;
 
@@ -1305,13 +1317,14 @@ static int decide_pollux(copus_policy *p, struct round *r, double now,
 	/* Jobs in Pollux's order: least attained service, then oldest. */
 	ord = calloc(nj, sizeof(*ord));
 	sjobs = calloc(nj, sizeof(*sjobs));
+	scur = malloc(nj * (size_t)r->N * sizeof(int));
 	px.pj = calloc(nj, sizeof(*px.pj));
 	px.dist = calloc((size_t)r->N, sizeof(int));
 	px.tmp = calloc((size_t)r->N, sizeof(int));
 	px.pl.asc = calloc((size_t)r->N, sizeof(int));
 	px.pl.desc = calloc((size_t)r->N, sizeof(int));
-	if (!ord || !sjobs || !px.pj || !px.dist || !px.tmp || !px.pl.asc ||
-	    !px.pl.desc) {
+	if (!ord || !sjobs || !scur || !px.pj || !px.dist || !px.tmp ||
+	    !px.pl.asc || !px.pl.desc) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -1322,9 +1335,13 @@ static int decide_pollux(copus_policy *p, struct round *r, double now,
 		ord[j].k3 = (double)r->jobs[j].id;
 	}
 	qsort(ord, nj, sizeof(*ord), order_cmp);
-	for (size_t i = 0; i < nj; i++)
+	for (size_t i = 0; i < nj; i++) {
 		sjobs[i] = r->jobs[ord[i].j];
+		memcpy(scur + i * (size_t)r->N, cur_row(r, ord[i].j),
+		       (size_t)r->N * sizeof(int));
+	}
 	sorted.jobs = sjobs;
+	sorted.cur = scur;
 	px.r = &sorted;
 	px.fair = (int)ceil((double)r->total_gpus / (double)nj);
 	if (px.fair < 1)
@@ -1337,7 +1354,7 @@ static int decide_pollux(copus_policy *p, struct round *r, double now,
 		const copus_job *jb = &sjobs[i];
 		struct pjob *pj = &px.pj[i];
 		double age = now - jb->submit_time;
-		int t = jb->alloc != NULL && row_sum(jb->alloc, r->N, NULL) > 0 ?
+		int t = row_sum(cur_row(&sorted, i), r->N, NULL) > 0 ?
 			jb->alloc_type : -1;
 		const copus_model *m;
 
@@ -1431,31 +1448,12 @@ static int decide_pollux(copus_policy *p, struct round *r, double now,
 out:
 	free(ord);
 	free(sjobs);
+	free(scur);
 	free(px.pj);
 	free(px.dist);
 	free(px.tmp);
 	free(px.pl.asc);
 	free(px.pl.desc);
-	return rc;
-}
-
-/* The co-adaptive policy fills the round's rows and types itself. */
-static int decide_copus(copus_policy *p, struct round *r, double now,
-			copus_decision *out)
-{
-	char (*reasons)[64] = calloc(r->n + 1, sizeof(*reasons));
-	int rc;
-
-	if (reasons == NULL)
-		return COPUS_ENOMEM;
-	rc = copus__decide_copus(p->cs, &p->prm, r->c, r->jobs, r->n, now,
-				 r->rows, r->types, reasons);
-	for (size_t j = 0; rc == COPUS_OK && j < r->n; j++) {
-		reasons[j][63] = '\0';
-		snprintf(out[j].reason, sizeof(out[j].reason), "%s",
-			 reasons[j]);
-	}
-	free(reasons);
 	return rc;
 }
 
@@ -1489,12 +1487,62 @@ static void fill_batch(const struct round *r, size_t j, bool optimise,
 	}
 }
 
+/*
+ * The dense policies' rows, in node order, as slots: res->off[j] and
+ * res->cnt[j] index job j's slots in res->slots.
+ */
+static int rows_to_slots(struct round *r, struct copus__result *res)
+{
+	res->used = 0;
+	for (size_t j = 0; j < r->n; j++) {
+		const int *rw = row(r, j);
+
+		res->off[j] = res->used;
+		res->cnt[j] = 0;
+		for (int k = 0; k < r->N; k++) {
+			if (rw[k] == 0)
+				continue;
+			if (rw[k] < 0 || res->used == res->cap)
+				return COPUS_ESTATE;
+			res->slots[res->used].node = k;
+			res->slots[res->used].gpus = rw[k];
+			res->used++;
+			res->cnt[j]++;
+		}
+	}
+	return COPUS_OK;
+}
+
+/* Does job j's decided cell equal its current allocation? mark is N zeros. */
+static bool same_cell(const copus_job *jb, const copus_slot *sl, int ns,
+		      int type, int *mark)
+{
+	bool same = true;
+	int have = 0, want = 0;
+
+	for (int i = 0; i < jb->alloc_slots; i++) {
+		mark[jb->alloc[i].node] += jb->alloc[i].gpus;
+		have += jb->alloc[i].gpus;
+	}
+	for (int i = 0; i < ns; i++) {
+		if (mark[sl[i].node] != sl[i].gpus)
+			same = false;
+		want += sl[i].gpus;
+	}
+	for (int i = 0; i < jb->alloc_slots; i++)
+		mark[jb->alloc[i].node] = 0;
+	if (have != want)
+		return false;
+	return want == 0 || (same && type == jb->alloc_type);
+}
+
 int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 			const copus_job *jobs, size_t n, double now,
 			copus_decision *out)
 {
 	struct round r = { 0 };
-	size_t nslots = 0, total = 0;
+	struct copus__result res = { 0 };
+	size_t total = 0;
 	int rc;
 
 	if (p == NULL || (n > 0 && out == NULL) || !isfinite(now))
@@ -1505,10 +1553,12 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 	r.jobs = jobs;
 	r.n = n;
 	r.N = c->num_nodes;
-	r.rows = calloc(n * (size_t)r.N + 1, sizeof(int));
 	r.types = malloc((n + 1) * sizeof(int));
 	r.free = calloc((size_t)r.N, sizeof(int));
-	if (!r.rows || !r.types || !r.free) {
+	res.off = malloc((n + 1) * sizeof(*res.off));
+	res.cnt = calloc(n + 1, sizeof(*res.cnt));
+	res.reasons = calloc(n + 1, sizeof(*res.reasons));
+	if (!r.types || !r.free || !res.off || !res.cnt || !res.reasons) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -1521,10 +1571,37 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 			r.max_node_gpus = r.free[k];
 		total += (size_t)c->nodes[k].gpus;
 	}
+	/* Every slot holds at least one GPU: total bounds them all. */
+	if (p->cap_slots < total + 1) {
+		copus_slot *s = realloc(p->slots, (total + 1) * sizeof(*s));
+
+		if (s == NULL) {
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
+		p->slots = s;
+		p->cap_slots = total + 1;
+	}
+	res.slots = p->slots;
+	res.cap = p->cap_slots;
+	res.types = r.types;
 	for (size_t j = 0; j < n; j++) {
 		memset(&out[j], 0, sizeof(out[j]));
 		out[j].id = jobs[j].id;
 		out[j].gpu_type = -1;
+	}
+	if (p->kind != POL_COPUS) {
+		/* The baselines work on dense rows of GPUs per node. */
+		r.rows = calloc(n * (size_t)r.N + 1, sizeof(int));
+		r.cur = calloc(n * (size_t)r.N + 1, sizeof(int));
+		if (!r.rows || !r.cur) {
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
+		for (size_t j = 0; j < n; j++)
+			for (int i = 0; i < jobs[j].alloc_slots; i++)
+				r.cur[j * (size_t)r.N + jobs[j].alloc[i].node] +=
+					jobs[j].alloc[i].gpus;
 	}
 	switch (p->kind) {
 	case POL_FIFO:
@@ -1540,73 +1617,67 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 		rc = decide_pollux(p, &r, now, out);
 		break;
 	case POL_COPUS:
-		rc = decide_copus(p, &r, now, out);
+		rc = copus__decide_copus(p->cs, &p->prm, c, jobs, n, now, &res);
+		for (size_t j = 0; rc == COPUS_OK && j < n; j++) {
+			res.reasons[j][63] = '\0';
+			snprintf(out[j].reason, sizeof(out[j].reason), "%s",
+				 res.reasons[j]);
+		}
 		break;
 	}
+	if (rc == COPUS_OK && p->kind != POL_COPUS)
+		rc = rows_to_slots(&r, &res);
 	if (rc != COPUS_OK)
 		goto out;
 	/*
 	 * Whatever a policy computed, the caller gets nothing that does not
-	 * fit: every row on usable nodes of one allowed type, no node over
+	 * fit: every slot on a usable node of one allowed type, no node over
 	 * its GPUs. A violation is a bug in a policy, reported as such.
 	 */
 	memset(r.free, 0, (size_t)r.N * sizeof(int));
 	for (size_t j = 0; j < n; j++) {
-		const int *rw = row(&r, j);
-		int s = 0;
+		const copus_slot *sl = res.slots + res.off[j];
+		int t = r.types[j];
 
-		for (int k = 0; k < r.N; k++) {
-			if (rw[k] < 0) {
-				rc = COPUS_ESTATE;
-				goto out;
-			}
-			if (rw[k] == 0)
-				continue;
-			s += rw[k];
-			r.free[k] += rw[k];
-			if (!c->nodes[k].usable ||
-			    c->nodes[k].gpu_type != r.types[j] ||
-			    !type_allowed(&jobs[j], r.types[j]) ||
-			    r.free[k] > c->nodes[k].gpus) {
-				rc = COPUS_ESTATE;
-				goto out;
-			}
-		}
-		if (s == 0)
-			r.types[j] = -1;
-	}
-	if (p->cap_slots < total + 1) {
-		copus_slot *s = realloc(p->slots, (total + 1) * sizeof(*s));
-
-		if (s == NULL) {
-			rc = COPUS_ENOMEM;
+		if (res.cnt[j] < 0 || res.off[j] + (size_t)res.cnt[j] > res.used) {
+			rc = COPUS_ESTATE;
 			goto out;
 		}
-		p->slots = s;
-		p->cap_slots = total + 1;
+		for (int i = 0; i < res.cnt[j]; i++) {
+			int k = sl[i].node;
+
+			if (k < 0 || k >= r.N || sl[i].gpus <= 0 ||
+			    (i > 0 && k <= sl[i - 1].node) ||
+			    !c->nodes[k].usable ||
+			    c->nodes[k].gpu_type != t ||
+			    !type_allowed(&jobs[j], t) ||
+			    (r.free[k] += sl[i].gpus) > c->nodes[k].gpus) {
+				rc = COPUS_ESTATE;
+				goto out;
+			}
+		}
 	}
+	memset(r.free, 0, (size_t)r.N * sizeof(int));
 	for (size_t j = 0; j < n; j++) {
 		copus_decision *d = &out[j];
-		const int *rw = row(&r, j);
 
-		d->slots = p->slots + nslots;
-		for (int k = 0; k < r.N; k++) {
-			if (rw[k] <= 0)
-				continue;
-			p->slots[nslots].node = k;
-			p->slots[nslots].gpus = rw[k];
-			nslots++;
-			d->num_slots++;
-			d->gpus += rw[k];
-		}
+		d->slots = res.slots + res.off[j];
+		d->num_slots = res.cnt[j];
+		for (int i = 0; i < d->num_slots; i++)
+			d->gpus += d->slots[i].gpus;
 		d->gpu_type = d->gpus > 0 ? r.types[j] : -1;
-		d->changed = !same_as_alloc(&r, j, rw, d->gpu_type);
+		d->changed = !same_cell(&jobs[j], d->slots, d->num_slots,
+					d->gpu_type, r.free);
 		fill_batch(&r, j, p->kind == POL_POLLUX || p->kind == POL_COPUS,
 			   d);
 	}
 out:
 	free(r.rows);
+	free(r.cur);
 	free(r.types);
 	free(r.free);
+	free(res.off);
+	free(res.cnt);
+	free(res.reasons);
 	return rc;
 }

@@ -283,6 +283,7 @@ struct sjob {
 	const struct sim_jobspec *spec;
 	const struct app *app;
 	int *place;         /* GPUs per node */
+	copus_slot *slots;  /* place as the policy's slots (N entries) */
 	int type;
 	int gpus, nodes;
 	int atomic, accum;
@@ -585,7 +586,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		j->spec = &specs[i];
 		j->app = &apps[specs[i].app];
 		j->place = calloc((size_t)N, sizeof(int));
-		if (j->place == NULL) {
+		j->slots = calloc((size_t)N, sizeof(copus_slot));
+		if (j->place == NULL || j->slots == NULL) {
 			rc = COPUS_ENOMEM;
 			goto out;
 		}
@@ -712,7 +714,12 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 				if (!isfinite(q->remaining))
 					q->remaining = -1;
 			}
-			q->alloc = j->gpus > 0 ? j->place : NULL;
+			q->alloc = j->slots;
+			q->alloc_slots = 0;
+			for (int k = 0; j->gpus > 0 && k < N; k++)
+				if (j->place[k] > 0)
+					j->slots[q->alloc_slots++] =
+						(copus_slot){ k, j->place[k] };
 			q->alloc_type = j->type;
 			idx[na++] = i;
 		}
@@ -807,6 +814,7 @@ out:
 	if (jobs)
 		for (size_t i = 0; i < n; i++) {
 			free(jobs[i].place);
+			free(jobs[i].slots);
 			for (int t = 0; t < SIM_MAX_TYPES; t++)
 				free(jobs[i].obs[t]);
 			free(jobs[i].solo_rate);

@@ -13,7 +13,6 @@
 
 #include <copus/policy.h>
 
-#include "policy-copus.h"
 
 static double now_s(void)
 {
@@ -42,11 +41,8 @@ static void bench(int njobs, int nnodes)
 	copus_job *jobs = calloc(njobs, sizeof(*jobs));
 	copus_model *models = calloc(njobs, sizeof(*models));
 	const copus_model **mp = calloc((size_t)njobs * 3, sizeof(*mp));
-	int *rows = malloc((size_t)njobs * nnodes * sizeof(int));
-	int *types = malloc(njobs * sizeof(int));
-	char (*reasons)[64] = malloc((size_t)njobs * 64);
-	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
-	struct copus_state *st;
+	copus_decision *dec = calloc(njobs, sizeof(*dec));
+	copus_policy *pol;
 	double times[7];
 
 	for (int k = 0; k < nnodes; k++)
@@ -75,14 +71,10 @@ static void bench(int njobs, int nnodes)
 		if (!jobs[j].elastic)
 			jobs[j].min_gpus = jobs[j].max_gpus = req;
 	}
-	copus__state_create(&st);
+	copus_policy_create("copus", NULL, &pol);
 	for (int r = 0; r < 8; r++) {
-		memset(rows, 0, (size_t)njobs * nnodes * sizeof(int));
-		for (int j = 0; j < njobs; j++)
-			types[j] = -1;
 		double t0 = now_s();
-		int rc = copus__decide_copus(st, &prm, &c, jobs, njobs, 0.0,
-					     rows, types, reasons);
+		int rc = copus_policy_decide(pol, &c, jobs, njobs, 0.0, dec);
 		double t1 = now_s();
 		if (rc != COPUS_OK) {
 			printf("decide failed: %s\n", copus_strerror(rc));
@@ -94,21 +86,18 @@ static void bench(int njobs, int nnodes)
 	qsort(times, 7, sizeof(double), cmp);
 	int placed = 0, gpus = 0;
 	for (int j = 0; j < njobs; j++) {
-		placed += types[j] >= 0;
-		for (int k = 0; k < nnodes; k++)
-			gpus += rows[(size_t)j * nnodes + k];
+		placed += dec[j].gpu_type >= 0;
+		gpus += dec[j].gpus;
 	}
 	printf("%6d jobs %6d nodes (%6d GPUs): median round %8.2f ms, "
 	       "%d jobs placed on %d GPUs\n", njobs, nnodes, nnodes * 8,
 	       times[3] * 1e3, placed, gpus);
-	copus__state_destroy(st);
+	copus_policy_destroy(pol);
 	free(nodes);
 	free(jobs);
 	free(models);
 	free(mp);
-	free(rows);
-	free(types);
-	free(reasons);
+	free(dec);
 }
 
 int main(int argc, char **argv)

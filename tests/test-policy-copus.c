@@ -40,7 +40,7 @@ struct world {
 	copus_job jobs[MAXJ];
 	copus_model models[MAXJ];
 	const copus_model *mp[MAXJ][1];
-	int alloc[MAXJ][MAXN];
+	copus_slot alloc[MAXJ][MAXN];
 	int rows[MAXJ * MAXN];
 	int types[MAXJ];
 	char reasons[MAXJ][64];
@@ -74,7 +74,7 @@ static copus_job *add_job(struct world *w, bool elastic, int req,
 
 static void run_alloc(struct world *w, size_t j, int node, int gpus)
 {
-	w->alloc[j][node] = gpus;
+	w->alloc[j][w->jobs[j].alloc_slots++] = (copus_slot){ node, gpus };
 	w->jobs[j].alloc = w->alloc[j];
 	w->jobs[j].alloc_type = 0;
 	if (gpus > w->jobs[j].max_gpus_had)
@@ -89,21 +89,27 @@ static int gpus_of(const struct world *w, size_t j)
 	return s;
 }
 
+/* One round of the copus policy; its decisions as rows, types, reasons. */
 static void decide(struct world *w, double now)
 {
-	struct copus_state *s = NULL;
+	copus_decision d[MAXJ];
+	copus_policy *p = NULL;
 
 	memset(w->rows, 0, sizeof(w->rows));
 	for (size_t j = 0; j < MAXJ; j++)
 		w->types[j] = -1;
 	memset(w->reasons, 0, sizeof(w->reasons));
-	ASSERT_STATUS(copus__state_create(&s), COPUS_OK);
-	ASSERT_STATUS(copus_policy_check_input(&w->c, w->jobs, w->n, NULL),
+	ASSERT_STATUS(copus_policy_create("copus", &PRM, &p), COPUS_OK);
+	ASSERT_STATUS(copus_policy_decide(p, &w->c, w->jobs, w->n, now, d),
 		      COPUS_OK);
-	ASSERT_STATUS(copus__decide_copus(s, &PRM, &w->c, w->jobs, w->n, now,
-					  w->rows, w->types, w->reasons),
-		      COPUS_OK);
-	copus__state_destroy(s);
+	for (size_t j = 0; j < w->n; j++) {
+		for (int i = 0; i < d[j].num_slots; i++)
+			w->rows[j * w->c.num_nodes + d[j].slots[i].node] =
+				d[j].slots[i].gpus;
+		w->types[j] = d[j].gpu_type;
+		memcpy(w->reasons[j], d[j].reason, sizeof(w->reasons[j]));
+	}
+	copus_policy_destroy(p);
 }
 
 static void shortest_remaining_work_goes_first(void)

@@ -58,19 +58,29 @@ static void test_inconsistent_input_is_rejected(void)
 {
 	copus_cluster c = make_cluster(2, 4);
 	copus_job j[2] = { rigid(1, 4, 0, 10), rigid(2, 2, 0, 10) };
-	int a1[2] = { 3, 0 }, a2[2] = { 2, 0 };
+	copus_slot a1[1] = { { 0, 3 } }, a2[1] = { { 0, 2 } };
 	copus_decision d[2];
 	copus_policy *p;
 	long bad;
 
 	j[0].alloc = a1;
+	j[0].alloc_slots = 1;
 	j[1].alloc = a2;
+	j[1].alloc_slots = 1;
 	/* 3 + 2 GPUs on a node of 4. */
 	ASSERT_STATUS(copus_policy_check_input(&c, j, 2, &bad), COPUS_EINVAL);
 	CU_ASSERT_EQUAL(bad, 1);
 	ASSERT_STATUS(copus_policy_create("tiresias", NULL, &p), COPUS_OK);
 	ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_EINVAL);
-	a2[0] = 1;
+	a2[0].gpus = 1;
+	j[1].alloc_slots = 2; /* slots but no array */
+	j[1].alloc = NULL;
+	ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_EINVAL);
+	j[1].alloc = a2;
+	a2[0].node = 2; /* a node the cluster does not have */
+	j[1].alloc_slots = 1;
+	ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_EINVAL);
+	a2[0].node = 0;
 	j[1].min_gpus = 3; /* min > max */
 	ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_EINVAL);
 	j[1].min_gpus = 1;
@@ -91,11 +101,12 @@ static void test_fifo_backfills_without_delaying_the_head(void)
 	copus_cluster c = make_cluster(2, 4);
 	copus_job j[4] = { rigid(1, 4, 0, 100), rigid(2, 8, 1, 1000),
 			   rigid(3, 2, 2, 50), rigid(4, 2, 3, 500) };
-	int a1[2] = { 4, 0 };
+	copus_slot a1[1] = { { 0, 4 } };
 	copus_decision d[4];
 	copus_policy *p;
 
 	j[0].alloc = a1;
+	j[0].alloc_slots = 1;
 	ASSERT_STATUS(copus_policy_create("fifo", NULL, &p), COPUS_OK);
 	ASSERT_STATUS(copus_policy_decide(p, &c, j, 4, 0, d), COPUS_OK);
 	CU_ASSERT_EQUAL(d[0].gpus, 4);
@@ -116,13 +127,15 @@ static void test_tiresias_demotes_and_preempts(void)
 	copus_cluster c = make_cluster(2, 4);
 	copus_job j[3] = { rigid(1, 4, 0, -1), rigid(2, 4, 10, -1),
 			   rigid(3, 4, 20, -1) };
-	int a1[2] = { 4, 0 }, a2[2] = { 0, 4 };
+	copus_slot a1[1] = { { 0, 4 } }, a2[1] = { { 1, 4 } };
 	copus_decision d[3];
 	copus_policy *p;
 
 	j[0].alloc = a1;
+	j[0].alloc_slots = 1;
 	j[0].attained = 17 * 3600.0 * 4;
 	j[1].alloc = a2;
+	j[1].alloc_slots = 1;
 	j[1].attained = 3600.0;
 	ASSERT_STATUS(copus_policy_create("tiresias", NULL, &p), COPUS_OK);
 	ASSERT_STATUS(copus_policy_decide(p, &c, j, 3, 100, d), COPUS_OK);
@@ -225,7 +238,7 @@ static void test_policies_never_over_allocate(void)
 	const copus_model *mp[8][1];
 	copus_job j[8];
 	copus_decision d[8];
-	int alloc[8][4];
+	copus_slot alloc[8][4];
 
 	for (int pi = 0; pi < 4; pi++) {
 		copus_policy *p;
@@ -247,11 +260,6 @@ static void test_policies_never_over_allocate(void)
 				j[i].attained = urand() * 1e5;
 				j[i].models = urand() < 0.8 ? mp[i] : NULL;
 				j[i].req_batch = 512;
-				/* Last round's decision as the allocation. */
-				if (round > 0 && i < (int)sizeof(alloc) /
-				    (int)sizeof(alloc[0])) {
-					memset(alloc[i], 0, sizeof(alloc[i]));
-				}
 			}
 			ASSERT_STATUS(copus_policy_decide(p, &c, j, (size_t)n,
 							  200 + round * 60, d),
@@ -259,19 +267,20 @@ static void test_policies_never_over_allocate(void)
 			check_feasible(&c, d, (size_t)n, pi == 3);
 			/* Feed the decisions back as current allocations. */
 			for (int i = 0; i < n; i++) {
-				memset(alloc[i], 0, sizeof(alloc[i]));
 				for (int k = 0; k < d[i].num_slots; k++)
-					alloc[i][d[i].slots[k].node] =
-						d[i].slots[k].gpus;
+					alloc[i][k] = d[i].slots[k];
 				j[i].alloc = alloc[i];
+				j[i].alloc_slots = d[i].num_slots;
 				j[i].alloc_type = 0;
 			}
 			ASSERT_STATUS(copus_policy_decide(p, &c, j, (size_t)n,
 							  260 + round * 60, d),
 				      COPUS_OK);
 			check_feasible(&c, d, (size_t)n, pi == 3);
-			for (int i = 0; i < n; i++)
+			for (int i = 0; i < n; i++) {
 				j[i].alloc = NULL;
+				j[i].alloc_slots = 0;
+			}
 		}
 		copus_policy_destroy(p);
 	}

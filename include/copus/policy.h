@@ -60,6 +60,12 @@ typedef struct copus_cluster {
 	const char *const *type_names; /* num_types names, or NULL */
 } copus_cluster;
 
+/* GPUs of one job on one node. */
+typedef struct copus_slot {
+	int node;
+	int gpus;
+} copus_slot;
+
 /* One pending or running job, as the scheduler sees it this round. */
 typedef struct copus_job {
 	uint64_t id;         /* the caller's id, copied into the decision */
@@ -88,18 +94,15 @@ typedef struct copus_job {
 	const copus_model *const *models;
 	int max_gpus_had;    /* the most GPUs the job has held (growth cap) */
 	/*
-	 * Current allocation: alloc[k] GPUs on node k (num_nodes entries),
-	 * all on nodes of type alloc_type; NULL (or all zero) when queued.
+	 * Current allocation: alloc_slots slots (a node index and the GPUs
+	 * held there, each node at most once), all on nodes of type
+	 * alloc_type; NULL / 0 slots when queued. Sparse, so that a round's
+	 * input grows with the GPUs in use, not with jobs x nodes.
 	 */
-	const int *alloc;
+	const copus_slot *alloc;
+	int alloc_slots;
 	int alloc_type;
 } copus_job;
-
-/* GPUs of one job on one node. */
-typedef struct copus_slot {
-	int node;
-	int gpus;
-} copus_slot;
 
 /* The decision for one job. */
 typedef struct copus_decision {
