@@ -4,15 +4,23 @@
  *
  * Each job j has a remaining amount of work R_j, measured in seconds of one
  * GPU at the job's base speed: the predicted remaining time on its requested
- * GPUs times its speedup there. On k GPUs of type t it completes at the rate
- * v_j(t, k) = S_j(t, k) / R_j (the inverse of its remaining time), where S_j
- * is its goodput speedup with the batch size re-optimised for each k; the
- * policy uses the softer S_j / R_j^SRPT_EXPONENT (see below). A greedy
- * allocation hands GPUs out by the largest gain in that value per GPU:
- * short jobs and jobs that scale well are served first (shortest remaining
- * work first, as in A-SRPT, on Pollux's goodput), and a job's own speedup
- * curve decides how many GPUs it can use well. Three corrections keep the
- * average honest:
+ * GPUs times its speedup there. S_j(t, k) is its goodput speedup on k GPUs
+ * of type t, with the batch size re-optimised for each k. The value of a
+ * cell is
+ *
+ *	V_j(t, k) = w_j S_j(t, min(k, q_j)) + (S_j(t, k) - S_j(t, q_j))^+
+ *
+ * with q_j the job's request (clamped to its elastic bounds) and
+ * w_j = (R_j / R_max)^-SRPT_EXPONENT >= 1, R_max the most work any job of
+ * the round has left. Up to its request a job is worth more the less work
+ * it has left (shortest remaining work first, as in A-SRPT), and always at
+ * least as much as any growth; beyond its request a GPU is worth what it
+ * adds to the job's goodput (as in Pollux), whoever owns it. A greedy hands
+ * GPUs out by the largest gain in value per GPU, so SRPT decides who runs
+ * and the jobs' speedup curves decide how wide: widening a short job past
+ * its efficient size would lengthen every long job that finishes after it,
+ * and on a busy cluster those long jobs carry most of the average. Three
+ * corrections keep the average honest:
  *
  *  - Restart cost: moving a running job costs restart_delay seconds without
  *    progress, so the value of any allocation other than its current one is
@@ -43,13 +51,12 @@
 #include "policy-internal.h"
 
 /*
- * How strongly remaining work orders the jobs: the value of an allocation
- * is S / R^SRPT_EXPONENT. With 1 (the completion rate) the greedy serves the
- * shortest job until its speedup flattens, which serialises long jobs onto
- * the whole cluster where they scale worst; with 0 there is no SRPT at all.
- * In copus-sim on Pollux's eight workloads (16x4, remaining time known) 1
- * gave a mean average JCT of 0.91 x pollux's, 0.5 gave 0.87 x with a
- * shorter makespan, 0 gave 1.01 x with the shortest makespan.
+ * How strongly remaining work orders the jobs up to their requests (see
+ * above). With 1 the weights follow the completion rate 1 / R and the
+ * shortest job takes everything it can use; with 0 there is no SRPT. The
+ * value 0.5 and the choice of leaving growth beyond the request unweighted
+ * come from runs of copus-sim on Pollux's workloads; the issue notes give
+ * the sweep.
  */
 #define SRPT_EXPONENT 0.5
 
@@ -69,6 +76,7 @@ struct sp_entry {
 };
 
 struct copus_state {
+	struct copus__copus_opts opt;
 	struct sp_entry *e;
 	size_t n, cap;
 	size_t hint; /* where the last lookup ended: jobs come in order */
@@ -81,6 +89,8 @@ struct jw {
 	double R;      /* remaining work, base-GPU-seconds */
 	double boost;  /* fairness weight */
 	double remain; /* remaining seconds on the request (estimated) */
+	double weight; /* SRPT weight up to the request */
+	int q;         /* the request within the elastic bounds */
 	int cur_t, cur_k;
 	int t, k;      /* the greedy's choice */
 };
@@ -90,10 +100,41 @@ struct heap_item {
 	size_t j;
 };
 
-int copus__state_create(struct copus_state **out)
+int copus__copus_opts_parse(const char *spec, struct copus__copus_opts *o)
+{
+	static const char *const names[] = { "no-srpt", "no-restart-cost",
+					     "no-fairness", "no-placement" };
+	bool *flags[] = { &o->no_srpt, &o->no_restart_cost, &o->no_fairness,
+			  &o->no_placement };
+
+	memset(o, 0, sizeof(*o));
+	while (spec != NULL && *spec != '\0') {
+		size_t len = strcspn(spec, ",");
+		bool known = false;
+		for (int i = 0; i < 4; i++)
+			if (strlen(names[i]) == len &&
+			    strncmp(spec, names[i], len) == 0) {
+				*flags[i] = true;
+				known = true;
+			}
+		if (!known)
+			return COPUS_EINVAL;
+		spec += len;
+		if (*spec == ',')
+			spec++;
+	}
+	return COPUS_OK;
+}
+
+int copus__state_create(const struct copus__copus_opts *opt,
+			struct copus_state **out)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out == NULL ? COPUS_ENOMEM : COPUS_OK;
+	if (*out == NULL)
+		return COPUS_ENOMEM;
+	if (opt != NULL)
+		(*out)->opt = *opt;
+	return COPUS_OK;
 }
 
 void copus__state_destroy(struct copus_state *s)
@@ -209,16 +250,21 @@ static double speedup(const struct jw *w, int t, int k, const int *node_gpus)
 	return v;
 }
 
-/* The value of job j on (t, k): its completion rate, discounted for a move. */
+/* The value of job j on (t, k) (see the top), discounted for a move. */
 static double value(const struct jw *w, int t, int k, const int *node_gpus,
-		    const copus_policy_params *prm)
+		    const copus_policy_params *prm, const struct copus__copus_opts *o)
 {
 	double s = speedup(w, t, k, node_gpus);
 
 	if (k <= 0 || s <= 0.0)
 		return 0.0;
-	double v = s / pow(w->R, SRPT_EXPONENT);
-	if (w->cur_k > 0 && (t != w->cur_t || k != w->cur_k)) {
+	double v = s * w->weight;
+	if (k > w->q) {
+		double sq = speedup(w, t, w->q, node_gpus);
+		v = sq * w->weight + (s - sq);
+	}
+	if (w->cur_k > 0 && (t != w->cur_t || k != w->cur_k) &&
+	    !o->no_restart_cost) {
 		double H = w->R / s;
 		double cap = HORIZON_ROUNDS * prm->interval;
 		if (H > cap)
@@ -248,6 +294,7 @@ static int growth_cap(const copus_job *j)
  */
 static bool best_step(const struct jw *w, const int *cap, const int *node_gpus,
 		      int ntypes, const copus_policy_params *prm,
+		      const struct copus__copus_opts *o,
 		      double *score, int *to_t, int *to_k)
 {
 	const copus_job *j = w->job;
@@ -263,7 +310,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *node_gpus,
 		int kmax = growth_cap(j);
 		if (kmax > k0 + cap[t])
 			kmax = k0 + cap[t];
-		double v0 = k0 > 0 ? value(w, t, k0, node_gpus, prm) : 0.0;
+		double v0 = k0 > 0 ? value(w, t, k0, node_gpus, prm, o) : 0.0;
 		int lo, hi;
 		if (!j->elastic || w->sp[t] == NULL) {
 			/* Fixed size: the request (clamped to elastic bounds). */
@@ -284,7 +331,24 @@ static bool best_step(const struct jw *w, const int *cap, const int *node_gpus,
 		if (hi > kmax)
 			hi = kmax;
 		for (int k = lo; k <= hi; k++) {
-			double g = (value(w, t, k, node_gpus, prm) - v0) / (k - k0);
+			double g = (value(w, t, k, node_gpus, prm, o) - v0) / (k - k0);
+			if (g > *score) {
+				*score = g;
+				*to_t = t;
+				*to_k = k;
+				found = true;
+			}
+		}
+		/*
+		 * Whole nodes beyond the look-ahead: across a node boundary
+		 * the sync cost jumps, so a speedup curve may dip after one
+		 * node and rise again over several, and the greedy would never
+		 * cross the dip one node at a time.
+		 */
+		for (int k = (hi / node_gpus[t] + 1) * node_gpus[t]; k <= kmax;
+		     k += node_gpus[t]) {
+			double g = (value(w, t, k, node_gpus, prm, o) - v0) /
+				   (k - k0);
 			if (g > *score) {
 				*score = g;
 				*to_t = t;
@@ -295,7 +359,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *node_gpus,
 		/* Returning to the current size may lie beyond one node. */
 		if (w->cur_k > 0 && t == w->cur_t && w->cur_k > hi &&
 		    w->cur_k <= kmax && (j->elastic || w->cur_k == j->req_gpus)) {
-			double g = (value(w, t, w->cur_k, node_gpus, prm) - v0) /
+			double g = (value(w, t, w->cur_k, node_gpus, prm, o) - v0) /
 				   (w->cur_k - k0);
 			if (g > *score) {
 				*score = g;
@@ -385,6 +449,7 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 			 struct jw *w)
 {
 	const int T = c->num_types;
+	double R_max = 0.0;
 
 	for (size_t j = 0; j < n; j++) {
 		const copus_job *jb = &jobs[j];
@@ -424,9 +489,18 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		x->R = x->remain * s_req;
 		double waited = now - jb->submit_time;
 		double ftf = (fmax(waited, 0.0) + x->remain) / (req_time + x->remain);
-		x->boost = ftf > FTF_GUARD ? (ftf / FTF_GUARD) * (ftf / FTF_GUARD)
-					   : 1.0;
+		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
+				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
+		x->q = jb->req_gpus;
+		if (jb->elastic && x->q < jb->min_gpus)
+			x->q = jb->min_gpus;
+		if (jb->elastic && x->q > jb->max_gpus)
+			x->q = jb->max_gpus;
+		R_max = fmax(R_max, x->R);
 	}
+	for (size_t j = 0; j < n; j++)
+		w[j].weight = s->opt.no_srpt ? 1.0 :
+			      pow(w[j].R / R_max, -SRPT_EXPONENT);
 }
 
 /* May job x have k GPUs of type t at all (bounds, rigid size, type)? */
@@ -458,6 +532,7 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 {
 	const int T = c->num_types;
 	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
+	const struct copus__copus_opts *o = &s->opt;
 	struct jw *w = calloc(n + 1, sizeof(*w));
 
 	if (w == NULL)
@@ -470,9 +545,32 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 				v[(j * (size_t)T + (size_t)t) * (size_t)(kmax + 1) +
 				  (size_t)k] =
 					cell_allowed(&w[j], t, k, node_gpus) ?
-					value(&w[j], t, k, node_gpus, prm) : 0.0;
+					value(&w[j], t, k, node_gpus, prm, o) : 0.0;
 	free(w);
 	return COPUS_OK;
+}
+
+/*
+ * Placement without copus's rules, for the ablation "no-placement": the
+ * first free GPUs of type t in node order, however many nodes that takes
+ * and whatever else runs there.
+ */
+static int first_fit(const copus_cluster *c, const int *free_gpus, int t,
+		     int k, int *row)
+{
+	int need = k;
+
+	for (int i = 0; i < c->num_nodes && need > 0; i++) {
+		if (c->nodes[i].gpu_type != t || !c->nodes[i].usable ||
+		    free_gpus[i] <= 0)
+			continue;
+		row[i] = free_gpus[i] < need ? free_gpus[i] : need;
+		need -= row[i];
+	}
+	if (need == 0)
+		return COPUS_OK;
+	memset(row, 0, (size_t)c->num_nodes * sizeof(int));
+	return COPUS_ERANGE;
 }
 
 static int cmp_slot(const void *a, const void *b)
@@ -553,7 +651,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	for (size_t j = 0; j < n; j++) {
 		double g;
 		int t, k;
-		if (best_step(&w[j], cap, node_gpus, T, prm, &g, &t, &k))
+		if (best_step(&w[j], cap, node_gpus, T, prm, &s->opt, &g, &t, &k))
 			heap_push(heap, &nheap, (struct heap_item){ g, j });
 	}
 	while (nheap > 0) {
@@ -561,7 +659,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 		struct jw *x = &w[it.j];
 		double g;
 		int t, k;
-		if (!best_step(x, cap, node_gpus, T, prm, &g, &t, &k))
+		if (!best_step(x, cap, node_gpus, T, prm, &s->opt, &g, &t, &k))
 			continue;
 		if (g < it.score * (1.0 - 1e-12)) {
 			/* The capacity changed since it was queued: requeue. */
@@ -571,7 +669,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 		cap[t] -= k - (x->t == t ? x->k : 0);
 		x->t = t;
 		x->k = k;
-		if (best_step(x, cap, node_gpus, T, prm, &g, &t, &k))
+		if (best_step(x, cap, node_gpus, T, prm, &s->opt, &g, &t, &k))
 			heap_push(heap, &nheap, (struct heap_item){ g, it.j });
 	}
 
@@ -603,7 +701,13 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 		int lo = jobs[j].elastic ? jobs[j].min_gpus : x->k;
 		int t = -1;
 		for (int k = x->k; k >= lo; k--) {
-			rc = copus__place(c, free_gpus, dist, 1u << x->t, k, row, &t);
+			if (s->opt.no_placement) {
+				rc = first_fit(c, free_gpus, x->t, k, row);
+				t = rc == COPUS_OK ? x->t : -1;
+			} else {
+				rc = copus__place(c, free_gpus, dist, 1u << x->t,
+						  k, row, &t);
+			}
 			if (rc == COPUS_ENOMEM)
 				goto out;
 			if (rc == COPUS_OK) {

@@ -2,12 +2,29 @@
 #ifndef COPUS_CORE_POLICY_COPUS_H
 #define COPUS_CORE_POLICY_COPUS_H
 
+#include <stdbool.h>
+
 #include <copus/policy.h>
 
 /* What the policy keeps between rounds (memoised speedup tables). */
 struct copus_state;
 
-int copus__state_create(struct copus_state **out);
+/* Ingredients the policy can be run without, to measure each one. */
+struct copus__copus_opts {
+	bool no_srpt;         /* every job weighs the same up to its request */
+	bool no_restart_cost; /* moves are free */
+	bool no_fairness;     /* no finish-time fairness guard */
+	bool no_placement;    /* first fit in node order, any node sharing */
+};
+
+/*
+ * Parse "no-srpt,no-restart-cost,..." (any subset, comma-separated; empty
+ * or NULL for none); COPUS_EINVAL names nothing, so callers report spec.
+ */
+int copus__copus_opts_parse(const char *spec, struct copus__copus_opts *o);
+
+int copus__state_create(const struct copus__copus_opts *opt,
+			struct copus_state **out);
 void copus__state_destroy(struct copus_state *s);
 
 /*

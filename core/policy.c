@@ -33,7 +33,7 @@ struct scache {
 };
 
 struct copus_policy {
-	char name[16];
+	char name[64];
 	enum policy_kind kind;
 	copus_policy_params prm;
 	struct tstate *ts;
@@ -142,12 +142,21 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 	copus_policy *p;
 	int kind = -1;
 
-	if (name == NULL || out == NULL)
+	struct copus__copus_opts opts;
+	const char *spec = NULL;
+
+	if (name == NULL || out == NULL || strlen(name) >= sizeof(p->name))
 		return COPUS_EINVAL;
 	for (int i = 0; i < 5; i++)
 		if (strcmp(name, names[i]) == 0)
 			kind = i;
-	if (kind < 0)
+	/* "copus:no-srpt,..." runs the co-adaptive policy without some of
+	 * its ingredients (see core/policy-copus.h). */
+	if (strncmp(name, "copus:", 6) == 0) {
+		kind = POL_COPUS;
+		spec = name + 6;
+	}
+	if (kind < 0 || copus__copus_opts_parse(spec, &opts) != COPUS_OK)
 		return COPUS_EINVAL;
 	if (params != NULL) {
 		if (params->version != COPUS_POLICY_PARAMS_VERSION ||
@@ -166,7 +175,7 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 	p->kind = (enum policy_kind)kind;
 	p->prm = prm;
 	if (p->kind == POL_COPUS) {
-		int rc = copus__state_create(&p->cs);
+		int rc = copus__state_create(&opts, &p->cs);
 
 		if (rc != COPUS_OK) {
 			free(p);

@@ -202,6 +202,72 @@ static void unknown_work_favours_the_least_served(void)
 	CU_ASSERT_EQUAL(gpus_of(&w, 0), 0);
 }
 
+/*
+ * Up to its request a short job goes first; GPUs beyond the requests go
+ * where they add the most goodput, not to the shortest job: two identical
+ * scalable jobs that differ only in remaining work split a node evenly.
+ */
+static void growth_beyond_the_request_follows_goodput(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 8);
+	add_job(&w, true, 2, 100, scalable());
+	add_job(&w, true, 2, 100000, scalable());
+	w.jobs[0].max_gpus_had = w.jobs[1].max_gpus_had = 8;
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0) + gpus_of(&w, 1), 8);
+	CU_ASSERT(abs(gpus_of(&w, 0) - gpus_of(&w, 1)) <= 1);
+	/* With room for one request only, the short job has it. */
+	world_init(&w, 1, 2);
+	add_job(&w, true, 2, 100000, scalable());
+	add_job(&w, true, 2, 100, scalable());
+	w.jobs[0].min_gpus = w.jobs[1].min_gpus = 2;
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 2);
+}
+
+/* The ablation names select ingredients; an unknown one is refused. */
+static void ingredients_can_be_switched_off_by_name(void)
+{
+	copus_policy *p = NULL;
+	struct world w;
+	copus_decision d[2];
+
+	ASSERT_STATUS(copus_policy_create("copus:bogus", NULL, &p),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(copus_policy_create("copus:no-srpt,no-restart-cost,"
+					  "nofairness", NULL, &p),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(copus_policy_create("copus:", NULL, &p), COPUS_OK);
+	copus_policy_destroy(p);
+	/* Without SRPT, the long job (first in order) is not displaced. */
+	world_init(&w, 1, 2);
+	add_job(&w, true, 2, 100000, scalable());
+	add_job(&w, true, 2, 100, scalable());
+	w.jobs[0].min_gpus = w.jobs[1].min_gpus = 2;
+	ASSERT_STATUS(copus_policy_create("copus:no-srpt,no-fairness", &PRM,
+					  &p), COPUS_OK);
+	ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs, 2, 0, d), COPUS_OK);
+	CU_ASSERT_EQUAL(d[0].gpus + d[1].gpus, 2);
+	copus_policy_destroy(p);
+	/* Without placement rules, a 6-GPU job is spread first-fit. */
+	world_init(&w, 3, 4);
+	add_job(&w, false, 2, 100, scalable());
+	add_job(&w, false, 6, 100, scalable());
+	run_alloc(&w, 0, 1, 2);
+	ASSERT_STATUS(copus_policy_create("copus:no-placement", &PRM, &p),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs, 2, 0, d), COPUS_OK);
+	CU_ASSERT_EQUAL(d[1].gpus, 6);
+	CU_ASSERT_EQUAL(d[1].num_slots, 2);
+	CU_ASSERT_EQUAL(d[1].slots[0].node, 0);
+	CU_ASSERT_EQUAL(d[1].slots[0].gpus, 4);
+	CU_ASSERT_EQUAL(d[1].slots[1].node, 1);
+	copus_policy_destroy(p);
+}
+
 static void placement_respects_nodes_and_types(void)
 {
 	/* Random instances on two GPU types: never over-allocate, never mix
@@ -263,6 +329,8 @@ int main(void)
 		TEST(fairness_guard_lets_a_starved_job_in),
 		TEST(unknown_work_favours_the_least_served),
 		TEST(placement_respects_nodes_and_types),
+		TEST(growth_beyond_the_request_follows_goodput),
+		TEST(ingredients_can_be_switched_off_by_name),
 	};
 	return RUN_TESTS("policy-copus", tests);
 }

@@ -146,10 +146,12 @@ typedef struct copus_policy copus_policy;
  * GPUs with EASY backfill over the jobs' remaining times), "tiresias"
  * (two-queue least attained service, requested size), "optimus"
  * (marginal gain of remaining time, requested batch), "pollux" (power mean
- * of speedups over a fair share, batch re-optimised) and "copus" (goodput
- * speedups ordered by remaining work, see core/policy-copus.c). Returns
- * COPUS_EINVAL for an unknown name and COPUS_EVERSION for params of
- * another version.
+ * of speedups over a fair share, batch re-optimised) and "copus" (requests
+ * admitted shortest remaining work first, GPUs beyond them by goodput, see
+ * core/policy-copus.c). "copus:OPT,..." runs copus without some of its
+ * ingredients, to measure each: no-srpt, no-restart-cost, no-fairness,
+ * no-placement. Returns COPUS_EINVAL for an unknown name or option and
+ * COPUS_EVERSION for params of another version.
  * params may be NULL for the defaults.
  */
 int copus_policy_create(const char *name, const copus_policy_params *params,
