@@ -556,7 +556,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	is_fifo = strcmp(o->policy, "fifo") == 0;
 	/* copus sees what pollux sees, plus an oracle of the remaining time
 	 * on the request (the predictor's part in the plugin). */
-	is_copus = strcmp(o->policy, "copus") == 0;
+	is_copus = strcmp(o->policy, "copus") == 0 ||
+		   strncmp(o->policy, "copus:", 6) == 0;
 	for (int t = 0; t < c->ntypes; t++)
 		tnames[t] = c->type_names[t];
 	cl.num_nodes = N;
