@@ -15,7 +15,7 @@ sim_copus_sim_SOURCES = sim/main.c
 sim_copus_sim_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -DGNUPLOT='"$(GNUPLOT)"'
 sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 
-dist_noinst_SCRIPTS += sim/fidelity.sh
+dist_noinst_SCRIPTS += sim/fidelity.sh sim/ablation.sh
 
 check_PROGRAMS += tests/test-policy tests/test-sim
 tests_test_policy_SOURCES = tests/test-policy.c tests/harness.h
