@@ -93,6 +93,7 @@ struct jw {
 	int q;         /* the request within the elastic bounds */
 	int cur_t, cur_k;
 	int t, k;      /* the greedy's choice */
+	bool bad_model; /* a model was given but is not usable */
 };
 
 struct heap_item {
@@ -465,6 +466,11 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 			const copus_model *m = model_for(jb, t, T);
 			if (!allowed(jb, t) || node_gpus[t] <= 0 || m == NULL)
 				continue;
+			/* NaN or out-of-range parameters: as if unknown. */
+			if (copus_model_check(m) != COPUS_OK) {
+				x->bad_model = true;
+				continue;
+			}
 			int kmax = growth_cap(jb);
 			if (kmax < x->cur_k)
 				kmax = x->cur_k;
@@ -634,6 +640,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	int *free_gpus = calloc((size_t)N, sizeof(int));
 	int *dist = calloc((size_t)N, sizeof(int));
 	int *row = calloc((size_t)N, sizeof(int));
+	int total[COPUS_MAX_GPU_TYPES];
 	size_t nheap = 0;
 	int rc = COPUS_OK;
 
@@ -645,6 +652,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	for (int k = 0; k < N; k++)
 		free_gpus[k] = c->nodes[k].usable ? c->nodes[k].gpus : 0;
 	cluster_caps(c, node_gpus, cap);
+	memcpy(total, cap, sizeof(total));
 	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, w);
 
 	/* Greedy: the largest gain in completion rate per GPU first. */
@@ -728,15 +736,23 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 		if (rc != COPUS_OK)
 			goto out;
 		res->types[j] = t;
-		snprintf(res->reasons[j], 64, "%s %d GPUs, %.0f s left",
+		snprintf(res->reasons[j], 64, "%s %d GPUs, %.0f s left%s",
 			 x->cur_k > 0 ? "moved to" : "starts on", x->k,
-			 x->remain);
+			 x->remain, x->bad_model ? " (bad model)" : "");
 	}
 	for (size_t j = 0; j < n; j++) {
+		const copus_job *jb = &jobs[j];
+		int need = jb->elastic ? jb->min_gpus : jb->req_gpus, most = 0;
 		if (w[j].k != 0)
 			continue;
 		res->off[j] = res->used;
-		if (res->reasons[j][0] == '\0')
+		for (int t = 0; t < T; t++)
+			if (allowed(jb, t) && total[t] > most)
+				most = total[t];
+		if (need > most)
+			snprintf(res->reasons[j], 64,
+				 "queued: needs %d GPUs, %d usable", need, most);
+		else if (res->reasons[j][0] == '\0')
 			snprintf(res->reasons[j], 64,
 				 "queued: shorter jobs first");
 	}

@@ -268,6 +268,37 @@ static void ingredients_can_be_switched_off_by_name(void)
 	copus_policy_destroy(p);
 }
 
+/*
+ * Inconsistent input: a job bigger than the cluster waits with a reason, a
+ * model with NaN is ignored (the job runs on its request), GPUs in use
+ * beyond a node's count are refused; nothing is over-allocated.
+ */
+static void bad_input_is_skipped_or_refused(void)
+{
+	struct world w;
+	copus_policy *p = NULL;
+	copus_decision d[3];
+
+	world_init(&w, 2, 4);
+	add_job(&w, false, 16, 100, scalable());
+	add_job(&w, true, 2, 100, scalable());
+	w.models[1].perf.beta_c = NAN;
+	add_job(&w, true, 2, 500, scalable());
+	ASSERT_STATUS(copus_policy_create("copus", &PRM, &p), COPUS_OK);
+	ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs, 3, 0, d), COPUS_OK);
+	CU_ASSERT_EQUAL(d[0].gpus, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(d[0].reason, "needs 16 GPUs, 8 usable"));
+	CU_ASSERT_EQUAL(d[1].gpus, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(d[1].reason, "bad model"));
+	CU_ASSERT(d[1].gpus + d[2].gpus <= 8);
+	/* 3 + 2 GPUs held on a node of 4. */
+	run_alloc(&w, 1, 0, 3);
+	run_alloc(&w, 2, 0, 2);
+	ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs, 3, 60, d),
+		      COPUS_EINVAL);
+	copus_policy_destroy(p);
+}
+
 static void placement_respects_nodes_and_types(void)
 {
 	/* Random instances on two GPU types: never over-allocate, never mix
@@ -331,6 +362,7 @@ int main(void)
 		TEST(placement_respects_nodes_and_types),
 		TEST(growth_beyond_the_request_follows_goodput),
 		TEST(ingredients_can_be_switched_off_by_name),
+		TEST(bad_input_is_skipped_or_refused),
 	};
 	return RUN_TESTS("policy-copus", tests);
 }
