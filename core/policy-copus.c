@@ -332,6 +332,15 @@ static bool best_step(const struct jw *w, const int *cap, const int *node_gpus,
 		if (hi > kmax)
 			hi = kmax;
 		for (int k = lo; k <= hi; k++) {
+			/*
+			 * A multi-node job has its nodes to itself (one such
+			 * job per node), so a size that ends part-way into a
+			 * node strands the rest of it: whole nodes only.
+			 */
+			if (lo < hi && k > node_gpus[t] &&
+			    k % node_gpus[t] != 0 && k != j->max_gpus &&
+			    k != w->q && !o->no_placement)
+				continue;
 			double g = (value(w, t, k, node_gpus, prm, o) - v0) / (k - k0);
 			if (g > *score) {
 				*score = g;
