@@ -520,7 +520,7 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 
 /* May job x have k GPUs of type t at all (bounds, rigid size, type)? */
 static bool cell_allowed(const struct jw *x, int t, int k,
-			 const int *node_gpus)
+			 const int *node_gpus, const struct copus__copus_opts *o)
 {
 	const copus_job *j = x->job;
 
@@ -536,9 +536,14 @@ static bool cell_allowed(const struct jw *x, int t, int k,
 				     t == x->cur_t);
 	}
 	int kmax = growth_cap(j);
+	bool cur = k == x->cur_k && t == x->cur_t;
 	if (kmax < x->cur_k && t == x->cur_t)
 		kmax = x->cur_k;
-	return k >= j->min_gpus && k <= kmax;
+	if (k < j->min_gpus || k > kmax)
+		return false;
+	/* Beyond one node, whole nodes (as best_step). */
+	return k <= node_gpus[t] || k % node_gpus[t] == 0 || k == x->q ||
+	       k == j->max_gpus || cur || o->no_placement;
 }
 
 int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
@@ -559,7 +564,7 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 			for (int k = 0; k <= kmax; k++)
 				v[(j * (size_t)T + (size_t)t) * (size_t)(kmax + 1) +
 				  (size_t)k] =
-					cell_allowed(&w[j], t, k, node_gpus) ?
+					cell_allowed(&w[j], t, k, node_gpus, o) ?
 					value(&w[j], t, k, node_gpus, prm, o) : 0.0;
 	free(w);
 	return COPUS_OK;
