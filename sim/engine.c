@@ -283,7 +283,7 @@ struct sjob {
 	const struct sim_jobspec *spec;
 	const struct app *app;
 	int *place;         /* GPUs per node */
-	copus_slot *slots;  /* place as the policy's slots (N entries) */
+	copus_slot *slots;  /* place as the policy's sparse allocation */
 	int type;
 	int gpus, nodes;
 	int atomic, accum;
