@@ -65,3 +65,47 @@ need_plugin() {
 	fi
 	echo "$so"
 }
+
+# hint_job FILE: writes a batch script that acts like a training job with
+# libcopus: it counts steps, publishes a copus hint (a goodput model for the
+# a100 and v100 types, its progress and a far target) in its Comment, and
+# resumes from its checkpoint.
+# Run as: sbatch ... FILE OUT [MODE]; it appends "start restart=R gpus=G
+# step=S" and "checkpoint step=S" lines to OUT. MODE: "hint" (default:
+# on SIGUSR1 checkpoint, publish st=checkpointed and wait to be requeued),
+# "exit75" (checkpoint after 3 s, exit with 75) or "stubborn" (ignore
+# SIGUSR1).
+hint_job() {
+	cat >"$1" <<'JOB'
+#!/bin/bash
+out=$1 mode=${2:-hint} ckpt=$1.ckpt
+step=0
+[ -f "$ckpt" ] && step=$(cat "$ckpt")
+n=$(tr , '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+echo "start restart=${SLURM_RESTART_COUNT:-0} gpus=$n step=$step" >>"$out"
+hint() {
+	scontrol update jobid="$SLURM_JOB_ID" comment="copus1:{\"v\":1,\"job\":$SLURM_JOB_ID,\"st\":\"$1\",\"step\":$step,\"rc\":${SLURM_RESTART_COUNT:-0},\"t\":$(date +%s),\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":$step,\"tgt\":100000,\"perf\":{\"a100\":[0.02,0.002,0.05,0.002,0.005,0.0005,1.5],\"v100\":[0.04,0.004,0.05,0.002,0.005,0.0005,1.5]}}" 2>>"$out.err"
+}
+ask=0
+if [ "$mode" = stubborn ]; then trap '' USR1; else trap 'ask=1' USR1; fi
+# Requeued by the scheduler: the checkpoint is on disk already.
+trap 'exit 0' TERM
+hint running
+while :; do
+	if [ $ask = 1 ]; then
+		ask=2
+		[ "$mode" = exit75 ] && sleep 3
+		echo "$step" >"$ckpt.new" && mv "$ckpt.new" "$ckpt"
+		echo "checkpoint step=$step" >>"$out"
+		[ "$mode" = exit75 ] && exit 75
+		hint checkpointed
+	fi
+	if [ $ask = 0 ]; then
+		step=$((step + 1))
+		# A progress report every second or so (libcopus: every 30 s).
+		[ $((step % 10)) = 0 ] && hint running
+	fi
+	sleep 0.1
+done
+JOB
+}
