@@ -27,22 +27,31 @@ plugin_sched_copus_la_CPPFLAGS = -DHAVE_CONFIG_H \
 	-I$(SLURM_SRC)/src/common -I$(top_srcdir)/include
 plugin_sched_copus_la_CFLAGS = $(PLUGIN_CFLAGS)
 plugin_sched_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+# The core policy and the hint parser; Slurm's own symbols still resolve
+# from slurmctld.
+plugin_sched_copus_la_LIBADD = core/libcopus-core.la
 
-# The plugin's Slurm-free parts (parameters, placement), unit-tested.
+# The plugin's Slurm-free parts (parameters, hint models), unit-tested.
 check_PROGRAMS += tests/test-plugin-sched
 tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c plugin/sched.c \
 	plugin/sched.h plugin/options.h tests/harness.h
 tests_test_plugin_sched_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_sched_LDADD = $(TEST_LIBS)
 
+# copusctl: sched/copus's status file as a table (public libslurm API).
+bin_PROGRAMS += plugin/copusctl
+plugin_copusctl_SOURCES = plugin/copusctl.c
+plugin_copusctl_LDADD = $(SLURM_LIBS)
+
 # Loopback-cluster integration tests (root only; they skip otherwise).
 TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
-	tests/test-slurm-sched.sh
+	tests/test-slurm-sched.sh tests/test-slurm-plugin-hints.sh
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
-	tests/test-slurm-sched.sh tests/slurm-common.sh
+	tests/test-slurm-sched.sh tests/test-slurm-plugin-hints.sh \
+	tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm-wlm'

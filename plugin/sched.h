@@ -1,7 +1,7 @@
 /*
  * sched/copus internals that do not depend on Slurm: the plugin's
- * SchedulerParameters and the placement of pending jobs on a snapshot of
- * the cluster. Kept apart from sched_copus.c so that tests can call them
+ * SchedulerParameters and what the plugin derives from a job's hint for
+ * the core policy. Kept apart from sched_copus.c so that tests can call them
  * without a slurmctld.
  */
 #ifndef COPUS_PLUGIN_SCHED_H
@@ -10,15 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "copus/hint.h"
+#include "copus/model.h"
+#include "copus/policy.h"
+
 /* The plugin's own SchedulerParameters keys (all start with copus_). */
 struct copus__params {
 	int interval;		/* copus_interval: seconds between rounds */
 	int restart_delay;	/* copus_restart_delay: seconds between two
 				 * rescales of one job */
+	int restart_cost;	/* copus_restart_cost: seconds of progress a
+				 * rescale costs a job, as the policy counts */
 	int ckpt_deadline;	/* copus_checkpoint_deadline: seconds a job has
 				 * to checkpoint when asked */
 	double fairness;	/* copus_fairness: Pollux's p, in [-10, 1] */
 	int max_jobs;		/* copus_max_jobs: pending jobs per round */
+	char policy[32];	/* copus_policy: the core policy's name */
 };
 
 /* Sets the defaults. */
@@ -34,85 +41,39 @@ void copus__params_default(struct copus__params *p);
 int copus__params_parse(const char *sched_params, struct copus__params *p,
 			void (*report)(const char *msg, void *arg), void *arg);
 
-/* One node as the scheduler sees it in a round. */
-struct copus__node {
-	char type[16];		/* GPU type ("" when untyped or no GPUs) */
-	int gpus;		/* GPUs configured */
-	int gpus_free;		/* GPUs not allocated */
-	int usable;		/* up, not drained, not failing */
-};
-
-/* One pending job. */
-struct copus__job {
-	uint32_t id;
-	uint32_t priority;
-	int64_t submit;
-	int part;		/* partition index (jobs of one partition
-				 * start in priority order) */
-	int nodes;		/* nodes requested */
-	int gpus_per_node;	/* GPUs per node requested (0: none) */
-	char type[16];		/* GPU type requested ("" = any) */
-	char types[8][16];	/* accepted types of an elastic job */
-	int ntypes;
-	int elastic_min, elastic_max;	/* 0 when rigid */
-	const uint8_t *eligible;	/* node_count flags: partition, not
-					 * excluded, required if any */
-};
-
-enum copus__verdict {
-	COPUS__START = 1,	/* start on the chosen nodes */
-	COPUS__WAIT_RESOURCES,	/* no room now */
-	COPUS__WAIT_PRIORITY,	/* a job of higher priority waits first */
-	COPUS__NEVER,		/* can never fit this cluster as configured */
-};
-
-struct copus__decision {
-	uint32_t id;
-	enum copus__verdict verdict;
-	int *nodes;		/* node indexes for COPUS__START (job.nodes) */
-};
+/*
+ * The per-type goodput models of a job from its last good hint: models[t]
+ * (t < ntypes) gets the hint's throughput parameters for type_names[t], or
+ * those published as "default" when the job has none for that type, with
+ * the hint's gradient statistics and batch limits; ptrs[t] points to it, or
+ * is NULL when the hint says nothing about type t or the model does not
+ * pass copus_model_check(). Returns the number of types with a model.
+ */
+int copus__hint_models(const copus_hint *h, const char *const *type_names,
+		       int ntypes, copus_model *models,
+		       const copus_model **ptrs);
 
 /*
- * The interim policy until the core policy interface exists: strict
- * priority order per partition (priority, then submission, then id), each
- * job placed best-fit on the usable eligible nodes with enough free GPUs of
- * an accepted type. A job that does not fit blocks the lower-priority jobs
- * of its partition (they wait with COPUS__WAIT_PRIORITY), so rigid jobs
- * start in priority order. nodes[] is updated (free GPUs). jobs[] is
- * sorted in place into priority order and dec[i] is the decision for
- * jobs[i];
- * dec[i].nodes points into node_buf, which must hold the sum of the jobs'
- * node counts. Returns the number of decisions, or a negative copus status.
+ * Seconds the job still needs, from its hint's progress and target and the
+ * progress rate observed since its current run's first hint (rate, in
+ * progress units per second): -1 when the target is unknown or the rate is
+ * not positive.
  */
-int copus__place_priority(struct copus__node *nodes, int nnodes,
-			  struct copus__job *jobs, int njobs,
-			  struct copus__decision *dec, int *node_buf,
-			  size_t node_buf_len);
-
-
-/* A running elastic job as the interim rescale rule sees it. */
-struct copus__running {
-	uint32_t id;
-	int node;		/* node index (single-node jobs only) */
-	int nodes;		/* nodes allocated */
-	int gpus_per_node;	/* GPUs per node now */
-	int elastic_min, elastic_max;	/* GPUs in total; 0 when rigid */
-	int64_t since;		/* start, or last size change */
-};
+double copus__remaining(const copus_hint *h, double rate);
 
 /*
- * The interim rescale rule until the core policy interface exists, for
- * single-node elastic jobs: when a job waits for resources (blocked, with
- * nodes[] after placement), shrink one elastic job on a node of a type the
- * blocked job accepts just enough for it to fit, never below its minimum;
- * when nothing waits, grow elastic jobs into the free GPUs of their own node,
- * up to their maximum. Jobs changed less than restart_delay seconds ago are
- * left alone. target[i] gets the new GPUs per node of run[i], or 0 for no
- * change. Returns the number of jobs to rescale, or a negative status.
+ * How a decision is asked of Slurm 22.05, which gives every node of a job
+ * the same GPU count (tres_per_node): the GPUs per node are the fewest the
+ * decision puts on any of its nodes. Returns that count (0 when there is no
+ * slot); a decision with unequal counts is thus applied a little smaller
+ * than decided, never larger.
  */
-int copus__rescale_interim(const struct copus__node *nodes, int nnodes,
-			   const struct copus__running *run, int nrun,
-			   const struct copus__job *blocked, int64_t now,
-			   int restart_delay, int *target);
+int copus__slots_per_node(const copus_slot *slots, int n);
+
+/*
+ * Goodput speedup of the model on nodes x per_node GPUs over one GPU, each
+ * with its best batch; 0 when it cannot be computed.
+ */
+double copus__model_speedup(const copus_model *m, int nodes, int per_node);
 
 #endif /* COPUS_PLUGIN_SCHED_H */

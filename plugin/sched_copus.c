@@ -1,6 +1,6 @@
 /*
- * sched/copus: a slurmctld scheduler plugin that starts pending jobs on the
- * nodes copus chooses.
+ * sched/copus: a slurmctld scheduler plugin that gives GPUs to jobs by the
+ * core policy of copus (include/copus/policy.h).
  *
  * slurm.conf:
  *   SchedulerType=sched/copus
@@ -8,19 +8,28 @@
  * (sched_interval=-1 turns Slurm's own FIFO pass off, so that this plugin
  * alone starts jobs; see sched_copus(8) for the copus_ keys.)
  *
- * Every round runs in the plugin's own thread in three phases:
- *  1. snapshot: under the slurmctld locks, copy what the decision needs
- *     (pending jobs that may start now, nodes and their free GPUs);
- *  2. decision: outside the locks, on the copies only;
+ * Every round runs in the plugin's own thread in four phases:
+ *  1. snapshot: under the slurmctld locks, copy what the decision needs:
+ *     usable nodes and their GPUs (less those held by jobs the policy does
+ *     not see), running GPU jobs with their allocation, pending jobs that
+ *     may start now, and each job's hint (its Comment, parsed only when it
+ *     changed; the last good one is kept);
+ *  2. decision: outside the locks, copus_policy_decide() on the copies;
  *  3. actions: under the write locks, check each job again and start it on
- *     the chosen nodes as the backfill plugin does (exclude every other
- *     node, select_nodes(), launch), or give it a readable pending reason.
+ *     the decided nodes as the backfill plugin does (exclude every other
+ *     node, select_nodes(), launch), or give it a readable pending reason;
+ *  4. requests: outside the locks, through slurmctld's own RPCs as scontrol
+ *     would: set a pending elastic job's request to its decided cell, ask a
+ *     running elastic job to checkpoint (the rescale protocol), requeue a
+ *     job that reported its checkpoint.
  *
  * Built against the Slurm source of exactly the installed version
- * (plugin_version must equal SLURM_VERSION_NUMBER), linked against nothing:
- * Slurm's symbols resolve from slurmctld when it loads the plugin.
+ * (plugin_version must equal SLURM_VERSION_NUMBER); Slurm's symbols resolve
+ * from slurmctld when it loads the plugin, the core's from libcopus-core.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +57,7 @@
 #include "src/slurmctld/state_save.h"
 
 #include "copus/hint.h"
+#include "copus/policy.h"
 #include "options.h"
 #include "sched.h"
 
@@ -61,34 +71,122 @@ static pthread_mutex_t _term_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t _term_cond = PTHREAD_COND_INITIALIZER;
 static bool _stop;
 static bool _reconfig;
+/* A job's request was just set for its decided cell: start it at once. */
+static bool _again;
 static struct copus__params _params;
-
-/* A running job as the status file shows it. */
-struct _run {
-	uint32_t id;
-	struct copus__job cell;		/* nodes, GPUs per node, type, range */
-	char *nodelist;
-	int node;			/* first node's index */
-	time_t start;
-};
+/* The core policy; only the plugin's thread uses it. */
+static copus_policy *_policy;
 
 /*
- * A rescale in flight: the job was asked to checkpoint (COPUS_RESCALE_SIGNAL)
- * and is expected to exit with 75, which RequeueExit=75 turns into a requeue;
- * the plugin then sets the new size and lets it start again. Only the
- * plugin's thread touches this table.
+ * What the plugin remembers about a job between rounds (only the plugin's
+ * thread touches it): its original request, its last good hint, the
+ * progress rate seen in its current run, the service it received. Kept
+ * sorted by id; entries of jobs that left the queue are dropped.
+ */
+struct _info {
+	uint32_t id;
+	bool seen;			/* in this round's snapshot */
+	int req_gpus;			/* the request when first seen */
+	int max_had;			/* most GPUs it has held */
+	double attained;		/* GPU-seconds */
+	time_t last;			/* when attained was last counted */
+	uint64_t comment_hash;		/* the Comment last parsed */
+	bool have_hint;
+	copus_hint hint;		/* last good hint */
+	int rate_rc;			/* run the rate was measured in */
+	double base_prog, base_t, rate;	/* first hint of that run, rate */
+	char reason[64];		/* last decision's reason */
+};
+static struct _info *_info;
+static int _ninfo, _info_cap;
+
+static int _info_cmp(const void *a, const void *b)
+{
+	const struct _info *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static struct _info *_info_find(uint32_t id)
+{
+	struct _info key = { .id = id };
+
+	if (!_ninfo)
+		return NULL;
+	return bsearch(&key, _info, _ninfo, sizeof(*_info), _info_cmp);
+}
+
+/* The entry of a job, created (zeroed, sorted in) when missing. */
+static struct _info *_info_get(uint32_t id)
+{
+	struct _info *x = _info_find(id);
+	int lo = 0, hi = _ninfo;
+
+	if (x)
+		return x;
+	if (_ninfo == _info_cap) {
+		_info_cap = _info_cap ? 2 * _info_cap : 256;
+		xrecalloc(_info, _info_cap, sizeof(*_info));
+	}
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (_info[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&_info[lo + 1], &_info[lo], (_ninfo - lo) * sizeof(*_info));
+	memset(&_info[lo], 0, sizeof(*_info));
+	_info[lo].id = id;
+	_ninfo++;
+	return &_info[lo];
+}
+
+/* Forgets the jobs not seen in the last snapshot, clears the marks. */
+static void _info_sweep(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < _ninfo; i++) {
+		if (!_info[i].seen)
+			continue;
+		_info[i].seen = false;
+		_info[n++] = _info[i];
+	}
+	_ninfo = n;
+}
+
+/*
+ * A rescale in flight: the job was asked to checkpoint
+ * (COPUS_RESCALE_SIGNAL). When it reports st="checkpointed" the plugin
+ * requeues it; a job that exits with 75 is requeued by Slurm itself
+ * (RequeueExit=75). Once it is pending, the policy decides its new cell and
+ * the plugin sets it, no earlier than _RELEASE_GAP seconds after the job
+ * ended. Only the plugin's thread touches this table.
  */
 #define _RESCALE_MAX 256
+/*
+ * slurmd refuses a job credential created in the same second as the
+ * revocation of the previous run's (slurm_cred.c: ctime <= revoked) and the
+ * job then fails for good, so a requeued job is released two seconds after
+ * its end at the earliest.
+ */
+#define _RELEASE_GAP 2
 struct _rescale {
 	uint32_t id;
 	time_t asked;
-	int from, to;			/* GPUs per node */
-	char type[16];
+	int rc;				/* restart count when asked */
+	int from, to;			/* GPUs in total */
+	char type[16];			/* the decided type */
 	bool gave_up;			/* no answer: not asked again until
 					 * the restart delay has passed */
+	bool requeue_sent;		/* the plugin requeued it */
+	time_t pending_since;		/* first seen requeued (not saved) */
 };
 static struct _rescale _rescales[_RESCALE_MAX];
 static int _nrescales;
+static bool _state_dirty;
 
 static struct _rescale *_rescale_find(uint32_t id)
 {
@@ -100,22 +198,33 @@ static struct _rescale *_rescale_find(uint32_t id)
 	return NULL;
 }
 
-static bool _rescales_dirty;
+static bool _rescales_active(void)
+{
+	int i;
+
+	for (i = 0; i < _nrescales; i++)
+		if (!_rescales[i].gave_up)
+			return true;
+	return false;
+}
 
 static void _rescale_drop(struct _rescale *x)
 {
 	*x = _rescales[--_nrescales];
-	_rescales_dirty = true;
+	_state_dirty = true;
 }
 
 #define _STATE_FILE "copus_state"
-#define _STATE_MAGIC "copus-state 1"
+#define _STATE_MAGIC1 "copus-state 1"
+#define _STATE_MAGIC "copus-state 2"
 
 /*
- * The rescales in flight survive a slurmctld restart in
- * StateSaveLocation/copus_state, replaced atomically (written beside,
- * flushed, renamed): a job that checkpoints while slurmctld is down is still
- * given its new size when it comes back.
+ * The rescales in flight and what the plugin learned about each job (its
+ * original request, service received, most GPUs held) survive a slurmctld
+ * restart in StateSaveLocation/copus_state, replaced atomically (written
+ * beside, flushed, renamed): a job that checkpoints while slurmctld is down
+ * is still given its new cell when it comes back. The hints themselves
+ * need no saving: they live in the jobs' Comments, which Slurm saves.
  */
 static void _state_save(const char *dir)
 {
@@ -123,7 +232,7 @@ static void _state_save(const char *dir)
 	FILE *f = NULL;
 	int i;
 
-	if (!_rescales_dirty || !dir)
+	if (!_state_dirty || !dir)
 		return;
 	path = xstrdup_printf("%s/%s", dir, _STATE_FILE);
 	tmp = xstrdup_printf("%s/%s.new", dir, _STATE_FILE);
@@ -133,17 +242,22 @@ static void _state_save(const char *dir)
 	for (i = 0; i < _nrescales; i++) {
 		const struct _rescale *x = &_rescales[i];
 
-		fprintf(f, "rescale %u %lld %d %d %s %d\n", x->id,
+		fprintf(f, "rescale %u %lld %d %d %s %d %d\n", x->id,
 			(long long)x->asked, x->from, x->to,
-			x->type[0] ? x->type : "-", x->gave_up ? 1 : 0);
+			x->type[0] ? x->type : "-", x->gave_up ? 1 : 0, x->rc);
 	}
+	for (i = 0; i < _ninfo; i++)
+		if (_info[i].req_gpus > 0)
+			fprintf(f, "job %u %d %d %.0f\n", _info[i].id,
+				_info[i].req_gpus, _info[i].max_had,
+				_info[i].attained);
 	if (fflush(f) || fsync(fileno(f)))
 		goto fail;
 	i = fclose(f);
 	f = NULL;
 	if (i || rename(tmp, path))
 		goto fail;
-	_rescales_dirty = false;
+	_state_dirty = false;
 	goto out;
 fail:
 	error("%s: cannot save %s: %m", plugin_type, path);
@@ -158,7 +272,7 @@ static void _state_load(const char *dir)
 {
 	char *path, line[256], type[16];
 	FILE *f;
-	int lineno = 0;
+	int lineno = 0, njobs = 0;
 
 	if (!dir)
 		return;
@@ -172,12 +286,14 @@ static void _state_load(const char *dir)
 	while (fgets(line, sizeof(line), f)) {
 		struct _rescale x;
 		long long asked;
-		int gave_up, n = 0;
+		double att;
+		unsigned id;
+		int gave_up, n = 0, req, had;
 
 		lineno++;
 		if (lineno == 1) {
-			if (strncmp(line, _STATE_MAGIC "\n",
-				    sizeof(_STATE_MAGIC))) {
+			if (strcmp(line, _STATE_MAGIC "\n") &&
+			    strcmp(line, _STATE_MAGIC1 "\n")) {
 				error("%s: %s:1: not a copus state file "
 				      "(expected '%s'); ignoring it",
 				      plugin_type, path, _STATE_MAGIC);
@@ -185,12 +301,34 @@ static void _state_load(const char *dir)
 			}
 			continue;
 		}
+		if (!strncmp(line, "job ", 4)) {
+			if (sscanf(line, "job %u %d %d %lf%n", &id, &req, &had,
+				   &att, &n) != 4 || line[n] != '\n' ||
+			    id == 0 || req < 1 || req > COPUS__GPUS_MAX ||
+			    had < 0 || had > COPUS__GPUS_MAX ||
+			    !isfinite(att) || att < 0) {
+				error("%s: %s:%d: bad job record '%.60s'; "
+				      "ignoring it", plugin_type, path, lineno,
+				      line);
+				continue;
+			}
+			struct _info *in = _info_get(id);
+
+			in->req_gpus = req;
+			in->max_had = had;
+			in->attained = att;
+			njobs++;
+			continue;
+		}
 		memset(&x, 0, sizeof(x));
+		x.rc = -1;
 		if (sscanf(line, "rescale %u %lld %d %d %15s %d%n", &x.id,
 			   &asked, &x.from, &x.to, type, &gave_up, &n) != 6 ||
-		    line[n] != '\n' || x.id == 0 || asked < 0 ||
-		    x.from < 1 || x.to < 1 || x.from > COPUS__GPUS_MAX ||
-		    x.to > COPUS__GPUS_MAX || (gave_up != 0 && gave_up != 1) ||
+		    (line[n] == ' ' && sscanf(line + n, " %d%n", &x.rc,
+					      &req) != 1) ||
+		    x.id == 0 || asked < 0 || x.from < 1 || x.to < 0 ||
+		    x.from > COPUS__GPUS_MAX || x.to > COPUS__GPUS_MAX ||
+		    (gave_up != 0 && gave_up != 1) ||
 		    _nrescales == _RESCALE_MAX) {
 			error("%s: %s:%d: bad rescale record '%.60s'; "
 			      "ignoring it", plugin_type, path, lineno, line);
@@ -203,33 +341,73 @@ static void _state_load(const char *dir)
 		_rescales[_nrescales++] = x;
 	}
 	fclose(f);
-	if (_nrescales)
-		info("%s: recovered %d rescale(s) in flight from %s",
-		     plugin_type, _nrescales, path);
+	if (_nrescales || njobs)
+		info("%s: recovered %d rescale(s) in flight and %d job "
+		     "record(s) from %s", plugin_type, _nrescales, njobs,
+		     path);
 	xfree(path);
 }
+
+/* One job of a round, as copied under the locks. */
+struct _rj {
+	uint32_t id;
+	bool running;
+	bool rigid;
+	bool in_rescale;		/* in the rescale table, not given up */
+	bool waits_release;		/* requeued for a rescale, not yet
+					 * allowed to start again */
+	bool checkpointed;		/* its hint says so, in this run */
+	bool never;			/* can never run here as it asks */
+	int64_t ckpt_step;
+	int part;			/* partition index */
+	uint32_t priority;
+	time_t submit, start, end;
+	int restarts;
+	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
+	char type_req[16];		/* its GPU type ("" = any) */
+	int emin, emax;			/* elastic bounds; 0 when rigid */
+	char types[COPUS__TYPES_MAX][16]; /* --gpu-types */
+	int ntypes;
+	copus_slot *alloc;		/* running: its GPUs per node */
+	int nalloc, alloc_type, cur_gpus;
+	char *nodelist;
+	uint8_t *eligible;		/* pending: nodes it may use */
+	const char *reason;		/* set when it is not given to the
+					 * policy */
+	int job;			/* index in the policy's input, -1 */
+	/* The plan of phase 2. */
+	enum { _NONE, _START, _RESIZE, _ASK, _REQUEUE } action;
+	int per_node, num_nodes, dtype;
+	char reason_buf[96];
+};
 
 /* What a round works on: the copies of phase 1 and the decisions. */
 struct _round {
 	time_t when;
 	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
 	char *state_dir;		/* StateSaveLocation */
-	struct copus__node *nodes;
-	char (*names)[64];		/* node names */
 	int nnodes;
-	struct _run *run;
-	int nrun;
-	uint32_t *requeued;		/* rescaling jobs now pending */
-	int nrequeued;
-	struct copus__job *jobs;
-	int njobs;
-	uint8_t *eligible;		/* njobs x nnodes flags */
+	copus_node *nodes;
+	char (*names)[64];		/* node names */
+	int *free;			/* GPUs not allocated, per node */
+	int *cfg;			/* GPUs configured, per node */
+	int ntypes;
+	char types[COPUS_MAX_GPU_TYPES][16];
+	const char *type_ptrs[COPUS_MAX_GPU_TYPES];
+	struct _rj *rj;
+	int nrj, npending, nrunning;
 	part_record_t **parts;		/* partition of each index (compared
 					 * only, never dereferenced unlocked) */
 	int nparts;
-	struct copus__decision *dec;
-	int *node_buf;
-	size_t node_buf_len;
+	int *part_free;			/* free GPUs per partition index */
+	copus_job *jobs;		/* the policy's input */
+	copus_model *models;		/* ntypes per input job */
+	const copus_model **model_ptrs;
+	int *rj_of;			/* rj index of each input job */
+	int njobs;
+	copus_decision *dec;
+	int decided;			/* the policy ran */
+	char error[160];		/* why it did not */
 };
 
 static void _report_param(const char *msg, void *arg)
@@ -241,10 +419,39 @@ static void _load_params(void)
 {
 	copus__params_parse(slurm_conf.sched_params, &_params, _report_param,
 			    NULL);
-	info("%s: interval %ds, restart delay %ds, checkpoint deadline %ds, "
-	     "fairness %.2f, at most %d pending jobs per round", plugin_type,
-	     _params.interval, _params.restart_delay, _params.ckpt_deadline,
-	     _params.fairness, _params.max_jobs);
+	info("%s: policy %s, interval %ds, restart delay %ds, restart cost "
+	     "%ds, checkpoint deadline %ds, fairness %.2f, at most %d pending "
+	     "jobs per round", plugin_type, _params.policy, _params.interval,
+	     _params.restart_delay, _params.restart_cost,
+	     _params.ckpt_deadline, _params.fairness, _params.max_jobs);
+}
+
+/* (Re)creates the core policy from the parameters. */
+static void _policy_setup(void)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	copus_policy *p = NULL;
+	int rc;
+
+	prm.interval = _params.interval;
+	prm.restart_delay = _params.restart_cost;
+	prm.fairness_p = _params.fairness;
+	rc = copus_policy_create(_params.policy, &prm, &p);
+	if (rc != COPUS_OK) {
+		error("%s: SchedulerParameters: copus_policy=%s: %s; using "
+		      "copus", plugin_type, _params.policy,
+		      copus_strerror(rc));
+		snprintf(_params.policy, sizeof(_params.policy), "copus");
+		rc = copus_policy_create("copus", &prm, &p);
+		if (rc != COPUS_OK) {
+			error("%s: cannot create the copus policy: %s",
+			      plugin_type, copus_strerror(rc));
+			return;
+		}
+	}
+	if (_policy)
+		copus_policy_destroy(_policy);
+	_policy = p;
 }
 
 /* The value of NAME in the job's control environment (SPANK options). */
@@ -268,7 +475,7 @@ static const char *_spank_env(job_record_t *job_ptr, const char *name)
 }
 
 /* GPUs per node and type of a job's request (gres_list_req). */
-static void _job_gpus(job_record_t *job_ptr, struct copus__job *j)
+static void _job_gpus(job_record_t *job_ptr, struct _rj *j)
 {
 	ListIterator it;
 	gres_state_t *gs;
@@ -285,40 +492,60 @@ static void _job_gpus(job_record_t *job_ptr, struct copus__job *j)
 		if (g->gres_per_node)
 			per_node = g->gres_per_node;
 		else if (g->gres_per_job)
-			per_node = (g->gres_per_job + j->nodes - 1) / j->nodes;
+			per_node = (g->gres_per_job + j->nodes_req - 1) /
+				   j->nodes_req;
 		else if (g->gres_per_task)
 			per_node = g->gres_per_task *
 				   (job_ptr->details->num_tasks ?
-				    job_ptr->details->num_tasks : 1) / j->nodes;
-		j->gpus_per_node += (int)per_node;
+				    job_ptr->details->num_tasks : 1) /
+				   j->nodes_req;
+		j->gpn_req += (int)per_node;
 		if (g->type_name)
-			snprintf(j->type, sizeof(j->type), "%s", g->type_name);
+			snprintf(j->type_req, sizeof(j->type_req), "%s",
+				 g->type_name);
 	}
 	list_iterator_destroy(it);
 }
 
-/* The node's GPUs: configured, free and type (first type only). */
-static void _node_gpus(node_record_t *node_ptr, struct copus__node *n)
+/* The GPUs a running job holds on each of its nodes (gres_list_alloc). */
+static void _job_alloc(struct _round *r, job_record_t *job_ptr,
+		       struct _rj *j)
 {
 	ListIterator it;
 	gres_state_t *gs;
+	int *per = NULL, k, n, i;
 
-	if (!node_ptr->gres_list)
+	if (!job_ptr->gres_list_alloc || !job_ptr->node_bitmap)
 		return;
-	it = list_iterator_create(node_ptr->gres_list);
+	n = bit_set_count(job_ptr->node_bitmap);
+	if (n <= 0)
+		return;
+	per = xcalloc(n, sizeof(*per));
+	it = list_iterator_create(job_ptr->gres_list_alloc);
 	while ((gs = list_next(it))) {
-		gres_node_state_t *g = gs->gres_data;
+		gres_job_state_t *g = gs->gres_data;
 
-		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g)
+		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g ||
+		    !g->gres_cnt_node_alloc)
 			continue;
-		n->gpus += (int)g->gres_cnt_avail;
-		n->gpus_free += (int)(g->gres_cnt_avail > g->gres_cnt_alloc ?
-				      g->gres_cnt_avail - g->gres_cnt_alloc : 0);
-		if (g->type_cnt > 0 && g->type_name && g->type_name[0])
-			snprintf(n->type, sizeof(n->type), "%s",
-				 g->type_name[0]);
+		for (k = 0; k < n && k < (int)g->node_cnt; k++)
+			per[k] += (int)g->gres_cnt_node_alloc[k];
 	}
 	list_iterator_destroy(it);
+	j->alloc = xcalloc(n, sizeof(*j->alloc));
+	k = 0;
+	for (i = 0; i < r->nnodes && k < n; i++) {
+		if (!bit_test(job_ptr->node_bitmap, i))
+			continue;
+		if (per[k] > 0) {
+			j->alloc[j->nalloc].node = i;
+			j->alloc[j->nalloc].gpus = per[k];
+			j->cur_gpus += per[k];
+			j->nalloc++;
+		}
+		k++;
+	}
+	xfree(per);
 }
 
 static int _part_index(struct _round *r, part_record_t *part_ptr)
@@ -329,7 +556,13 @@ static int _part_index(struct _round *r, part_record_t *part_ptr)
 		if (r->parts[i] == part_ptr)
 			return i;
 	xrecalloc(r->parts, r->nparts + 1, sizeof(*r->parts));
+	xrecalloc(r->part_free, r->nparts + 1, sizeof(*r->part_free));
 	r->parts[r->nparts] = part_ptr;
+	if (part_ptr->node_bitmap)
+		for (i = 0; i < r->nnodes; i++)
+			if (bit_test(part_ptr->node_bitmap, i) &&
+			    r->nodes[i].usable)
+				r->part_free[r->nparts] += r->free[i];
 	return r->nparts++;
 }
 
@@ -360,14 +593,13 @@ static bool _job_startable(job_record_t *job_ptr)
 }
 
 /* The job's --elastic and --gpu-types, checked again (they are input). */
-static void _job_options(job_record_t *job_ptr, struct copus__job *j)
+static void _job_options(job_record_t *job_ptr, struct _rj *j)
 {
 	const char *v;
 	char why[128];
 
 	if ((v = _spank_env(job_ptr, COPUS__ENV_ELASTIC)) &&
-	    copus__parse_elastic(v, &j->elastic_min, &j->elastic_max, why,
-				 sizeof(why)))
+	    copus__parse_elastic(v, &j->emin, &j->emax, why, sizeof(why)))
 		error("%s: %pJ: ignoring %s=%s: %s", plugin_type, job_ptr,
 		      COPUS__ENV_ELASTIC, v, why);
 	if ((v = _spank_env(job_ptr, COPUS__ENV_TYPES))) {
@@ -380,48 +612,259 @@ static void _job_options(job_record_t *job_ptr, struct copus__job *j)
 			      job_ptr, COPUS__ENV_TYPES, v, why);
 			return;
 		}
-		for (t = strtok_r(list, ",", &save); t && j->ntypes < 8;
+		for (t = strtok_r(list, ",", &save);
+		     t && j->ntypes < COPUS__TYPES_MAX;
 		     t = strtok_r(NULL, ",", &save))
 			snprintf(j->types[j->ntypes++], sizeof(j->types[0]),
 				 "%s", t);
 	}
+	j->rigid = j->emax == 0;
 }
 
-static void _snapshot_running(struct _round *r, job_record_t *job_ptr)
+/* FNV-1a: tells whether a Comment changed since it was last parsed. */
+static uint64_t _hash(const char *s)
 {
-	struct _run *x;
+	uint64_t h = 1469598103934665603ULL;
 
-	xrecalloc(r->run, r->nrun + 1, sizeof(*r->run));
-	x = &r->run[r->nrun++];
-	x->id = job_ptr->job_id;
-	x->cell.nodes = job_ptr->node_cnt ? (int)job_ptr->node_cnt : 1;
-	_job_gpus(job_ptr, &x->cell);
-	_job_options(job_ptr, &x->cell);
-	x->nodelist = xstrdup(job_ptr->nodes);
-	x->node = job_ptr->node_bitmap ? bit_ffs(job_ptr->node_bitmap) : -1;
-	x->start = job_ptr->start_time;
-	if (!x->cell.type[0] && x->node >= 0 && x->node < r->nnodes)
-		snprintf(x->cell.type, sizeof(x->cell.type), "%s",
-			 r->nodes[x->node].type);
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/*
+ * Reads the job's hint from its Comment when the Comment changed: a good
+ * one replaces the last good one (and feeds the progress rate), a rejected
+ * or clamped one is logged once with the parser's message.
+ */
+static void _job_hint(job_record_t *job_ptr, struct _info *in)
+{
+	const char *c = job_ptr->comment;
+	char err[256];
+	copus_hint h;
+	uint64_t hash;
+	int rc;
+
+	if (!c || !copus_hint_is_hint(c))
+		return;
+	hash = _hash(c);
+	if (hash == in->comment_hash)
+		return;
+	in->comment_hash = hash;
+	err[0] = '\0';
+	rc = copus_hint_parse(c, &h, err, sizeof(err));
+	if (rc != COPUS_OK) {
+		error("%s: %pJ: ignoring its hint (%s): %s; keeping the last "
+		      "good one", plugin_type, job_ptr, copus_strerror(rc),
+		      err[0] ? err : "rejected");
+		return;
+	}
+	if (h.job_id != job_ptr->job_id) {
+		error("%s: %pJ: ignoring its hint: it names job %u",
+		      plugin_type, job_ptr, h.job_id);
+		return;
+	}
+	if (h.clamped)
+		error("%s: %pJ: its hint had %d value(s) out of range, "
+		      "clamped into range", plugin_type, job_ptr, h.clamped);
+	if (h.restart_count != in->rate_rc || !in->have_hint ||
+	    h.progress < in->base_prog) {
+		in->rate_rc = h.restart_count;
+		in->base_prog = h.progress;
+		in->base_t = (double)h.time;
+		in->rate = 0.0;
+	} else if ((double)h.time > in->base_t) {
+		in->rate = (h.progress - in->base_prog) /
+			   ((double)h.time - in->base_t);
+	}
+	in->hint = h;
+	in->have_hint = true;
+}
+
+static int _type_index(struct _round *r, const char *name)
+{
+	int t;
+
+	for (t = 0; t < r->ntypes; t++)
+		if (!strcmp(r->types[t], name))
+			return t;
+	return -1;
+}
+
+/* The node's GPUs: configured, allocated, type (first type only). */
+static void _node_gpus(struct _round *r, node_record_t *node_ptr, int i)
+{
+	char type[16] = "gpu";
+	int avail = 0, alloc = 0, t;
+	ListIterator it;
+	gres_state_t *gs;
+
+	if (node_ptr->gres_list) {
+		it = list_iterator_create(node_ptr->gres_list);
+		while ((gs = list_next(it))) {
+			gres_node_state_t *g = gs->gres_data;
+
+			if (!gs->gres_name || strcmp(gs->gres_name, "gpu") ||
+			    !g)
+				continue;
+			avail += (int)g->gres_cnt_avail;
+			alloc += (int)g->gres_cnt_alloc;
+			if (g->type_cnt > 0 && g->type_name &&
+			    g->type_name[0] && g->type_name[0][0])
+				snprintf(type, sizeof(type), "%s",
+					 g->type_name[0]);
+		}
+		list_iterator_destroy(it);
+	}
+	r->nodes[i].gpus = avail;
+	r->cfg[i] = avail;
+	r->free[i] = avail > alloc ? avail - alloc : 0;
+	t = _type_index(r, type);
+	if (t < 0 && avail > 0 && r->ntypes < COPUS_MAX_GPU_TYPES) {
+		t = r->ntypes++;
+		snprintf(r->types[t], sizeof(r->types[t]), "%s", type);
+	}
+	r->nodes[i].gpu_type = t < 0 ? 0 : t;
+	if (t < 0)
+		r->nodes[i].gpus = 0;
+}
+
+/* The mask of GPU types a job accepts (0: any; -1: none here). */
+static int64_t _type_mask(struct _round *r, const struct _rj *j)
+{
+	uint32_t m = 0;
+	int k, t;
+
+	if (j->ntypes) {
+		for (k = 0; k < j->ntypes; k++)
+			if ((t = _type_index(r, j->types[k])) >= 0)
+				m |= 1u << t;
+		/* None of its types exists here: it can never run. */
+		return m ? (int64_t)m : -1;
+	}
+	if (j->type_req[0]) {
+		t = _type_index(r, j->type_req);
+		return t >= 0 ? (int64_t)(1u << t) : -1;
+	}
+	return 0;
+}
+
+static struct _rj *_rj_new(struct _round *r, int *cap)
+{
+	struct _rj *j;
+
+	if (r->nrj == *cap) {
+		*cap = *cap ? 2 * *cap : 64;
+		xrecalloc(r->rj, *cap, sizeof(*r->rj));
+	}
+	j = &r->rj[r->nrj++];
+	memset(j, 0, sizeof(*j));
+	j->job = -1;
+	return j;
+}
+
+static void _rj_free(struct _rj *j)
+{
+	xfree(j->alloc);
+	xfree(j->nodelist);
+	xfree(j->eligible);
 }
 
 static void _round_free(struct _round *r)
 {
 	int i;
 
-	for (i = 0; i < r->nrun; i++)
-		xfree(r->run[i].nodelist);
-	xfree(r->run);
-	xfree(r->requeued);
+	for (i = 0; i < r->nrj; i++)
+		_rj_free(&r->rj[i]);
+	xfree(r->rj);
 	xfree(r->names);
+	xfree(r->free);
+	xfree(r->cfg);
 	xfree(r->state_dir);
 	xfree(r->nodes);
-	xfree(r->jobs);
-	xfree(r->eligible);
 	xfree(r->parts);
+	xfree(r->part_free);
+	xfree(r->jobs);
+	xfree(r->models);
+	xfree(r->model_ptrs);
+	xfree(r->rj_of);
 	xfree(r->dec);
-	xfree(r->node_buf);
 	memset(r, 0, sizeof(*r));
+}
+
+/* What the plugin keeps of a job seen in this round. */
+static struct _info *_job_info(job_record_t *job_ptr, struct _rj *j,
+			       time_t now)
+{
+	struct _info *in = _info_get(job_ptr->job_id);
+
+	in->seen = true;
+	if (!in->req_gpus) {
+		in->req_gpus = j->running && j->rigid ? j->cur_gpus :
+			       j->gpn_req * j->nodes_req;
+		_state_dirty = true;
+	}
+	if (j->running) {
+		if (in->last && now > in->last)
+			in->attained += (double)j->cur_gpus *
+					(double)(now - in->last);
+		in->last = now;
+		if (j->cur_gpus > in->max_had) {
+			in->max_had = j->cur_gpus;
+			_state_dirty = true;
+		}
+	} else {
+		in->last = 0;
+	}
+	_job_hint(job_ptr, in);
+	return in;
+}
+
+static void _snapshot_running(struct _round *r, job_record_t *job_ptr,
+			      int *cap)
+{
+	struct _rj *j = _rj_new(r, cap);
+	struct _rescale *x;
+	struct _info *in;
+	int k;
+
+	j->id = job_ptr->job_id;
+	j->running = true;
+	j->nodes_req = job_ptr->node_cnt ? (int)job_ptr->node_cnt : 1;
+	_job_gpus(job_ptr, j);
+	_job_options(job_ptr, j);
+	_job_alloc(r, job_ptr, j);
+	if (j->nalloc == 0) {
+		/* No GPUs: nothing for the policy. */
+		_rj_free(j);
+		r->nrj--;
+		return;
+	}
+	j->alloc_type = r->nodes[j->alloc[0].node].gpu_type;
+	for (k = 1; k < j->nalloc; k++)
+		if (r->nodes[j->alloc[k].node].gpu_type != j->alloc_type) {
+			/* Mixed types (not the plugin's doing): the policy
+			 * cannot describe it; its GPUs count as taken. */
+			_rj_free(j);
+			r->nrj--;
+			return;
+		}
+	j->priority = job_ptr->priority;
+	j->submit = job_ptr->details->submit_time;
+	j->start = job_ptr->start_time;
+	j->restarts = job_ptr->restart_cnt;
+	j->nodelist = xstrdup(job_ptr->nodes);
+	in = _job_info(job_ptr, j, r->when);
+	x = _rescale_find(j->id);
+	if (x && !x->gave_up) {
+		j->in_rescale = true;
+		if (in->have_hint && in->hint.state == COPUS_STATE_CHECKPOINTED &&
+		    in->hint.restart_count == j->restarts &&
+		    (x->rc < 0 || x->rc == j->restarts)) {
+			j->checkpointed = true;
+			j->ckpt_step = in->hint.step;
+		}
+	}
+	r->nrunning++;
 }
 
 /*
@@ -436,7 +879,7 @@ static void _snapshot(struct _round *r)
 	node_record_t *node_ptr;
 	job_record_t *job_ptr;
 	ListIterator it;
-	int i, nj, cap;
+	int i, k, cap = 0, *managed;
 
 	lock_slurmctld(locks);
 	r->when = time(NULL);
@@ -444,94 +887,378 @@ static void _snapshot(struct _round *r)
 	r->nnodes = node_record_count;
 	r->nodes = xcalloc(r->nnodes + 1, sizeof(*r->nodes));
 	r->names = xcalloc(r->nnodes + 1, sizeof(*r->names));
+	r->free = xcalloc(r->nnodes + 1, sizeof(*r->free));
+	r->cfg = xcalloc(r->nnodes + 1, sizeof(*r->cfg));
+	managed = xcalloc(r->nnodes + 1, sizeof(*managed));
 	for (i = 0; (node_ptr = next_node(&i)); i++) {
-		struct copus__node *n = &r->nodes[i];
-
 		snprintf(r->names[i], sizeof(r->names[i]), "%s",
 			 node_ptr->name);
-		_node_gpus(node_ptr, n);
-		n->usable = avail_node_bitmap &&
-			    bit_test(avail_node_bitmap, i) &&
-			    !IS_NODE_DRAIN(node_ptr) && !IS_NODE_FAIL(node_ptr) &&
-			    !IS_NODE_NO_RESPOND(node_ptr);
+		_node_gpus(r, node_ptr, i);
+		r->nodes[i].usable = avail_node_bitmap &&
+				     bit_test(avail_node_bitmap, i) &&
+				     !IS_NODE_DRAIN(node_ptr) &&
+				     !IS_NODE_FAIL(node_ptr) &&
+				     !IS_NODE_NO_RESPOND(node_ptr);
 	}
-	cap = list_count(job_list);
-	if (cap > _params.max_jobs)
-		cap = _params.max_jobs;
-	r->jobs = xcalloc(cap + 1, sizeof(*r->jobs));
-	r->eligible = xcalloc((size_t)(cap + 1) * (r->nnodes + 1), 1);
-	nj = 0;
+	if (r->ntypes == 0) {
+		r->ntypes = 1;
+		snprintf(r->types[0], sizeof(r->types[0]), "gpu");
+	}
 	it = list_iterator_create(job_list);
 	while ((job_ptr = list_next(it))) {
-		struct copus__job *j = &r->jobs[nj];
-		uint8_t *el = &r->eligible[(size_t)nj * (r->nnodes + 1)];
 		struct job_details *d = job_ptr->details;
 		struct _rescale *x;
+		struct _info *in;
+		struct _rj *j;
+		bool startable;
 
-		if (IS_JOB_RUNNING(job_ptr) && d) {
-			_snapshot_running(r, job_ptr);
+		if (!d)
+			continue;
+		if (IS_JOB_RUNNING(job_ptr)) {
+			_snapshot_running(r, job_ptr, &cap);
 			continue;
 		}
-		/* A job requeued for a rescale waits for its new size. */
-		if (IS_JOB_PENDING(job_ptr) &&
-		    (x = _rescale_find(job_ptr->job_id)) && !x->gave_up) {
-			if (!IS_JOB_COMPLETING(job_ptr)) {
-				xrecalloc(r->requeued, r->nrequeued + 1,
-					  sizeof(*r->requeued));
-				r->requeued[r->nrequeued++] = job_ptr->job_id;
-			}
+		if (!IS_JOB_PENDING(job_ptr))
 			continue;
+		if ((in = _info_find(job_ptr->job_id)))
+			in->seen = true;
+		x = _rescale_find(job_ptr->job_id);
+		if (x && !x->gave_up) {
+			/* Requeued for a rescale: the policy decides its
+			 * new cell even before it may start again. */
+			if (IS_JOB_COMPLETING(job_ptr) ||
+			    job_ptr->priority == 0 || !job_ptr->part_ptr)
+				continue;
+			startable = _job_startable(job_ptr);
+		} else {
+			if (r->npending >= _params.max_jobs ||
+			    !_job_startable(job_ptr))
+				continue;
+			startable = true;
 		}
-		if (nj >= cap || !IS_JOB_PENDING(job_ptr) ||
-		    !_job_startable(job_ptr))
-			continue;
-		memset(j, 0, sizeof(*j));
+		j = _rj_new(r, &cap);
 		j->id = job_ptr->job_id;
 		j->priority = job_ptr->priority;
 		j->submit = d->submit_time;
+		j->end = job_ptr->end_time;
+		j->restarts = job_ptr->restart_cnt;
 		j->part = _part_index(r, job_ptr->part_ptr);
-		j->nodes = d->min_nodes ? (int)d->min_nodes : 1;
+		j->nodes_req = d->min_nodes ? (int)d->min_nodes : 1;
 		_job_gpus(job_ptr, j);
 		_job_options(job_ptr, j);
+		j->in_rescale = x && !x->gave_up;
+		if (j->in_rescale) {
+			if (!x->pending_since)
+				x->pending_since = r->when;
+			/* Requeue sets end_time; should it not, use when the
+			 * plugin first saw the job requeued. */
+			if (!j->end)
+				j->end = x->pending_since;
+		}
+		j->waits_release = !startable;
+		j->eligible = xcalloc(r->nnodes + 1, 1);
 		for (i = 0; i < r->nnodes; i++) {
-			el[i] = bit_test(job_ptr->part_ptr->node_bitmap, i) &&
+			j->eligible[i] =
+				bit_test(job_ptr->part_ptr->node_bitmap, i) &&
 				!(d->exc_node_bitmap &&
-				  bit_test(d->exc_node_bitmap, i));
+				  bit_test(d->exc_node_bitmap, i)) &&
+				!(d->req_node_bitmap &&
+				  !bit_test(d->req_node_bitmap, i));
 			if (job_ptr->resv_ptr && job_ptr->resv_ptr->node_bitmap &&
 			    !bit_test(job_ptr->resv_ptr->node_bitmap, i))
-				el[i] = 0;
+				j->eligible[i] = 0;
 		}
-		/* Required nodes: the job runs there or nowhere. */
-		if (d->req_node_bitmap)
-			for (i = 0; i < r->nnodes; i++)
-				if (!bit_test(d->req_node_bitmap, i))
-					el[i] = 0;
-		j->eligible = el;
-		r->node_buf_len += (size_t)j->nodes;
-		nj++;
+		if (j->gpn_req > 0)
+			_job_info(job_ptr, j, r->when);
+		r->npending++;
 	}
 	list_iterator_destroy(it);
-	r->njobs = nj;
 	unlock_slurmctld(locks);
+	/*
+	 * The policy may use the free GPUs and those of the elastic jobs it
+	 * moves. Running rigid jobs are never moved, so it does not see them
+	 * (it would otherwise be free to queue them): their GPUs are taken.
+	 */
+	for (i = 0; i < r->nrj; i++)
+		for (k = 0; !r->rj[i].rigid && k < r->rj[i].nalloc; k++)
+			managed[r->rj[i].alloc[k].node] += r->rj[i].alloc[k].gpus;
+	for (i = 0; i < r->nnodes; i++)
+		if (r->nodes[i].gpus > r->free[i] + managed[i])
+			r->nodes[i].gpus = r->free[i] + managed[i];
+	xfree(managed);
+}
+
+/* The round whose jobs _rj_order sorts (only the plugin's thread sorts). */
+static const struct _rj *_order_rj;
+
+static int _rj_order(const void *a, const void *b)
+{
+	const struct _rj *rj = _order_rj;
+	const struct _rj *x = &rj[*(const int *)a], *y = &rj[*(const int *)b];
+
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Whether a rigid pending job could ever run on its eligible nodes. */
+static bool _ever_fits(struct _round *r, const struct _rj *j, int64_t mask)
+{
+	int i, n = 0;
+
+	for (i = 0; i < r->nnodes; i++) {
+		if (j->eligible[i] && r->cfg[i] >= j->gpn_req &&
+		    (!mask || (mask & (1LL << r->nodes[i].gpu_type))))
+			n++;
+	}
+	return n >= j->nodes_req;
+}
+
+/* Fills the policy's input entry of rj[i]. */
+static void _input_job(struct _round *r, int i, uint32_t mask)
+{
+	struct _rj *j = &r->rj[i];
+	copus_job *c = &r->jobs[r->njobs];
+	struct _info *in = _info_find(j->id);
+
+	memset(c, 0, sizeof(*c));
+	c->id = j->id;
+	c->elastic = !j->rigid;
+	if (j->rigid) {
+		c->req_gpus = j->running ? j->cur_gpus :
+					   j->gpn_req * j->nodes_req;
+		c->min_gpus = c->max_gpus = c->req_gpus;
+	} else {
+		c->min_gpus = j->emin;
+		c->max_gpus = j->emax;
+		c->req_gpus = in && in->req_gpus > 0 ? in->req_gpus :
+			      j->gpn_req * j->nodes_req;
+		if (c->req_gpus < 1)
+			c->req_gpus = j->emin;
+	}
+	c->type_mask = mask;
+	c->submit_time = (double)j->submit;
+	c->restarts = j->restarts;
+	c->attained = in ? in->attained : 0.0;
+	c->priority = (double)j->priority;
+	c->remaining = -1.0;
+	c->max_gpus_had = in ? in->max_had : 0;
+	if (in && in->have_hint) {
+		const copus_model **ptrs = &r->model_ptrs[(size_t)r->njobs *
+							  r->ntypes];
+
+		c->req_batch = in->hint.limits.init_batch;
+		c->remaining = copus__remaining(&in->hint, in->rate);
+		if (copus__hint_models(&in->hint, r->type_ptrs, r->ntypes,
+				       &r->models[(size_t)r->njobs * r->ntypes],
+				       ptrs) > 0)
+			c->models = (const copus_model *const *)ptrs;
+	}
+	if (j->running) {
+		c->alloc = j->alloc;
+		c->alloc_slots = j->nalloc;
+		c->alloc_type = j->alloc_type;
+	} else {
+		c->alloc_type = -1;
+	}
+	j->job = r->njobs;
+	r->rj_of[r->njobs++] = i;
+}
+
+/*
+ * Builds the policy's input: every running GPU job, every pending elastic
+ * job, and per partition the rigid pending jobs in priority order as long
+ * as their requests fit the partition's free GPUs (always the first): the
+ * policy chooses among those, so rigid jobs start in priority order while
+ * small ones still fill free GPUs. The others wait with a reason.
+ */
+static void _build_input(struct _round *r)
+{
+	int *order, n = 0, i, t, cum = 0, part = -1;
+
+	for (t = 0; t < r->ntypes; t++)
+		r->type_ptrs[t] = r->types[t];
+	r->jobs = xcalloc(r->nrj + 1, sizeof(*r->jobs));
+	r->rj_of = xcalloc(r->nrj + 1, sizeof(*r->rj_of));
+	r->models = xcalloc((size_t)(r->nrj + 1) * r->ntypes,
+			    sizeof(*r->models));
+	r->model_ptrs = xcalloc((size_t)(r->nrj + 1) * r->ntypes,
+				sizeof(*r->model_ptrs));
+	order = xcalloc(r->nrj + 1, sizeof(*order));
+	for (i = 0; i < r->nrj; i++) {
+		struct _rj *j = &r->rj[i];
+		int64_t mask;
+
+		if (j->running && j->rigid)
+			continue;
+		if (j->running) {
+			mask = _type_mask(r, j);
+			/* It runs where it runs: its own type is allowed. */
+			if (mask > 0)
+				mask |= 1LL << j->alloc_type;
+			_input_job(r, i, mask < 0 ? 0 : (uint32_t)mask);
+			continue;
+		}
+		if (j->gpn_req == 0) {
+			j->action = _START;	/* no GPUs: Slurm places it */
+			continue;
+		}
+		mask = _type_mask(r, j);
+		if (mask < 0) {
+			j->reason = "copus: none of its GPU types is in the "
+				    "cluster";
+			j->never = true;
+			continue;
+		}
+		if (j->rigid && !_ever_fits(r, j, mask)) {
+			snprintf(j->reason_buf, sizeof(j->reason_buf),
+				 "copus: no %d node(s) it may use have %d "
+				 "GPU(s) of its type each", j->nodes_req,
+				 j->gpn_req);
+			j->reason = j->reason_buf;
+			j->never = true;
+			continue;
+		}
+		if (!j->rigid) {
+			_input_job(r, i, (uint32_t)mask);
+			continue;
+		}
+		order[n++] = i;
+	}
+	_order_rj = r->rj;
+	qsort(order, n, sizeof(*order), _rj_order);
+	for (i = 0; i < n; i++) {
+		struct _rj *j = &r->rj[order[i]];
+		int req = j->gpn_req * j->nodes_req;
+
+		if (j->part != part) {
+			part = j->part;
+			cum = 0;
+		} else if (cum + req > r->part_free[part]) {
+			j->reason = "copus: a job of higher priority in the "
+				    "partition starts first";
+			continue;
+		}
+		cum += req;
+		_input_job(r, order[i], (uint32_t)_type_mask(r, j));
+	}
+	xfree(order);
 }
 
 /* Phase 2: the decision, outside every lock. */
-static int _decide(struct _round *r)
+static void _decide(struct _round *r)
 {
+	copus_cluster c;
+	long bad = -1;
 	int rc;
 
+	_build_input(r);
+	if (!r->njobs || !_policy)
+		return;
+	memset(&c, 0, sizeof(c));
+	c.num_nodes = r->nnodes;
+	c.nodes = r->nodes;
+	c.num_types = r->ntypes;
+	c.type_names = r->type_ptrs;
 	r->dec = xcalloc(r->njobs + 1, sizeof(*r->dec));
-	r->node_buf = xcalloc(r->node_buf_len + 1, sizeof(*r->node_buf));
-	/*
-	 * copus__place_priority is the interim policy: strict priority order
-	 * with best-fit placement. It is replaced by the core policy
-	 * (include/copus/policy.h) once that interface exists.
-	 */
-	rc = copus__place_priority(r->nodes, r->nnodes, r->jobs, r->njobs,
-				   r->dec, r->node_buf, r->node_buf_len);
-	if (rc < 0)
-		error("%s: placement failed (status %d)", plugin_type, rc);
-	return rc;
+	rc = copus_policy_decide(_policy, &c, r->jobs, r->njobs,
+				 (double)r->when, r->dec);
+	if (rc != COPUS_OK) {
+		copus_policy_check_input(&c, r->jobs, r->njobs, &bad);
+		snprintf(r->error, sizeof(r->error), "the %s policy failed "
+			 "(%s) on job %u", _params.policy, copus_strerror(rc),
+			 bad >= 0 ? (unsigned)r->jobs[bad].id : 0u);
+		error("%s: %s; nothing decided this round", plugin_type,
+		      r->error);
+		return;
+	}
+	r->decided = 1;
+}
+
+static bool _rj_same_cell(struct _round *r, const struct _rj *j)
+{
+	return j->per_node * j->num_nodes == j->cur_gpus &&
+	       j->num_nodes == j->nalloc && j->dtype == j->alloc_type;
+}
+
+/* Turns the decisions into actions and reasons (no locks). */
+static void _plan(struct _round *r)
+{
+	int i;
+
+	for (i = 0; r->decided && i < r->njobs; i++) {
+		const copus_decision *d = &r->dec[i];
+		struct _rj *j = &r->rj[r->rj_of[i]];
+		struct _info *in = _info_find(j->id);
+		struct _rescale *x = _rescale_find(j->id);
+
+		if (in)
+			snprintf(in->reason, sizeof(in->reason), "%s",
+				 d->reason);
+		j->dtype = d->gpu_type;
+		j->per_node = copus__slots_per_node(d->slots, d->num_slots);
+		j->num_nodes = d->num_slots;
+		if (j->running) {
+			/* Queued (d->gpu_type < 0): it checkpoints and waits
+			 * in the queue for the policy to start it again. */
+			if (!d->changed || (d->gpu_type >= 0 && j->per_node < 1))
+				continue;
+			if (j->checkpointed) {
+				if (x && !x->requeue_sent)
+					j->action = _REQUEUE;
+				continue;
+			}
+			if (x || (d->gpu_type >= 0 && _rj_same_cell(r, j)) ||
+			    r->when - j->start < _params.restart_delay)
+				continue;
+			j->action = _ASK;
+			continue;
+		}
+		if (d->gpu_type < 0) {
+			snprintf(j->reason_buf, sizeof(j->reason_buf),
+				 "copus: %s", d->reason);
+			j->reason = j->reason_buf;
+			continue;
+		}
+		if (j->rigid ||
+		    (j->per_node == j->gpn_req && j->num_nodes == j->nodes_req &&
+		     (!j->type_req[0] ||
+		      !strcmp(j->type_req, r->types[j->dtype])))) {
+			if (!j->waits_release) {
+				j->action = _START;
+				continue;
+			}
+		}
+		if (j->restarts > 0 && r->when < j->end + _RELEASE_GAP) {
+			j->reason = "copus: requeued, restarts in a moment";
+			continue;
+		}
+		if (j->rigid) {
+			j->reason = "copus: waiting for its begin time";
+			continue;
+		}
+		j->action = _RESIZE;
+		snprintf(j->reason_buf, sizeof(j->reason_buf),
+			 "copus: starts with %d %s GPU(s) on %d node(s)",
+			 j->per_node * j->num_nodes, r->types[j->dtype],
+			 j->num_nodes);
+		j->reason = j->reason_buf;
+	}
+	/* Running jobs the policy ran without: rescale bookkeeping. */
+	for (i = 0; i < r->nrj; i++) {
+		struct _rj *j = &r->rj[i];
+		struct _rescale *x;
+
+		if (!j->running || !j->in_rescale || j->action != _NONE)
+			continue;
+		x = _rescale_find(j->id);
+		if (j->checkpointed && x && !x->requeue_sent)
+			j->action = _REQUEUE;
+	}
 }
 
 static void _set_reason(job_record_t *job_ptr, uint32_t reason,
@@ -546,38 +1273,43 @@ static void _set_reason(job_record_t *job_ptr, uint32_t reason,
 	last_job_update = time(NULL);
 }
 
-/* Starts one job on the chosen nodes, as backfill's _start_job() does. */
-static int _start(job_record_t *job_ptr, const struct copus__job *j,
-		  const struct copus__decision *d)
+/*
+ * Starts one job on the decided nodes, as backfill's _start_job() does.
+ * allow: the nodes it may use (NULL: wherever Slurm places it).
+ */
+static int _start(job_record_t *job_ptr, const struct _rj *j,
+		  bitstr_t *allow)
 {
-	bitstr_t *orig_exc = NULL, *avoid;
-	int k, rc;
+	bitstr_t *orig_exc = NULL, *avoid = NULL;
+	int rc;
 
-	avoid = bit_alloc(node_record_count);
-	for (k = 0; k < j->nodes; k++)
-		bit_set(avoid, d->nodes[k]);
-	bit_not(avoid);
-	if (job_ptr->details->exc_node_bitmap) {
-		orig_exc = bit_copy(job_ptr->details->exc_node_bitmap);
-		bit_or(job_ptr->details->exc_node_bitmap, avoid);
-	} else {
-		job_ptr->details->exc_node_bitmap = bit_copy(avoid);
+	if (allow) {
+		avoid = bit_copy(allow);
+		bit_not(avoid);
+		if (job_ptr->details->exc_node_bitmap) {
+			orig_exc = bit_copy(job_ptr->details->exc_node_bitmap);
+			bit_or(job_ptr->details->exc_node_bitmap, avoid);
+		} else {
+			job_ptr->details->exc_node_bitmap = bit_copy(avoid);
+		}
 	}
 	rc = select_nodes(job_ptr, false, NULL, NULL, false,
 			  SLURMDB_JOB_FLAG_SCHED);
-	/* select_nodes() may have replaced the bitmap: restore the job's. */
-	FREE_NULL_BITMAP(job_ptr->details->exc_node_bitmap);
-	job_ptr->details->exc_node_bitmap = orig_exc;
-	FREE_NULL_BITMAP(avoid);
+	if (allow) {
+		/* select_nodes() may have replaced the bitmap: restore. */
+		FREE_NULL_BITMAP(job_ptr->details->exc_node_bitmap);
+		job_ptr->details->exc_node_bitmap = orig_exc;
+		FREE_NULL_BITMAP(avoid);
+	}
 	if (rc != SLURM_SUCCESS) {
 		verbose("%s: %pJ could not start on the chosen nodes: %s",
 			plugin_type, job_ptr, slurm_strerror(rc));
 		return rc;
 	}
 	last_job_update = time(NULL);
-	if (j->elastic_max)
+	if (j->emax)
 		info("%s: started %pJ (elastic %d-%d GPUs%s%s) in %s on %s",
-		     plugin_type, job_ptr, j->elastic_min, j->elastic_max,
+		     plugin_type, job_ptr, j->emin, j->emax,
 		     j->ntypes ? ", types " : "",
 		     j->ntypes ? _spank_env(job_ptr, COPUS__ENV_TYPES) : "",
 		     job_ptr->part_ptr->name, job_ptr->nodes);
@@ -591,12 +1323,39 @@ static int _start(job_record_t *job_ptr, const struct copus__job *j,
 	return SLURM_SUCCESS;
 }
 
-/* Phase 3: act on the decisions under the write locks. */
-static void _act(struct _round *r, int ndec)
+/* The nodes a pending job may start on for its decision. */
+static bitstr_t *_allowed(struct _round *r, const struct _rj *j)
+{
+	const copus_decision *d = &r->dec[j->job];
+	bitstr_t *b = bit_alloc(node_record_count);
+	bool exact = d->num_slots == j->nodes_req;
+	int k;
+
+	for (k = 0; exact && k < d->num_slots; k++)
+		if (d->slots[k].gpus < j->gpn_req ||
+		    !j->eligible[d->slots[k].node])
+			exact = false;
+	if (exact) {
+		for (k = 0; k < d->num_slots; k++)
+			bit_set(b, d->slots[k].node);
+		return b;
+	}
+	/*
+	 * A rigid job placed other than it asked (for example 4 GPUs on two
+	 * nodes for 2 nodes x 2, or on a node outside its partition): any
+	 * node of the decided type it may use, Slurm picks.
+	 */
+	for (k = 0; k < r->nnodes; k++)
+		if (j->eligible[k] && r->nodes[k].gpu_type == j->dtype)
+			bit_set(b, k);
+	return b;
+}
+
+/* Phase 3: starts and reasons under the write locks. */
+static void _act(struct _round *r)
 {
 	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, WRITE_LOCK,
 				   READ_LOCK, READ_LOCK };
-	char desc[160];
 	int i, started = 0;
 
 	lock_slurmctld(locks);
@@ -605,44 +1364,37 @@ static void _act(struct _round *r, int ndec)
 		unlock_slurmctld(locks);
 		return;
 	}
-	for (i = 0; i < ndec; i++) {
-		struct copus__decision *d = &r->dec[i];
-		/* The placement sorted the jobs: decision i is job i's. */
-		const struct copus__job *j = &r->jobs[i];
-		job_record_t *job_ptr = find_job_record(d->id);
+	for (i = 0; i < r->nrj; i++) {
+		struct _rj *j = &r->rj[i];
+		job_record_t *job_ptr;
+		bitstr_t *allow = NULL;
 
-		/* Jobs change while the locks are free: check again. */
-		if (!job_ptr || j->id != d->id || !IS_JOB_PENDING(job_ptr) ||
-		    job_ptr->priority == 0 || IS_JOB_COMPLETING(job_ptr) ||
-		    !job_ptr->details)
+		if (j->running || (j->action != _START && !j->reason))
 			continue;
-		switch (d->verdict) {
-		case COPUS__START:
-			if (_start(job_ptr, j, d) == SLURM_SUCCESS)
-				started++;
-			else
-				d->verdict = COPUS__WAIT_RESOURCES;
-			break;
-		case COPUS__WAIT_RESOURCES:
-			snprintf(desc, sizeof(desc),
-				 "copus: waiting for %d node(s) with %d free "
-				 "%s GPU(s) each", j->nodes, j->gpus_per_node,
-				 j->type[0] ? j->type : "");
-			_set_reason(job_ptr, WAIT_RESOURCES, desc);
-			break;
-		case COPUS__WAIT_PRIORITY:
-			_set_reason(job_ptr, WAIT_PRIORITY,
-				    "copus: a job of higher priority in the "
-				    "partition starts first");
-			break;
-		case COPUS__NEVER:
-			snprintf(desc, sizeof(desc),
-				 "copus: no %d node(s) in the partition have "
-				 "%d %s GPU(s) each", j->nodes,
-				 j->gpus_per_node, j->type[0] ? j->type : "");
-			_set_reason(job_ptr, FAIL_BAD_CONSTRAINTS, desc);
-			break;
+		job_ptr = find_job_record(j->id);
+		/* Jobs change while the locks are free: check again. */
+		if (!job_ptr || !IS_JOB_PENDING(job_ptr) ||
+		    job_ptr->priority == 0 || IS_JOB_COMPLETING(job_ptr) ||
+		    !job_ptr->details || !job_ptr->part_ptr) {
+			j->action = _NONE;
+			continue;
 		}
+		if (j->action != _START) {
+			_set_reason(job_ptr, j->never ? FAIL_BAD_CONSTRAINTS :
+				    strstr(j->reason, "higher priority") ?
+				    WAIT_PRIORITY : WAIT_RESOURCES, j->reason);
+			continue;
+		}
+		if (j->job >= 0)
+			allow = _allowed(r, j);
+		if (_start(job_ptr, j, allow) == SLURM_SUCCESS) {
+			started++;
+		} else {
+			j->action = _NONE;
+			_set_reason(job_ptr, WAIT_RESOURCES,
+				    "copus: its decided nodes were not free");
+		}
+		FREE_NULL_BITMAP(allow);
 	}
 	unlock_slurmctld(locks);
 	if (started) {
@@ -655,51 +1407,167 @@ static void _act(struct _round *r, int ndec)
 	}
 }
 
-static const char *_verdict_name(enum copus__verdict v)
+/*
+ * Phase 4, outside every lock (slurmctld's own RPCs, as scontrol would):
+ * new requests for pending elastic jobs, checkpoint requests, requeues of
+ * checkpointed jobs, and the rescale table's bookkeeping.
+ */
+static void _requests(struct _round *r)
 {
-	switch (v) {
-	case COPUS__START:
-		return "started";
-	case COPUS__WAIT_RESOURCES:
-		return "wait:resources";
-	case COPUS__WAIT_PRIORITY:
-		return "wait:priority";
-	case COPUS__NEVER:
-		return "never-fits";
+	time_t now = time(NULL);
+	int i;
+
+	for (i = 0; i < r->nrj; i++) {
+		struct _rj *j = &r->rj[i];
+		struct _rescale *x = _rescale_find(j->id);
+		job_desc_msg_t desc;
+		char tres[64];
+
+		switch (j->action) {
+		case _RESIZE:
+			/*
+			 * Slurm refuses to change a GPU request's type in one
+			 * update ("with and without type identification"):
+			 * clear the request first.
+			 */
+			if (strcmp(j->type_req, r->types[j->dtype])) {
+				slurm_init_job_desc_msg(&desc);
+				desc.job_id = j->id;
+				desc.tres_per_node = "";
+				if (slurm_update_job(&desc) != SLURM_SUCCESS)
+					verbose("%s: JobId=%u: cannot clear its "
+						"GPU request: %m", plugin_type,
+						j->id);
+			}
+			slurm_init_job_desc_msg(&desc);
+			desc.job_id = j->id;
+			snprintf(tres, sizeof(tres), "gres:gpu:%s:%d",
+				 r->types[j->dtype], j->per_node);
+			desc.tres_per_node = tres;
+			desc.min_nodes = desc.max_nodes = j->num_nodes;
+			/* Without this a requeued job waits two minutes. */
+			desc.begin_time = now;
+			if (slurm_update_job(&desc) != SLURM_SUCCESS)
+				error("%s: JobId=%u: cannot set its request to "
+				      "%d node(s) x %s: %m", plugin_type, j->id,
+				      j->num_nodes, tres);
+			else {
+				info("%s: JobId=%u set to %d node(s) x %s%s",
+				     plugin_type, j->id, j->num_nodes, tres,
+				     x ? " after its checkpoint" : "");
+				_again = true;
+			}
+			break;
+		case _ASK:
+			if (_nrescales == _RESCALE_MAX)
+				break;
+			if (slurm_kill_job(j->id, COPUS_RESCALE_SIGNAL,
+					   KILL_FULL_JOB) != SLURM_SUCCESS) {
+				error("%s: JobId=%u: cannot ask it to "
+				      "checkpoint: %m", plugin_type, j->id);
+				break;
+			}
+			x = &_rescales[_nrescales++];
+			_state_dirty = true;
+			memset(x, 0, sizeof(*x));
+			x->id = j->id;
+			x->asked = now;
+			x->rc = j->restarts;
+			x->from = j->cur_gpus;
+			x->to = j->dtype >= 0 ? j->per_node * j->num_nodes : 0;
+			snprintf(x->type, sizeof(x->type), "%s",
+				 j->dtype >= 0 ? r->types[j->dtype] : "-");
+			info("%s: JobId=%u asked to checkpoint to go from %d %s "
+			     "GPU(s) to %d %s GPU(s) on %d node(s) (%s)",
+			     plugin_type, j->id, j->cur_gpus,
+			     r->types[j->alloc_type], x->to, x->type,
+			     j->num_nodes, r->dec[j->job].reason);
+			break;
+		case _REQUEUE:
+			if (!x)
+				break;
+			x->requeue_sent = true;
+			if (slurm_requeue(j->id, 0) != SLURM_SUCCESS &&
+			    errno != ESLURM_JOB_PENDING)
+				verbose("%s: JobId=%u: requeue: %m (it may "
+					"have requeued itself)", plugin_type,
+					j->id);
+			info("%s: JobId=%u checkpointed at step %lld %lds "
+			     "after the request; requeued", plugin_type, j->id,
+			     (long long)j->ckpt_step, (long)(now - x->asked));
+			break;
+		default:
+			break;
+		}
 	}
-	return "?";
+	/* The rescale table: restarted, vanished, late and stale entries. */
+	for (i = 0; i < _nrescales;) {
+		struct _rescale *x = &_rescales[i];
+		struct _rj *j = NULL;
+		int k;
+
+		for (k = 0; k < r->nrj && !j; k++)
+			if (r->rj[k].id == x->id)
+				j = &r->rj[k];
+		if (x->gave_up) {
+			if (now - x->asked > _params.ckpt_deadline +
+					     _params.restart_delay)
+				_rescale_drop(x);
+			else
+				i++;
+			continue;
+		}
+		if (j && j->running &&
+		    (x->rc >= 0 ? j->restarts > x->rc : j->start > x->asked)) {
+			info("%s: JobId=%u restarted with %d %s GPU(s) %lds "
+			     "after it was asked to checkpoint", plugin_type,
+			     x->id, j->cur_gpus, r->types[j->alloc_type],
+			     (long)(j->start - x->asked));
+			_rescale_drop(x);
+			continue;
+		}
+		if (j && j->running && !j->checkpointed &&
+		    now - x->asked > _params.ckpt_deadline) {
+			info("%s: JobId=%u did not checkpoint within %ds; "
+			     "left running with %d GPU(s)", plugin_type,
+			     x->id, _params.ckpt_deadline, x->from);
+			x->gave_up = true;
+			_state_dirty = true;
+			i++;
+			continue;
+		}
+		if (!j && now - x->asked > 2 * _params.ckpt_deadline + 60) {
+			/* Gone, held or finished: nothing left to do. */
+			_rescale_drop(x);
+			continue;
+		}
+		i++;
+	}
 }
 
-static void _cell_text(const struct copus__job *c, char *type, size_t tlen,
-		       char *range, size_t rlen)
+/* Text of the job's kind: "rigid" or "elastic:MIN-MAX". */
+static void _kind(const struct _rj *j, char *buf, size_t len)
 {
-	int k;
-
-	snprintf(type, tlen, "%s", c->type[0] ? c->type : "-");
-	if (!c->type[0] && c->ntypes) {
-		type[0] = '\0';
-		for (k = 0; k < c->ntypes; k++)
-			snprintf(type + strlen(type), tlen - strlen(type),
-				 "%s%s", k ? "," : "", c->types[k]);
-	}
-	if (c->elastic_max)
-		snprintf(range, rlen, "%d-%d", c->elastic_min, c->elastic_max);
+	if (j->rigid)
+		snprintf(buf, len, "rigid");
 	else
-		snprintf(range, rlen, "-");
+		snprintf(buf, len, "elastic:%d-%d", j->emin, j->emax);
 }
 
 /*
- * The admin's view of the last round: StateSaveLocation/copus_status, one
- * line per job (running, then pending in decision order), replaced
- * atomically (written beside, flushed, renamed) so a reader never sees half
- * a file.
+ * The admin's view of the last round: StateSaveLocation/copus_status, a
+ * comment line with the round's figures, a header, then one line per job
+ * (running, then pending), tab-separated (copusctl prints it as a table);
+ * replaced atomically (written beside, flushed, renamed) so that a reader
+ * never sees half a file.
  */
-static void _write_status(struct _round *r, int ndec)
+static void _write_status(struct _round *r)
 {
-	char *path = NULL, *tmp = NULL, type[160], range[32], when[32];
+	char *path = NULL, *tmp = NULL, when[32], kind[32], nodes[256];
+	char speed[16], left[16];
 	struct tm tm;
 	FILE *f = NULL;
-	int i, k;
+	int i, k, pass;
 
 	if (!r->state_dir)
 		return;
@@ -712,41 +1580,75 @@ static void _write_status(struct _round *r, int ndec)
 	}
 	localtime_r(&r->when, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(f, "# sched/copus round at %s (every %d s): %d pending "
-		"considered, %d running; took %.3f ms (snapshot %.3f, decision "
-		"%.3f, actions %.3f)\n", when, _params.interval, r->njobs,
-		r->nrun, r->t_snap + r->t_decide + r->t_act, r->t_snap,
-		r->t_decide, r->t_act);
-	fprintf(f, "%-10s %-8s %5s %9s %-12s %-9s %-15s %s\n", "JOBID",
-		"STATE", "NODES", "GPUS/NODE", "TYPE", "ELASTIC", "DECISION",
-		"NODELIST");
-	for (i = 0; i < r->nrun; i++) {
-		const struct _run *x = &r->run[i];
+	fprintf(f, "# sched/copus round at %s (every %d s, policy %s): %d "
+		"pending considered, %d running; took %.3f ms (snapshot %.3f, "
+		"decision %.3f, actions %.3f)%s%s\n", when, _params.interval,
+		_params.policy, r->npending, r->nrunning,
+		r->t_snap + r->t_decide + r->t_act, r->t_snap, r->t_decide,
+		r->t_act, r->error[0] ? "; " : "", r->error);
+	fprintf(f, "JOBID\tSTATE\tKIND\tTYPE\tGPUS\tNODES\tSPEEDUP\t"
+		"REMAINING\tDECISION\tNODELIST\n");
+	for (pass = 0; pass < 2; pass++)
+	for (i = 0; i < r->nrj; i++) {
+		const struct _rj *j = &r->rj[i];
+		const copus_decision *d =
+			r->decided && j->job >= 0 ? &r->dec[j->job] : NULL;
+		const copus_job *c = j->job >= 0 ? &r->jobs[j->job] : NULL;
+		const char *state, *type, *reason;
+		int gpus, nn, t;
 
-		_cell_text(&x->cell, type, sizeof(type), range, sizeof(range));
-		fprintf(f, "%-10u %-8s %5d %9d %-12s %-9s %-15s %s\n", x->id,
-			"RUNNING", x->cell.nodes, x->cell.gpus_per_node, type,
-			range, "running", x->nodelist ? x->nodelist : "-");
-	}
-	for (i = 0; i < ndec; i++) {
-		const struct copus__decision *d = &r->dec[i];
-		const struct copus__job *j = &r->jobs[i];
-		char nodes[256] = "-";
-
-		if (j->id != d->id)
+		if (j->running != (pass == 0))
 			continue;
-		if (d->verdict == COPUS__START) {
-			nodes[0] = '\0';
-			for (k = 0; k < j->nodes; k++)
-				snprintf(nodes + strlen(nodes),
-					 sizeof(nodes) - strlen(nodes), "%s%s",
-					 k ? "," : "", r->names[d->nodes[k]]);
+		_kind(j, kind, sizeof(kind));
+		snprintf(nodes, sizeof(nodes), "-");
+		if (j->running) {
+			state = j->in_rescale ? "RESCALING" : "RUNNING";
+			t = j->alloc_type;
+			gpus = j->cur_gpus;
+			nn = j->nalloc;
+			snprintf(nodes, sizeof(nodes), "%s",
+				 j->nodelist ? j->nodelist : "-");
+		} else if (d && d->gpu_type >= 0) {
+			state = j->action == _START ? "STARTING" : "PENDING";
+			t = d->gpu_type;
+			gpus = j->per_node * j->num_nodes;
+			nn = j->num_nodes;
+			if (j->action == _START) {
+				nodes[0] = '\0';
+				for (k = 0; k < d->num_slots; k++)
+					snprintf(nodes + strlen(nodes),
+						 sizeof(nodes) - strlen(nodes),
+						 "%s%s", k ? "," : "",
+						 r->names[d->slots[k].node]);
+			}
+		} else {
+			state = j->action == _START ? "STARTING" : "PENDING";
+			t = -1;
+			gpus = j->gpn_req * j->nodes_req;
+			nn = j->nodes_req;
 		}
-		_cell_text(j, type, sizeof(type), range, sizeof(range));
-		fprintf(f, "%-10u %-8s %5d %9d %-12s %-9s %-15s %s\n", d->id,
-			d->verdict == COPUS__START ? "STARTING" : "PENDING",
-			j->nodes, j->gpus_per_node, type, range,
-			_verdict_name(d->verdict), nodes);
+		type = t >= 0 ? r->types[t] :
+		       j->type_req[0] ? j->type_req : "-";
+		snprintf(speed, sizeof(speed), "-");
+		snprintf(left, sizeof(left), "-");
+		if (c && c->models && t >= 0 && c->models[t] && nn > 0) {
+			double s = copus__model_speedup(c->models[t], nn,
+							gpus / nn);
+
+			if (s > 0)
+				snprintf(speed, sizeof(speed), "%.2f", s);
+		}
+		if (c && c->remaining >= 0)
+			snprintf(left, sizeof(left), "%.0fs", c->remaining);
+		reason = d ? d->reason : j->reason ? j->reason :
+			 j->running ? "rigid: keeps its GPUs" : "-";
+		if (j->reason && !j->running)
+			reason = j->reason;
+		if (!strncmp(reason, "copus: ", 7))
+			reason += 7;
+		fprintf(f, "%u\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", j->id,
+			state, kind, type, gpus, nn, speed, left,
+			reason[0] ? reason : "-", nodes);
 	}
 	if (fflush(f) || fsync(fileno(f))) {
 		error("%s: cannot write %s: %m", plugin_type, tmp);
@@ -767,142 +1669,6 @@ out:
 	xfree(tmp);
 }
 
-/*
- * Rescales, outside every lock (they go through slurmctld's own RPCs, as
- * scontrol would): give requeued jobs their new size, give up on jobs that
- * did not answer in time, forget jobs that ended.
- */
-static void _rescale_progress(struct _round *r)
-{
-	time_t now = time(NULL);
-	int i, k;
-
-	for (i = 0; i < _nrescales;) {
-		struct _rescale *x = &_rescales[i];
-		bool requeued = false, running = false;
-		job_desc_msg_t desc;
-		char tres[64];
-
-		if (x->gave_up) {
-			if (now - x->asked > _params.ckpt_deadline +
-					     _params.restart_delay)
-				_rescale_drop(x);
-			else
-				i++;
-			continue;
-		}
-		for (k = 0; k < r->nrequeued; k++)
-			if (r->requeued[k] == x->id)
-				requeued = true;
-		for (k = 0; k < r->nrun; k++)
-			if (r->run[k].id == x->id)
-				running = true;
-		if (requeued) {
-			slurm_init_job_desc_msg(&desc);
-			desc.job_id = x->id;
-			snprintf(tres, sizeof(tres), "gres:gpu:%s%s%d", x->type,
-				 x->type[0] ? ":" : "", x->to);
-			desc.tres_per_node = tres;
-			desc.min_nodes = 1;
-			desc.max_nodes = 1;
-			/* Without this a requeued job waits two minutes. */
-			desc.begin_time = now;
-			if (slurm_update_job(&desc) != SLURM_SUCCESS)
-				error("%s: JobId=%u: cannot set its new size "
-				      "(%s): %m; it restarts at its old size",
-				      plugin_type, x->id, tres);
-			else
-				info("%s: JobId=%u checkpointed and requeued "
-				     "after %lds; restarts with %d GPU(s) "
-				     "instead of %d", plugin_type, x->id,
-				     (long)(now - x->asked), x->to, x->from);
-			_rescale_drop(x);
-			continue;
-		}
-		if (running && now - x->asked > _params.ckpt_deadline) {
-			info("%s: JobId=%u did not checkpoint within %ds; "
-			     "left running with %d GPU(s)", plugin_type,
-			     x->id, _params.ckpt_deadline, x->from);
-			x->gave_up = true;
-			_rescales_dirty = true;
-			i++;
-			continue;
-		}
-		if (!running) {
-			bool pending = false;
-
-			/* Still completing its requeue: wait. */
-			for (k = 0; k < r->njobs; k++)
-				if (r->jobs[k].id == x->id)
-					pending = true;
-			if (!pending && now - x->asked >
-					_params.ckpt_deadline * 2 + 60) {
-				_rescale_drop(x);
-				continue;
-			}
-		}
-		i++;
-	}
-}
-
-/* Asks elastic jobs to change size (the interim rule in sched.c). */
-static void _rescale_start(struct _round *r, int ndec)
-{
-	struct copus__running *run;
-	const struct copus__job *blocked = NULL;
-	int *target, i, n;
-	time_t now = time(NULL);
-
-	if (!r->nrun)
-		return;
-	for (i = 0; i < ndec && !blocked; i++)
-		if (r->dec[i].verdict == COPUS__WAIT_RESOURCES)
-			blocked = &r->jobs[i];
-	run = xcalloc(r->nrun, sizeof(*run));
-	target = xcalloc(r->nrun, sizeof(*target));
-	for (i = 0; i < r->nrun; i++) {
-		const struct _run *x = &r->run[i];
-
-		run[i].id = x->id;
-		run[i].node = x->node;
-		run[i].nodes = x->cell.nodes;
-		run[i].gpus_per_node = x->cell.gpus_per_node;
-		/* A job being rescaled is not asked again. */
-		if (!_rescale_find(x->id)) {
-			run[i].elastic_min = x->cell.elastic_min;
-			run[i].elastic_max = x->cell.elastic_max;
-		}
-		run[i].since = x->start;
-	}
-	n = copus__rescale_interim(r->nodes, r->nnodes, run, r->nrun, blocked,
-				   now, _params.restart_delay, target);
-	for (i = 0; n > 0 && i < r->nrun; i++) {
-		struct _rescale *x;
-
-		if (!target[i] || _nrescales == _RESCALE_MAX)
-			continue;
-		if (slurm_kill_job(run[i].id, COPUS_RESCALE_SIGNAL,
-				   KILL_FULL_JOB) != SLURM_SUCCESS) {
-			error("%s: JobId=%u: cannot ask it to checkpoint: %m",
-			      plugin_type, run[i].id);
-			continue;
-		}
-		x = &_rescales[_nrescales++];
-		_rescales_dirty = true;
-		memset(x, 0, sizeof(*x));
-		x->id = run[i].id;
-		x->asked = now;
-		x->from = run[i].gpus_per_node;
-		x->to = target[i];
-		snprintf(x->type, sizeof(x->type), "%s", r->run[i].cell.type);
-		info("%s: JobId=%u asked to checkpoint to go from %d to %d "
-		     "GPU(s)%s", plugin_type, x->id, x->from, x->to,
-		     blocked ? " (a job waits for GPUs)" : "");
-	}
-	xfree(run);
-	xfree(target);
-}
-
 static double _ms_since(struct timespec *t0)
 {
 	struct timespec t1;
@@ -918,23 +1684,20 @@ static void _round(void)
 {
 	struct _round r;
 	struct timespec t;
-	int ndec = 0;
 
 	memset(&r, 0, sizeof(r));
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	_snapshot(&r);
+	_info_sweep();
 	r.t_snap = _ms_since(&t);
-	_rescale_progress(&r);
-	if (r.njobs > 0) {
-		ndec = _decide(&r);
-		r.t_decide = _ms_since(&t);
-		if (ndec > 0)
-			_act(&r, ndec);
-		r.t_act = _ms_since(&t);
-	}
-	_rescale_start(&r, ndec > 0 ? ndec : 0);
+	_decide(&r);
+	_plan(&r);
+	r.t_decide = _ms_since(&t);
+	_act(&r);
+	r.t_act = _ms_since(&t);
+	_requests(&r);
 	_state_save(r.state_dir);
-	_write_status(&r, ndec > 0 ? ndec : 0);
+	_write_status(&r);
 	_round_free(&r);
 }
 
@@ -949,15 +1712,22 @@ static void *_agent(void *arg)
 	_load_params();
 	dir = xstrdup(slurm_conf.state_save_location);
 	unlock_slurmctld(conf);
+	_policy_setup();
 	_state_load(dir);
 	xfree(dir);
 	while (1) {
 		slurm_mutex_lock(&_term_lock);
-		if (!_stop) {
+		if (!_stop && !_again) {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += _params.interval;
+			/*
+			 * While a rescale is in flight, rounds come every
+			 * second: the job's checkpoint is noticed, and the job
+			 * restarted, within a second or two, not an interval.
+			 */
+			ts.tv_sec += _rescales_active() ? 1 : _params.interval;
 			pthread_cond_timedwait(&_term_cond, &_term_lock, &ts);
 		}
+		_again = false;
 		if (_stop) {
 			slurm_mutex_unlock(&_term_lock);
 			break;
@@ -968,11 +1738,17 @@ static void *_agent(void *arg)
 			lock_slurmctld(conf);
 			_load_params();
 			unlock_slurmctld(conf);
+			_policy_setup();
 		} else {
 			slurm_mutex_unlock(&_term_lock);
 		}
 		_round();
 	}
+	if (_policy)
+		copus_policy_destroy(_policy);
+	_policy = NULL;
+	xfree(_info);
+	_ninfo = _info_cap = 0;
 	return NULL;
 }
 

@@ -1,7 +1,7 @@
 /*
  * The Slurm-free parts of sched/copus and spank_copus: SchedulerParameters
- * keys, the --elastic and --gpu-types checks, and the interim priority-order
- * placement.
+ * keys, the --elastic and --gpu-types checks, and what the plugin derives
+ * from a job's hint for the core policy.
  */
 #include <string.h>
 
@@ -130,149 +130,115 @@ static void gpu_type_lists_are_checked(void)
 					   sizeof(why)), -1);
 }
 
-static void _nodes(struct copus__node *n, int count, const char *type,
-		   int gpus)
+/* A hint with a model for a100 and one published as "default". */
+static copus_hint _hint(void)
 {
-	int i;
+	copus_hint h;
+	copus_perf_params a = { 0.01, 4e-4, 0.05, 1e-3, 0.02, 5e-4, 1.5 };
+	copus_perf_params d = { 0.03, 9e-4, 0.07, 2e-3, 0.04, 7e-4, 2.0 };
 
-	for (i = 0; i < count; i++) {
-		memset(&n[i], 0, sizeof(n[i]));
-		snprintf(n[i].type, sizeof(n[i].type), "%s", type);
-		n[i].gpus = n[i].gpus_free = gpus;
-		n[i].usable = 1;
-	}
+	memset(&h, 0, sizeof(h));
+	h.version = 1;
+	h.job_id = 7;
+	h.limits.init_batch = 128;
+	h.limits.max_batch = 4096;
+	h.limits.min_local = 8;
+	h.limits.max_local = 256;
+	h.limits.accumulation = true;
+	h.grad.sqr = 0.5;
+	h.grad.var = 3.0;
+	h.progress = 100;
+	h.n_perf = 2;
+	strcpy(h.perf[0].type, "a100");
+	h.perf[0].perf = a;
+	strcpy(h.perf[1].type, "default");
+	h.perf[1].perf = d;
+	return h;
 }
 
-static struct copus__job _job(uint32_t id, uint32_t prio, int nodes, int gpn,
-			      const char *type)
+static void hint_models_follow_type_names_with_default(void)
 {
-	struct copus__job j;
+	const char *const names[3] = { "v100", "a100", "t4" };
+	copus_hint h = _hint();
+	copus_model m[3];
+	const copus_model *p[3];
 
-	memset(&j, 0, sizeof(j));
-	j.id = id;
-	j.priority = prio;
-	j.submit = id;
-	j.nodes = nodes;
-	j.gpus_per_node = gpn;
-	snprintf(j.type, sizeof(j.type), "%s", type);
-	return j;
+	CU_ASSERT_EQUAL(copus__hint_models(&h, names, 3, m, p), 3);
+	CU_ASSERT_PTR_EQUAL(p[1], &m[1]);
+	ASSERT_CLOSE(p[1]->perf.gamma, 1.5, 1e-12);
+	ASSERT_CLOSE(p[0]->perf.gamma, 2.0, 1e-12);
+	ASSERT_CLOSE(p[2]->grad.var, 3.0, 1e-12);
+	ASSERT_CLOSE(p[2]->limits.max_batch, 4096, 1e-12);
+	/* Without "default", types the job has not seen have no model. */
+	h.n_perf = 1;
+	CU_ASSERT_EQUAL(copus__hint_models(&h, names, 3, m, p), 1);
+	CU_ASSERT_PTR_NULL(p[0]);
+	CU_ASSERT_PTR_NULL(p[2]);
+	CU_ASSERT_PTR_NOT_NULL(p[1]);
+	/* A model that does not pass the check is left out. */
+	h.limits.max_local = 0;
+	CU_ASSERT_EQUAL(copus__hint_models(&h, names, 3, m, p), 0);
+	CU_ASSERT_PTR_NULL(p[1]);
 }
 
-static void jobs_start_in_priority_order_and_block_lower_ones(void)
+static void remaining_time_needs_a_target_and_a_rate(void)
 {
-	struct copus__node n[2];
-	struct copus__job j[4];
-	struct copus__decision d[4];
-	int buf[16];
+	copus_hint h = _hint();
 
-	_nodes(n, 2, "a100", 4);
-	j[0] = _job(1, 10, 1, 4, "");	/* low priority, would fit */
-	j[1] = _job(2, 30, 2, 3, "");	/* highest: both nodes */
-	j[2] = _job(3, 20, 1, 2, "");	/* does not fit after job 2 */
-	j[3] = _job(4, 5, 1, 1, "");
-	ASSERT_STATUS(copus__place_priority(n, 2, j, 4, d, buf, 16), 4);
-	/* The jobs are sorted in place: decision i is job i's. */
-	for (int i = 0; i < 4; i++)
-		CU_ASSERT_EQUAL(d[i].id, j[i].id);
-	CU_ASSERT_EQUAL(d[0].id, 2);
-	CU_ASSERT_EQUAL(d[0].verdict, COPUS__START);
-	CU_ASSERT(d[0].nodes[0] != d[0].nodes[1]);
-	CU_ASSERT_EQUAL(d[1].id, 3);
-	CU_ASSERT_EQUAL(d[1].verdict, COPUS__WAIT_RESOURCES);
-	/* Job 1 would fit nowhere anyway; job 4 would fit but must wait. */
-	CU_ASSERT_EQUAL(d[3].id, 4);
-	CU_ASSERT_EQUAL(d[3].verdict, COPUS__WAIT_PRIORITY);
-	CU_ASSERT_EQUAL(n[0].gpus_free + n[1].gpus_free, 2);
+	ASSERT_CLOSE(copus__remaining(&h, 2.0), -1.0, 0);
+	h.target = 300;
+	ASSERT_CLOSE(copus__remaining(&h, 2.0), 100.0, 1e-9);
+	ASSERT_CLOSE(copus__remaining(&h, 0.0), -1.0, 0);
+	ASSERT_CLOSE(copus__remaining(&h, -1.0), -1.0, 0);
+	h.progress = 400;
+	ASSERT_CLOSE(copus__remaining(&h, 2.0), 0.0, 0);
 }
 
-static void types_nodes_and_partitions_are_honoured(void)
+static void unequal_slots_are_applied_at_the_smallest_count(void)
 {
-	struct copus__node n[4];
-	struct copus__job j[4];
-	struct copus__decision d[4];
-	uint8_t only_n4[4] = { 0, 0, 0, 1 };
-	int buf[16];
+	copus_slot s[3] = { { 0, 4 }, { 2, 2 }, { 3, 4 } };
 
-	_nodes(n, 2, "a100", 4);
-	_nodes(n + 2, 2, "v100", 4);
-	n[2].usable = 0;		/* drained */
-	j[0] = _job(1, 50, 1, 4, "v100");
-	j[1] = _job(2, 40, 1, 1, "v100");
-	j[1].part = 1;
-	j[2] = _job(3, 30, 1, 8, "a100");	/* never: 8 GPUs per node */
-	j[3] = _job(4, 20, 1, 2, "");
-	j[3].eligible = only_n4;
-	ASSERT_STATUS(copus__place_priority(n, 4, j, 4, d, buf, 16), 4);
-	CU_ASSERT_EQUAL(d[0].verdict, COPUS__START);
-	CU_ASSERT_EQUAL(d[0].nodes[0], 3);	/* the only usable v100 */
-	/* Another partition is not blocked by the first one's wait. */
-	CU_ASSERT_EQUAL(d[1].verdict, COPUS__WAIT_RESOURCES);
-	CU_ASSERT_EQUAL(d[2].verdict, COPUS__NEVER);
-	CU_ASSERT_EQUAL(d[3].verdict, COPUS__WAIT_RESOURCES);
+	CU_ASSERT_EQUAL(copus__slots_per_node(s, 3), 2);
+	CU_ASSERT_EQUAL(copus__slots_per_node(s, 1), 4);
+	CU_ASSERT_EQUAL(copus__slots_per_node(NULL, 0), 0);
 }
 
-static void elastic_types_and_best_fit(void)
+static void model_speedup_grows_with_gpus(void)
 {
-	struct copus__node n[3];
-	struct copus__job j[1];
-	struct copus__decision d[1];
-	int buf[4];
+	copus_hint h = _hint();
+	const char *const names[1] = { "a100" };
+	copus_model m[1];
+	const copus_model *p[1];
+	double s1, s4, s8;
 
-	_nodes(n, 3, "a100", 4);
-	snprintf(n[2].type, sizeof(n[2].type), "h100");
-	n[0].gpus_free = 1;
-	n[1].gpus_free = 3;
-	j[0] = _job(1, 1, 1, 2, "");
-	j[0].ntypes = 2;
-	snprintf(j[0].types[0], 16, "a100");
-	snprintf(j[0].types[1], 16, "l4");
-	ASSERT_STATUS(copus__place_priority(n, 3, j, 1, d, buf, 4), 1);
-	CU_ASSERT_EQUAL(d[0].verdict, COPUS__START);
-	CU_ASSERT_EQUAL(d[0].nodes[0], 1);	/* fewest free that fits */
-	ASSERT_STATUS(copus__place_priority(n, 3, j, 1, d, buf, 0),
-		      COPUS_EINVAL);
-	ASSERT_STATUS(copus__place_priority(NULL, 3, j, 1, d, buf, 4),
-		      COPUS_EINVAL);
+	CU_ASSERT_EQUAL(copus__hint_models(&h, names, 1, m, p), 1);
+	s1 = copus__model_speedup(p[0], 1, 1);
+	s4 = copus__model_speedup(p[0], 1, 4);
+	s8 = copus__model_speedup(p[0], 2, 4);
+	ASSERT_CLOSE(s1, 1.0, 1e-9);
+	CU_ASSERT(s4 > 1.0 && s4 <= 4.0 + 1e-9);
+	CU_ASSERT(s8 > 1.0 && s8 <= 8.0 + 1e-9);
+	ASSERT_CLOSE(copus__model_speedup(NULL, 1, 1), 0.0, 0);
+	ASSERT_CLOSE(copus__model_speedup(p[0], 0, 1), 0.0, 0);
 }
 
-static void elastic_jobs_grow_when_idle_and_shrink_for_waiters(void)
+static void policy_key_takes_a_name(void)
 {
-	struct copus__node n[2];
-	struct copus__running r[3];
-	struct copus__job w;
-	int t[3];
+	struct copus__params p;
 
-	_nodes(n, 2, "a100", 4);
-	n[0].gpus_free = 3;		/* r[0] holds 1 */
-	n[1].gpus_free = 0;		/* r[1] holds 2, rigid r[2] holds 2 */
-	memset(r, 0, sizeof(r));
-	r[0] = (struct copus__running){ 1, 0, 1, 1, 1, 8, 0 };
-	r[1] = (struct copus__running){ 2, 1, 1, 2, 1, 2, 0 };
-	r[2] = (struct copus__running){ 3, 1, 1, 2, 0, 0, 0 };
-	/* Nothing waits: job 1 grows to its node's 4 GPUs, job 2 is at max. */
-	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, NULL, 100, 10, t), 1);
-	CU_ASSERT_EQUAL(t[0], 4);
-	CU_ASSERT_EQUAL(t[1], 0);
-	CU_ASSERT_EQUAL(t[2], 0);
-	/* Too soon after its last change: left alone. */
-	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, NULL, 5, 10, t), 0);
-	/* A one-node job needing 2 GPUs waits: job 1 (now at 4 on node 0,
-	 * none free) shrinks to 2; job 2 could only go to 0 and is kept. */
-	r[0].gpus_per_node = 4;
-	n[0].gpus_free = 0;
-	w = _job(9, 1, 1, 2, "a100");
-	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, &w, 100, 10, t), 1);
-	CU_ASSERT_EQUAL(t[0], 2);
-	CU_ASSERT_EQUAL(t[1], 0);
-	/* Never below the minimum. */
-	r[0].elastic_min = 3;
-	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, &w, 100, 10, t), 0);
-	/* A waiter of another type does not shrink anyone. */
-	r[0].elastic_min = 1;
-	w = _job(9, 1, 1, 2, "v100");
-	ASSERT_STATUS(copus__rescale_interim(n, 2, r, 3, &w, 100, 10, t), 0);
-	ASSERT_STATUS(copus__rescale_interim(NULL, 2, r, 3, NULL, 0, 0, t),
-		      COPUS_EINVAL);
+	_reports = 0;
+	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=pollux", &p,
+					    _collect, NULL), 0);
+	CU_ASSERT_STRING_EQUAL(p.policy, "pollux");
+	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=copus:no-srpt", &p,
+					    _collect, NULL), 0);
+	CU_ASSERT_STRING_EQUAL(p.policy, "copus:no-srpt");
+	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=Bad/Name", &p,
+					    _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_policy=Bad/Name"));
+	CU_ASSERT_STRING_EQUAL(p.policy, "copus");
+	CU_ASSERT_EQUAL(copus__params_parse(NULL, &p, _collect, NULL), 0);
+	CU_ASSERT_STRING_EQUAL(p.policy, "copus");
 }
 
 int main(void)
@@ -282,10 +248,11 @@ int main(void)
 		TEST(bad_params_are_reported_by_key_and_value),
 		TEST(elastic_values_are_checked),
 		TEST(gpu_type_lists_are_checked),
-		TEST(jobs_start_in_priority_order_and_block_lower_ones),
-		TEST(types_nodes_and_partitions_are_honoured),
-		TEST(elastic_types_and_best_fit),
-		TEST(elastic_jobs_grow_when_idle_and_shrink_for_waiters),
+		TEST(hint_models_follow_type_names_with_default),
+		TEST(remaining_time_needs_a_target_and_a_rate),
+		TEST(unequal_slots_are_applied_at_the_smallest_count),
+		TEST(model_speedup_grows_with_gpus),
+		TEST(policy_key_takes_a_name),
 	};
 	return RUN_TESTS("plugin-sched", tests);
 }

@@ -1,10 +1,13 @@
 #!/bin/bash
-# Elastic jobs under sched/copus on a loopback cluster (n1: 4 a100, n2: 4
-# v100), through the checkpoint protocol: the plugin sends the rescale
-# signal, the job exits with 75, Slurm requeues it (RequeueExit=75) and the
-# plugin restarts it at the new size.
-#  1. An elastic job alone grows into the free GPUs of its node.
-#  2. A rigid job arrives: the elastic job shrinks so that both run.
+# Elastic jobs under sched/copus and its core policy on a loopback cluster
+# (n1: 4 a100, n2: 4 v100), through the checkpoint protocol: the plugin
+# sends the rescale signal, the job publishes st="checkpointed" in its hint,
+# the plugin requeues it and restarts it in the cell the policy decides.
+#  1. An elastic job alone, whose hint says it scales, grows towards its
+#     max.
+#  2. A rigid job arrives: the elastic job shrinks through the checkpoint
+#     protocol so that both run; it resumes from its checkpoint (its step
+#     never goes back).
 #  3. A job that ignores the checkpoint request is not resized and keeps
 #     running.
 . "$(dirname "$0")/slurm-common.sh"
@@ -13,25 +16,8 @@ so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
 spank=$(need_plugin spank_copus) || exit $?
 cluster_up --nodes 2 --gpus a100:4,v100:4 --sched copus --spank "$spank" \
 	--plugin-dir "$(dirname "$so")" \
-	--sched-params copus_interval=1,copus_restart_delay=2,copus_checkpoint_deadline=4
-
-cat >"$TMP/elastic.sh" <<'JOB'
-#!/bin/bash
-# A job that speaks the protocol: checkpoint (here: nothing to save) and
-# exit with 75 when asked.
-out=$1
-trap 'echo "checkpoint restart=${SLURM_RESTART_COUNT:-0}" >>"$out"; exit 75' USR1
-n=$(tr , '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-echo "start restart=${SLURM_RESTART_COUNT:-0} gpus=$n" >>"$out"
-while :; do sleep 0.2; done
-JOB
-cat >"$TMP/stubborn.sh" <<'JOB'
-#!/bin/bash
-trap '' USR1
-n=$(tr , '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-echo "start restart=${SLURM_RESTART_COUNT:-0} gpus=$n" >>"$1"
-while :; do sleep 0.2; done
-JOB
+	--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=2,copus_checkpoint_deadline=4
+hint_job "$TMP/job.sh"
 
 # wait_line FILE REGEX SECONDS
 wait_line() {
@@ -43,27 +29,40 @@ wait_line() {
 }
 
 e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 --elastic=1-4 -t 10 \
-	"$TMP/elastic.sh" "$TMP/e.out") || fail "sbatch refused the elastic job"
-wait_line "$TMP/e.out" '^start restart=0 gpus=1$' 60 || fail "the elastic job did not start with 1 GPU: $(cat "$TMP/e.out" 2>&1)"
-wait_line "$TMP/e.out" '^start restart=1 gpus=4$' 90 ||
+	"$TMP/job.sh" "$TMP/e.out") || fail "sbatch refused the elastic job"
+wait_line "$TMP/e.out" '^start restart=0 gpus=1 ' 60 || fail "the elastic job did not start with 1 GPU: $(cat "$TMP/e.out" 2>&1)"
+wait_line "$TMP/e.out" '^start restart=[1-9][0-9]* gpus=4 ' 60 ||
 	fail "the elastic job did not grow to 4 GPUs: $(cat "$TMP/e.out" 2>&1)"
 echo "grew: $(tr '\n' ';' <"$TMP/e.out")"
+grep -q "JobId=$e checkpointed at step" "$TMP/c/log/slurmctld.log" ||
+	fail "the plugin did not requeue job $e on its checkpointed hint"
+end=$((SECONDS + 10))
+until grep -Pq "^$e\tRUNNING\telastic:1-4\ta100\t4\t1\t[0-9.]+\t" "$TMP/c/state/copus_status"; do
+	[ $SECONDS -lt $end ] || fail "the status file does not show job $e on 4 a100 GPUs with its speedup: $(cat "$TMP/c/state/copus_status")"
+	sleep 0.3
+done
+restarts=$(grep -c '^start ' "$TMP/e.out")
 
 r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 3') ||
 	fail "sbatch refused the rigid job"
-wait_line "$TMP/e.out" '^start restart=2 gpus=2$' 90 ||
-	fail "the elastic job did not shrink to 2 GPUs for the rigid job: $(cat "$TMP/e.out")"
-wait_state "$r" COMPLETED 90 || fail "the rigid job did not run beside the shrunk job"
+wait_state "$r" COMPLETED 60 || fail "the rigid job did not run beside the elastic job"
+[ "$(grep -c '^start ' "$TMP/e.out")" -gt "$restarts" ] ||
+	fail "the elastic job was not resized for the rigid job: $(cat "$TMP/e.out")"
+grep -Eq '^start restart=[1-9][0-9]* gpus=[12] ' "$TMP/e.out" ||
+	fail "the elastic job did not shrink for the rigid job: $(cat "$TMP/e.out")"
 echo "shrank: $(tr '\n' ';' <"$TMP/e.out")"
-# With the rigid job gone the elastic job may already be growing again
-# (pending between its checkpoint and its restart), but it is not lost.
+# Every restart resumes at the step its checkpoint holds.
+awk '/^checkpoint/ { split($2, a, "="); saved = a[2] }
+     /^start/ && NR > 1 { split($4, b, "="); if (b[2] != saved) bad = 1 }
+     END { exit bad }' "$TMP/e.out" || fail "a restart did not resume from its checkpoint: $(cat "$TMP/e.out")"
+# With the rigid job gone the elastic job may be growing again, not lost.
 case $(job_field "$e" JobState) in
 RUNNING | PENDING) ;;
 *) fail "the elastic job is $(job_field "$e" JobState)" ;;
 esac
 
 s=$(sbatch --parsable -o /dev/null --gres=gpu:v100:1 --elastic=1-4 -t 10 \
-	"$TMP/stubborn.sh" "$TMP/s.out") || fail "sbatch refused the stubborn job"
+	"$TMP/job.sh" "$TMP/s.out" stubborn) || fail "sbatch refused the stubborn job"
 end=$((SECONDS + 60))
 until grep -q "JobId=$s did not checkpoint" "$TMP/c/log/slurmctld.log"; do
 	[ $SECONDS -lt $end ] || fail "the plugin never gave up on job $s"

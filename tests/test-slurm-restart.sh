@@ -16,33 +16,15 @@ so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
 spank=$(need_plugin spank_copus) || exit $?
 cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
 	--plugin-dir "$(dirname "$so")" \
-	--sched-params copus_interval=1,copus_restart_delay=7,copus_checkpoint_deadline=60
+	--sched-params copus_interval=1,copus_restart_delay=7,copus_restart_cost=2,copus_checkpoint_deadline=60
 
-cat >"$TMP/job.sh" <<'JOB'
-#!/bin/bash
-# Counts steps; on SIGUSR1 takes 3 s to checkpoint, saves the step
-# atomically and exits with 75; on start resumes from the checkpoint.
-out=$1 ckpt=$1.ckpt
-step=0
-[ -f "$ckpt" ] && step=$(cat "$ckpt")
-n=$(tr , '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-echo "start restart=${SLURM_RESTART_COUNT:-0} gpus=$n step=$step" >>"$out"
-ask=0
-trap 'ask=1' USR1
-while :; do
-	if [ $ask = 1 ]; then
-		sleep 3
-		echo "$step" >"$ckpt.new" && mv "$ckpt.new" "$ckpt"
-		echo "checkpoint step=$step" >>"$out"
-		exit 75
-	fi
-	step=$((step + 1))
-	sleep 0.1
-done
-JOB
+# The job counts steps and publishes hints; on SIGUSR1 it takes 3 s to
+# checkpoint, saves the step atomically and exits with 75 (Slurm requeues
+# it: RequeueExit=75); on start it resumes from the checkpoint.
+hint_job "$TMP/job.sh"
 
-j=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 --elastic=1-4 -t 10 \
-	"$TMP/job.sh" "$TMP/j.out") || fail "sbatch refused the job"
+j=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 --elastic=2-4 -t 10 \
+	"$TMP/job.sh" "$TMP/j.out" exit75) || fail "sbatch refused the job"
 end=$((SECONDS + 60))
 until grep -q "^rescale $j " "$TMP/c/state/copus_state" 2>/dev/null; do
 	[ $SECONDS -lt $end ] || fail "no rescale of job $j recorded: $(cat "$TMP/j.out" 2>&1)"

@@ -49,8 +49,15 @@ job_field "$low" Reason | grep -q 'higher.priority' ||
 status=$TMP/c/state/copus_status
 [ -f "$status" ] || fail "no $status"
 cat "$status"
-grep -Eq "^$big +RUNNING +2 +4 +a100 " "$status" || fail "$status does not show job $big running on 2 a100 nodes"
-grep -Eq "^$high +PENDING .*wait:resources" "$status" || fail "$status does not show job $high waiting for resources"
+grep -Pq "^$big\tRUNNING\trigid\ta100\t8\t2\t" "$status" || fail "$status does not show job $big running on 2 a100 nodes"
+grep -Pq "^$high\tPENDING\trigid\ta100\t4\t1\t.*\tqueued" "$status" || fail "$status does not show job $high queued by the policy"
+grep -Pq "^$low\tPENDING\t.*higher priority" "$status" || fail "$status does not show job $low waiting for a job of higher priority"
+# copusctl finds the file through slurmctld (StateSaveLocation) and aligns it.
+if [ -x plugin/copusctl ]; then
+	plugin/copusctl status >"$TMP/ctl" || fail "copusctl status failed: $(cat "$TMP/ctl")"
+	cat "$TMP/ctl"
+	grep -Eq "^$big +RUNNING +rigid +a100 +8 +2 " "$TMP/ctl" || fail "copusctl does not show job $big"
+fi
 [ "$(job_field "$dep" JobState)" = PENDING ] || fail "job $dep ignored its dependency"
 [ "$(job_field "$held" JobState)" = PENDING ] || fail "held job $held started"
 
