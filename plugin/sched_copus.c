@@ -1720,11 +1720,19 @@ static void *_agent(void *arg)
 		if (!_stop && !_again) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			/*
-			 * While a rescale is in flight, rounds come every
-			 * second: the job's checkpoint is noticed, and the job
-			 * restarted, within a second or two, not an interval.
+			 * While a rescale is in flight, rounds come four times
+			 * a second: the job's checkpoint is noticed, and the
+			 * job restarted, within a moment, not an interval.
 			 */
-			ts.tv_sec += _rescales_active() ? 1 : _params.interval;
+			if (_rescales_active()) {
+				ts.tv_nsec += 250000000L;
+				if (ts.tv_nsec >= 1000000000L) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000L;
+				}
+			} else {
+				ts.tv_sec += _params.interval;
+			}
 			pthread_cond_timedwait(&_term_cond, &_term_lock, &ts);
 		}
 		_again = false;

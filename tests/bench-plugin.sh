@@ -2,22 +2,92 @@
 # Benchmark of sched/copus in a real slurmctld: round time and squeue
 # latency with many queued jobs. Not a test; run as root from the build
 # directory:
-#   bash ../main/tests/bench-plugin.sh [NODES] [JOBS]     (default 32 5000)
+#   [ELASTIC=1-4] bash ../main/tests/bench-plugin.sh [NODES] [JOBS]
+# (default 32 5000, rigid one-GPU jobs).
 # Starts a loopback cluster of NODES nodes (4 GPUs each, two types),
 # submits JOBS one-GPU jobs (the first 4*NODES run, the rest wait), then
 # reports the plugin's round time (from StateSaveLocation/copus_status) and
 # how long squeue takes, each over several samples.
+#
+#   bash ../main/tests/bench-plugin.sh rescale
+# measures the rescale turnaround instead: from the plugin's decision (its
+# "asked to checkpoint" log line) to the job's first step at the new size.
+# One node with 4 a100 GPUs; an elastic job (1-4 GPUs, slurm-common.sh's
+# hint_job: checkpoints at once, publishes st=checkpointed) grows 1 -> 2 ->
+# 4, shrinks to 2 when a rigid 2-GPU job arrives, and grows back to 4 when it
+# ends: four rescales. The job's checkpoint itself takes no time here, so the
+# figures are the scheduler's and Slurm's share.
+
+if [ "${1:-}" = rescale ]; then
+	. "$(dirname "$0")/slurm-common.sh"
+	bench_rescale() {
+		so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+		spank=$(need_plugin spank_copus) || exit $?
+		export INTERVAL=${INTERVAL:-10}
+		cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
+			--plugin-dir "$(dirname "$so")" \
+			--sched-params "copus_interval=$INTERVAL,copus_restart_delay=2,copus_restart_cost=2,copus_checkpoint_deadline=30"
+		hint_job "$TMP/job.sh"
+		log=$TMP/c/log/slurmctld.log
+		now() { date +%s.%N; }
+
+		e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 --elastic=1-4 -t 30 \
+			"$TMP/job.sh" "$TMP/e.out") || fail "sbatch refused the elastic job"
+		# first_step N: waits for the job's N-th start line and prints when it came.
+		first_step() {
+			local end=$((SECONDS + 120)) n
+			while :; do
+				n=$(grep -c '^start ' "$TMP/e.out" 2>/dev/null)
+				[ "${n:-0}" -lt "$1" ] || break
+				[ $SECONDS -lt $end ] || { echo "no start number $1: $(cat "$TMP/e.out")" >&2; return 1; }
+				sleep 0.02
+			done
+			now
+		}
+		: >"$TMP/samples"
+		sample() {
+			local n=$1 t1 asked line
+			t1=$(first_step "$n") || fail "the job did not restart"
+			line=$(grep "JobId=$e asked to checkpoint" "$log" | sed -n "$((n - 1))p")
+			asked=$(date -d "$(sed 's/^\[\([^]]*\)\].*/\1/' <<<"$line")" +%s.%N)
+			echo "$(echo "$t1 - $asked" | bc) $(sed 's/.*checkpoint to go //' <<<"$line")" | tee -a "$TMP/samples"
+		}
+		first_step 1 >/dev/null || fail "the job did not start"
+		sample 2
+		sample 3
+		r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 5 --wrap 'sleep 8') ||
+			fail "sbatch refused the rigid job"
+		sample 4
+		sample 5
+		scancel "$e" "$r" 2>/dev/null
+		sort -n "$TMP/samples" | awk '{v[NR] = $1} END {
+			printf "rescale turnaround, decision to first step at the new size, %d samples (interval %s s): min %.2f s, median %.2f s, max %.2f s\n",
+				NR, ENVIRON["INTERVAL"], v[1], v[int((NR + 1) / 2)], v[NR] }'
+		echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	}
+	bench_rescale
+	exit $?
+fi
 NODES=${1:-32}
 JOBS=${2:-5000}
 . "$(dirname "$0")/slurm-common.sh"
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+# ELASTIC=MIN-MAX submits elastic jobs instead (every pending one goes to
+# the policy), through the SPANK plugin.
+spank=()
+opt=()
+if [ -n "${ELASTIC:-}" ]; then
+	spank=(--spank "$(need_plugin spank_copus)") || exit $?
+	opt=(--elastic="$ELASTIC")
+fi
 cluster_up --nodes "$NODES" --gpus a100:4,v100:4 --cpus 8 --sched copus \
-	--plugin-dir "$(dirname "$so")" --wait 120 \
+	--plugin-dir "$(dirname "$so")" --wait 120 "${spank[@]}" \
 	--sched-params "copus_interval=2,copus_max_jobs=$JOBS,copus_restart_delay=86400"
+export COPUS_BENCH_OPT="${opt[*]}"
 
 t0=$(date +%s.%N)
 seq "$JOBS" | xargs -P 2 -n 50 sh -c 'for i; do
-	sbatch -Q -o /dev/null --gres=gpu:1 -t 60 --wrap "sleep 3600" || exit 255
+	sbatch -Q -o /dev/null --gres=gpu:1 $COPUS_BENCH_OPT -t 60 --wrap "sleep 3600" || exit 255
 done' sh || fail "sbatch failed"
 t1=$(date +%s.%N)
 echo "submitted $JOBS jobs in $(echo "$t1 - $t0" | bc) s"
