@@ -33,3 +33,9 @@ EXTRA_DIST += tests/test-sim-cli.sh
 noinst_PROGRAMS += tests/bench-sim-search
 tests_bench_sim_search_SOURCES = tests/bench-sim-search.c
 tests_bench_sim_search_LDADD = core/libcopus-core.la -lm
+
+# The copus policy's greedy against the exact optimum (GLPK).
+check_PROGRAMS += tests/test-policy-exact
+tests_test_policy_exact_SOURCES = tests/test-policy-exact.c tests/harness.h
+tests_test_policy_exact_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_exact_LDADD = $(TEST_LIBS) $(GLPK_LIBS)
