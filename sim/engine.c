@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <copus/predict.h>
+
 #include "sim.h"
 
 /* Longest simulated time before giving up: 60 days. */
@@ -305,6 +307,7 @@ struct sjob {
 	const copus_model *models[SIM_MAX_TYPES];
 	double *solo_rate;  /* fifo's oracle: progress per second by epoch */
 	double *solo_tail;  /* seconds from the start of epoch e to the end */
+	double pred_total;  /* predicted seconds alone on the request */
 };
 
 /* Tabulate the job's epochs alone on its request, for fifo's oracle. */
@@ -524,6 +527,100 @@ void sim_result_free(struct sim_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* What the predictor knows of a job: its application, request, batch. */
+static copus_job_attrs job_attrs(const struct sjob *j)
+{
+	return (copus_job_attrs){ .application = j->app->name, .user = NULL,
+				  .gpus = j->spec->replicas,
+				  .batch = j->spec->batch };
+}
+
+/*
+ * The predicted total of every submitted, unfinished job: all of them
+ * again after the predictor has learned from a finished job, otherwise
+ * only the new ones (one pass through the forest).
+ */
+static int predict_totals(copus_predictor *p, struct sjob *jobs, size_t n,
+			  double now, copus_job_attrs *attrs, double *tot,
+			  size_t *seen)
+{
+	size_t m = 0, cnt = copus_predictor_count(p);
+	int rc;
+
+	if (cnt == 0)
+		return COPUS_OK;
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &jobs[i];
+		if (j->spec->submit > now || j->completion >= 0)
+			continue;
+		if (cnt == *seen && j->pred_total > 0.0)
+			continue;
+		attrs[m++] = job_attrs(j);
+	}
+	if (m == 0)
+		return COPUS_OK;
+	rc = copus_predictor_total_many(p, attrs, m, tot);
+	if (rc != COPUS_OK)
+		return rc;
+	m = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &jobs[i];
+		if (j->spec->submit > now || j->completion >= 0)
+			continue;
+		if (cnt == *seen && j->pred_total > 0.0)
+			continue;
+		j->pred_total = tot[m++];
+	}
+	*seen = cnt;
+	return COPUS_OK;
+}
+
+/*
+ * The remaining time on the request that the copus policy is told: the
+ * truth, nothing (-1), or the prediction less the work done, where a job
+ * that has outlived its prediction is expected to need half as much again
+ * as it has done (copus_predictor_remaining's rule).
+ */
+static double copus_remaining(const struct sjob *j, enum sim_remaining how)
+{
+	double truth = solo_remaining(j);
+
+	if (how == SIM_REMAINING_ORACLE)
+		return isfinite(truth) ? truth : -1.0;
+	if (how == SIM_REMAINING_NONE || !(j->pred_total > 0.0) ||
+	    !isfinite(truth))
+		return -1.0;
+	double done = fmax(j->solo_tail[0] - truth, 0.0);
+	return j->pred_total > done ? j->pred_total - done : 0.5 * done;
+}
+
+/* Record how far a prediction of remaining time is from the truth. */
+static int sample_error(const struct sjob *j, double predicted, double **errs,
+			size_t *n, size_t *cap)
+{
+	double truth = solo_remaining(j);
+
+	if (!(truth > 0.0) || !isfinite(truth) || predicted < 0.0)
+		return COPUS_OK;
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		double *e = realloc(*errs, nc * sizeof(*e));
+		if (e == NULL)
+			return COPUS_ENOMEM;
+		*errs = e;
+		*cap = nc;
+	}
+	(*errs)[(*n)++] = fabs(predicted - truth) / truth;
+	return COPUS_OK;
+}
+
 int sim_run(const struct sim_cluster *c, const struct app *apps,
 	    const struct sim_jobspec *specs, size_t n,
 	    const struct sim_opts *o, struct sim_result *res, char *err,
@@ -535,6 +632,10 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	copus_job *cj = NULL;
 	copus_decision *dec = NULL;
 	size_t *idx = NULL;
+	copus_predictor *pred = NULL;
+	copus_job_attrs *attrs = NULL;
+	double *ptot = NULL, *errs = NULL;
+	size_t nerr = 0, caperr = 0, pred_seen = (size_t)-1;
 	const char *tnames[SIM_MAX_TYPES];
 	copus_cluster cl;
 	int N = c->nnodes, total_gpus = 0, g0 = 0, rc;
@@ -558,6 +659,14 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	 * on the request (the predictor's part in the plugin). */
 	is_copus = strcmp(o->policy, "copus") == 0 ||
 		   strncmp(o->policy, "copus:", 6) == 0;
+	res->pred_err_median = res->pred_err_p90 = NAN;
+	if (is_copus && o->remaining == SIM_REMAINING_PREDICT) {
+		rc = copus_predictor_create(NULL, &pred);
+		if (rc != COPUS_OK) {
+			snprintf(err, len, "predictor: %s", copus_strerror(rc));
+			goto out;
+		}
+	}
 	for (int t = 0; t < c->ntypes; t++)
 		tnames[t] = c->type_names[t];
 	cl.num_nodes = N;
@@ -570,6 +679,12 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			g0 = c->nodes[k].gpus;
 	}
 	jobs = calloc(n + 1, sizeof(*jobs));
+	attrs = calloc(n + 1, sizeof(*attrs));
+	ptot = calloc(n + 1, sizeof(*ptot));
+	if (attrs == NULL || ptot == NULL) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
 	cj = calloc(n + 1, sizeof(*cj));
 	dec = calloc(n + 1, sizeof(*dec));
 	idx = calloc(n + 1, sizeof(*idx));
@@ -627,6 +742,16 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			if (!was && j->completion >= 0) {
 				res->jct[i] = j->completion - j->spec->submit;
 				done++;
+				/* The predictor learns the job's total work, in
+				 * seconds alone on its request (a unit that does
+				 * not depend on how it was scheduled). */
+				if (pred != NULL && j->solo_tail[0] > 0.0) {
+					copus_job_attrs at = job_attrs(j);
+					rc = copus_predictor_add(pred, &at,
+								 j->solo_tail[0]);
+					if (rc != COPUS_OK)
+						goto out;
+				}
 				memset(j->place, 0, (size_t)N * sizeof(int));
 				update_shape(j, N);
 			}
@@ -634,6 +759,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		now += o->interval;
 		res->rounds++;
 		/* The jobs the scheduler sees this round. */
+		if (pred != NULL && (rc = predict_totals(pred, jobs, n, now, attrs,
+						    ptot, &pred_seen)) != COPUS_OK)
+			goto out;
 		for (size_t i = 0; i < n; i++) {
 			struct sjob *j = &jobs[i];
 			copus_job *q = &cj[na];
@@ -657,9 +785,11 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			if (is_pollux || is_copus) {
 				q->elastic = true;
 				if (is_copus) {
-					q->remaining = solo_remaining(j);
-					if (!isfinite(q->remaining))
-						q->remaining = -1;
+					q->remaining = copus_remaining(j, o->remaining);
+					if (pred != NULL && j->pred_total > 0.0 &&
+					    (rc = sample_error(j, q->remaining, &errs,
+							       &nerr, &caperr)) != COPUS_OK)
+						goto out;
 				}
 				q->max_gpus = (int)(a->max_batch / a->min_local);
 				if (q->max_gpus > total_gpus)
@@ -826,6 +956,15 @@ out:
 	free(dec);
 	free(idx);
 	copus_policy_destroy(pol);
+	copus_predictor_destroy(pred);
+	if (nerr > 0) {
+		qsort(errs, nerr, sizeof(*errs), cmp_double);
+		res->pred_err_median = errs[nerr / 2];
+		res->pred_err_p90 = errs[(size_t)(0.9 * (double)(nerr - 1))];
+	}
+	free(errs);
+	free(attrs);
+	free(ptot);
 	if (rc != COPUS_OK)
 		sim_result_free(res);
 	return rc;

@@ -44,8 +44,19 @@ static void usage(FILE *f)
 		"WORKLOAD.csv...\n"
 		"  --cluster SPEC       16x4 (nodes x GPUs) or aws:6x4,rtx:3x8\n"
 		"  --profiles DIR       job profiles in Pollux's layout\n"
-		"  --policy NAME        fifo, tiresias, optimus, pollux "
-		"(pollux)\n"
+		"  --policy NAME        fifo, tiresias, optimus, pollux, copus "
+		"(pollux);\n"
+		"                       copus:no-srpt,no-restart-cost,"
+		"no-fairness,no-placement\n"
+		"                       runs copus without those ingredients\n"
+		"  --remaining HOW      what copus knows of the work left: "
+		"predict\n"
+		"                       (its predictor, trained on the jobs "
+		"finished so\n"
+		"                       far; default), oracle (the truth) or "
+		"none;\n"
+		"                       fifo and optimus always get the "
+		"oracle\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
 		"  --jobs N             workloads simulated at once (2)\n"
@@ -69,11 +80,12 @@ static void wl_name(struct wl *w)
 }
 
 static int run_one(const struct sim_cluster *c, const struct app *apps,
-		   struct wl *w, const char *policy, double interval,
-		   double delay, bool want_timeline, bool want_series)
+		   struct wl *w, const char *policy, enum sim_remaining rem,
+		   double interval, double delay, bool want_timeline,
+		   bool want_series)
 {
-	struct sim_opts o = { .policy = policy, .interval = interval,
-			      .restart_delay = delay,
+	struct sim_opts o = { .policy = policy, .remaining = rem,
+			      .interval = interval, .restart_delay = delay,
 			      .workload_name = w->name };
 	FILE *tl = NULL, *se = NULL;
 
@@ -113,9 +125,10 @@ static void send_result(int fd, const struct wl *w)
 		const struct sim_result *r = &w->res;
 
 		fprintf(f, "OK\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%ld\t"
-			"%ld\t%.17g\n", r->njobs, r->avg_jct, r->p99_jct,
-			r->makespan, r->max_ftf, r->gpu_hours, r->restarts,
-			r->rounds, r->wall);
+			"%ld\t%.17g\t%.17g\t%.17g\n", r->njobs, r->avg_jct,
+			r->p99_jct, r->makespan, r->max_ftf, r->gpu_hours,
+			r->restarts, r->rounds, r->wall, r->pred_err_median,
+			r->pred_err_p90);
 		for (size_t i = 0; i < r->njobs; i++)
 			fprintf(f, "%s\t%.17g\t%.17g\n", r->names[i], r->jct[i],
 				r->ftf[i]);
@@ -147,10 +160,12 @@ static int recv_result(int fd, struct wl *w)
 		rc = w->rc ? w->rc : COPUS_EIO;
 		goto out;
 	}
-	if (sscanf(line, "OK\t%zu\t%lg\t%lg\t%lg\t%lg\t%lg\t%ld\t%ld\t%lg",
-		   &r->njobs, &r->avg_jct, &r->p99_jct, &r->makespan,
-		   &r->max_ftf, &r->gpu_hours, &r->restarts, &r->rounds,
-		   &r->wall) != 9 || r->njobs != w->n)
+	/* The predictor's errors are "nan" when it did not run. */
+	if (sscanf(line, "OK\t%zu\t%lg\t%lg\t%lg\t%lg\t%lg\t%ld\t%ld\t%lg"
+		   "\t%lg\t%lg", &r->njobs, &r->avg_jct, &r->p99_jct,
+		   &r->makespan, &r->max_ftf, &r->gpu_hours, &r->restarts,
+		   &r->rounds, &r->wall, &r->pred_err_median,
+		   &r->pred_err_p90) != 11 || r->njobs != w->n)
 		goto out;
 	r->names = calloc(r->njobs + 1, sizeof(*r->names));
 	r->jct = calloc(r->njobs + 1, sizeof(double));
@@ -184,9 +199,13 @@ out:
 	return rc;
 }
 
+static const char *const remaining_names[] = { "predict", "oracle", "none" };
+
 static int write_summary(const char *path, const char *policy,
-			 struct wl *w, size_t nw, double mean)
+			 enum sim_remaining rem, struct wl *w, size_t nw,
+			 double mean)
 {
+	json_object *pe = json_object_new_object();
 	json_object *root = json_object_new_object();
 	json_object *jcts = json_object_new_object();
 	json_object *avgs = json_object_new_object();
@@ -217,6 +236,14 @@ static int write_summary(const char *path, const char *policy,
 				       json_object_new_double(r->gpu_hours));
 		json_object_object_add(rs, w[i].name,
 				       json_object_new_int64(r->restarts));
+		if (isfinite(r->pred_err_median)) {
+			json_object *e = json_object_new_object();
+			json_object_object_add(e, "median",
+				json_object_new_double(r->pred_err_median));
+			json_object_object_add(e, "p90",
+				json_object_new_double(r->pred_err_p90));
+			json_object_object_add(pe, w[i].name, e);
+		}
 	}
 	json_object_object_add(root, "policy", json_object_new_string(policy));
 	json_object_object_add(root, "jcts", jcts);
@@ -227,6 +254,11 @@ static int write_summary(const char *path, const char *policy,
 	json_object_object_add(root, "max_ftf", ftf);
 	json_object_object_add(root, "gpu_hours", gh);
 	json_object_object_add(root, "restarts", rs);
+	json_object_object_add(root, "remaining",
+			       json_object_new_string(remaining_names[rem]));
+	/* Relative error of the predicted remaining time, sampled every
+	 * round over running jobs (predict only). */
+	json_object_object_add(root, "prediction_error", pe);
 	if (json_object_to_file_ext(path, root, JSON_C_TO_STRING_PRETTY) != 0) {
 		fprintf(stderr, "copus-sim: %s: cannot write: %s\n", path,
 			json_util_get_last_err());
@@ -273,6 +305,7 @@ int main(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'c' },
 		{ "profiles", required_argument, NULL, 'p' },
 		{ "policy", required_argument, NULL, 'P' },
+		{ "remaining", required_argument, NULL, 'R' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "restart-delay", required_argument, NULL, 'r' },
 		{ "jobs", required_argument, NULL, 'j' },
@@ -285,6 +318,7 @@ int main(int argc, char **argv)
 	const char *cluster = "16x4", *profiles = NULL, *policy = "pollux";
 	const char *summary = NULL, *timeline = NULL, *png = NULL;
 	double interval = 60, delay = 30, mean = 0;
+	enum sim_remaining rem = SIM_REMAINING_PREDICT;
 	long par = 2;
 	struct sim_cluster c = { 0 };
 	struct app apps[SIM_MAX_APPS];
@@ -303,6 +337,20 @@ int main(int argc, char **argv)
 		case 'c': cluster = optarg; break;
 		case 'p': profiles = optarg; break;
 		case 'P': policy = optarg; break;
+		case 'R':
+			if (strcmp(optarg, "predict") == 0) {
+				rem = SIM_REMAINING_PREDICT;
+			} else if (strcmp(optarg, "oracle") == 0) {
+				rem = SIM_REMAINING_ORACLE;
+			} else if (strcmp(optarg, "none") == 0) {
+				rem = SIM_REMAINING_NONE;
+			} else {
+				fprintf(stderr, "copus-sim: --remaining: '%s' "
+					"is not predict, oracle or none\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 's': summary = optarg; break;
 		case 't': timeline = optarg; break;
 		case 'g': png = optarg; break;
@@ -417,7 +465,7 @@ int main(int argc, char **argv)
 		}
 		if (par == 1 || nw == 1) {
 			for (size_t i = 0; i < nw; i++)
-				run_one(&c, apps, &w[i], policy, interval,
+				run_one(&c, apps, &w[i], policy, rem, interval,
 					delay, timeline != NULL, png != NULL);
 		} else {
 			while (finished < nw) {
@@ -437,7 +485,8 @@ int main(int argc, char **argv)
 					if (pid == 0) {
 						close(p[0]);
 						run_one(&c, apps, &w[next],
-							policy, interval, delay,
+							policy, rem, interval,
+							delay,
 							timeline != NULL,
 							png != NULL);
 						send_result(p[1], &w[next]);
@@ -481,6 +530,11 @@ int main(int argc, char **argv)
 		       "%5ld  (%.2f s)\n", w[i].name, policy, w[i].res.avg_jct,
 		       w[i].res.p99_jct, w[i].res.makespan, w[i].res.max_ftf,
 		       w[i].res.gpu_hours, w[i].res.restarts, w[i].res.wall);
+		if (isfinite(w[i].res.pred_err_median))
+			printf("%-16s %-8s remaining predicted with median error "
+			       "%.0f%%, 90th percentile %.0f%%\n", w[i].name,
+			       policy, 100 * w[i].res.pred_err_median,
+			       100 * w[i].res.pred_err_p90);
 	}
 	if (status != 0)
 		goto out;
@@ -489,7 +543,7 @@ int main(int argc, char **argv)
 	       "s\n", mean, nw, policy, (double)(ts1.tv_sec - ts0.tv_sec) +
 	       (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9);
 	if (summary &&
-	    write_summary(summary, policy, w, nw, mean) != COPUS_OK)
+	    write_summary(summary, policy, rem, w, nw, mean) != COPUS_OK)
 		status = 1;
 	if (timeline) {
 		FILE *out = fopen(timeline, "w");

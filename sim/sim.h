@@ -117,8 +117,16 @@ int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
 		      size_t len);
 void sim_cluster_free(struct sim_cluster *c);
 
+/* Where the copus policy's remaining work comes from. */
+enum sim_remaining {
+	SIM_REMAINING_PREDICT, /* copus's predictor, trained on finished jobs */
+	SIM_REMAINING_ORACLE,  /* the true time left on the request */
+	SIM_REMAINING_NONE,    /* unknown to the policy */
+};
+
 struct sim_opts {
 	const char *policy;
+	enum sim_remaining remaining; /* for copus (fifo, optimus: oracle) */
 	double interval;
 	double restart_delay;
 	FILE *timeline;          /* NULL: none */
@@ -142,6 +150,10 @@ struct sim_result {
 	double *ftf;
 	double avg_jct, p99_jct, makespan, max_ftf, gpu_hours;
 	long restarts;
+	/* The predictor's relative error on remaining time (sampled every
+	 * round over running jobs): median and 90th percentile; NAN when not
+	 * predicting. */
+	double pred_err_median, pred_err_p90;
 	double wall;
 	long rounds;
 };

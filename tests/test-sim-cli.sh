@@ -1,6 +1,7 @@
 #!/bin/sh
 # copus-sim from the command line: the summary's keys, the timeline, two
-# workloads in parallel, and a malformed workload's error message.
+# workloads in parallel, copus's remaining-work modes, and the error
+# messages of a malformed workload and of bad options.
 set -u
 sim=${COPUS_SIM:-sim/copus-sim}
 tmp=$(mktemp -d)
@@ -54,6 +55,18 @@ if "$sim" --cluster 1x2 --profiles "$tmp/p" "$tmp/bad.csv" 2> "$tmp/err"; then
 	fail "a malformed workload was accepted"
 fi
 grep -q 'bad.csv:2: column 4 (num_replicas)' "$tmp/err" || { cat "$tmp/err"; fail "error message"; }
+# copus in each remaining-work mode: the summary says which; a bad mode is
+# refused with a message that names it.
+for rem in predict oracle none; do
+	"$sim" --cluster 1x2 --profiles "$tmp/p" --policy copus --remaining $rem \
+		--summary "$tmp/s.json" "$tmp/w1.csv" "$tmp/w2.csv" > "$tmp/out" 2>&1 ||
+		{ cat "$tmp/out"; fail "copus --remaining $rem failed"; }
+	grep -q "\"remaining\": *\"$rem\"" "$tmp/s.json" ||
+		fail "--remaining $rem not in the summary"
+done
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy copus --remaining psychic \
+	"$tmp/w1.csv" 2> "$tmp/err" && fail "--remaining psychic accepted"
+grep -q "remaining: 'psychic'" "$tmp/err" || { cat "$tmp/err"; fail "--remaining error message"; }
 "$sim" --cluster 3y4 --profiles "$tmp/p" "$tmp/w1.csv" 2> "$tmp/err" && fail "bad --cluster accepted"
 grep -q -- '--cluster' "$tmp/err" || fail "--cluster error message"
 echo "PASS"
