@@ -1,0 +1,684 @@
+/*
+ * copus-trainer: a training job stand-in linked with libcopus.
+ *
+ * It does no arithmetic on a real model; it sleeps, for every step, the time
+ * the fitted throughput model of a real application predicts for its batch
+ * on the GPUs Slurm gave it, and hands libcopus the gradient statistics such
+ * an application would measure, with a gradient noise scale that grows as
+ * training progresses. Everything else is libcopus as a real job uses it:
+ * the measured step times, the batch plan, the hints to sched/copus, the
+ * checkpoint on a rescale request and the resume after the requeue. It exits
+ * 0 when its progress reaches the target, 75 after a rescale checkpoint
+ * (libcopus), 2 on a bad argument, 1 on another error.
+ *
+ * Run "copus-trainer --help" for the options.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <copus/copus.h>
+
+#define PROG "copus-trainer"
+#define MAX_TYPES 8
+
+/*
+ * Per application: the fitted throughput parameters on a T4 and on an A100,
+ * the initial (tuned) batch, the batch and micro-batch ranges, and the
+ * gradient noise scale phi = M0 var / |G|^2 at the start and its growth by
+ * the end of training.
+ *
+ * Where they come from: the T4 parameters are copus_fit() (core/fit.c) on
+ * the Pollux traces measured on T4 GPUs (shared data
+ * pollux/traces/APP/placements.csv, step time minus sync time as the
+ * compute time); the A100 ones the same fit on Sia's
+ * sia/traces/APP/placements-dgx-ext.csv. Batch and micro-batch ranges are
+ * those of the traces' validation runs and placement tables. phi0 and the
+ * growth are read off the first and last epochs of the smallest-batch
+ * validation run (grad_var and grad_sqr); the growth is capped at 100 so
+ * that a short demo target still shows the shape. They are inputs of a
+ * stand-in, not measurements of this machine.
+ */
+struct app {
+	const char *name;
+	copus_perf_params t4, a100;
+	double init_batch, max_batch;
+	int min_local, max_local;
+	double phi0, growth;
+	double target; /* progress of a full run (epochs x steps at M0) */
+};
+
+static const struct app apps[] = {
+	{ "cifar10",
+	  { 0.01733, 0.0007018, 0.1211, 0.002393, 0.0316, 0.001011, 2.0 },
+	  { 0.02448, 8.716e-05, 0.01423, 0.0007984, 0.01349, 0.001448, 2.61 },
+	  128, 4096, 32, 1024, 72, 100, 39063 },
+	{ "imagenet",
+	  { 0.06445, 0.004474, 0.299, 0.005552, 0.07675, 0.0007081, 2.49 },
+	  { 0.09402, 0.0008458, 0.007204, 0.001219, 0.01121, 0.00116, 1.0 },
+	  200, 12800, 20, 200, 928, 15.5, 576526 },
+	{ "bert",
+	  { 0.1692, 0.0586, 1.352, 0.01425, 0.2871, 0.01118, 1.9 },
+	  { 0.09728, 0.004746, 0.0352, 0.003392, 0.03115, 0.005708, 1.58 },
+	  12, 384, 4, 12, 423, 2.66, 14774 },
+	{ "deepspeech2",
+	  { 0.3041, 0.02423, 0.3778, 0.0285, 0.087, 0.00186, 1.43 },
+	  { 0.4306, 0.01354, 0.2321, 0.01161, 0.1619, 0.01538, 1.88 },
+	  20, 640, 10, 80, 10, 100, 28536 },
+	{ "yolov3",
+	  { 0.1827, 0.02595, 0.699, 0.02336, 0.1389, 0.02149, 1.16 },
+	  { 0.3128, 0.01833, 0.06339, 0.01703, 0.09152, 0.02284, 1.0 },
+	  8, 512, 4, 16, 1, 100, 103444 },
+};
+
+struct typed_perf {
+	char type[COPUS_HINT_TYPE_LEN];
+	copus_perf_params p;
+};
+
+struct opts {
+	const struct app *app;
+	struct typed_perf perf[MAX_TYPES];
+	int n_perf;
+	bool have_default_perf;
+	copus_perf_params default_perf;
+	const char *gpu_type;
+	double init_batch, max_batch;
+	int min_local, max_local;
+	double target;
+	double phi0, growth;
+	double speedup;
+	const char *ckpt_dir;
+	int gpus, nodes;
+	long print_every;
+	long max_steps;
+	unsigned seed;
+};
+
+/* What a checkpoint holds and what the save callback reads. */
+struct state {
+	copus_ctx *ctx;
+	int64_t step;
+	double progress;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " [options]\n"
+		"  --app NAME          cifar10 (default), imagenet, bert, deepspeech2, yolov3\n"
+		"  --perf [TYPE=]A_C,B_C,A_N,B_N,A_R,B_R,GAMMA\n"
+		"                      the true throughput parameters (Pollux's model), for\n"
+		"                      one GPU type or all; repeatable\n"
+		"  --gpu-type NAME     the GPU type it runs on (default $COPUS_GPU_TYPE;\n"
+		"                      t4 unless the app's table has the type)\n"
+		"  --batch M0          initial (tuned) total batch\n"
+		"  --max-batch M       largest total batch\n"
+		"  --local MIN-MAX     micro-batch range per GPU\n"
+		"  --target P          progress (steps at M0) at which it ends\n"
+		"  --noise PHI0,GROWTH gradient noise scale at the start, and the factor\n"
+		"                      by which it grows until the target\n"
+		"  --speedup X         sleep the modelled step time divided by X (default 1)\n"
+		"  --checkpoint DIR    checkpoint directory (default $COPUS_CKPT_DIR)\n"
+		"  --gpus N --nodes N  the allocation (default: from Slurm's environment)\n"
+		"  --print-every N     a progress line every N steps (default 10)\n"
+		"  --max-steps N       stop, exit 0, after N steps of this run\n"
+		"  --seed N            random seed of the gradient noise\n");
+}
+
+static int bad(const char *opt, const char *val, const char *why)
+{
+	fprintf(stderr, PROG ": %s: '%s' %s\n", opt, val, why);
+	return 2;
+}
+
+/* A finite number in [lo, hi], the whole string. */
+static bool parse_num(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < lo ||
+	    v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Seven comma-separated parameters, as copus_perf_params orders them. */
+static bool parse_perf(const char *s, copus_perf_params *p)
+{
+	double v[7];
+	char buf[256], *tok, *save = NULL;
+	int n = 0;
+
+	if (strlen(s) >= sizeof(buf))
+		return false;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == 7 || !parse_num(tok, 0, 1e4, &v[n]))
+			return false;
+		n++;
+	}
+	if (n != 7 || v[0] <= 0 || v[1] <= 0 || v[6] < 1 || v[6] > 10)
+		return false;
+	*p = (copus_perf_params){ v[0], v[1], v[2], v[3], v[4], v[5], v[6] };
+	return true;
+}
+
+static bool valid_type(const char *t)
+{
+	size_t n = strlen(t);
+
+	if (n == 0 || n >= COPUS_HINT_TYPE_LEN)
+		return false;
+	return strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_.-") == n;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	enum { O_APP = 256, O_PERF, O_TYPE, O_BATCH, O_MAXB, O_LOCAL, O_TARGET,
+	       O_NOISE, O_SPEED, O_CKPT, O_GPUS, O_NODES, O_PRINT, O_MAXS,
+	       O_SEED, O_HELP };
+	static const struct option lo[] = {
+		{ "app", required_argument, NULL, O_APP },
+		{ "perf", required_argument, NULL, O_PERF },
+		{ "gpu-type", required_argument, NULL, O_TYPE },
+		{ "batch", required_argument, NULL, O_BATCH },
+		{ "max-batch", required_argument, NULL, O_MAXB },
+		{ "local", required_argument, NULL, O_LOCAL },
+		{ "target", required_argument, NULL, O_TARGET },
+		{ "noise", required_argument, NULL, O_NOISE },
+		{ "speedup", required_argument, NULL, O_SPEED },
+		{ "checkpoint", required_argument, NULL, O_CKPT },
+		{ "gpus", required_argument, NULL, O_GPUS },
+		{ "nodes", required_argument, NULL, O_NODES },
+		{ "print-every", required_argument, NULL, O_PRINT },
+		{ "max-steps", required_argument, NULL, O_MAXS },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	/* Explicit values win over the app's, whatever the order. */
+	double batch = 0, maxb = 0, target = 0, phi0 = 0, growth = 0;
+	long lmin = 0, lmax = 0, v;
+	int c;
+
+	o->app = &apps[0];
+	o->speedup = 1;
+	o->print_every = 10;
+	o->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		char *eq, *dash, *comma;
+
+		switch (c) {
+		case O_APP:
+			o->app = NULL;
+			for (size_t i = 0; i < sizeof(apps) / sizeof(*apps); i++)
+				if (strcmp(apps[i].name, optarg) == 0)
+					o->app = &apps[i];
+			if (o->app == NULL)
+				return bad("--app", optarg,
+					   "is not one of cifar10, imagenet, bert, deepspeech2, yolov3");
+			break;
+		case O_PERF:
+			eq = strchr(optarg, '=');
+			if (eq == NULL) {
+				if (!parse_perf(optarg, &o->default_perf))
+					goto bad_perf;
+				o->have_default_perf = true;
+				break;
+			}
+			if (o->n_perf == MAX_TYPES)
+				return bad("--perf", optarg,
+					   "is one GPU type too many (at most 8)");
+			*eq = '\0';
+			if (!valid_type(optarg)) {
+				*eq = '=';
+				return bad("--perf", optarg,
+					   "does not start with a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
+			}
+			snprintf(o->perf[o->n_perf].type,
+				 sizeof(o->perf[0].type), "%s", optarg);
+			*eq = '=';
+			if (!parse_perf(eq + 1, &o->perf[o->n_perf].p))
+				goto bad_perf;
+			o->n_perf++;
+			break;
+bad_perf:
+			return bad("--perf", optarg,
+				   "is not seven comma-separated numbers a_c,b_c,a_n,b_n,a_r,b_r,gamma (a_c, b_c > 0, others >= 0, 1 <= gamma <= 10)");
+		case O_TYPE:
+			if (!valid_type(optarg))
+				return bad("--gpu-type", optarg,
+					   "is not a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
+			o->gpu_type = optarg;
+			break;
+		case O_BATCH:
+			if (!parse_num(optarg, 1, 1e7, &batch))
+				return bad("--batch", optarg,
+					   "is not a batch size between 1 and 1e7");
+			break;
+		case O_MAXB:
+			if (!parse_num(optarg, 1, 1e7, &maxb))
+				return bad("--max-batch", optarg,
+					   "is not a batch size between 1 and 1e7");
+			break;
+		case O_LOCAL:
+			dash = strchr(optarg, '-');
+			if (dash == NULL)
+				return bad("--local", optarg,
+					   "is not MIN-MAX (micro-batch per GPU)");
+			*dash = '\0';
+			if (!parse_int(optarg, 1, 1000000, &lmin) ||
+			    !parse_int(dash + 1, 1, 1000000, &lmax) ||
+			    lmax < lmin) {
+				*dash = '-';
+				return bad("--local", optarg,
+					   "is not MIN-MAX with 1 <= MIN <= MAX <= 1000000");
+			}
+			*dash = '-';
+			break;
+		case O_TARGET:
+			if (!parse_num(optarg, 1e-3, 1e15, &target))
+				return bad("--target", optarg,
+					   "is not a progress between 0.001 and 1e15");
+			break;
+		case O_NOISE:
+			comma = strchr(optarg, ',');
+			if (comma == NULL)
+				return bad("--noise", optarg,
+					   "is not PHI0,GROWTH");
+			*comma = '\0';
+			if (!parse_num(optarg, 1e-6, 1e12, &phi0) ||
+			    !parse_num(comma + 1, 1, 1e6, &growth)) {
+				*comma = ',';
+				return bad("--noise", optarg,
+					   "is not PHI0,GROWTH with PHI0 > 0 and GROWTH >= 1");
+			}
+			*comma = ',';
+			break;
+		case O_SPEED:
+			if (!parse_num(optarg, 1e-3, 1e6, &o->speedup))
+				return bad("--speedup", optarg,
+					   "is not a factor between 0.001 and 1e6");
+			break;
+		case O_CKPT:
+			if (*optarg == '\0')
+				return bad("--checkpoint", optarg,
+					   "is not a directory name");
+			o->ckpt_dir = optarg;
+			break;
+		case O_GPUS:
+			if (!parse_int(optarg, 1, 4096, &v))
+				return bad("--gpus", optarg,
+					   "is not a GPU count between 1 and 4096");
+			o->gpus = (int)v;
+			break;
+		case O_NODES:
+			if (!parse_int(optarg, 1, 4096, &v))
+				return bad("--nodes", optarg,
+					   "is not a node count between 1 and 4096");
+			o->nodes = (int)v;
+			break;
+		case O_PRINT:
+			if (!parse_int(optarg, 1, 1000000000, &o->print_every))
+				return bad("--print-every", optarg,
+					   "is not a positive step count");
+			break;
+		case O_MAXS:
+			if (!parse_int(optarg, 1, 1000000000000L, &o->max_steps))
+				return bad("--max-steps", optarg,
+					   "is not a positive step count");
+			break;
+		case O_SEED:
+			if (!parse_int(optarg, 0, 4294967295L, &v))
+				return bad("--seed", optarg,
+					   "is not a number between 0 and 4294967295");
+			o->seed = (unsigned)v;
+			break;
+		case O_HELP:
+			usage(stdout);
+			exit(0);
+		default:
+			if (optopt != 0)
+				fprintf(stderr, PROG ": option '%s' needs a value\n",
+					argv[optind - 1]);
+			else
+				fprintf(stderr, PROG ": unknown option '%s'\n",
+					argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return bad("argument", argv[optind],
+			   "is not an option (copus-trainer takes no operands)");
+	o->init_batch = batch > 0 ? batch : o->app->init_batch;
+	o->max_batch = maxb > 0 ? maxb : fmax(o->app->max_batch, o->init_batch);
+	o->min_local = lmin > 0 ? (int)lmin : o->app->min_local;
+	o->max_local = lmax > 0 ? (int)lmax : o->app->max_local;
+	o->target = target > 0 ? target : o->app->target;
+	o->phi0 = phi0 > 0 ? phi0 : o->app->phi0;
+	o->growth = growth > 0 ? growth : o->app->growth;
+	if (o->max_batch < o->init_batch) {
+		char b[64];
+		snprintf(b, sizeof(b), "%g", o->max_batch);
+		return bad("--max-batch", b, "is smaller than the initial batch");
+	}
+	return 0;
+}
+
+/* The true parameters on this GPU type: --perf, then the app's table. */
+static copus_perf_params true_perf(const struct opts *o, const char *type)
+{
+	for (int i = 0; i < o->n_perf; i++)
+		if (strcmp(o->perf[i].type, type) == 0)
+			return o->perf[i].p;
+	if (o->have_default_perf)
+		return o->default_perf;
+	if (strcmp(type, "a100") == 0)
+		return o->app->a100;
+	return o->app->t4;
+}
+
+/* A standard normal draw (Box-Muller on rand_r). */
+static double gauss(unsigned *seed)
+{
+	double u = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+	double v = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+
+	return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
+}
+
+/*
+ * The squared norm of a mean of gradients whose noise has variance
+ * var * M0 / samples: |G|^2 plus a chi-square-like fluctuation of the noise
+ * (64 effective dimensions), never negative.
+ */
+static double grad_sqnorm(double sqr, double var, double m0, double samples,
+			  unsigned *seed)
+{
+	double noise = var * m0 / samples;
+	double x = noise * (1 + gauss(seed) * sqrt(2.0 / 64));
+
+	return fmax(sqr + x, 1e-12);
+}
+
+/* Sleep s seconds, resuming after a signal so that the step keeps its time. */
+static void sleep_for(double s)
+{
+	struct timespec d, rem;
+
+	if (!(s > 0))
+		return;
+	d.tv_sec = (time_t)s;
+	d.tv_nsec = (long)((s - (double)d.tv_sec) * 1e9);
+	while (nanosleep(&d, &rem) != 0 && errno == EINTR)
+		d = rem;
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Rescale decisions by several ranks: this one process stands for all. */
+static int agree_self(void *arg, int64_t *values, int n)
+{
+	(void)arg;
+	(void)values;
+	(void)n;
+	return 0;
+}
+
+static int save_cb(void *arg, const char *path, int64_t step)
+{
+	struct state *st = arg;
+	copus_job_info in;
+	FILE *f;
+
+	if (copus_info(st->ctx, &in) != COPUS_OK)
+		return 1;
+	f = fopen(path, "w");
+	if (f == NULL)
+		return 1;
+	fprintf(f, "copus-trainer 1\nstep %lld\nprogress %.17g\n",
+		(long long)step, in.progress);
+	return fclose(f) == 0 ? 0 : 1;
+}
+
+static int load_cb(void *arg, const char *path, int64_t step)
+{
+	struct state *st = arg;
+	long long s;
+	double p;
+	int ver, rc = 1;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL) {
+		fprintf(stderr, PROG ": checkpoint %s: %s\n", path,
+			strerror(errno));
+		return 1;
+	}
+	if (fscanf(f, "copus-trainer %d step %lld progress %lg", &ver, &s,
+		   &p) != 3 || ver != 1 || s < 0 || !(p >= 0)) {
+		fprintf(stderr, PROG ": checkpoint %s: not a copus-trainer checkpoint\n",
+			path);
+	} else if (s != step) {
+		fprintf(stderr, PROG ": checkpoint %s: holds step %lld, the manifest says %lld\n",
+			path, s, (long long)step);
+	} else {
+		st->step = s;
+		st->progress = p;
+		rc = 0;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* GPUs per node from Slurm's environment, or the visible devices. */
+static int env_gpus_per_node(void)
+{
+	const char *s = getenv("SLURM_GPUS_ON_NODE");
+	long v;
+
+	if (s != NULL && parse_int(s, 1, 4096, &v))
+		return (int)v;
+	s = getenv("CUDA_VISIBLE_DEVICES");
+	if (s != NULL && *s != '\0' && strcmp(s, "NoDevFiles") != 0) {
+		int n = 1;
+		for (; *s; s++)
+			n += *s == ',';
+		return n;
+	}
+	return 1;
+}
+
+static int env_nodes(void)
+{
+	const char *s = getenv("SLURM_JOB_NUM_NODES");
+	long v;
+
+	if (s == NULL)
+		s = getenv("SLURM_NNODES");
+	if (s != NULL && parse_int(s, 1, 4096, &v))
+		return (int)v;
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	struct state st = { 0 };
+	copus_config cfg = COPUS_CONFIG_INITIALIZER;
+	copus_job_info in;
+	copus_perf_params perf;
+	copus_ctx *ctx = NULL;
+	const char *type;
+	double t0, var = 1.0;
+	long run_steps = 0;
+	int rc, gpus, nodes;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	rc = parse_args(argc, argv, &o);
+	if (rc != 0)
+		return rc;
+	type = o.gpu_type != NULL ? o.gpu_type : getenv("COPUS_GPU_TYPE");
+	if (type == NULL || *type == '\0')
+		type = "t4";
+	if (!valid_type(type))
+		return bad("COPUS_GPU_TYPE", type,
+			   "is not a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
+	perf = true_perf(&o, type);
+	nodes = o.nodes > 0 ? o.nodes : env_nodes();
+	gpus = o.gpus > 0 ? o.gpus : env_gpus_per_node() * nodes;
+	if (gpus < nodes) {
+		fprintf(stderr, PROG ": %d GPUs on %d nodes: fewer GPUs than nodes\n",
+			gpus, nodes);
+		return 2;
+	}
+
+	/*
+	 * One process drives every GPU of the allocation: it is rank 0 of a
+	 * world of one replica per GPU, and agrees with itself.
+	 */
+	cfg.limits = (copus_batch_limits){ o.init_batch, o.max_batch,
+					   o.min_local, o.max_local, true };
+	cfg.target_progress = o.target;
+	cfg.rank = 0;
+	cfg.local_rank = 0;
+	cfg.world = gpus;
+	cfg.nodes = nodes;
+	cfg.gpus_per_node = (gpus + nodes - 1) / nodes;
+	cfg.gpu_type = type;
+	cfg.ckpt_dir = o.ckpt_dir;
+	cfg.save = save_cb;
+	cfg.load = load_cb;
+	cfg.cb_arg = &st;
+	cfg.agree = agree_self;
+	rc = copus_init(&cfg, &ctx);
+	if (rc != COPUS_OK) {
+		fprintf(stderr, PROG ": copus_init: %s\n", copus_strerror(rc));
+		return 1;
+	}
+	st.ctx = ctx;
+	copus_info(ctx, &in);
+	printf("%s job %u restart %d: %s on %d %s GPUs, %d nodes; target progress %g\n",
+	       in.restored ? "resumed" : "started", in.job_id,
+	       in.restart_count, o.app->name, gpus, type, nodes, o.target);
+	if (in.restored)
+		printf("restored step %lld progress %.1f\n", (long long)in.step,
+		       in.progress);
+	t0 = now();
+	for (;;) {
+		copus_plan plan;
+		copus_step_times t;
+		copus_grad_stats g;
+		double phi, sqr, frac, grad, rest, jitter;
+		int replicas = gpus, accum, local, count;
+
+		copus_info(ctx, &in);
+		if (in.progress >= o.target)
+			break;
+		if (o.max_steps > 0 && run_steps >= o.max_steps)
+			break;
+		rc = copus_plan_get(ctx, &plan);
+		if (rc != COPUS_OK) {
+			fprintf(stderr, PROG ": plan: %s\n", copus_errmsg(ctx));
+			goto fail;
+		}
+		local = plan.local;
+		accum = plan.accum_steps;
+		rc = copus_step_time(&perf, nodes < replicas ? nodes : replicas,
+				     replicas, local, accum, &t);
+		if (rc != COPUS_OK) {
+			fprintf(stderr, PROG ": step time: %s\n",
+				copus_strerror(rc));
+			goto fail;
+		}
+		/* Steps vary by a few per cent, as on real GPUs. */
+		jitter = fmax(0.8, 1 + 0.03 * gauss(&o.seed));
+		grad = (accum + 1) * t.grad * jitter;
+		rest = fmax(t.iter * jitter - grad, 0);
+
+		/* The noise scale grows geometrically with progress. */
+		frac = fmin(in.progress / o.target, 1.0);
+		phi = o.phi0 * pow(o.growth, frac);
+		sqr = o.init_batch * var / phi;
+
+		copus_step_begin(ctx);
+		sleep_for(grad / o.speedup);
+		count = replicas * (accum + 1);
+		for (int k = 0; k <= accum; k++) {
+			/* The mean over replicas of one micro-batch each. */
+			double x = 0;
+			for (int r = 0; r < replicas; r++)
+				x += grad_sqnorm(sqr, var, o.init_batch, local,
+						 &o.seed);
+			copus_grad_local(ctx, x / replicas);
+		}
+		copus_sync_begin(ctx);
+		sleep_for(rest / o.speedup);
+		copus_sync_end(ctx);
+		copus_grad_total(ctx, grad_sqnorm(sqr, var, o.init_batch,
+						  (double)local * count,
+						  &o.seed));
+		/* On a rescale request this checkpoints and exits (75). */
+		rc = copus_step_end(ctx, local, accum);
+		if (rc != COPUS_OK) {
+			fprintf(stderr, PROG ": step: %s\n", copus_errmsg(ctx));
+			goto fail;
+		}
+		run_steps++;
+		if (run_steps % o.print_every == 0) {
+			copus_info(ctx, &in);
+			if (copus_grad_stats_get(ctx, &g) != COPUS_OK)
+				g = (copus_grad_stats){ 0, 0 };
+			printf("step %lld progress %.1f/%g (%.0f%%) gpus %d nodes %d %s batch %.0f (%d x %d x %d) step %.3fs eff %.2f phi %.0f\n",
+			       (long long)in.step, in.progress, o.target,
+			       100 * fmin(in.progress / o.target, 1.0), gpus,
+			       nodes, type, plan.batch, replicas, local,
+			       accum + 1, t.iter * jitter / o.speedup,
+			       plan.efficiency,
+			       g.sqr > 0 ? o.init_batch * g.var / g.sqr : 0);
+		}
+	}
+	copus_info(ctx, &in);
+	printf("%s step %lld progress %.1f after %.1f s in this run\n",
+	       in.progress >= o.target ? "done" : "stopped",
+	       (long long)in.step, in.progress, now() - t0);
+	copus_finalize(ctx);
+	return 0;
+fail:
+	copus_finalize(ctx);
+	return 1;
+}

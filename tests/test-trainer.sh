@@ -1,0 +1,90 @@
+#!/bin/bash
+# copus-trainer outside Slurm: a few steps on 4 GPUs of 1 node, the plan's
+# batch, a checkpoint on SIGUSR1 (exit 75) and the resume from it, the end at
+# the target (exit 0), and bad arguments (exit 2, the argument named).
+T=$PWD/runtime/copus-trainer
+[ -x "$T" ] || { echo "SKIP: $T not built"; exit 77; }
+TMP=$(mktemp -d /tmp/copus-trainer.XXXXXX) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# Outside a job whatever Slurm set for the caller must not leak in.
+unset SLURM_JOB_ID SLURM_RESTART_COUNT SLURM_GPUS_ON_NODE SLURM_JOB_NUM_NODES \
+	SLURM_NNODES SLURM_NTASKS SLURM_PROCID SLURM_LOCALID CUDA_VISIBLE_DEVICES \
+	COPUS_CKPT_DIR COPUS_GPU_TYPE
+
+# A few steps, 100x faster than the T4 would take.
+out=$("$T" --app cifar10 --gpus 4 --speedup 100 --max-steps 20 \
+	--print-every 5 --seed 1 2>&1) || fail "20 steps failed: $out"
+echo "$out"
+grep -q '^started job 0 restart 0: cifar10 on 4 t4 GPUs, 1 nodes' <<<"$out" ||
+	fail "no start line: $out"
+[ "$(grep -c '^step ' <<<"$out")" -eq 4 ] || fail "expected 4 progress lines: $out"
+grep -q '^step 20 progress [0-9.]*/39063 .* gpus 4 nodes 1 t4 batch [0-9]* (4 x ' <<<"$out" ||
+	fail "step 20 line: $out"
+grep -q '^stopped step 20 ' <<<"$out" || fail "no stop line: $out"
+
+# Steps take the modelled time: 20 steps of cifar10 on 4 T4s at local >= 32
+# take at least 20 x (0.017 + 32 x 0.0007) / 100 s; with --speedup 1000 the
+# same steps take a tenth (less the loop's own cost).
+s=$(date +%s.%N)
+"$T" --app cifar10 --gpus 4 --speedup 10 --max-steps 20 --seed 1 >/dev/null ||
+	fail "the timed run failed"
+e=$(date +%s.%N)
+awk -v s="$s" -v e="$e" 'BEGIN { exit !(e - s >= 20 * 0.039 / 10) }' ||
+	fail "20 steps at --speedup 10 took $(awk -v s="$s" -v e="$e" 'BEGIN { print e - s }') s, less than modelled"
+
+# A rescale request: checkpoint, exit 75; the next run resumes there and
+# runs to the target.
+ck=$TMP/ck
+"$T" --app bert --gpus 2 --speedup 50 --checkpoint "$ck" --target 1000000 \
+	--print-every 1 --seed 2 >"$TMP/a.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+	[ "$(grep -c '^step ' "$TMP/a.out")" -ge 3 ] && break
+	sleep 0.1
+done
+kill -USR1 $pid
+wait $pid
+rc=$?
+[ $rc -eq 75 ] || fail "after SIGUSR1 the trainer exited $rc, not 75: $(cat "$TMP/a.out")"
+[ -f "$ck/copus.manifest" ] || fail "no checkpoint manifest in $ck: $(ls -la "$ck" 2>&1)"
+last=$(sed -n 's/^step \([0-9]*\) .*/\1/p' "$TMP/a.out" | tail -n 1)
+out=$("$T" --app bert --gpus 2 --speedup 50 --checkpoint "$ck" --target 40 \
+	--print-every 1000 --seed 3 2>&1) || fail "the resumed run failed: $out"
+echo "$out"
+r=$(sed -n 's/^restored step \([0-9]*\) .*/\1/p' <<<"$out")
+[ -n "$r" ] || fail "the second run did not restore the checkpoint: $out"
+[ "$r" -ge "$last" ] || fail "restored step $r is before the last step printed, $last"
+grep -q '^done step [0-9]* progress ' <<<"$out" || fail "no done line: $out"
+p=$(sed -n 's/^done step [0-9]* progress \([0-9.]*\) .*/\1/p' <<<"$out")
+awk -v p="$p" 'BEGIN { exit !(p >= 40) }' || fail "done below the target: $p"
+
+# Bad arguments: exit 2 and a message naming the argument.
+bad() {
+	local want=$1
+	shift
+	out=$("$T" "$@" 2>&1)
+	rc=$?
+	[ $rc -eq 2 ] || fail "'$*' exited $rc, not 2: $out"
+	grep -q -- "$want" <<<"$out" || fail "'$*' did not name $want: $out"
+}
+bad "--perf: '1,2,3'" --perf 1,2,3
+bad "--perf: 'a100=x'" --perf a100=x
+bad "--perf: '0,1,1,1,1,1,1'" --perf 0,1,1,1,1,1,1
+bad "--perf: 'bad type=1,1,1,1,1,1,1'" --perf "bad type=1,1,1,1,1,1,1"
+bad "--app: 'mnist'" --app mnist
+bad "--speedup: '-1'" --speedup -1
+bad "--speedup: 'fast'" --speedup fast
+bad "--batch: '0'" --batch 0
+bad "--local: '8-4'" --local 8-4
+bad "--noise: '10'" --noise 10
+bad "--noise: '10,0.5'" --noise 10,0.5
+bad "--target: 'nan'" --target nan
+bad "--gpus: '0'" --gpus 0
+bad "--max-batch: '64'" --batch 128 --max-batch 64
+bad "unknown option '--bogus'" --bogus
+bad "option '--app' needs a value" --app
+bad "argument: 'extra'" extra
+COPUS_GPU_TYPE='a b' "$T" --max-steps 1 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a bad COPUS_GPU_TYPE was accepted"
+echo PASS
