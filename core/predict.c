@@ -1,8 +1,8 @@
 /*
  * Remaining-work prediction: a random forest (XGBoost's gbtree booster with
- * one round of many parallel trees, learning rate 1, row subsampling) over
- * the attributes of finished jobs, predicting the logarithm of their total
- * work.
+ * one round of many parallel trees, learning rate 1, features sampled per
+ * split, rows optionally subsampled) over the attributes of finished jobs,
+ * predicting the logarithm of their total work.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -27,6 +27,7 @@ struct copus_predictor {
 	size_t count, next;
 	BoosterHandle booster;
 	int since_train;
+	size_t trainings;
 };
 
 static int params_check(const copus_predictor_params *p)
@@ -85,6 +86,11 @@ void copus_predictor_destroy(copus_predictor *p)
 size_t copus_predictor_count(const copus_predictor *p)
 {
 	return p == NULL ? 0 : p->count;
+}
+
+size_t copus_predictor_trainings(const copus_predictor *p)
+{
+	return p == NULL ? 0 : p->trainings;
 }
 
 /* The code of a string, or -1 when unknown and insert is false. */
@@ -185,6 +191,7 @@ static int train(copus_predictor *p)
 		XGBoosterFree(p->booster);
 	p->booster = b;
 	p->since_train = 0;
+	p->trainings++;
 	return COPUS_OK;
 fail:
 	if (b != NULL)
@@ -213,7 +220,8 @@ int copus_predictor_add(copus_predictor *p, const copus_job_attrs *job,
 		p->count++;
 	p->since_train++;
 	if (p->count >= (size_t)p->params.min_samples &&
-	    (p->booster == NULL || p->since_train >= p->params.retrain_every))
+	    (p->booster == NULL || p->since_train >= p->params.retrain_every ||
+	     4 * (size_t)p->since_train >= p->count))
 		return train(p);
 	return COPUS_OK;
 }
@@ -317,5 +325,27 @@ int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
 	if ((rc = copus_predictor_total(p, job, &total)) != COPUS_OK)
 		return rc;
 	*remaining = total > done ? total - done : 0.5 * done;
+	return COPUS_OK;
+}
+
+int copus_predictor_remaining_many(copus_predictor *p,
+				   const copus_job_attrs *jobs,
+				   const double *done, size_t n,
+				   double *remaining)
+{
+	int rc;
+
+	if (remaining == NULL || (done == NULL && n > 0))
+		return COPUS_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(done[i]) || done[i] < 0.0)
+			return COPUS_EINVAL;
+	/* The totals go into remaining, then become what is left. */
+	if ((rc = copus_predictor_total_many(p, jobs, n, remaining)) !=
+	    COPUS_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		remaining[i] = remaining[i] > done[i] ? remaining[i] - done[i]
+						      : 0.5 * done[i];
 	return COPUS_OK;
 }

@@ -135,6 +135,66 @@ static void remaining_work_uses_target_then_prediction(void)
 	copus_predictor_destroy(p);
 }
 
+/* The median relative error of the predicted remaining work of 100 fresh
+ * jobs, each looked at a random fraction of the way through. */
+static double remaining_error(copus_predictor *p)
+{
+	copus_job_attrs jobs[100];
+	double truth[100], done[100], rem[100], err[100];
+
+	for (int i = 0; i < 100; i++) {
+		truth[i] = draw(&jobs[i]);
+		done[i] = truth[i] * 0.9 * uniform();
+	}
+	ASSERT_STATUS(copus_predictor_remaining_many(p, jobs, done, 100, rem),
+		      COPUS_OK);
+	for (int i = 0; i < 100; i++) {
+		double one;
+
+		ASSERT_STATUS(copus_predictor_remaining(p, &jobs[i], done[i], 0,
+							&one), COPUS_OK);
+		ASSERT_CLOSE(rem[i], one, 1e-9);
+		CU_ASSERT(rem[i] > 0);
+		err[i] = fabs(rem[i] - (truth[i] - done[i])) /
+			 (truth[i] - done[i]);
+	}
+	qsort(err, 100, sizeof(double), cmp);
+	return err[50];
+}
+
+/* Recurring jobs: the more of them finish, the better the prediction of
+ * the remaining work of the next ones, and it is retrained along the way. */
+static void error_shrinks_as_jobs_finish(void)
+{
+	copus_predictor *p = NULL;
+	copus_job_attrs job;
+	double e[4];
+	int finished = 0;
+	const int upto[4] = { 4, 16, 64, 256 };
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_remaining_many(p, &job, e, 0, e),
+		      COPUS_OK);
+	for (int k = 0; k < 4; k++) {
+		while (finished < upto[k]) {
+			double w = draw(&job);
+			ASSERT_STATUS(copus_predictor_add(p, &job, w), COPUS_OK);
+			finished++;
+		}
+		e[k] = remaining_error(p);
+		printf("%3d finished: median |error| of remaining work %.1f%%\n",
+		       finished, 100 * e[k]);
+	}
+	CU_ASSERT(e[1] < e[0]);
+	CU_ASSERT(e[2] < e[1]);
+	CU_ASSERT(e[3] <= e[2] + 0.02);
+	CU_ASSERT(e[3] < 0.15);
+	/* Retrained often while young, then every retrain_every jobs. */
+	CU_ASSERT(copus_predictor_trainings(p) >= 256 / 8);
+	CU_ASSERT(copus_predictor_trainings(p) < 256 / 2);
+	copus_predictor_destroy(p);
+}
+
 static void unseen_attributes_still_get_an_answer(void)
 {
 	copus_predictor *p = NULL;
@@ -213,7 +273,13 @@ static void bad_input_is_rejected(void)
 		      COPUS_EINVAL);
 	ASSERT_STATUS(copus_predictor_remaining(p, &job, 1, -1, &v),
 		      COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_remaining_many(p, &job, NULL, 1, &v),
+		      COPUS_EINVAL);
+	v = -1;
+	ASSERT_STATUS(copus_predictor_remaining_many(p, &job, &v, 1, &v),
+		      COPUS_EINVAL);
 	CU_ASSERT_EQUAL(copus_predictor_count(NULL), 0);
+	CU_ASSERT_EQUAL(copus_predictor_trainings(NULL), 0);
 	copus_predictor_destroy(p);
 	copus_predictor_destroy(NULL);
 }
@@ -225,6 +291,7 @@ int main(void)
 		TEST(batch_prediction_equals_single_predictions),
 		TEST(few_samples_fall_back_to_the_median),
 		TEST(remaining_work_uses_target_then_prediction),
+		TEST(error_shrinks_as_jobs_finish),
 		TEST(unseen_attributes_still_get_an_answer),
 		TEST(history_keeps_the_most_recent_jobs),
 		TEST(bad_input_is_rejected),

@@ -39,9 +39,14 @@ typedef struct copus_predictor_params {
 	unsigned version;  /* COPUS_PREDICTOR_PARAMS_VERSION */
 	int trees;         /* trees in the forest */
 	int max_depth;     /* depth of each tree */
-	double subsample;  /* fraction of samples each tree sees */
+	/* Fraction of the finished jobs each tree sees. The default, 1, leaves
+	 * the trees to differ by the features they may split on: a recurring
+	 * configuration seen once or twice would otherwise be missing from
+	 * some trees, which then answer with unrelated jobs' work. */
+	double subsample;
 	int min_samples;   /* finished jobs needed before the forest is used */
-	int retrain_every; /* retrain after this many new finished jobs */
+	int retrain_every; /* retrain after at most this many new finished
+			    * jobs (sooner while the history is small) */
 	size_t history;    /* finished jobs kept (the most recent ones) */
 	unsigned seed;     /* random seed, for repeatable forests */
 } copus_predictor_params;
@@ -50,7 +55,7 @@ typedef struct copus_predictor_params {
 	{                                                                     \
 		.size = sizeof(copus_predictor_params),                       \
 		.version = COPUS_PREDICTOR_PARAMS_VERSION, .trees = 64,       \
-		.max_depth = 8, .subsample = 0.8, .min_samples = 8,           \
+		.max_depth = 8, .subsample = 1.0, .min_samples = 8,           \
 		.retrain_every = 8, .history = 4096, .seed = 1                \
 	}
 
@@ -61,13 +66,20 @@ int copus_predictor_create(const copus_predictor_params *params,
 			   copus_predictor **out);
 void copus_predictor_destroy(copus_predictor *p);
 
-/* Record a finished job and the total work it needed (> 0). Retrains the
- * forest when retrain_every new jobs have been added. */
+/*
+ * Record a finished job and the total work it needed (> 0). Retrains the
+ * forest when retrain_every new jobs have been added, or earlier while the
+ * new jobs are at least a quarter of the history (a young history changes
+ * most with each job, and training on it is cheap).
+ */
 int copus_predictor_add(copus_predictor *p, const copus_job_attrs *job,
 			double total_work);
 
 /* Finished jobs recorded (up to the history size). */
 size_t copus_predictor_count(const copus_predictor *p);
+
+/* Times the forest has been trained so far (its cost grows with this). */
+size_t copus_predictor_trainings(const copus_predictor *p);
 
 /*
  * Predicted total work of a job. Before min_samples finished jobs the
@@ -94,6 +106,16 @@ int copus_predictor_total_many(copus_predictor *p, const copus_job_attrs *jobs,
  */
 int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
 			      double done, double target, double *remaining);
+
+/*
+ * Remaining work of n running jobs without known targets, done[i] units
+ * done by jobs[i], with one pass through the forest; the same rule as
+ * copus_predictor_remaining. COPUS_ENODATA while no job has finished.
+ */
+int copus_predictor_remaining_many(copus_predictor *p,
+				   const copus_job_attrs *jobs,
+				   const double *done, size_t n,
+				   double *remaining);
 
 #ifdef __cplusplus
 }
