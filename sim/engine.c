@@ -636,6 +636,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	copus_job_attrs *attrs = NULL;
 	double *ptot = NULL, *errs = NULL;
 	size_t nerr = 0, caperr = 0, pred_seen = (size_t)-1;
+	clock_t pc;
 	const char *tnames[SIM_MAX_TYPES];
 	copus_cluster cl;
 	int N = c->nnodes, total_gpus = 0, g0 = 0, rc;
@@ -747,8 +748,11 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 				 * not depend on how it was scheduled). */
 				if (pred != NULL && j->solo_tail[0] > 0.0) {
 					copus_job_attrs at = job_attrs(j);
+					pc = clock();
 					rc = copus_predictor_add(pred, &at,
 								 j->solo_tail[0]);
+					res->pred_seconds += (double)(clock() - pc) /
+							     CLOCKS_PER_SEC;
 					if (rc != COPUS_OK)
 						goto out;
 				}
@@ -759,9 +763,15 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		now += o->interval;
 		res->rounds++;
 		/* The jobs the scheduler sees this round. */
-		if (pred != NULL && (rc = predict_totals(pred, jobs, n, now, attrs,
-						    ptot, &pred_seen)) != COPUS_OK)
-			goto out;
+		if (pred != NULL) {
+			pc = clock();
+			rc = predict_totals(pred, jobs, n, now, attrs, ptot,
+					    &pred_seen);
+			res->pred_seconds += (double)(clock() - pc) /
+					     CLOCKS_PER_SEC;
+			if (rc != COPUS_OK)
+				goto out;
+		}
 		for (size_t i = 0; i < n; i++) {
 			struct sjob *j = &jobs[i];
 			copus_job *q = &cj[na];
@@ -786,6 +796,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 				q->elastic = true;
 				if (is_copus) {
 					q->remaining = copus_remaining(j, o->remaining);
+					if (pred != NULL && !(j->pred_total > 0.0))
+						res->pred_unknown++;
 					if (pred != NULL && j->pred_total > 0.0 &&
 					    (rc = sample_error(j, q->remaining, &errs,
 							       &nerr, &caperr)) != COPUS_OK)
@@ -956,7 +968,9 @@ out:
 	free(dec);
 	free(idx);
 	copus_policy_destroy(pol);
+	res->pred_trainings = (long)copus_predictor_trainings(pred);
 	copus_predictor_destroy(pred);
+	res->pred_samples = (long)nerr;
 	if (nerr > 0) {
 		qsort(errs, nerr, sizeof(*errs), cmp_double);
 		res->pred_err_median = errs[nerr / 2];

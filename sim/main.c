@@ -55,8 +55,9 @@ static void usage(FILE *f)
 		"finished so\n"
 		"                       far; default), oracle (the truth) or "
 		"none;\n"
-		"                       fifo and optimus always get the "
-		"oracle\n"
+		"                       fifo's backfill and optimus always "
+		"get the oracle,\n"
+		"                       as in Pollux's evaluation\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
 		"  --jobs N             workloads simulated at once (2)\n"
@@ -125,10 +126,12 @@ static void send_result(int fd, const struct wl *w)
 		const struct sim_result *r = &w->res;
 
 		fprintf(f, "OK\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%ld\t"
-			"%ld\t%.17g\t%.17g\t%.17g\n", r->njobs, r->avg_jct,
-			r->p99_jct, r->makespan, r->max_ftf, r->gpu_hours,
-			r->restarts, r->rounds, r->wall, r->pred_err_median,
-			r->pred_err_p90);
+			"%ld\t%.17g\t%.17g\t%.17g\t%ld\t%ld\t%ld\t%.17g\n",
+			r->njobs, r->avg_jct, r->p99_jct, r->makespan,
+			r->max_ftf, r->gpu_hours, r->restarts, r->rounds,
+			r->wall, r->pred_err_median, r->pred_err_p90,
+			r->pred_samples, r->pred_unknown, r->pred_trainings,
+			r->pred_seconds);
 		for (size_t i = 0; i < r->njobs; i++)
 			fprintf(f, "%s\t%.17g\t%.17g\n", r->names[i], r->jct[i],
 				r->ftf[i]);
@@ -162,10 +165,12 @@ static int recv_result(int fd, struct wl *w)
 	}
 	/* The predictor's errors are "nan" when it did not run. */
 	if (sscanf(line, "OK\t%zu\t%lg\t%lg\t%lg\t%lg\t%lg\t%ld\t%ld\t%lg"
-		   "\t%lg\t%lg", &r->njobs, &r->avg_jct, &r->p99_jct,
-		   &r->makespan, &r->max_ftf, &r->gpu_hours, &r->restarts,
-		   &r->rounds, &r->wall, &r->pred_err_median,
-		   &r->pred_err_p90) != 11 || r->njobs != w->n)
+		   "\t%lg\t%lg\t%ld\t%ld\t%ld\t%lg", &r->njobs, &r->avg_jct,
+		   &r->p99_jct, &r->makespan, &r->max_ftf, &r->gpu_hours,
+		   &r->restarts, &r->rounds, &r->wall, &r->pred_err_median,
+		   &r->pred_err_p90, &r->pred_samples, &r->pred_unknown,
+		   &r->pred_trainings, &r->pred_seconds) != 15 ||
+	    r->njobs != w->n)
 		goto out;
 	r->names = calloc(r->njobs + 1, sizeof(*r->names));
 	r->jct = calloc(r->njobs + 1, sizeof(double));
@@ -200,6 +205,25 @@ out:
 }
 
 static const char *const remaining_names[] = { "predict", "oracle", "none" };
+
+/* The remaining-time knowledge a policy actually gets: --remaining for
+ * copus; fifo's backfill and optimus always have the oracle; tiresias and
+ * pollux use none. */
+static enum sim_remaining used_remaining(const char *policy,
+					 enum sim_remaining rem)
+{
+	if (strcmp(policy, "copus") == 0 || strncmp(policy, "copus:", 6) == 0)
+		return rem;
+	if (strcmp(policy, "fifo") == 0 || strcmp(policy, "optimus") == 0)
+		return SIM_REMAINING_ORACLE;
+	return SIM_REMAINING_NONE;
+}
+
+/* A number for JSON, or null when it is not one (no samples). */
+static json_object *json_number(double v)
+{
+	return isfinite(v) ? json_object_new_double(v) : NULL;
+}
 
 static int write_summary(const char *path, const char *policy,
 			 enum sim_remaining rem, struct wl *w, size_t nw,
@@ -236,12 +260,20 @@ static int write_summary(const char *path, const char *policy,
 				       json_object_new_double(r->gpu_hours));
 		json_object_object_add(rs, w[i].name,
 				       json_object_new_int64(r->restarts));
-		if (isfinite(r->pred_err_median)) {
+		if (rem == SIM_REMAINING_PREDICT) {
 			json_object *e = json_object_new_object();
 			json_object_object_add(e, "median",
-				json_object_new_double(r->pred_err_median));
+				json_number(r->pred_err_median));
 			json_object_object_add(e, "p90",
-				json_object_new_double(r->pred_err_p90));
+				json_number(r->pred_err_p90));
+			json_object_object_add(e, "samples",
+				json_object_new_int64(r->pred_samples));
+			json_object_object_add(e, "unknown",
+				json_object_new_int64(r->pred_unknown));
+			json_object_object_add(e, "trainings",
+				json_object_new_int64(r->pred_trainings));
+			json_object_object_add(e, "cpu_seconds",
+				json_object_new_double(r->pred_seconds));
 			json_object_object_add(pe, w[i].name, e);
 		}
 	}
@@ -257,7 +289,8 @@ static int write_summary(const char *path, const char *policy,
 	json_object_object_add(root, "remaining",
 			       json_object_new_string(remaining_names[rem]));
 	/* Relative error of the predicted remaining time, sampled every
-	 * round over running jobs (predict only). */
+	 * round over running jobs, how many job-rounds had no prediction
+	 * yet, and what the predictor cost (predict only). */
 	json_object_object_add(root, "prediction_error", pe);
 	if (json_object_to_file_ext(path, root, JSON_C_TO_STRING_PRETTY) != 0) {
 		fprintf(stderr, "copus-sim: %s: cannot write: %s\n", path,
@@ -530,11 +563,14 @@ int main(int argc, char **argv)
 		       "%5ld  (%.2f s)\n", w[i].name, policy, w[i].res.avg_jct,
 		       w[i].res.p99_jct, w[i].res.makespan, w[i].res.max_ftf,
 		       w[i].res.gpu_hours, w[i].res.restarts, w[i].res.wall);
-		if (isfinite(w[i].res.pred_err_median))
+		if (used_remaining(policy, rem) == SIM_REMAINING_PREDICT)
 			printf("%-16s %-8s remaining predicted with median error "
-			       "%.0f%%, 90th percentile %.0f%%\n", w[i].name,
+			       "%.0f%%, 90th percentile %.0f%% (%ld job-rounds, "
+			       "%ld unknown); %ld trainings, %.2f s\n", w[i].name,
 			       policy, 100 * w[i].res.pred_err_median,
-			       100 * w[i].res.pred_err_p90);
+			       100 * w[i].res.pred_err_p90,
+			       w[i].res.pred_samples, w[i].res.pred_unknown,
+			       w[i].res.pred_trainings, w[i].res.pred_seconds);
 	}
 	if (status != 0)
 		goto out;
@@ -543,7 +579,8 @@ int main(int argc, char **argv)
 	       "s\n", mean, nw, policy, (double)(ts1.tv_sec - ts0.tv_sec) +
 	       (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9);
 	if (summary &&
-	    write_summary(summary, policy, rem, w, nw, mean) != COPUS_OK)
+	    write_summary(summary, policy, used_remaining(policy, rem), w, nw,
+			  mean) != COPUS_OK)
 		status = 1;
 	if (timeline) {
 		FILE *out = fopen(timeline, "w");

@@ -154,6 +154,11 @@ struct sim_result {
 	 * round over running jobs): median and 90th percentile; NAN when not
 	 * predicting. */
 	double pred_err_median, pred_err_p90;
+	/* Job-rounds with a prediction and without one (no job finished
+	 * yet), and the predictor's cost: trainings of the forest and CPU
+	 * seconds spent learning and predicting. */
+	long pred_samples, pred_unknown, pred_trainings;
+	double pred_seconds;
 	double wall;
 	long rounds;
 };

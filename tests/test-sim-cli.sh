@@ -63,6 +63,20 @@ for rem in predict oracle none; do
 		{ cat "$tmp/out"; fail "copus --remaining $rem failed"; }
 	grep -q "\"remaining\": *\"$rem\"" "$tmp/s.json" ||
 		fail "--remaining $rem not in the summary"
+	if [ $rem = predict ]; then
+		for key in '"prediction_error"' '"samples"' '"unknown"' \
+			'"trainings"' '"cpu_seconds"'; do
+			grep -q "$key" "$tmp/s.json" || fail "predict: no $key"
+		done
+	fi
+done
+# The other policies' summaries say what they really get.
+for pol in fifo:oracle optimus:oracle pollux:none; do
+	"$sim" --cluster 1x2 --profiles "$tmp/p" --policy ${pol%:*} \
+		--remaining predict --summary "$tmp/s.json" "$tmp/w1.csv" \
+		> "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "${pol%:*} run"; }
+	grep -q "\"remaining\": *\"${pol#*:}\"" "$tmp/s.json" ||
+		fail "${pol%:*}: remaining is not ${pol#*:} in the summary"
 done
 "$sim" --cluster 1x2 --profiles "$tmp/p" --policy copus --remaining psychic \
 	"$tmp/w1.csv" 2> "$tmp/err" && fail "--remaining psychic accepted"
