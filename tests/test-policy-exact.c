@@ -1,13 +1,23 @@
 /*
- * Quality of the copus policy's greedy search: on random small instances
- * (up to 8 jobs, up to 16 GPUs of one or two types) the sum of the values
- * its decision reaches is compared with the exact optimum of the same value
- * table (copus__copus_values), found by an integer program solved with
- * GLPK; the integer program itself is checked against exhaustive
- * enumeration on the smallest instances. The log shows every instance
- * where the policy reaches less than 98% of the optimum.
+ * Quality of the copus policy's search: on random small instances (up to 8
+ * jobs, up to 16 GPUs in nodes of 4 or 8, one or two GPU types, elastic and
+ * rigid jobs, some already running) the sum of the values its decision
+ * reaches is compared with the exact optimum of the same value table
+ * (copus__copus_values), found by an integer program solved with GLPK. The
+ * integer program is checked against exhaustive enumeration on instances
+ * of up to five jobs. Also checks the synthetic instance generator that
+ * tests/bench-policy.c uses (tests/policy-gen.h).
+ *
+ * The integer program knows only each type's capacity, not the nodes, so
+ * its optimum bounds what any placement can reach: a ratio below 1 may
+ * come from the search or from a cell that does not fit on the nodes.
+ * placeable() tells the two apart. The target (0.98 of the optimum) is
+ * asserted on every instance except the known misses listed below.
+ * COPUS_EXACT_VERBOSE=1 prints every instance below the target with the
+ * policy's and the optimum's cells.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,142 +28,129 @@
 
 #include "harness.h"
 #include "policy-copus.h"
+#include "policy-gen.h"
 
 #define MAXJ 8
-#define MAXN 4
-#define KMAX 16
-#define INSTANCES 300
-
-struct instance {
-	copus_node nodes[MAXN];
-	copus_cluster c;
-	copus_job jobs[MAXJ];
-	copus_model models[MAXJ];
-	const copus_model *mp[MAXJ][2];
-	copus_slot alloc[MAXJ][MAXN];
-	size_t n;
-	int cap[2]; /* usable GPUs per type */
-};
-
-static unsigned long rng = 12345;
-
-static double uni(double lo, double hi)
-{
-	rng = rng * 6364136223846793005ul + 1442695040888963407ul;
-	return lo + (hi - lo) * ((double)(rng >> 11) / 9007199254740992.0);
-}
-
-static int pick(int lo, int hi)
-{
-	int v = lo + (int)uni(0, hi - lo + 1);
-	return v > hi ? hi : v;
-}
+#define KMAX 16 /* the most GPUs of a small instance */
+#define INSTANCES 400
+#define TARGET 0.98
 
 /*
- * A random cluster of at most 16 GPUs (nodes of 4 or 8, one or two types)
- * and jobs with fitted-model-like speedup curves; some jobs already hold
- * GPUs (a feasible allocation on one node of their type).
+ * Instances (by seed) where the policy at bb54cc3 stays below the target:
+ * the greedy's misses, not the bound's (the optimum's cells can be placed
+ * on the nodes in every one of them). Most need two jobs to trade types or
+ * sizes at once, e.g. seed 5192: a running elastic job without a model can
+ * keep its 7 GPUs only on its own type, and the greedy gives that type to
+ * the other job first. They are printed, not asserted; any other instance
+ * below the target fails the test. A listed seed that reaches the target
+ * is reported so that the list can shrink.
  */
-static void make_instance(struct instance *in)
+static const uint64_t known_misses[] = {
+	5011, 5041, 5046, 5055, 5061, 5080, 5095, 5096, 5097, 5115,
+	5132, 5135, 5142, 5146, 5151, 5172, 5183, 5192, 5197, 5199,
+	5202, 5203, 5204, 5211, 5222, 5232, 5267, 5273, 5283, 5284,
+	5287, 5294, 5303, 5308, 5324, 5339, 5348, 5355, 5363, 5365,
+};
+
+static bool known_miss(uint64_t seed)
 {
-	int g = uni(0, 1) < 0.5 ? 4 : 8;
-	int types = uni(0, 1) < 0.5 ? 1 : 2;
-	int nn = pick(1, 16 / g);
-	int used[MAXN] = { 0 };
-
-	memset(in, 0, sizeof(*in));
-	for (int k = 0; k < nn; k++) {
-		in->nodes[k] = (copus_node){ types == 2 ? k % 2 : 0, g, true };
-		in->cap[in->nodes[k].gpu_type] += g;
-	}
-	in->c = (copus_cluster){ nn, in->nodes, types, NULL };
-	in->n = (size_t)pick(1, MAXJ);
-	for (size_t j = 0; j < in->n; j++) {
-		double ac = uni(0.005, 0.2), bc = uni(1e-5, 5e-3);
-		double ar = uni(1e-3, 0.1), an = ar * uni(1.1, 5.0);
-		copus_job *jb = &in->jobs[j];
-		int req = 1 << pick(0, 3);
-
-		in->models[j] = (copus_model){
-			.perf = { ac, bc, an, an * uni(0.001, 0.1), ar,
-				  ar * uni(0.001, 0.1), uni(1.0, 3.0) },
-			.grad = { 1.0, uni(1.0, 1000.0) },
-			.limits = { 64, 64 * 64, 4, 256, true },
-		};
-		in->mp[j][0] = in->mp[j][1] = &in->models[j];
-		*jb = (copus_job){
-			.id = j + 1, .elastic = uni(0, 1) < 0.75,
-			.min_gpus = 1, .max_gpus = KMAX, .req_gpus = req,
-			.req_batch = 64, .remaining = uni(60, 36000),
-			.models = in->mp[j], .max_gpus_had = req,
-			.submit_time = -uni(0, 600),
-		};
-		if (!jb->elastic)
-			jb->min_gpus = jb->max_gpus = req;
-		if (types == 2 && uni(0, 1) < 0.3)
-			jb->type_mask = 1u << pick(0, 1);
-		if (uni(0, 1) < 0.3)
-			jb->models = NULL;
-		/* Some jobs run already, on one node of an allowed type. */
-		if (uni(0, 1) < 0.4) {
-			int k = pick(0, nn - 1);
-			int t = in->nodes[k].gpu_type;
-			int want = jb->elastic ? pick(1, g) : req;
-			if ((jb->type_mask == 0 || (jb->type_mask >> t) & 1u) &&
-			    used[k] + want <= g && want <= jb->max_gpus) {
-				used[k] += want;
-				in->alloc[j][0] = (copus_slot){ k, want };
-				jb->alloc = in->alloc[j];
-				jb->alloc_slots = 1;
-				jb->alloc_type = t;
-				jb->max_gpus_had = want > req ? want : req;
-				jb->restarts = 1;
-			}
-		}
-	}
+	for (size_t i = 0; i < sizeof(known_misses) / sizeof(*known_misses);
+	     i++)
+		if (known_misses[i] == seed)
+			return true;
+	return false;
 }
+
+static const copus_policy_params PRM = COPUS_POLICY_PARAMS_INITIALIZER;
 
 static size_t vidx(size_t j, int t, int T, int k)
 {
 	return (j * (size_t)T + (size_t)t) * (KMAX + 1) + (size_t)k;
 }
 
-/* The exact optimum of the value table under per-type capacity (GLPK). */
-static double ilp_optimum(const struct instance *in, const double *v)
+/* Instance i of the exactness runs (seed base + i). */
+static int small_instance(uint64_t seed, struct pgen *g)
 {
-	const int T = in->c.num_types;
+	struct pgen gen0 = { .rng = seed * 7919u + 17u };
+	int G = pgen_uni(&gen0, 0, 1) < 0.5 ? 4 : 8;
+	struct pgen_params p = {
+		.seed = seed,
+		.jobs = pgen_pick(&gen0, 1, MAXJ),
+		.nodes = pgen_pick(&gen0, 1, KMAX / G),
+		.node_gpus = G,
+		.types = pgen_pick(&gen0, 1, 2),
+		.max_req = 8,
+		.max_gpus = KMAX,
+		.elastic = 0.75,
+		.running = 0.4,
+		.one_type = 0.3,
+		.no_model = 0.2,
+	};
+
+	return pgen_create(&p, g);
+}
+
+/* The value table of the instance, from a fresh policy state. */
+static int values(const struct pgen *g, double *v)
+{
+	struct copus_state *st = NULL;
+	int rc = copus__state_create(NULL, &st);
+
+	if (rc == COPUS_OK)
+		rc = copus__copus_values(st, &PRM, &g->c, g->jobs, g->n, 0.0,
+					 KMAX, v);
+	copus__state_destroy(st);
+	return rc;
+}
+
+/*
+ * The exact optimum of the value table: binary x[j,t,k] for every cell of
+ * positive value, at most one cell per job, per type at most its GPUs.
+ * Writes the optimum's cells to ot/ok (ok 0: queued); NaN on failure.
+ */
+static double ilp_optimum(const struct pgen *g, const double *v, int *ot,
+			  int *ok)
+{
+	const int T = g->c.num_types;
+	const size_t cells = g->n * (size_t)T * KMAX;
 	glp_prob *lp = glp_create_prob();
 	glp_iocp parm;
-	int *ia = NULL, *ja = NULL, ne = 0, ncol = 0;
-	double *ar = NULL, best = NAN;
-	size_t cap = (in->n * (size_t)T * KMAX) * 2 + 1;
+	int *ia = malloc((2 * cells + 1) * sizeof(int));
+	int *ja = malloc((2 * cells + 1) * sizeof(int));
+	double *ar = malloc((2 * cells + 1) * sizeof(double));
+	int *cj = malloc((cells + 1) * sizeof(int));
+	int *ct = malloc((cells + 1) * sizeof(int));
+	int *ck = malloc((cells + 1) * sizeof(int));
+	int ne = 0, ncol = 0;
+	double best = NAN;
 
-	ia = malloc((cap + 1) * sizeof(int));
-	ja = malloc((cap + 1) * sizeof(int));
-	ar = malloc((cap + 1) * sizeof(double));
-	if (!ia || !ja || !ar)
+	if (!ia || !ja || !ar || !cj || !ct || !ck)
 		goto out;
+	for (size_t j = 0; j < g->n; j++)
+		ot[j] = -1, ok[j] = 0;
 	glp_set_obj_dir(lp, GLP_MAX);
-	/* Rows 1..n: one cell per job; rows n+1..n+T: capacity per type. */
-	glp_add_rows(lp, (int)in->n + T);
-	for (size_t j = 0; j < in->n; j++)
+	/* Rows 1..n: one cell per job; n+1..n+T: each type's GPUs. */
+	glp_add_rows(lp, (int)g->n + T);
+	for (size_t j = 0; j < g->n; j++)
 		glp_set_row_bnds(lp, (int)j + 1, GLP_UP, 0.0, 1.0);
 	for (int t = 0; t < T; t++)
-		glp_set_row_bnds(lp, (int)in->n + t + 1, GLP_UP, 0.0,
-				 in->cap[t]);
-	for (size_t j = 0; j < in->n; j++)
+		glp_set_row_bnds(lp, (int)g->n + t + 1, GLP_UP, 0.0,
+				 g->cap[t]);
+	for (size_t j = 0; j < g->n; j++)
 		for (int t = 0; t < T; t++)
 			for (int k = 1; k <= KMAX; k++) {
 				double x = v[vidx(j, t, T, k)];
 				if (!(x > 0.0))
 					continue;
 				ncol = glp_add_cols(lp, 1);
+				cj[ncol] = (int)j, ct[ncol] = t, ck[ncol] = k;
 				glp_set_col_kind(lp, ncol, GLP_BV);
 				glp_set_obj_coef(lp, ncol, x);
 				ne++;
-				ia[ne] = (int)j + 1, ja[ne] = ncol, ar[ne] = 1.0;
+				ia[ne] = (int)j + 1, ja[ne] = ncol;
+				ar[ne] = 1.0;
 				ne++;
-				ia[ne] = (int)in->n + t + 1, ja[ne] = ncol;
+				ia[ne] = (int)g->n + t + 1, ja[ne] = ncol;
 				ar[ne] = k;
 			}
 	if (ncol == 0) {
@@ -164,33 +161,41 @@ static double ilp_optimum(const struct instance *in, const double *v)
 	glp_init_iocp(&parm);
 	parm.presolve = GLP_ON;
 	parm.msg_lev = GLP_MSG_OFF;
-	if (glp_intopt(lp, &parm) == 0 && glp_mip_status(lp) == GLP_OPT)
-		best = glp_mip_obj_val(lp);
+	parm.mip_gap = 0.0;
+	if (glp_intopt(lp, &parm) != 0 || glp_mip_status(lp) != GLP_OPT)
+		goto out;
+	best = glp_mip_obj_val(lp);
+	for (int c = 1; c <= ncol; c++)
+		if (glp_mip_col_val(lp, c) > 0.5)
+			ot[cj[c]] = ct[c], ok[cj[c]] = ck[c];
 out:
 	glp_delete_prob(lp);
 	free(ia);
 	free(ja);
 	free(ar);
+	free(cj);
+	free(ct);
+	free(ck);
 	return best;
 }
 
-/* Exhaustive search over every job's cell (small instances only). */
-static double brute(const struct instance *in, const double *v, size_t j,
+/* Exhaustive search over every job's cell. */
+static double brute(const struct pgen *g, const double *v, size_t j,
 		    int *left)
 {
-	const int T = in->c.num_types;
+	const int T = g->c.num_types;
 	double best;
 
-	if (j == in->n)
+	if (j == g->n)
 		return 0.0;
-	best = brute(in, v, j + 1, left); /* job j queued */
+	best = brute(g, v, j + 1, left); /* job j queued */
 	for (int t = 0; t < T; t++)
 		for (int k = 1; k <= KMAX && k <= left[t]; k++) {
 			double x = v[vidx(j, t, T, k)];
 			if (!(x > 0.0))
 				continue;
 			left[t] -= k;
-			double s = x + brute(in, v, j + 1, left);
+			double s = x + brute(g, v, j + 1, left);
 			left[t] += k;
 			if (s > best)
 				best = s;
@@ -198,95 +203,363 @@ static double brute(const struct instance *in, const double *v, size_t j,
 	return best;
 }
 
+/*
+ * Can cells (ot, ok) be placed on the nodes under copus's placement rules
+ * (no type mixing, a multi-node job on the fewest nodes, at most one
+ * multi-node job per node)? The integer program only counts each type's
+ * GPUs, so its optimum may not be placeable; this tells such instances
+ * apart from the search's misses. Backtracking; small instances only.
+ */
+static bool fits_rec(const int *size, size_t n, size_t i, int G, int *room,
+		     bool *multi, int N)
+{
+	if (i == n)
+		return true;
+	int k = size[i];
+	if (k <= G) {
+		for (int a = 0; a < N; a++) {
+			if (room[a] < k)
+				continue;
+			room[a] -= k;
+			bool ok = fits_rec(size, n, i + 1, G, room, multi, N);
+			room[a] += k;
+			if (ok)
+				return true;
+		}
+		return false;
+	}
+	/* m whole nodes but the last, which keeps the remainder free. */
+	int m = (k + G - 1) / G;
+	for (int mask = 0; mask < 1 << N; mask++) {
+		if (__builtin_popcount((unsigned)mask) != m)
+			continue;
+		bool okm = true;
+		for (int a = 0; a < N && okm; a++)
+			if ((mask >> a) & 1)
+				okm = !multi[a];
+		if (!okm)
+			continue;
+		for (int last = 0; last < N; last++) {
+			int save[16];
+			bool ok = ((mask >> last) & 1) != 0;
+			memcpy(save, room, (size_t)N * sizeof(int));
+			for (int a = 0; a < N && ok; a++) {
+				if (!((mask >> a) & 1))
+					continue;
+				int take = a == last ? k - (m - 1) * G : G;
+				ok = room[a] >= take;
+				room[a] -= take;
+				multi[a] = true;
+			}
+			if (ok)
+				ok = fits_rec(size, n, i + 1, G, room, multi,
+					      N);
+			memcpy(room, save, (size_t)N * sizeof(int));
+			for (int a = 0; a < N; a++)
+				if ((mask >> a) & 1)
+					multi[a] = false;
+			if (ok)
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool placeable(const struct pgen *g, const int *ot, const int *ok)
+{
+	const int N = g->c.num_nodes, G = g->nodes[0].gpus;
+
+	for (int t = 0; t < g->c.num_types; t++) {
+		int size[MAXJ], room[16] = { 0 };
+		bool multi[16] = { false };
+		size_t n = 0;
+		/* Multi-node jobs first, largest first. */
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t j = 0; j < g->n; j++)
+				if (ot[j] == t && ok[j] > 0 &&
+				    (ok[j] > G) == (pass == 0))
+					size[n++] = ok[j];
+		for (int a = 0; a < N; a++)
+			room[a] = g->nodes[a].gpu_type == t ? G : 0;
+		if (!fits_rec(size, n, 0, G, room, multi, N))
+			return false;
+	}
+	return true;
+}
+
 static void the_integer_program_is_exact(void)
 {
 	static double v[MAXJ * 2 * (KMAX + 1)];
-	const copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
-	int checked = 0;
+	int ot[MAXJ], ok[MAXJ], checked = 0;
 
-	rng = 777;
-	for (int i = 0; i < 60; i++) {
-		struct instance in;
-		struct copus_state *st = NULL;
-		int left[2];
+	for (uint64_t i = 0; i < 100; i++) {
+		struct pgen g;
+		int left[PGEN_MAX_TYPES];
 
-		make_instance(&in);
-		if (in.n > 4)
-			in.n = 4;
-		ASSERT_STATUS(copus__state_create(NULL, &st), COPUS_OK);
-		ASSERT_STATUS(copus__copus_values(st, &prm, &in.c, in.jobs,
-						  in.n, 0.0, KMAX, v),
-			      COPUS_OK);
-		copus__state_destroy(st);
-		left[0] = in.cap[0];
-		left[1] = in.cap[1];
-		double e = brute(&in, v, 0, left);
-		double o = ilp_optimum(&in, v);
-		CU_ASSERT_DOUBLE_EQUAL(o, e, 1e-6 * (1.0 + e));
+		ASSERT_STATUS(small_instance(1000 + i, &g), COPUS_OK);
+		if (g.n > 5) {
+			pgen_destroy(&g);
+			continue;
+		}
+		ASSERT_STATUS(values(&g, v), COPUS_OK);
+		memcpy(left, g.cap, sizeof(left));
+		double e = brute(&g, v, 0, left);
+		double o = ilp_optimum(&g, v, ot, ok);
+		ASSERT_CLOSE(o, e, 1e-9);
+		/* The optimum's cells are feasible and worth what it says. */
+		double sum = 0.0;
+		int used[PGEN_MAX_TYPES] = { 0 };
+		for (size_t j = 0; j < g.n; j++)
+			if (ok[j] > 0) {
+				sum += v[vidx(j, ot[j], g.c.num_types, ok[j])];
+				used[ot[j]] += ok[j];
+			}
+		ASSERT_CLOSE(sum, o, 1e-9);
+		for (int t = 0; t < g.c.num_types; t++)
+			CU_ASSERT(used[t] <= g.cap[t]);
 		checked++;
+		pgen_destroy(&g);
 	}
-	CU_ASSERT_EQUAL(checked, 60);
+	printf("  %d instances of up to 5 jobs checked against enumeration\n",
+	       checked);
+	CU_ASSERT(checked >= 30);
 }
 
-static void the_greedy_is_within_two_percent(void)
+static void dump(uint64_t seed, const struct pgen *g, const double *v,
+		 const copus_decision *d, const int *ot, const int *ok)
+{
+	const int T = g->c.num_types;
+
+	printf("    seed %llu: %d nodes x %d GPUs, %d type(s), caps %d/%d\n",
+	       (unsigned long long)seed, g->c.num_nodes, g->nodes[0].gpus, T,
+	       g->cap[0], T > 1 ? g->cap[1] : 0);
+	for (size_t j = 0; j < g->n; j++) {
+		const copus_job *jb = &g->jobs[j];
+		int cur = 0;
+		for (int i = 0; i < jb->alloc_slots; i++)
+			cur += jb->alloc[i].gpus;
+		printf("    job %zu: %s req %d [%d..%d] mask %u %s rem %.0f "
+		       "cur %d@%d | policy %d@%d (%.4g: %s) | optimum %d@%d "
+		       "(%.4g)\n", j, jb->elastic ? "elastic" : "rigid",
+		       jb->req_gpus, jb->min_gpus, jb->max_gpus, jb->type_mask,
+		       jb->models ? "model" : "no-model", jb->remaining, cur,
+		       cur ? jb->alloc_type : -1, d[j].gpus, d[j].gpu_type,
+		       d[j].gpus > 0 ? v[vidx(j, d[j].gpu_type, T, d[j].gpus)]
+				     : 0.0, d[j].reason, ok[j], ot[j],
+		       ok[j] > 0 ? v[vidx(j, ot[j], T, ok[j])] : 0.0);
+	}
+}
+
+static void the_policy_is_within_two_percent_of_the_optimum(void)
 {
 	static double v[MAXJ * 2 * (KMAX + 1)];
-	const copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	const char *verbose = getenv("COPUS_EXACT_VERBOSE");
 	double worst = 1.0, sum = 0.0;
-	int below = 0;
+	uint64_t worst_seed = 0;
+	int below = 0, nonzero = 0, unplaceable = 0, new_misses = 0;
 
-	rng = 4242;
-	for (int i = 0; i < INSTANCES; i++) {
-		struct instance in;
-		struct copus_state *st = NULL;
+	for (uint64_t i = 0; i < INSTANCES; i++) {
+		const uint64_t seed = 5000 + i;
+		struct pgen g;
 		copus_policy *p = NULL;
 		copus_decision d[MAXJ];
+		int ot[MAXJ], ok[MAXJ];
 
-		make_instance(&in);
-		ASSERT_STATUS(copus__state_create(NULL, &st), COPUS_OK);
-		ASSERT_STATUS(copus__copus_values(st, &prm, &in.c, in.jobs, in.n,
-						  0.0, KMAX, v),
-			      COPUS_OK);
-		copus__state_destroy(st);
-		ASSERT_STATUS(copus_policy_create("copus", &prm, &p), COPUS_OK);
-		ASSERT_STATUS(copus_policy_decide(p, &in.c, in.jobs, in.n, 0.0,
-						  d),
+		ASSERT_STATUS(small_instance(seed, &g), COPUS_OK);
+		ASSERT_STATUS(values(&g, v), COPUS_OK);
+		ASSERT_STATUS(copus_policy_create("copus", &PRM, &p), COPUS_OK);
+		ASSERT_STATUS(copus_policy_decide(p, &g.c, g.jobs, g.n, 0.0, d),
 			      COPUS_OK);
 		double got = 0.0;
-		for (size_t j = 0; j < in.n; j++)
+		for (size_t j = 0; j < g.n; j++)
 			if (d[j].gpus > 0)
-				got += v[vidx(j, d[j].gpu_type, in.c.num_types,
+				got += v[vidx(j, d[j].gpu_type, g.c.num_types,
 					      d[j].gpus)];
-		copus_policy_destroy(p);
-		double opt = ilp_optimum(&in, v);
+		double opt = ilp_optimum(&g, v, ot, ok);
 		CU_ASSERT(isfinite(opt));
-		double r = opt > 0.0 ? got / opt : 1.0;
+		/* Nothing beats the optimum of the policy's own objective. */
 		CU_ASSERT(got <= opt + 1e-9 * (1.0 + opt));
-		if (r < 0.98) {
+		double r = opt > 0.0 ? got / opt : 1.0;
+		nonzero += opt > 0.0;
+		if (r < TARGET) {
 			below++;
-			printf("  instance %d: %zu jobs, %d GPUs: greedy %.6g, "
-			       "optimum %.6g (%.3f)\n", i, in.n,
-			       in.cap[0] + in.cap[1], got, opt, r);
+			bool pl = placeable(&g, ot, ok);
+			bool known = known_miss(seed);
+			unplaceable += !pl;
+			new_misses += !known;
+			printf("  seed %llu: %zu jobs, %d GPUs: policy %.6g, "
+			       "optimum %.6g, ratio %.4f%s%s\n",
+			       (unsigned long long)seed, g.n,
+			       g.cap[0] + g.cap[1], got, opt, r,
+			       pl ? "" : " (optimum not placeable)",
+			       known ? " (known miss)" : " (NEW MISS)");
+			if (verbose != NULL && *verbose == '1')
+				dump(seed, &g, v, d, ot, ok);
+		} else if (known_miss(seed)) {
+			printf("  seed %llu: known miss now at %.4f of the "
+			       "optimum: drop it from known_misses\n",
+			       (unsigned long long)seed, r);
 		}
-		worst = fmin(worst, r);
+		if (r < worst) {
+			worst = r;
+			worst_seed = seed;
+		}
 		sum += r;
+		copus_policy_destroy(p);
+		pgen_destroy(&g);
 	}
-	printf("  %d instances: mean %.4f of the optimum, worst %.4f, "
-	       "%d below 0.98\n", INSTANCES, sum / INSTANCES, worst, below);
-	/*
-	 * The target is 0.98 on every instance; the greedy reaches it on
-	 * most, and the ones it misses (printed above) need two jobs to
-	 * trade GPU types or sizes at once, which it does not search.
-	 */
-	CU_ASSERT(sum / INSTANCES >= 0.98);
-	CU_ASSERT(below <= INSTANCES / 10);
+	printf("  %d instances (%d with a positive optimum): mean ratio "
+	       "%.4f, worst %.4f (seed %llu), %d below %.2f (%d of them with "
+	       "an optimum that cannot be placed)\n", INSTANCES, nonzero,
+	       sum / INSTANCES, worst, (unsigned long long)worst_seed, below,
+	       TARGET, unplaceable);
+	/* The target, on every instance but the known misses. */
+	CU_ASSERT_EQUAL(new_misses, 0);
+	CU_ASSERT(sum / INSTANCES >= TARGET);
+}
+
+/* Check one generated instance the way the benchmark relies on it. */
+static void check_instance(const struct pgen_params *p, const struct pgen *g)
+{
+	const int G = p->node_gpus;
+	int *used = calloc((size_t)g->c.num_nodes, sizeof(int));
+	int *multi = calloc((size_t)g->c.num_nodes, sizeof(int));
+	int *owners = calloc((size_t)g->c.num_nodes, sizeof(int));
+	int busy[PGEN_MAX_TYPES] = { 0 }, cap[PGEN_MAX_TYPES] = { 0 };
+	int running = 0, elastic = 0, typed = 0, nomodel = 0;
+	long bad = 0;
+
+	CU_ASSERT_FATAL(used != NULL && multi != NULL && owners != NULL);
+	CU_ASSERT_EQUAL(g->n, (size_t)p->jobs);
+	CU_ASSERT_EQUAL(g->c.num_nodes, p->nodes);
+	CU_ASSERT_EQUAL(g->c.num_types, p->types);
+	for (int k = 0; k < g->c.num_nodes; k++) {
+		CU_ASSERT_EQUAL(g->nodes[k].gpus, G);
+		CU_ASSERT(g->nodes[k].gpu_type >= 0 &&
+			  g->nodes[k].gpu_type < p->types);
+		CU_ASSERT(g->nodes[k].usable);
+		cap[g->nodes[k].gpu_type] += G;
+	}
+	for (int t = 0; t < p->types; t++)
+		CU_ASSERT_EQUAL(cap[t], g->cap[t]);
+	for (size_t j = 0; j < g->n; j++) {
+		const copus_job *jb = &g->jobs[j];
+		int k = 0;
+		CU_ASSERT_EQUAL(jb->id, j + 1);
+		CU_ASSERT(jb->min_gpus >= 1 && jb->min_gpus <= jb->max_gpus);
+		CU_ASSERT(jb->max_gpus <= p->max_gpus ||
+			  jb->max_gpus == jb->req_gpus);
+		CU_ASSERT(jb->req_gpus >= 1 && jb->req_gpus <= p->max_req);
+		CU_ASSERT((jb->req_gpus & (jb->req_gpus - 1)) == 0);
+		if (!jb->elastic)
+			CU_ASSERT(jb->min_gpus == jb->req_gpus &&
+				  jb->max_gpus == jb->req_gpus);
+		CU_ASSERT(jb->remaining >= 60.0 && jb->remaining <= 36000.0);
+		CU_ASSERT(jb->submit_time <= 0.0);
+		CU_ASSERT((jb->type_mask >> p->types) == 0);
+		elastic += jb->elastic;
+		typed += jb->type_mask != 0;
+		nomodel += jb->models == NULL;
+		for (int t = 0; jb->models != NULL && t < p->types; t++) {
+			CU_ASSERT(jb->models[t] != NULL);
+			if (jb->models[t] != NULL)
+				ASSERT_STATUS(copus_model_check(jb->models[t]),
+					      COPUS_OK);
+		}
+		for (int i = 0; i < jb->alloc_slots; i++) {
+			int nd = jb->alloc[i].node, gp = jb->alloc[i].gpus;
+			CU_ASSERT_FATAL(nd >= 0 && nd < g->c.num_nodes);
+			CU_ASSERT(gp >= 1);
+			CU_ASSERT_EQUAL(g->nodes[nd].gpu_type, jb->alloc_type);
+			used[nd] += gp;
+			owners[nd]++;
+			multi[nd] += jb->alloc_slots > 1;
+			k += gp;
+		}
+		if (jb->alloc_slots > 0) {
+			running++;
+			busy[jb->alloc_type] += k;
+			CU_ASSERT(jb->type_mask == 0 ||
+				  ((jb->type_mask >> jb->alloc_type) & 1u));
+			CU_ASSERT(k >= jb->min_gpus && k <= jb->max_gpus);
+			CU_ASSERT(jb->max_gpus_had >= k);
+			if (!jb->elastic)
+				CU_ASSERT_EQUAL(k, jb->req_gpus);
+		}
+	}
+	/* No node over-allocated; a multi-node job has its nodes alone. */
+	for (int k = 0; k < g->c.num_nodes; k++) {
+		CU_ASSERT(used[k] <= G);
+		CU_ASSERT(multi[k] == 0 || owners[k] == 1);
+	}
+	for (int t = 0; t < p->types; t++) {
+		CU_ASSERT_EQUAL(busy[t], g->busy[t]);
+		CU_ASSERT(busy[t] <= cap[t]);
+	}
+	ASSERT_STATUS(copus_policy_check_input(&g->c, g->jobs, g->n, &bad),
+		      COPUS_OK);
+	/* The shares come out near what was asked (large instances). */
+	if (p->jobs >= 1000) {
+		CU_ASSERT(fabs(elastic / (double)p->jobs - p->elastic) < 0.05);
+		CU_ASSERT(fabs(nomodel / (double)p->jobs - p->no_model) < 0.05);
+		CU_ASSERT(typed > 0);
+		CU_ASSERT(running > p->jobs / 10);
+	}
+	free(used);
+	free(multi);
+	free(owners);
+}
+
+static void the_generator_makes_consistent_instances(void)
+{
+	const struct pgen_params big = {
+		.seed = 3, .jobs = 2000, .nodes = 512, .node_gpus = 8,
+		.types = 3, .max_req = 32, .max_gpus = 64, .elastic = 0.8,
+		.running = 0.6, .one_type = 0.2, .no_model = 0.1,
+	};
+	struct pgen g, h;
+
+	ASSERT_STATUS(pgen_create(&big, &g), COPUS_OK);
+	check_instance(&big, &g);
+	/* The cluster is full: some jobs that wanted GPUs did not get them,
+	 * and each type is nearly all held. */
+	for (int t = 0; t < big.types; t++)
+		CU_ASSERT(g.busy[t] > g.cap[t] * 3 / 4);
+	/* Same seed, same instance. */
+	ASSERT_STATUS(pgen_create(&big, &h), COPUS_OK);
+	CU_ASSERT_EQUAL(g.n, h.n);
+	for (size_t j = 0; j < g.n; j++) {
+		CU_ASSERT_EQUAL(g.jobs[j].req_gpus, h.jobs[j].req_gpus);
+		CU_ASSERT_EQUAL(g.jobs[j].alloc_slots, h.jobs[j].alloc_slots);
+		CU_ASSERT_EQUAL(g.jobs[j].remaining, h.jobs[j].remaining);
+	}
+	pgen_destroy(&h);
+	pgen_destroy(&g);
+	for (uint64_t i = 0; i < 200; i++) {
+		ASSERT_STATUS(small_instance(i, &g), COPUS_OK);
+		struct pgen_params p = {
+			.jobs = (int)g.n, .nodes = g.c.num_nodes,
+			.node_gpus = g.nodes[0].gpus, .types = g.c.num_types,
+			.max_req = 8, .max_gpus = KMAX, .elastic = 0.75,
+			.running = 0.4, .one_type = 0.3, .no_model = 0.2,
+		};
+		CU_ASSERT(g.n >= 1 && g.n <= MAXJ);
+		CU_ASSERT(g.cap[0] + g.cap[1] <= KMAX);
+		check_instance(&p, &g);
+		pgen_destroy(&g);
+	}
+	const struct pgen_params bad = { .jobs = 1, .nodes = 1, .types = 4,
+					 .node_gpus = 8, .max_req = 1,
+					 .max_gpus = 1 };
+	ASSERT_STATUS(pgen_create(&bad, &g), COPUS_EINVAL);
 }
 
 int main(void)
 {
 	static const struct test_case tests[] = {
+		TEST(the_generator_makes_consistent_instances),
 		TEST(the_integer_program_is_exact),
-		TEST(the_greedy_is_within_two_percent),
+		TEST(the_policy_is_within_two_percent_of_the_optimum),
 	};
 	return RUN_TESTS("policy-exact", tests);
 }
