@@ -84,3 +84,6 @@ runtime_copus_trainer_SOURCES = runtime/copus-trainer.c
 runtime_copus_trainer_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 TESTS += tests/test-trainer.sh
 EXTRA_DIST += tests/test-trainer.sh
+# Issue 5, test 7: a node goes down under sched/copus (root only).
+TESTS += tests/test-slurm-node-down.sh
+EXTRA_DIST += tests/test-slurm-node-down.sh
