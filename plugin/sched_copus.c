@@ -58,6 +58,7 @@
 
 #include "copus/hint.h"
 #include "copus/policy.h"
+#include "copus/predict.h"
 #include "options.h"
 #include "sched.h"
 
@@ -76,6 +77,12 @@ static bool _again;
 static struct copus__params _params;
 /* The core policy; only the plugin's thread uses it. */
 static copus_policy *_policy;
+/*
+ * The predictor of a job's total work (GPU-seconds) from its name, user,
+ * request and batch, trained on the jobs that completed while this
+ * slurmctld ran; only the plugin's thread uses it.
+ */
+static copus_predictor *_predictor;
 
 /*
  * What the plugin remembers about a job between rounds (only the plugin's
@@ -90,6 +97,8 @@ struct _info {
 	int max_had;			/* most GPUs it has held */
 	double attained;		/* GPU-seconds */
 	time_t last;			/* when attained was last counted */
+	int last_gpus;			/* GPUs it held then */
+	bool learned;			/* given to the predictor */
 	uint64_t comment_hash;		/* the Comment last parsed */
 	bool have_hint;
 	copus_hint hint;		/* last good hint */
@@ -248,9 +257,9 @@ static void _state_save(const char *dir)
 	}
 	for (i = 0; i < _ninfo; i++)
 		if (_info[i].req_gpus > 0)
-			fprintf(f, "job %u %d %d %.0f\n", _info[i].id,
+			fprintf(f, "job %u %d %d %.0f %.9g\n", _info[i].id,
 				_info[i].req_gpus, _info[i].max_had,
-				_info[i].attained);
+				_info[i].attained, _info[i].rate);
 	if (fflush(f) || fsync(fileno(f)))
 		goto fail;
 	i = fclose(f);
@@ -286,7 +295,7 @@ static void _state_load(const char *dir)
 	while (fgets(line, sizeof(line), f)) {
 		struct _rescale x;
 		long long asked;
-		double att;
+		double att, rate = 0.0;
 		unsigned id;
 		int gave_up, n = 0, req, had;
 
@@ -303,7 +312,11 @@ static void _state_load(const char *dir)
 		}
 		if (!strncmp(line, "job ", 4)) {
 			if (sscanf(line, "job %u %d %d %lf%n", &id, &req, &had,
-				   &att, &n) != 4 || line[n] != '\n' ||
+				   &att, &n) != 4 ||
+			    (line[n] == ' ' && sscanf(line + n, " %lf%n",
+						      &rate, &gave_up) != 1) ||
+			    (line[n] != ' ' && line[n] != '\n') ||
+			    !isfinite(rate) || rate < 0 ||
 			    id == 0 || req < 1 || req > COPUS__GPUS_MAX ||
 			    had < 0 || had > COPUS__GPUS_MAX ||
 			    !isfinite(att) || att < 0) {
@@ -317,6 +330,7 @@ static void _state_load(const char *dir)
 			in->req_gpus = req;
 			in->max_had = had;
 			in->attained = att;
+			in->rate = rate;
 			njobs++;
 			continue;
 		}
@@ -371,6 +385,7 @@ struct _rj {
 	copus_slot *alloc;		/* running: its GPUs per node */
 	int nalloc, alloc_type, cur_gpus;
 	char *nodelist;
+	char app[64], user[16];		/* the predictor's attributes */
 	uint8_t *eligible;		/* pending: nodes it may use */
 	const char *reason;		/* set when it is not given to the
 					 * policy */
@@ -404,6 +419,12 @@ struct _round {
 	copus_model *models;		/* ntypes per input job */
 	const copus_model **model_ptrs;
 	int *rj_of;			/* rj index of each input job */
+	struct _obs {			/* jobs that completed, to learn */
+		char app[64], user[16];
+		int gpus;
+		double batch, work;
+	} *obs;
+	int nobs;
 	int njobs;
 	copus_decision *dec;
 	int decided;			/* the policy ran */
@@ -666,15 +687,24 @@ static void _job_hint(job_record_t *job_ptr, struct _info *in)
 	if (h.clamped)
 		error("%s: %pJ: its hint had %d value(s) out of range, "
 		      "clamped into range", plugin_type, job_ptr, h.clamped);
+	/*
+	 * A new run (or the first hint this slurmctld sees) starts a new
+	 * measurement; the last rate stands until it has one, so that a job
+	 * just restarted keeps its predicted remaining time.
+	 */
 	if (h.restart_count != in->rate_rc || !in->have_hint ||
 	    h.progress < in->base_prog) {
 		in->rate_rc = h.restart_count;
 		in->base_prog = h.progress;
 		in->base_t = (double)h.time;
-		in->rate = 0.0;
 	} else if ((double)h.time > in->base_t) {
-		in->rate = (h.progress - in->base_prog) /
-			   ((double)h.time - in->base_t);
+		double rate = (h.progress - in->base_prog) /
+			      ((double)h.time - in->base_t);
+
+		/* The rate is saved: again when it moves by a fifth. */
+		if (fabs(rate - in->rate) > 0.2 * in->rate)
+			_state_dirty = true;
+		in->rate = rate;
 	}
 	in->hint = h;
 	in->have_hint = true;
@@ -787,6 +817,7 @@ static void _round_free(struct _round *r)
 	xfree(r->models);
 	xfree(r->model_ptrs);
 	xfree(r->rj_of);
+	xfree(r->obs);
 	xfree(r->dec);
 	memset(r, 0, sizeof(*r));
 }
@@ -808,6 +839,7 @@ static struct _info *_job_info(job_record_t *job_ptr, struct _rj *j,
 			in->attained += (double)j->cur_gpus *
 					(double)(now - in->last);
 		in->last = now;
+		in->last_gpus = j->cur_gpus;
 		if (j->cur_gpus > in->max_had) {
 			in->max_had = j->cur_gpus;
 			_state_dirty = true;
@@ -817,6 +849,45 @@ static struct _info *_job_info(job_record_t *job_ptr, struct _rj *j,
 	}
 	_job_hint(job_ptr, in);
 	return in;
+}
+
+/* The predictor's attributes of a job: its name and its user. */
+static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
+		       char *user, size_t ulen)
+{
+	snprintf(app, alen, "%s", job_ptr->name ? job_ptr->name : "");
+	snprintf(user, ulen, "%u", (unsigned)job_ptr->user_id);
+}
+
+/*
+ * A job that completed (exit 0) while the plugin watched it: its total work
+ * (the GPU-seconds counted, plus its last stretch) is queued for the
+ * predictor, once.
+ */
+static void _learn(struct _round *r, job_record_t *job_ptr)
+{
+	struct _info *in = _info_find(job_ptr->job_id);
+	struct _obs *o;
+	double work;
+
+	if (!in)
+		return;
+	in->seen = true;
+	if (in->learned)
+		return;
+	in->learned = true;
+	work = in->attained;
+	if (in->last && job_ptr->end_time > in->last)
+		work += (double)in->last_gpus *
+			(double)(job_ptr->end_time - in->last);
+	if (!(work > 0.0) || in->req_gpus < 1)
+		return;
+	xrecalloc(r->obs, r->nobs + 1, sizeof(*r->obs));
+	o = &r->obs[r->nobs++];
+	_job_attrs(job_ptr, o->app, sizeof(o->app), o->user, sizeof(o->user));
+	o->gpus = in->req_gpus;
+	o->batch = in->have_hint ? in->hint.limits.init_batch : 0.0;
+	o->work = work;
 }
 
 static void _snapshot_running(struct _round *r, job_record_t *job_ptr,
@@ -853,6 +924,7 @@ static void _snapshot_running(struct _round *r, job_record_t *job_ptr,
 	j->start = job_ptr->start_time;
 	j->restarts = job_ptr->restart_cnt;
 	j->nodelist = xstrdup(job_ptr->nodes);
+	_job_attrs(job_ptr, j->app, sizeof(j->app), j->user, sizeof(j->user));
 	in = _job_info(job_ptr, j, r->when);
 	x = _rescale_find(j->id);
 	if (x && !x->gave_up) {
@@ -918,6 +990,10 @@ static void _snapshot(struct _round *r)
 			_snapshot_running(r, job_ptr, &cap);
 			continue;
 		}
+		if (IS_JOB_COMPLETE(job_ptr) && !IS_JOB_COMPLETING(job_ptr)) {
+			_learn(r, job_ptr);
+			continue;
+		}
 		if (!IS_JOB_PENDING(job_ptr))
 			continue;
 		if ((in = _info_find(job_ptr->job_id)))
@@ -946,6 +1022,8 @@ static void _snapshot(struct _round *r)
 		j->nodes_req = d->min_nodes ? (int)d->min_nodes : 1;
 		_job_gpus(job_ptr, j);
 		_job_options(job_ptr, j);
+		_job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
+			   sizeof(j->user));
 		j->in_rescale = x && !x->gave_up;
 		if (j->in_rescale) {
 			if (!x->pending_since)
@@ -1070,15 +1148,117 @@ static void _input_job(struct _round *r, int i, uint32_t mask)
 }
 
 /*
+ * Learns from the jobs that completed, then predicts the remaining time of
+ * the input jobs whose hints give none: the predicted total work minus the
+ * GPU-seconds received, in seconds on the job's request. Nothing before the
+ * predictor has seen a completed job (the jobs stay "unknown").
+ */
+static void _predict(struct _round *r)
+{
+	copus_job_attrs *attrs = NULL;
+	double *done = NULL, *left = NULL;
+	int *which = NULL, i, n = 0, rc;
+
+	if (!_predictor)
+		return;
+	for (i = 0; i < r->nobs; i++) {
+		copus_job_attrs a = { r->obs[i].app, r->obs[i].user,
+				      r->obs[i].gpus, r->obs[i].batch };
+
+		rc = copus_predictor_add(_predictor, &a, r->obs[i].work);
+		if (rc != COPUS_OK)
+			verbose("%s: predictor: cannot learn a job of %s: %s",
+				plugin_type, r->obs[i].app, copus_strerror(rc));
+	}
+	if (r->nobs)
+		debug("%s: predictor: %zu completed job(s) known, trained %zu "
+		      "time(s)", plugin_type, copus_predictor_count(_predictor),
+		      copus_predictor_trainings(_predictor));
+	if (!copus_predictor_count(_predictor) || !r->njobs)
+		return;
+	attrs = xcalloc(r->njobs, sizeof(*attrs));
+	done = xcalloc(r->njobs, sizeof(*done));
+	left = xcalloc(r->njobs, sizeof(*left));
+	which = xcalloc(r->njobs, sizeof(*which));
+	for (i = 0; i < r->njobs; i++) {
+		copus_job *c = &r->jobs[i];
+		const struct _rj *j = &r->rj[r->rj_of[i]];
+
+		if (c->remaining >= 0.0)
+			continue;
+		attrs[n].application = j->app;
+		attrs[n].user = j->user;
+		attrs[n].gpus = c->req_gpus;
+		attrs[n].batch = c->req_batch;
+		done[n] = c->attained;
+		which[n++] = i;
+	}
+	if (n && (rc = copus_predictor_remaining_many(_predictor, attrs, done,
+						      n, left)) == COPUS_OK) {
+		for (i = 0; i < n; i++)
+			if (isfinite(left[i]) && left[i] >= 0.0)
+				r->jobs[which[i]].remaining =
+					left[i] / r->jobs[which[i]].req_gpus;
+	} else if (n) {
+		verbose("%s: predictor: %s", plugin_type, copus_strerror(rc));
+	}
+	xfree(attrs);
+	xfree(done);
+	xfree(left);
+	xfree(which);
+}
+
+/*
+ * Whether a rigid job fits the free GPUs left in avail[] (usable nodes it
+ * may use, of a type it accepts), best fit; if so they are taken from
+ * avail[].
+ */
+static bool _reserve(struct _round *r, const struct _rj *j, int64_t mask,
+		     int *avail)
+{
+	int *pick = xcalloc(j->nodes_req + 1, sizeof(*pick));
+	int k, i, got = 0;
+
+	for (k = 0; k < j->nodes_req; k++) {
+		int best = -1;
+
+		for (i = 0; i < r->nnodes; i++) {
+			bool taken = false;
+			int m;
+
+			for (m = 0; m < got; m++)
+				taken |= pick[m] == i;
+			if (taken || !r->nodes[i].usable || !j->eligible[i] ||
+			    avail[i] < j->gpn_req ||
+			    (mask && !(mask & (1LL << r->nodes[i].gpu_type))))
+				continue;
+			if (best < 0 || avail[i] < avail[best])
+				best = i;
+		}
+		if (best < 0)
+			break;
+		pick[got++] = best;
+	}
+	if (got == j->nodes_req)
+		for (k = 0; k < got; k++)
+			avail[pick[k]] -= j->gpn_req;
+	xfree(pick);
+	return got == j->nodes_req;
+}
+
+/*
  * Builds the policy's input: every running GPU job, every pending elastic
  * job, and per partition the rigid pending jobs in priority order as long
- * as their requests fit the partition's free GPUs (always the first): the
- * policy chooses among those, so rigid jobs start in priority order while
- * small ones still fill free GPUs. The others wait with a reason.
+ * as they fit the free GPUs together (each the GPUs of its type on nodes it
+ * may use), plus the first that does not when it heads its partition (the
+ * policy may shrink elastic jobs for it). All the rigid jobs handed to the
+ * policy can start at once, so the policy cannot start one before a job of
+ * higher priority; the others wait with a reason.
  */
 static void _build_input(struct _round *r)
 {
-	int *order, n = 0, i, t, cum = 0, part = -1;
+	int *order, n = 0, i, t, part = -1, *avail;
+	bool blocked = false, head = true;
 
 	for (t = 0; t < r->ntypes; t++)
 		r->type_ptrs[t] = r->types[t];
@@ -1131,22 +1311,36 @@ static void _build_input(struct _round *r)
 	}
 	_order_rj = r->rj;
 	qsort(order, n, sizeof(*order), _rj_order);
+	avail = xcalloc(r->nnodes + 1, sizeof(*avail));
+	memcpy(avail, r->free, r->nnodes * sizeof(*avail));
 	for (i = 0; i < n; i++) {
 		struct _rj *j = &r->rj[order[i]];
-		int req = j->gpn_req * j->nodes_req;
+		int64_t mask = _type_mask(r, j);
 
 		if (j->part != part) {
 			part = j->part;
-			cum = 0;
-		} else if (cum + req > r->part_free[part]) {
+			blocked = false;
+			head = true;
+		}
+		if (!blocked && !_reserve(r, j, mask, avail)) {
+			/* The first job that does not fit ends the list. */
+			blocked = true;
+			if (head) {
+				_input_job(r, order[i], (uint32_t)mask);
+				continue;
+			}
+		}
+		head = false;
+		if (blocked) {
 			j->reason = "copus: a job of higher priority in the "
 				    "partition starts first";
 			continue;
 		}
-		cum += req;
-		_input_job(r, order[i], (uint32_t)_type_mask(r, j));
+		_input_job(r, order[i], (uint32_t)mask);
 	}
+	xfree(avail);
 	xfree(order);
+	_predict(r);
 }
 
 /* Phase 2: the decision, outside every lock. */
@@ -1707,12 +1901,16 @@ static void *_agent(void *arg)
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK,
 				  NO_LOCK };
 	char *dir;
+	int i;
 
 	lock_slurmctld(conf);
 	_load_params();
 	dir = xstrdup(slurm_conf.state_save_location);
 	unlock_slurmctld(conf);
 	_policy_setup();
+	if ((i = copus_predictor_create(NULL, &_predictor)) != COPUS_OK)
+		error("%s: no predictor of remaining times: %s", plugin_type,
+		      copus_strerror(i));
 	_state_load(dir);
 	xfree(dir);
 	while (1) {
@@ -1755,6 +1953,9 @@ static void *_agent(void *arg)
 	if (_policy)
 		copus_policy_destroy(_policy);
 	_policy = NULL;
+	if (_predictor)
+		copus_predictor_destroy(_predictor);
+	_predictor = NULL;
 	xfree(_info);
 	_ninfo = _info_cap = 0;
 	return NULL;

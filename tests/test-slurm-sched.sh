@@ -52,6 +52,13 @@ cat "$status"
 grep -Pq "^$big\tRUNNING\trigid\ta100\t8\t2\t" "$status" || fail "$status does not show job $big running on 2 a100 nodes"
 grep -Pq "^$high\tPENDING\trigid\ta100\t4\t1\t.*\tqueued" "$status" || fail "$status does not show job $high queued by the policy"
 grep -Pq "^$low\tPENDING\t.*higher priority" "$status" || fail "$status does not show job $low waiting for a job of higher priority"
+# Once a job has completed (the v100 one), the predictor gives the pending
+# jobs a remaining time.
+end=$((SECONDS + 10))
+until grep -Pq "^$high\tPENDING\trigid\ta100\t4\t1\t-\t[0-9]+s\t" "$status"; do
+	[ $SECONDS -lt $end ] || fail "no predicted remaining time for job $high: $(cat "$status")"
+	sleep 0.3
+done
 # copusctl finds the file through slurmctld (StateSaveLocation) and aligns it.
 if [ -x plugin/copusctl ]; then
 	plugin/copusctl status >"$TMP/ctl" || fail "copusctl status failed: $(cat "$TMP/ctl")"
