@@ -2,6 +2,9 @@
 # copus developer entry point for a fresh Debian 12 machine (run as root).
 #
 #   contrib/dev.sh demo    install what is needed, build, run the main job
+#                          (sched/copus on a loopback Slurm cluster)
+#   contrib/dev.sh demo-sim  install, build, replay a workload in copus-sim
+#                          under each scheduler
 #   contrib/dev.sh test    install what is needed, build, run every test
 #   contrib/dev.sh deps    only install the Debian packages and the Slurm source
 #
@@ -170,6 +173,15 @@ cmd_test() {
 
 cmd_demo() {
 	install_packages
+	need_root
+	local slurm_src
+	slurm_src=$(slurm_source)
+	configure_build "$slurm_src" build
+	"$top/contrib/slurm-demo.sh" "$top/build"
+}
+
+cmd_demo_sim() {
+	install_packages
 	local slurm_src
 	slurm_src=$(slurm_source)
 	configure_build "$slurm_src" build
@@ -180,8 +192,9 @@ case ${1:-} in
 deps) cmd_deps ;;
 test) cmd_test ;;
 demo) cmd_demo ;;
+demo-sim) cmd_demo_sim ;;
 *)
-	echo "usage: contrib/dev.sh demo|test|deps" >&2
+	echo "usage: contrib/dev.sh demo|demo-sim|test|deps" >&2
 	exit 2
 	;;
 esac

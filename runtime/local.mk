@@ -86,7 +86,7 @@ TESTS += tests/test-trainer.sh
 EXTRA_DIST += tests/test-trainer.sh
 # Issue 5, test 7: a node goes down under sched/copus (root only).
 TESTS += tests/test-slurm-node-down.sh
-EXTRA_DIST += tests/test-slurm-node-down.sh
+EXTRA_DIST += tests/test-slurm-node-down.sh contrib/slurm-demo.sh
 
 # ---------------------------------------------------------------------------
 # copus-emulate: a training job with a measured profile's step times and
