@@ -1602,6 +1602,38 @@ static void _act(struct _round *r)
 }
 
 /*
+ * The last request set for a pending job, so that a request Slurm accepts
+ * but does not reflect (or a job it then finds never runnable) is not set
+ * again every round: an identical request waits a whole interval, and does
+ * not trigger an immediate round.
+ */
+#define _RESIZE_MEMO 1024
+static struct {
+	uint32_t id;
+	char tres[64];
+	uint32_t nodes;
+	time_t when;
+} _resize_memo[_RESIZE_MEMO];
+
+/* True when (id, tres, nodes) was requested within the last interval. */
+static bool _resize_repeated(uint32_t id, const char *tres, uint32_t nodes,
+			     time_t now)
+{
+	unsigned k = id % _RESIZE_MEMO;
+
+	if (_resize_memo[k].id == id && _resize_memo[k].nodes == nodes &&
+	    !strcmp(_resize_memo[k].tres, tres) &&
+	    now - _resize_memo[k].when < _params.interval)
+		return true;
+	_resize_memo[k].id = id;
+	_resize_memo[k].nodes = nodes;
+	snprintf(_resize_memo[k].tres, sizeof(_resize_memo[k].tres), "%s",
+		 tres);
+	_resize_memo[k].when = now;
+	return false;
+}
+
+/*
  * Phase 4, outside every lock (slurmctld's own RPCs, as scontrol would):
  * new requests for pending elastic jobs, checkpoint requests, requeues of
  * checkpointed jobs, and the rescale table's bookkeeping.
@@ -1619,6 +1651,15 @@ static void _requests(struct _round *r)
 
 		switch (j->action) {
 		case _RESIZE:
+			snprintf(tres, sizeof(tres), "gres:gpu:%s:%d",
+				 r->types[j->dtype], j->per_node);
+			if (_resize_repeated(j->id, tres,
+					     (uint32_t)j->num_nodes, now)) {
+				debug("%s: JobId=%u: %d node(s) x %s was set "
+				      "already; waiting", plugin_type, j->id,
+				      j->num_nodes, tres);
+				break;
+			}
 			/*
 			 * Slurm refuses to change a GPU request's type in one
 			 * update ("with and without type identification"):
@@ -1635,8 +1676,6 @@ static void _requests(struct _round *r)
 			}
 			slurm_init_job_desc_msg(&desc);
 			desc.job_id = j->id;
-			snprintf(tres, sizeof(tres), "gres:gpu:%s:%d",
-				 r->types[j->dtype], j->per_node);
 			desc.tres_per_node = tres;
 			desc.min_nodes = desc.max_nodes = j->num_nodes;
 			/* Without this a requeued job waits two minutes. */
