@@ -324,7 +324,7 @@ int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
 	}
 	if ((rc = copus_predictor_total(p, job, &total)) != COPUS_OK)
 		return rc;
-	*remaining = total > done ? total - done : 0.5 * done;
+	*remaining = total > done ? total - done : done;
 	return COPUS_OK;
 }
 
@@ -346,6 +346,6 @@ int copus_predictor_remaining_many(copus_predictor *p,
 		return rc;
 	for (size_t i = 0; i < n; i++)
 		remaining[i] = remaining[i] > done[i] ? remaining[i] - done[i]
-						      : 0.5 * done[i];
+						      : done[i];
 	return COPUS_OK;
 }

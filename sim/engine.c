@@ -585,8 +585,9 @@ static int predict_totals(copus_predictor *p, struct sjob *jobs, size_t n,
 /*
  * The remaining time on the request that the copus policy is told: the
  * truth, nothing (-1), or the prediction less the work done, where a job
- * that has outlived its prediction is expected to need half as much again
- * as it has done (copus_predictor_remaining's rule).
+ * that has outlived its prediction is expected to need as much again as it
+ * has done (copus_predictor_remaining's rule, and the policy's guess when
+ * nothing is known).
  */
 static double copus_remaining(const struct sjob *j, enum sim_remaining how)
 {
@@ -598,7 +599,7 @@ static double copus_remaining(const struct sjob *j, enum sim_remaining how)
 	    !isfinite(truth))
 		return -1.0;
 	double done = fmax(j->solo_tail[0] - truth, 0.0);
-	return j->pred_total > done ? j->pred_total - done : 0.5 * done;
+	return j->pred_total > done ? j->pred_total - done : done;
 }
 
 /* Record how far a prediction of remaining time is from the truth. */

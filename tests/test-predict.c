@@ -129,9 +129,9 @@ static void remaining_work_uses_target_then_prediction(void)
 		ASSERT_STATUS(copus_predictor_add(p, &job, 1000), COPUS_OK);
 	ASSERT_STATUS(copus_predictor_remaining(p, &job, 400, 0, &v), COPUS_OK);
 	ASSERT_CLOSE(v, 600, 1e-3);
-	/* Beyond its prediction a job still has half its work again to do. */
+	/* Beyond its prediction a job still has as much again to do. */
 	ASSERT_STATUS(copus_predictor_remaining(p, &job, 3000, 0, &v), COPUS_OK);
-	ASSERT_CLOSE(v, 1500, 1e-12);
+	ASSERT_CLOSE(v, 3000, 1e-12);
 	copus_predictor_destroy(p);
 }
 

@@ -101,8 +101,9 @@ int copus_predictor_total_many(copus_predictor *p, const copus_job_attrs *jobs,
  * target is known (target > 0, for example a fixed number of epochs) it is
  * target - done. Otherwise it is the predicted total minus done; a job that
  * has already outlived its prediction is expected to need as much again as
- * half of what it has done (the longer a job has run, the longer it is
- * likely to run), so it is never predicted to be finished.
+ * it has done (the longer a job has run, the longer it is likely to run;
+ * the policies' guess when nothing is known), so it is never predicted to
+ * be finished.
  */
 int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
 			      double done, double target, double *remaining);
