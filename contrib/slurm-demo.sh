@@ -145,7 +145,13 @@ show() {
 		fi
 		[ "$tres" = "N/A" ] && per=0
 		gpus=$((per * nodes))
-		prog=$(sed -n 's/.*"prog":\([0-9.e+]*\).*"tgt":\([0-9.e+]*\).*/\1 \2/p' <<<"$comment" |
+		# Progress: the trainer's last line (every 50 steps), else the
+		# last hint (every 30 s).
+		prog=""
+		[ ! -f "$out/logs/$name.out" ] ||
+			prog=$(sed -n 's/^step .* (\([0-9]*%\)) .*/\1/p; s/^done .*/100%/p' \
+				"$out/logs/$name.out" | tail -n 1)
+		[ -n "$prog" ] || prog=$(sed -n 's/.*"prog":\([0-9.e+]*\).*"tgt":\([0-9.e+]*\).*/\1 \2/p' <<<"$comment" |
 			awk '{ if ($2 > 0) printf "%.0f%%", 100 * $1 / $2 }')
 		printf '%-6s %-14s %-10s %4s %-5s %5s %-10s %s\n' "$id" "$name" "$state" \
 			"$gpus" "${type:-any}" "$nodes" "${nl:-}" "${prog:-}"
