@@ -84,19 +84,6 @@ runtime_copus_trainer_SOURCES = runtime/copus-trainer.c
 runtime_copus_trainer_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 TESTS += tests/test-trainer.sh
 EXTRA_DIST += tests/test-trainer.sh
-# Issue 5, test 7: a node goes down under sched/copus (root only).
+# A node goes down under sched/copus (root only).
 TESTS += tests/test-slurm-node-down.sh
 EXTRA_DIST += tests/test-slurm-node-down.sh contrib/slurm-demo.sh
-
-# ---------------------------------------------------------------------------
-# copus-emulate: a training job with a measured profile's step times and
-# gradient noise (contrib/cluster-demo.sh runs it on a loopback cluster)
-# ---------------------------------------------------------------------------
-bin_PROGRAMS += runtime/copus-emulate
-runtime_copus_emulate_SOURCES = runtime/copus-emulate.c
-runtime_copus_emulate_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
-TESTS += tests/test-emulate.sh
-# A node goes down under sched/copus (root only).
-TESTS += tests/test-slurm-nodedown.sh
-EXTRA_DIST += tests/test-emulate.sh tests/test-slurm-nodedown.sh \
-	contrib/cluster-demo.sh
