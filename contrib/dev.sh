@@ -23,7 +23,7 @@ mapfile -t packages < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$top/contrib/de
 # Where the matching Slurm source is unpacked (plugin headers).
 srcroot=${COPUS_SLURM_SRC_ROOT:-/var/cache/copus}
 
-say() { printf '== %s\n' "$*"; }
+say() { printf '== %s\n' "$*" >&2; }
 
 need_root() {
 	if [ "$(id -u)" -ne 0 ]; then
@@ -80,7 +80,7 @@ slurm_source() {
 	dir=$(ls -d "$srcroot"/slurm-wlm-"$upstream" 2>/dev/null || true)
 	if [ -z "$dir" ] || [ ! -f "$srcroot/.version" ] ||
 		[ "$(cat "$srcroot/.version")" != "$ver" ]; then
-		enable_deb_src
+		enable_deb_src >&2
 		need_root
 		say "fetching the Slurm $ver source into $srcroot"
 		rm -rf "$srcroot"
