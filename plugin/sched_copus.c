@@ -379,6 +379,8 @@ struct _rj {
 	int restarts;
 	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
 	char type_req[16];		/* its GPU type ("" = any) */
+	int gpu_entries;		/* GPU request entries, and those */
+	int gpu_entries_other;		/* not a plain count per node */
 	int emin, emax;			/* elastic bounds; 0 when rigid */
 	char types[COPUS__TYPES_MAX][16]; /* --gpu-types */
 	int ntypes;
@@ -521,6 +523,9 @@ static void _job_gpus(job_record_t *job_ptr, struct _rj *j)
 				    job_ptr->details->num_tasks : 1) /
 				   j->nodes_req;
 		j->gpn_req += (int)per_node;
+		j->gpu_entries++;
+		if (g->gres_per_job || g->gres_per_socket || g->gres_per_task)
+			j->gpu_entries_other++;
 		if (g->type_name)
 			snprintf(j->type_req, sizeof(j->type_req), "%s",
 				 g->type_name);
@@ -1633,6 +1638,55 @@ static bool _resize_repeated(uint32_t id, const char *tres, uint32_t nodes,
 	return false;
 }
 
+/* A GPU request entry with no count left (list_delete_all callback). */
+static int _gres_unrequested(void *x, void *key)
+{
+	gres_state_t *gs = x;
+	gres_job_state_t *g = gs->gres_data;
+
+	return g && !g->gres_per_job && !g->gres_per_node &&
+	       !g->gres_per_socket && !g->gres_per_task;
+}
+
+/*
+ * Clears a pending job's GPU request so that a request of another GPU type
+ * (or an untyped one) can be set. A job update that clears tres_per_node
+ * keeps every entry of gres_list_req with a count of zero, and a zero entry
+ * of the old type still makes the job need that type on every node: a job
+ * moved from a100 to t4 would be "never runnable" on the t4 nodes. The
+ * update clears the counts (and Slurm's own bookkeeping); the entries left
+ * with no count are then dropped under the job write lock.
+ */
+static void _clear_gpu_request(uint32_t id)
+{
+	slurmctld_lock_t locks = { NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK,
+				   NO_LOCK };
+	job_desc_msg_t desc;
+	job_record_t *job_ptr;
+	int dropped = 0;
+
+	slurm_init_job_desc_msg(&desc);
+	desc.job_id = id;
+	desc.tres_per_node = "";
+	desc.tres_per_job = "";
+	if (slurm_update_job(&desc) != SLURM_SUCCESS) {
+		verbose("%s: JobId=%u: cannot clear its GPU request: %m",
+			plugin_type, id);
+		return;
+	}
+	lock_slurmctld(locks);
+	job_ptr = find_job_record(id);
+	if (job_ptr && IS_JOB_PENDING(job_ptr) && job_ptr->gres_list_req) {
+		dropped = list_delete_all(job_ptr->gres_list_req,
+					  _gres_unrequested, NULL);
+		if (!list_count(job_ptr->gres_list_req))
+			FREE_NULL_LIST(job_ptr->gres_list_req);
+	}
+	unlock_slurmctld(locks);
+	debug("%s: JobId=%u: GPU request cleared (%d entr%s dropped)",
+	      plugin_type, id, dropped, dropped == 1 ? "y" : "ies");
+}
+
 /*
  * Phase 4, outside every lock (slurmctld's own RPCs, as scontrol would):
  * new requests for pending elastic jobs, checkpoint requests, requeues of
@@ -1661,19 +1715,14 @@ static void _requests(struct _round *r)
 				break;
 			}
 			/*
-			 * Slurm refuses to change a GPU request's type in one
-			 * update ("with and without type identification"):
-			 * clear the request first.
+			 * An update merges a GPU request into the old one: a
+			 * new type, or a request that was not a plain count
+			 * per node (--gpus, --gpus-per-task), is set on a
+			 * cleared request.
 			 */
-			if (strcmp(j->type_req, r->types[j->dtype])) {
-				slurm_init_job_desc_msg(&desc);
-				desc.job_id = j->id;
-				desc.tres_per_node = "";
-				if (slurm_update_job(&desc) != SLURM_SUCCESS)
-					verbose("%s: JobId=%u: cannot clear its "
-						"GPU request: %m", plugin_type,
-						j->id);
-			}
+			if (strcmp(j->type_req, r->types[j->dtype]) ||
+			    j->gpu_entries > 1 || j->gpu_entries_other)
+				_clear_gpu_request(j->id);
 			slurm_init_job_desc_msg(&desc);
 			desc.job_id = j->id;
 			desc.tres_per_node = tres;

@@ -10,6 +10,7 @@
 #     never goes back).
 #  3. A job that ignores the checkpoint request is not resized and keeps
 #     running.
+#  4. A pending job that accepts two GPU types is moved to the free type.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
@@ -78,5 +79,20 @@ done
 n=$(grep -c "JobId=$s asked to checkpoint" "$TMP/c/log/slurmctld.log")
 [ "$n" -eq 1 ] || fail "job $s was asked $n times within the restart delay"
 scancel "$e" "$s"
+
+# 4. A job that accepts two GPU types and asked for the busy one is moved to
+#    the other: its request changes type (Slurm keeps no trace of the old
+#    type) and it starts there.
+for j in "$e" "$s"; do wait_state "$j" CANCELLED 30 || fail "job $j did not end"; done
+a=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 -t 5 --wrap 'sleep 120') ||
+	fail "sbatch refused the a100 job"
+wait_state "$a" RUNNING 30 || fail "the a100 job did not start"
+t=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 --gpu-types=a100,v100 \
+	--elastic=1-4 -t 10 "$TMP/job.sh" "$TMP/t.out") || fail "sbatch refused the two-type job"
+wait_state "$t" RUNNING 30 || fail "the two-type job did not start on the v100 node: $(job_field "$t" Reason)"
+[ "$(job_field "$t" NodeList)" = n2 ] || fail "the two-type job runs on $(job_field "$t" NodeList), not n2"
+job_field "$t" TresPerNode | grep -q 'gpu:v100:' ||
+	fail "the two-type job's request is $(job_field "$t" TresPerNode)"
+scancel "$a" "$t"
 "$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' || fail "slurmctld died"
 echo "PASS"
