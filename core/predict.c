@@ -201,16 +201,13 @@ fail:
 	return COPUS_EFIT;
 }
 
-int copus_predictor_add(copus_predictor *p, const copus_job_attrs *job,
-			double total_work)
+/* Record one finished job (checked by the caller) without training. */
+static int record(copus_predictor *p, const copus_job_attrs *job,
+		  double total_work)
 {
 	float row[F_COUNT];
 	int rc;
 
-	if (p == NULL || !isfinite(total_work) || total_work <= 0.0)
-		return COPUS_EINVAL;
-	if ((rc = attrs_check(job)) != COPUS_OK)
-		return rc;
 	if ((rc = features(p, job, true, row)) != COPUS_OK)
 		return rc;
 	memcpy(&p->x[p->next * F_COUNT], row, sizeof(row));
@@ -219,9 +216,44 @@ int copus_predictor_add(copus_predictor *p, const copus_job_attrs *job,
 	if (p->count < p->params.history)
 		p->count++;
 	p->since_train++;
+	return COPUS_OK;
+}
+
+int copus_predictor_add(copus_predictor *p, const copus_job_attrs *job,
+			double total_work)
+{
+	int rc;
+
+	if (p == NULL || !isfinite(total_work) || total_work <= 0.0)
+		return COPUS_EINVAL;
+	if ((rc = attrs_check(job)) != COPUS_OK)
+		return rc;
+	if ((rc = record(p, job, total_work)) != COPUS_OK)
+		return rc;
 	if (p->count >= (size_t)p->params.min_samples &&
 	    (p->booster == NULL || p->since_train >= p->params.retrain_every ||
 	     4 * (size_t)p->since_train >= p->count))
+		return train(p);
+	return COPUS_OK;
+}
+
+int copus_predictor_add_many(copus_predictor *p, const copus_job_attrs *jobs,
+			     const double *total_work, size_t n)
+{
+	int rc;
+
+	if (p == NULL || (n > 0 && (jobs == NULL || total_work == NULL)))
+		return COPUS_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(total_work[i]) || total_work[i] <= 0.0)
+			return COPUS_EINVAL;
+		if ((rc = attrs_check(&jobs[i])) != COPUS_OK)
+			return rc;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((rc = record(p, &jobs[i], total_work[i])) != COPUS_OK)
+			return rc;
+	if (n > 0 && p->count >= (size_t)p->params.min_samples)
 		return train(p);
 	return COPUS_OK;
 }

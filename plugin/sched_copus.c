@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,8 +80,8 @@ static struct copus__params _params;
 static copus_policy *_policy;
 /*
  * The predictor of a job's total work (GPU-seconds) from its name, user,
- * request and batch, trained on the jobs that completed while this
- * slurmctld ran; only the plugin's thread uses it.
+ * request and batch, trained on the jobs that completed (kept across
+ * restarts in copus_history); only the plugin's thread uses it.
  */
 static copus_predictor *_predictor;
 
@@ -861,6 +862,10 @@ static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
 		       char *user, size_t ulen)
 {
 	snprintf(app, alen, "%s", job_ptr->name ? job_ptr->name : "");
+	/* One line each in the history file. */
+	for (; *app; app++)
+		if ((unsigned char)*app < ' ')
+			*app = ' ';
 	snprintf(user, ulen, "%u", (unsigned)job_ptr->user_id);
 }
 
@@ -1153,6 +1158,186 @@ static void _input_job(struct _round *r, int i, uint32_t mask)
 }
 
 /*
+ * The completed jobs the predictor learned from, kept across slurmctld
+ * restarts in StateSaveLocation/copus_history: a first line naming the
+ * format, then one line per job, "WORK GPUS BATCH USER NAME" (the name last,
+ * as it may hold spaces), appended and flushed as jobs complete. At start
+ * the most recent _HISTORY_KEEP jobs go back to the predictor in one
+ * training; a line that does not parse (a write cut short by a crash) is
+ * logged with its number and skipped; a file grown to twice that is
+ * rewritten with the kept jobs (beside, flushed, renamed).
+ */
+#define _HISTORY_FILE "copus_history"
+#define _HISTORY_MAGIC "copus-history 1"
+#define _HISTORY_KEEP 4096
+
+static void _history_append(const char *dir, const struct _obs *o, int n)
+{
+	char *path, *buf = NULL;
+	int fd, i;
+	struct stat st;
+
+	if (!dir || n <= 0)
+		return;
+	path = xstrdup_printf("%s/%s", dir, _HISTORY_FILE);
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || fstat(fd, &st)) {
+		error("%s: cannot record completed jobs in %s: %m",
+		      plugin_type, path);
+		goto out;
+	}
+	if (st.st_size == 0) {
+		xstrfmtcat(buf, "%s\n", _HISTORY_MAGIC);
+	} else {
+		/* After a write cut short, start on a line of its own. */
+		char last = '\n';
+
+		if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+			xstrcat(buf, "\n");
+	}
+	for (i = 0; i < n; i++)
+		xstrfmtcat(buf, "%.9g %d %.9g %s %s\n", o[i].work, o[i].gpus,
+			   o[i].batch, o[i].user[0] ? o[i].user : "-",
+			   o[i].app);
+	if (write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf) || fsync(fd))
+		error("%s: cannot record completed jobs in %s: %m",
+		      plugin_type, path);
+out:
+	if (fd >= 0)
+		close(fd);
+	xfree(buf);
+	xfree(path);
+}
+
+/* One history line into o; false (with why) when it is not one. */
+static bool _history_parse(char *line, struct _obs *o, const char **why)
+{
+	char user[16];
+	int used = 0;
+	size_t len = strlen(line);
+
+	if (!len || line[len - 1] != '\n') {
+		*why = "incomplete line";
+		return false;
+	}
+	line[--len] = '\0';
+	memset(o, 0, sizeof(*o));
+	if (sscanf(line, "%lf %d %lf %15s %n", &o->work, &o->gpus, &o->batch,
+		   user, &used) != 4 || !used) {
+		*why = "expected WORK GPUS BATCH USER NAME";
+		return false;
+	}
+	if (!isfinite(o->work) || o->work <= 0.0) {
+		*why = "WORK is not a positive number";
+		return false;
+	}
+	if (o->gpus < 1) {
+		*why = "GPUS is below 1";
+		return false;
+	}
+	if (!isfinite(o->batch) || o->batch < 0.0) {
+		*why = "BATCH is not a number >= 0";
+		return false;
+	}
+	if (strlen(line + used) >= sizeof(o->app)) {
+		*why = "NAME is too long";
+		return false;
+	}
+	snprintf(o->user, sizeof(o->user), "%s", strcmp(user, "-") ? user : "");
+	snprintf(o->app, sizeof(o->app), "%s", line + used);
+	return true;
+}
+
+static void _history_load(const char *dir)
+{
+	char *path, *tmp = NULL, line[256];
+	struct _obs *ring = NULL;
+	copus_job_attrs *attrs = NULL;
+	double *work = NULL;
+	long total = 0, bad = 0;
+	int lineno = 0, n, i, rc;
+	FILE *f;
+
+	if (!dir || !_predictor)
+		return;
+	path = xstrdup_printf("%s/%s", dir, _HISTORY_FILE);
+	if (!(f = fopen(path, "r"))) {
+		if (errno != ENOENT)
+			error("%s: cannot read %s: %m", plugin_type, path);
+		xfree(path);
+		return;
+	}
+	ring = xcalloc(_HISTORY_KEEP, sizeof(*ring));
+	while (fgets(line, sizeof(line), f)) {
+		const char *why = NULL;
+		struct _obs o;
+
+		if (++lineno == 1) {
+			if (strcmp(line, _HISTORY_MAGIC "\n")) {
+				error("%s: %s line 1: not a copus history "
+				      "(expected \"%s\"); not used",
+				      plugin_type, path, _HISTORY_MAGIC);
+				goto out;
+			}
+			continue;
+		}
+		if (!_history_parse(line, &o, &why)) {
+			if (++bad <= 10)
+				error("%s: %s line %d: %s; skipped", plugin_type,
+				      path, lineno, why);
+			/* The rest of an over-long line. */
+			while (!strchr(line, '\n') &&
+			       fgets(line, sizeof(line), f))
+				;
+			continue;
+		}
+		ring[total++ % _HISTORY_KEEP] = o;
+	}
+	n = total < _HISTORY_KEEP ? (int)total : _HISTORY_KEEP;
+	attrs = xcalloc(n + 1, sizeof(*attrs));
+	work = xcalloc(n + 1, sizeof(*work));
+	for (i = 0; i < n; i++) {
+		struct _obs *o = &ring[(total - n + i) % _HISTORY_KEEP];
+
+		attrs[i] = (copus_job_attrs){ o->app, o->user, o->gpus,
+					      o->batch };
+		work[i] = o->work;
+	}
+	rc = copus_predictor_add_many(_predictor, attrs, work, (size_t)n);
+	if (rc != COPUS_OK)
+		error("%s: %s: the predictor refused the history: %s",
+		      plugin_type, path, copus_strerror(rc));
+	else
+		info("%s: predictor: %d completed job(s) from %s (%ld line(s) "
+		     "skipped)", plugin_type, n, path, bad);
+	if (total + bad > 2 * _HISTORY_KEEP) {
+		FILE *w;
+
+		tmp = xstrdup_printf("%s.new", path);
+		if (!(w = fopen(tmp, "w"))) {
+			error("%s: cannot write %s: %m", plugin_type, tmp);
+			goto out;
+		}
+		fprintf(w, "%s\n", _HISTORY_MAGIC);
+		for (i = 0; i < n; i++)
+			fprintf(w, "%.9g %d %.9g %s %s\n", work[i],
+				attrs[i].gpus, attrs[i].batch,
+				attrs[i].user[0] ? attrs[i].user : "-",
+				attrs[i].application);
+		rc = fflush(w) || fsync(fileno(w));
+		if (fclose(w) || rc || rename(tmp, path))
+			error("%s: cannot rewrite %s: %m", plugin_type, path);
+	}
+out:
+	fclose(f);
+	xfree(ring);
+	xfree(attrs);
+	xfree(work);
+	xfree(tmp);
+	xfree(path);
+}
+
+/*
  * Learns from the jobs that completed, then predicts the remaining time of
  * the input jobs whose hints give none: the predicted total work minus the
  * GPU-seconds received, in seconds on the job's request. Nothing before the
@@ -1175,6 +1360,7 @@ static void _predict(struct _round *r)
 			verbose("%s: predictor: cannot learn a job of %s: %s",
 				plugin_type, r->obs[i].app, copus_strerror(rc));
 	}
+	_history_append(r->state_dir, r->obs, r->nobs);
 	if (r->nobs)
 		debug("%s: predictor: %zu completed job(s) known, trained %zu "
 		      "time(s)", plugin_type, copus_predictor_count(_predictor),
@@ -2000,6 +2186,7 @@ static void *_agent(void *arg)
 		error("%s: no predictor of remaining times: %s", plugin_type,
 		      copus_strerror(i));
 	_state_load(dir);
+	_history_load(dir);
 	xfree(dir);
 	while (1) {
 		slurm_mutex_lock(&_term_lock);

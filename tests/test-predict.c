@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <copus/predict.h>
 
@@ -232,6 +233,64 @@ static void history_keeps_the_most_recent_jobs(void)
 	copus_predictor_destroy(p);
 }
 
+/*
+ * A saved history given back at once (as sched/copus does after a slurmctld
+ * restart) trains the forest once and predicts as well as the same jobs
+ * added one by one; a history with one bad job is refused whole.
+ */
+static void saved_history_is_restored_at_once(void)
+{
+	copus_predictor *one = NULL, *many = NULL;
+	copus_job_attrs jobs[300], probe[50];
+	double work[300], a[50], b[50];
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &one), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_create(NULL, &many), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(many);
+	for (int i = 0; i < 300; i++) {
+		work[i] = draw(&jobs[i]);
+		ASSERT_STATUS(copus_predictor_add(one, &jobs[i], work[i]),
+			      COPUS_OK);
+	}
+	double w7 = work[7];
+	work[7] = -1.0;
+	ASSERT_STATUS(copus_predictor_add_many(many, jobs, work, 300),
+		      COPUS_EINVAL);
+	CU_ASSERT_EQUAL(copus_predictor_count(many), 0);
+	work[7] = w7;
+	ASSERT_STATUS(copus_predictor_add_many(many, jobs, work, 7), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_add_many(many, jobs + 7, work + 7, 293),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(copus_predictor_count(many), 300);
+	/* Below min_samples (8) no training; then one for the rest. */
+	CU_ASSERT_EQUAL(copus_predictor_trainings(many), 1);
+	CU_ASSERT(copus_predictor_trainings(one) > 10);
+	for (int i = 0; i < 50; i++)
+		draw(&probe[i]);
+	ASSERT_STATUS(copus_predictor_total_many(one, probe, 50, a), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_total_many(many, probe, 50, b), COPUS_OK);
+	double ea = 0.0, eb = 0.0;
+	for (int i = 0; i < 50; i++) {
+		copus_job_attrs *j = &probe[i];
+		int ai = 0, ui = 0;
+		while (strcmp(APPS[ai], j->application))
+			ai++;
+		while (strcmp(USERS[ui], j->user))
+			ui++;
+		double truth = APP_WORK[ai] * USER_FACTOR[ui] *
+			       (1.0 + 0.25 * log2(j->gpus));
+		ea += fabs(a[i] - truth) / truth;
+		eb += fabs(b[i] - truth) / truth;
+	}
+	printf("  mean error: added one by one %.1f%%, restored at once %.1f%%\n",
+	       2.0 * ea, 2.0 * eb);
+	CU_ASSERT(eb / 50 < 0.2);
+	CU_ASSERT(eb < 1.5 * ea + 0.5);
+	copus_predictor_destroy(one);
+	copus_predictor_destroy(many);
+}
+
 static void bad_input_is_rejected(void)
 {
 	copus_predictor_params params = COPUS_PREDICTOR_PARAMS_INITIALIZER;
@@ -259,6 +318,8 @@ static void bad_input_is_rejected(void)
 	ASSERT_STATUS(copus_predictor_add(p, &job, -5), COPUS_EINVAL);
 	ASSERT_STATUS(copus_predictor_add(p, NULL, 5), COPUS_EINVAL);
 	ASSERT_STATUS(copus_predictor_add(NULL, &job, 5), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_add_many(p, NULL, &v, 1), COPUS_EINVAL);
+	ASSERT_STATUS(copus_predictor_add_many(NULL, &job, &v, 1), COPUS_EINVAL);
 	bad.gpus = 0;
 	ASSERT_STATUS(copus_predictor_add(p, &bad, 5), COPUS_EINVAL);
 	bad = job;
@@ -294,6 +355,7 @@ int main(void)
 		TEST(error_shrinks_as_jobs_finish),
 		TEST(unseen_attributes_still_get_an_answer),
 		TEST(history_keeps_the_most_recent_jobs),
+		TEST(saved_history_is_restored_at_once),
 		TEST(bad_input_is_rejected),
 	};
 	return RUN_TESTS("predict", tests);

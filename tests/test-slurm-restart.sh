@@ -4,7 +4,7 @@
 # coming back; sched/copus recovers the rescale from StateSaveLocation and
 # restarts the job at its new size (well before Slurm's two-minute requeue
 # delay), the job resumes from its checkpoint (its step never goes back) and
-# no job is lost.
+# no job is lost. The predictor's history of completed jobs survives too.
 #
 # The restart delay (7 s) lets the job make progress and lets slurmctld
 # save it as running (its state saves coalesce for up to 5 s; a slurmctld
@@ -22,6 +22,20 @@ cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
 # checkpoint, saves the step atomically and exits with 75 (Slurm requeues
 # it: RequeueExit=75); on start it resumes from the checkpoint.
 hint_job "$TMP/job.sh"
+
+# A job that completes is recorded for the predictor in
+# StateSaveLocation/copus_history; a write cut short (a line without its
+# end) is skipped when slurmctld comes back.
+w=$(sbatch --parsable -o /dev/null -J warmup --gres=gpu:a100:1 -t 1 --wrap 'sleep 2') ||
+	fail "sbatch refused the first job"
+wait_state "$w" COMPLETED 60 || fail "the first job did not complete"
+history=$TMP/c/state/copus_history
+end=$((SECONDS + 10))
+until grep -Eq '^[0-9.e+]+ 1 0 [0-9]+ warmup$' "$history" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || fail "the completed job is not in $history: $(cat "$history" 2>&1)"
+	sleep 0.2
+done
+printf '17 1' >>"$history"
 
 j=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 --elastic=2-4 -t 10 \
 	"$TMP/job.sh" "$TMP/j.out" exit75) || fail "sbatch refused the job"
@@ -41,6 +55,10 @@ echo "restarted $((SECONDS - t0))s after slurmctld came back"
 cat "$TMP/j.out"
 grep -q "recovered 1 rescale" "$TMP/c/log/slurmctld.log" ||
 	fail "the plugin did not recover its rescale"
+grep -q "predictor: 1 completed job(s) from $history (1 line(s) skipped)" "$TMP/c/log/slurmctld.log" ||
+	fail "the plugin did not give the predictor its history back"
+grep -q "$history line 3: incomplete line; skipped" "$TMP/c/log/slurmctld.log" ||
+	fail "the plugin did not report the line cut short"
 grep -q '^start restart=1 gpus=4 ' "$TMP/j.out" ||
 	fail "job $j restarted at the wrong size: $(grep '^start restart=1' "$TMP/j.out")"
 saved=$(sed -n 's/^checkpoint step=//p' "$TMP/j.out" | head -n 1)

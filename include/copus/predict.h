@@ -75,6 +75,14 @@ void copus_predictor_destroy(copus_predictor *p);
 int copus_predictor_add(copus_predictor *p, const copus_job_attrs *job,
 			double total_work);
 
+/*
+ * Record n finished jobs at once (a history saved earlier) and train once.
+ * Checks them all first: COPUS_EINVAL, and nothing recorded, if any is
+ * invalid.
+ */
+int copus_predictor_add_many(copus_predictor *p, const copus_job_attrs *jobs,
+			     const double *total_work, size_t n);
+
 /* Finished jobs recorded (up to the history size). */
 size_t copus_predictor_count(const copus_predictor *p);
 
