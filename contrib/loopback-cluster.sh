@@ -278,7 +278,8 @@ cmd_restart_ctld() {
 	_start slurmctld "$SLURM_SBIN/slurmctld" -D -f "$DIR/etc/slurm.conf"
 	export SLURM_CONF=$DIR/etc/slurm.conf
 	for ((n = 0; n < WAIT * 5; n++)); do
-		_ours "$(cat "$DIR/pids/slurmctld.pid")" ||
+		# Alive is enough (see cmd_up).
+		kill -0 "$(cat "$DIR/pids/slurmctld.pid")" 2>/dev/null ||
 			die "slurmctld exited during restart; see $DIR/log/slurmctld.log"
 		scontrol ping 2>/dev/null | grep -q 'is UP' && {
 			say "slurmctld restarted in $DIR"
@@ -320,7 +321,10 @@ cmd_up() {
 	export SLURM_CONF=$DIR/etc/slurm.conf
 	local deadline=$((SECONDS + WAIT)) states
 	while :; do
-		if ! _ours "$(cat "$DIR/pids/slurmctld.pid")"; then
+		# Alive is enough here: the PID was just recorded, and until
+		# the child has exec'd slurmctld its command line is still
+		# this script's.
+		if ! kill -0 "$(cat "$DIR/pids/slurmctld.pid")" 2>/dev/null; then
 			tail -n 20 "$DIR/log/slurmctld.log" "$DIR/log/slurmctld.out" >&2 2>/dev/null
 			cmd_down >/dev/null
 			die "slurmctld exited during start; see $DIR/log/slurmctld.log"
