@@ -48,6 +48,7 @@
 #include "src/common/macros.h"
 #include "src/common/node_conf.h"
 #include "src/common/read_config.h"
+#include "src/common/slurm_cred.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/job_scheduler.h"
@@ -619,6 +620,37 @@ static bool _job_startable(job_record_t *job_ptr)
 	return true;
 }
 
+/*
+ * Whether a pending elastic job waits only for the begin time Slurm set when
+ * it requeued the job itself (its node failed, or an admin ran scontrol
+ * requeue): the requeue time plus the credential lifetime, about two
+ * minutes, so that its next launch credential postdates the revocation of
+ * the last one. An elastic job resumes from its checkpoint wherever it
+ * restarts, so the plugin treats it as one it requeued: the policy gives it
+ * a cell and the plugin releases it _RELEASE_GAP seconds after its end,
+ * which is all slurmd needs. Held jobs, rigid jobs and begin times that
+ * users set are left alone.
+ */
+static bool _slurm_requeued(job_record_t *job_ptr, time_t now)
+{
+	struct job_details *d = job_ptr->details;
+	int lifetime = 1200;
+	time_t wait;
+
+	if (!d || !job_ptr->restart_cnt || job_ptr->priority == 0 ||
+	    !job_ptr->part_ptr || IS_JOB_COMPLETING(job_ptr) ||
+	    IS_JOB_REVOKED(job_ptr) || job_ptr->het_job_id ||
+	    d->begin_time <= now ||
+	    (d->depend_list && list_count(d->depend_list)) ||
+	    !_spank_env(job_ptr, COPUS__ENV_ELASTIC))
+		return false;
+	(void) slurm_cred_ctx_get(slurmctld_config.cred_ctx,
+				  SLURM_CRED_OPT_EXPIRY_WINDOW, &lifetime);
+	/* Requeue: begin = now + lifetime + 1, submit = now (or now + 1). */
+	wait = d->begin_time - d->submit_time;
+	return wait >= lifetime && wait <= lifetime + 1;
+}
+
 /* The job's --elastic and --gpu-types, checked again (they are input). */
 static void _job_options(job_record_t *job_ptr, struct _rj *j)
 {
@@ -992,7 +1024,7 @@ static void _snapshot(struct _round *r)
 		struct _rescale *x;
 		struct _info *in;
 		struct _rj *j;
-		bool startable;
+		bool startable, requeued = false;
 
 		if (!d)
 			continue;
@@ -1016,6 +1048,10 @@ static void _snapshot(struct _round *r)
 			    job_ptr->priority == 0 || !job_ptr->part_ptr)
 				continue;
 			startable = _job_startable(job_ptr);
+		} else if (r->npending < _params.max_jobs &&
+			   _slurm_requeued(job_ptr, r->when)) {
+			startable = false;
+			requeued = true;
 		} else {
 			if (r->npending >= _params.max_jobs ||
 			    !_job_startable(job_ptr))
@@ -1034,6 +1070,9 @@ static void _snapshot(struct _round *r)
 		_job_options(job_ptr, j);
 		_job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
 			   sizeof(j->user));
+		/* Slurm's requeue sets the submit time to when it was. */
+		if (requeued && j->end < d->submit_time)
+			j->end = d->submit_time;
 		j->in_rescale = x && !x->gave_up;
 		if (j->in_rescale) {
 			if (!x->pending_since)
