@@ -35,8 +35,7 @@
  *
  * On a small cluster the greedy's cells are then replaced by the exact
  * optimum of the same values under each type's capacity (exact_dp, a
- * multiple-choice knapsack over the GPUs used of each type); where that is
- * too big but pairs of jobs are few, by pair exchanges (pair_search).
+ * multiple-choice knapsack over the GPUs used of each type).
  *
  * Placement follows the chosen sizes: a job that keeps its size and type
  * keeps its GPUs; the others are placed largest first on the fewest nodes
@@ -930,141 +929,11 @@ static double improve(struct greedy_ctx *g, size_t *idx, int *cap, int *slack,
 	return greedy(g, 3, idx, cap, slack);
 }
 
-/*
- * Pair exchange, on instances small enough: two jobs change their cells at
- * once (types, sizes, one of them queued) while the others keep theirs,
- * the best such change of the round is applied, and again until none
- * gains. The greedy and its swaps move one job at a time, so they miss the
- * optimum where two jobs must trade types or sizes (a job that can only use
- * one type, which the greedy gave to a job that could have used the
- * other). PAIR_BUDGET bounds the candidate pairs of cells one pass looks
- * at; larger instances skip this step.
- */
-#define PAIR_BUDGET 200000
-#define PAIR_PASSES 16
-
+/* A cell of a job for exact_dp: a type and a size (0: queued), its value. */
 struct cell {
 	int t, k;
 	double v;
 };
-
-static void pair_search(struct greedy_ctx *g, int *cap)
-{
-	struct jw *w = g->w;
-	size_t n = g->n, total = 0;
-	double pairs = 0.0;
-
-	if (n < 2 || n > 256)
-		return;
-	size_t *first = calloc(n + 1, sizeof(*first));
-	if (first == NULL)
-		return;
-	/* Every GPU of each type, free or not. */
-	int free_t[COPUS_MAX_GPU_TYPES];
-	for (int t = 0; t < g->T; t++)
-		free_t[t] = cap[t];
-	for (size_t j = 0; j < n; j++)
-		if (w[j].k > 0)
-			free_t[w[j].t] += w[j].k;
-	/* Count the cells first: big instances stop here. */
-	for (size_t j = 0; j < n; j++) {
-		size_t c = 1; /* queued */
-		for (int t = 0; t < g->T; t++)
-			for (int k = 1; k <= free_t[t]; k++)
-				c += cell_allowed(&w[j], t, k, g->node_gpus,
-						  g->o);
-		first[j] = total;
-		total += c;
-		pairs += (double)c * (double)(total - c);
-		if (pairs > PAIR_BUDGET) {
-			free(first);
-			return;
-		}
-	}
-	first[n] = total;
-	struct cell *cells = malloc(total * sizeof(*cells));
-	if (cells == NULL) {
-		free(first);
-		return;
-	}
-	for (size_t j = 0; j < n; j++) {
-		size_t m = first[j];
-		cells[m++] = (struct cell){ -1, 0, 0.0 };
-		for (int t = 0; t < g->T; t++)
-			for (int k = 1; k <= free_t[t]; k++)
-				if (cell_allowed(&w[j], t, k, g->node_gpus,
-						 g->o))
-					cells[m++] = (struct cell){
-						t, k,
-						value(&w[j], t, k, g->node_gpus,
-						      g->prm, g->o)
-					};
-	}
-	for (int pass = 0; pass < PAIR_PASSES; pass++) {
-		double best_gain = 0.0;
-		size_t ba = 0, bb = 0;
-		struct cell ca = { 0 }, cb = { 0 };
-		for (size_t a = 0; a < n; a++) {
-			struct jw *x = &w[a];
-			double va = x->k > 0 ? value(x, x->t, x->k, g->node_gpus,
-						     g->prm, g->o) : 0.0;
-			for (size_t b = a + 1; b < n; b++) {
-				struct jw *y = &w[b];
-				double vb = y->k > 0 ?
-					    value(y, y->t, y->k, g->node_gpus,
-						  g->prm, g->o) : 0.0;
-				double now_v = va + vb;
-				int f[COPUS_MAX_GPU_TYPES];
-				memcpy(f, cap, sizeof(int) * (size_t)g->T);
-				if (x->k > 0)
-					f[x->t] += x->k;
-				if (y->k > 0)
-					f[y->t] += y->k;
-				for (size_t p = first[a]; p < first[a + 1]; p++) {
-					const struct cell *u = &cells[p];
-					if (u->k > 0 && u->k > f[u->t])
-						continue;
-					if (u->k > 0)
-						f[u->t] -= u->k;
-					for (size_t q = first[b]; q < first[b + 1];
-					     q++) {
-						const struct cell *z = &cells[q];
-						if (z->k > 0 && z->k > f[z->t])
-							continue;
-						double gain = u->v + z->v - now_v;
-						if (gain > best_gain +
-							   1e-9 * (now_v + 1.0)) {
-							best_gain = gain;
-							ba = a;
-							bb = b;
-							ca = *u;
-							cb = *z;
-						}
-					}
-					if (u->k > 0)
-						f[u->t] += u->k;
-				}
-			}
-		}
-		if (!(best_gain > 0.0))
-			break;
-		struct jw *x = &w[ba], *y = &w[bb];
-		if (x->k > 0)
-			cap[x->t] += x->k;
-		if (y->k > 0)
-			cap[y->t] += y->k;
-		x->t = ca.t;
-		x->k = ca.k;
-		y->t = cb.t;
-		y->k = cb.k;
-		if (x->k > 0)
-			cap[x->t] -= x->k;
-		if (y->k > 0)
-			cap[y->t] -= y->k;
-	}
-	free(cells);
-	free(first);
-}
 
 /*
  * The exact optimum of the value table on small clusters: with each type's
@@ -1073,27 +942,26 @@ static void pair_search(struct greedy_ctx *g, int *cap)
  * dimensions as there are GPU types, solved by dynamic programming over the
  * GPUs used of each type. DP_BUDGET bounds its work (states x cells); a
  * bigger instance keeps the greedy's cells. The cells change only when the
- * optimum is worth more than the greedy's. Returns true when it ran.
+ * optimum is worth more than the greedy's.
  */
 #define DP_BUDGET 4000000.0
 
-static bool exact_dp(struct greedy_ctx *g, const int *total)
+static void exact_dp(struct greedy_ctx *g, const int *total)
 {
 	struct jw *w = g->w;
 	const int T = g->T;
 	size_t n = g->n, S = 1, stride[COPUS_MAX_GPU_TYPES];
 	double work = 0.0;
-	bool ran = false;
 
 	for (int t = 0; t < T; t++) {
 		stride[t] = S;
 		S *= (size_t)(total[t] > 0 ? total[t] : 0) + 1;
 		if (S > 1u << 20)
-			return false;
+			return;
 	}
 	size_t *first = calloc(n + 1, sizeof(*first));
 	if (first == NULL)
-		return false;
+		return;
 	for (size_t j = 0; j < n; j++) {
 		size_t c = 1;
 		for (int t = 0; t < T; t++)
@@ -1104,7 +972,7 @@ static bool exact_dp(struct greedy_ctx *g, const int *total)
 		work += (double)c * (double)S;
 		if (work > DP_BUDGET) {
 			free(first);
-			return false;
+			return;
 		}
 	}
 	struct cell *cells = malloc(first[n] * sizeof(*cells));
@@ -1169,7 +1037,6 @@ static bool exact_dp(struct greedy_ctx *g, const int *total)
 		if (w[j].k > 0)
 			have += value(&w[j], w[j].t, w[j].k, g->node_gpus,
 				      g->prm, g->o);
-	ran = true;
 	if (!(cur[bs] > have + 1e-9 * (have + 1.0)))
 		goto out;
 	for (size_t j = n; j-- > 0;) {
@@ -1184,7 +1051,6 @@ out:
 	free(dp);
 	free(pick);
 	free(first);
-	return ran;
 }
 
 int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
@@ -1266,12 +1132,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 				w[j].t = w[j].best_t;
 				w[j].k = w[j].best_k;
 			}
-		memcpy(cp, cap, sizeof(cp));
-		for (size_t j = 0; j < n; j++)
-			if (w[j].k > 0)
-				cp[w[j].t] -= w[j].k;
-		if (!exact_dp(&g, total))
-			pair_search(&g, cp);
+		exact_dp(&g, total);
 	}
 
 	/* Placement: unchanged jobs keep their GPUs, the rest largest first. */
