@@ -257,8 +257,9 @@ static void _state_save(const char *dir)
 			(long long)x->asked, x->from, x->to,
 			x->type[0] ? x->type : "-", x->gave_up ? 1 : 0, x->rc);
 	}
+	/* A job already learned from is in copus_history: not again. */
 	for (i = 0; i < _ninfo; i++)
-		if (_info[i].req_gpus > 0)
+		if (_info[i].req_gpus > 0 && !_info[i].learned)
 			fprintf(f, "job %u %d %d %.0f %.9g\n", _info[i].id,
 				_info[i].req_gpus, _info[i].max_had,
 				_info[i].attained, _info[i].rate);
@@ -918,6 +919,7 @@ static void _learn(struct _round *r, job_record_t *job_ptr)
 	if (in->learned)
 		return;
 	in->learned = true;
+	_state_dirty = true;
 	work = in->attained;
 	if (in->last && job_ptr->end_time > in->last)
 		work += (double)in->last_gpus *
@@ -1203,12 +1205,25 @@ static void _input_job(struct _round *r, int i, uint32_t mask)
  * as it may hold spaces), appended and flushed as jobs complete. At start
  * the most recent _HISTORY_KEEP jobs go back to the predictor in one
  * training; a line that does not parse (a write cut short by a crash) is
- * logged with its number and skipped; a file grown to twice that is
- * rewritten with the kept jobs (beside, flushed, renamed).
+ * logged with its number and skipped; a file grown to twice that many lines
+ * (at start or as jobs complete) is rewritten with the kept jobs (beside,
+ * flushed, renamed).
  */
 #define _HISTORY_FILE "copus_history"
 #define _HISTORY_MAGIC "copus-history 1"
 #define _HISTORY_KEEP 4096
+
+/* Lines in the history file (after the first) since it was last read. */
+static long _history_lines;
+
+static void _history_load(const char *dir, bool learn);
+
+/* One history line. */
+static void _history_fmt(char **buf, const struct _obs *o)
+{
+	xstrfmtcat(*buf, "%.9g %d %.9g %s %s\n", o->work, o->gpus, o->batch,
+		   o->user[0] ? o->user : "-", o->app);
+}
 
 static void _history_append(const char *dir, const struct _obs *o, int n)
 {
@@ -1235,17 +1250,18 @@ static void _history_append(const char *dir, const struct _obs *o, int n)
 			xstrcat(buf, "\n");
 	}
 	for (i = 0; i < n; i++)
-		xstrfmtcat(buf, "%.9g %d %.9g %s %s\n", o[i].work, o[i].gpus,
-			   o[i].batch, o[i].user[0] ? o[i].user : "-",
-			   o[i].app);
+		_history_fmt(&buf, &o[i]);
 	if (write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf) || fsync(fd))
 		error("%s: cannot record completed jobs in %s: %m",
 		      plugin_type, path);
+	_history_lines += n;
 out:
 	if (fd >= 0)
 		close(fd);
 	xfree(buf);
 	xfree(path);
+	if (_history_lines > 2 * _HISTORY_KEEP)
+		_history_load(dir, false);
 }
 
 /* One history line into o; false (with why) when it is not one. */
@@ -1287,9 +1303,14 @@ static bool _history_parse(char *line, struct _obs *o, const char **why)
 	return true;
 }
 
-static void _history_load(const char *dir)
+/*
+ * Reads the history: gives it to the predictor when learn is set, and
+ * rewrites the file with the kept jobs when it holds more than twice as
+ * many lines.
+ */
+static void _history_load(const char *dir, bool learn)
 {
-	char *path, *tmp = NULL, line[256];
+	char *path, *tmp = NULL, *buf = NULL, line[256];
 	struct _obs *ring = NULL;
 	copus_job_attrs *attrs = NULL;
 	double *work = NULL;
@@ -1297,7 +1318,7 @@ static void _history_load(const char *dir)
 	int lineno = 0, n, i, rc;
 	FILE *f;
 
-	if (!dir || !_predictor)
+	if (!dir || (learn && !_predictor))
 		return;
 	path = xstrdup_printf("%s/%s", dir, _HISTORY_FILE);
 	if (!(f = fopen(path, "r"))) {
@@ -1316,12 +1337,13 @@ static void _history_load(const char *dir)
 				error("%s: %s line 1: not a copus history "
 				      "(expected \"%s\"); not used",
 				      plugin_type, path, _HISTORY_MAGIC);
+				_history_lines = 0;
 				goto out;
 			}
 			continue;
 		}
 		if (!_history_parse(line, &o, &why)) {
-			if (++bad <= 10)
+			if (++bad <= 10 && learn)
 				error("%s: %s line %d: %s; skipped", plugin_type,
 				      path, lineno, why);
 			/* The rest of an over-long line. */
@@ -1333,6 +1355,7 @@ static void _history_load(const char *dir)
 		ring[total++ % _HISTORY_KEEP] = o;
 	}
 	n = total < _HISTORY_KEEP ? (int)total : _HISTORY_KEEP;
+	_history_lines = total + bad;
 	attrs = xcalloc(n + 1, sizeof(*attrs));
 	work = xcalloc(n + 1, sizeof(*work));
 	for (i = 0; i < n; i++) {
@@ -1341,15 +1364,20 @@ static void _history_load(const char *dir)
 		attrs[i] = (copus_job_attrs){ o->app, o->user, o->gpus,
 					      o->batch };
 		work[i] = o->work;
+		if (_history_lines > 2 * _HISTORY_KEEP)
+			_history_fmt(&buf, o);
 	}
-	rc = copus_predictor_add_many(_predictor, attrs, work, (size_t)n);
-	if (rc != COPUS_OK)
-		error("%s: %s: the predictor refused the history: %s",
-		      plugin_type, path, copus_strerror(rc));
-	else
-		info("%s: predictor: %d completed job(s) from %s (%ld line(s) "
-		     "skipped)", plugin_type, n, path, bad);
-	if (total + bad > 2 * _HISTORY_KEEP) {
+	if (learn) {
+		rc = copus_predictor_add_many(_predictor, attrs, work,
+					      (size_t)n);
+		if (rc != COPUS_OK)
+			error("%s: %s: the predictor refused the history: %s",
+			      plugin_type, path, copus_strerror(rc));
+		else
+			info("%s: predictor: %d completed job(s) from %s (%ld "
+			     "line(s) skipped)", plugin_type, n, path, bad);
+	}
+	if (_history_lines > 2 * _HISTORY_KEEP) {
 		FILE *w;
 
 		tmp = xstrdup_printf("%s.new", path);
@@ -1357,21 +1385,19 @@ static void _history_load(const char *dir)
 			error("%s: cannot write %s: %m", plugin_type, tmp);
 			goto out;
 		}
-		fprintf(w, "%s\n", _HISTORY_MAGIC);
-		for (i = 0; i < n; i++)
-			fprintf(w, "%.9g %d %.9g %s %s\n", work[i],
-				attrs[i].gpus, attrs[i].batch,
-				attrs[i].user[0] ? attrs[i].user : "-",
-				attrs[i].application);
+		fprintf(w, "%s\n%s", _HISTORY_MAGIC, buf ? buf : "");
 		rc = fflush(w) || fsync(fileno(w));
 		if (fclose(w) || rc || rename(tmp, path))
 			error("%s: cannot rewrite %s: %m", plugin_type, path);
+		else
+			_history_lines = n;
 	}
 out:
 	fclose(f);
 	xfree(ring);
 	xfree(attrs);
 	xfree(work);
+	xfree(buf);
 	xfree(tmp);
 	xfree(path);
 }
@@ -2225,7 +2251,7 @@ static void *_agent(void *arg)
 		error("%s: no predictor of remaining times: %s", plugin_type,
 		      copus_strerror(i));
 	_state_load(dir);
-	_history_load(dir);
+	_history_load(dir, true);
 	xfree(dir);
 	while (1) {
 		slurm_mutex_lock(&_term_lock);

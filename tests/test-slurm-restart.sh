@@ -35,6 +35,9 @@ until grep -Eq '^[0-9.e+]+ 1 0 [0-9]+ warmup$' "$history" 2>/dev/null; do
 	[ $SECONDS -lt $end ] || fail "the completed job is not in $history: $(cat "$history" 2>&1)"
 	sleep 0.2
 done
+# 8200 more jobs (of a name no job here has): more than twice the 4096 the
+# plugin keeps, so it rewrites the file with the newest 4096.
+awk 'BEGIN { for (i = 0; i < 8200; i++) printf "%d 1 0 0 synthetic\n", 100 + i }' >>"$history"
 printf '17 1' >>"$history"
 
 j=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 --elastic=2-4 -t 10 \
@@ -55,10 +58,12 @@ echo "restarted $((SECONDS - t0))s after slurmctld came back"
 cat "$TMP/j.out"
 grep -q "recovered 1 rescale" "$TMP/c/log/slurmctld.log" ||
 	fail "the plugin did not recover its rescale"
-grep -q "predictor: 1 completed job(s) from $history (1 line(s) skipped)" "$TMP/c/log/slurmctld.log" ||
+grep -q "predictor: 4096 completed job(s) from $history (1 line(s) skipped)" "$TMP/c/log/slurmctld.log" ||
 	fail "the plugin did not give the predictor its history back"
-grep -q "$history line 3: incomplete line; skipped" "$TMP/c/log/slurmctld.log" ||
+grep -q "$history line 8203: incomplete line; skipped" "$TMP/c/log/slurmctld.log" ||
 	fail "the plugin did not report the line cut short"
+[ "$(wc -l <"$history")" -eq 4097 ] && [ "$(tail -n 1 "$history")" = "8299 1 0 0 synthetic" ] ||
+	fail "$history was not rewritten with the newest 4096 jobs: $(wc -l <"$history") lines, last '$(tail -n 1 "$history")'"
 grep -q '^start restart=1 gpus=4 ' "$TMP/j.out" ||
 	fail "job $j restarted at the wrong size: $(grep '^start restart=1' "$TMP/j.out")"
 saved=$(sed -n 's/^checkpoint step=//p' "$TMP/j.out" | head -n 1)
