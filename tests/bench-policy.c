@@ -11,12 +11,14 @@
  * wall clock also counts the time other processes hold the core.
  *
  *   bench-policy [--quick] [--pin] [--rounds R] [--policy NAME]
- *                [JOBS NODES]...
+ *                [--types T] [JOBS NODES]...
  *
  * Default sizes: 100/128, 1000/1024, 2000/2048, 4000/4096, 10000/8192
  * (jobs/nodes), 9 rounds each. --quick runs the first two with 3 rounds;
  * --pin keeps the process on the first CPU it may use (on an idle machine
- * only: on a busy one that core may be the busiest).
+ * only: on a busy one that core may be the busiest). --types sets the
+ * number of GPU types (1 to 3; small clusters of one type are where the
+ * policy's exact step does the most work).
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <sched.h>
@@ -69,11 +71,13 @@ static long peak_rss_kib(void)
  * type, a tenth without a model yet, and about 60% trying to hold GPUs
  * already, which fills the cluster when there are enough jobs.
  */
+static int ntypes = 3;
+
 static struct pgen_params size_params(int jobs, int nodes)
 {
 	struct pgen_params p = {
 		.seed = 42, .jobs = jobs, .nodes = nodes, .node_gpus = 8,
-		.types = 3, .max_req = 32, .max_gpus = 64, .elastic = 0.8,
+		.types = ntypes, .max_req = 32, .max_gpus = 64, .elastic = 0.8,
 		.running = 0.6, .one_type = 0.2, .no_model = 0.1,
 	};
 
@@ -218,7 +222,7 @@ static int pin_one_core(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench-policy [--quick] [--pin] [--rounds R] "
-			"[--policy NAME] [JOBS NODES]...\n");
+			"[--policy NAME] [--types T] [JOBS NODES]...\n");
 	exit(2);
 }
 
@@ -241,6 +245,10 @@ int main(int argc, char **argv)
 				usage();
 		} else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
 			policy = argv[++i];
+		} else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc) {
+			ntypes = atoi(argv[++i]);
+			if (ntypes < 1 || ntypes > 3)
+				usage();
 		} else {
 			usage();
 		}
@@ -252,7 +260,8 @@ int main(int argc, char **argv)
 		rounds = 3;
 	}
 	int cpu = pin ? pin_one_core() : -1;
-	printf("# policy %s, %d rounds a size, ", policy, rounds);
+	printf("# policy %s, %d GPU type(s), %d rounds a size, ", policy,
+	       ntypes, rounds);
 	if (cpu >= 0)
 		printf("pinned to CPU %d", cpu);
 	else
