@@ -1053,6 +1053,104 @@ out:
 	free(first);
 }
 
+/*
+ * GPUs that placement left free (a job shrank to fit, or did not fit at
+ * all) go to queued jobs, each on its most valuable cell that the free GPUs
+ * hold (smaller if that does not fit on the nodes), the job of most value
+ * per GPU first, until none fits: the chosen sizes count a
+ * type's GPUs, not how they lie on the nodes, and idle GPUs help nobody.
+ */
+/* How many queued jobs the fill tries each round (bounds its cost). */
+#define FILL_TRIES 64
+
+static int fill_idle(struct greedy_ctx *g, const copus_cluster *c,
+		     const copus_job *jobs, struct copus__result *res,
+		     int *free_gpus, int *dist, int *row)
+{
+	const int N = c->num_nodes;
+	bool *tried = calloc(g->n + 1, sizeof(*tried));
+	int rc = COPUS_OK;
+
+	if (tried == NULL)
+		return COPUS_ENOMEM;
+	for (int tries = 0; tries < FILL_TRIES; tries++) {
+		int fr[COPUS_MAX_GPU_TYPES] = { 0 };
+		for (int k = 0; k < N; k++)
+			if (c->nodes[k].usable)
+				fr[c->nodes[k].gpu_type] += free_gpus[k];
+		size_t bj = g->n;
+		int bt = -1, bk = 0;
+		double bs = 0.0;
+		for (size_t j = 0; j < g->n; j++) {
+			struct jw *x = &g->w[j];
+			int jt = -1, jk = 0;
+			double jv = 0.0;
+			if (x->k != 0 || tried[j])
+				continue;
+			/* The job's most valuable cell that the free GPUs hold. */
+			for (int t = 0; t < g->T; t++)
+				for (int k = fr[t]; k >= 1; k--) {
+					if (!cell_allowed(x, t, k, g->node_gpus,
+							  g->o))
+						continue;
+					double v = value(x, t, k, g->node_gpus,
+							 g->prm, g->o);
+					if (v > jv) {
+						jv = v;
+						jt = t;
+						jk = k;
+					}
+				}
+			if (jt >= 0 && jv / jk > bs) {
+				bs = jv / jk;
+				bj = j;
+				bt = jt;
+				bk = jk;
+			}
+		}
+		if (bj == g->n)
+			break;
+		struct jw *x = &g->w[bj];
+		int lo = jobs[bj].elastic && (x->sp[bt] != NULL || x->cur_k == 0) ?
+			 jobs[bj].min_gpus : bk;
+		int t = -1;
+		bool placed = false;
+		tried[bj] = true;
+		for (int k = bk; k >= lo && !placed; k--) {
+			if (!cell_allowed(x, bt, k, g->node_gpus, g->o))
+				continue;
+			if (g->o->no_placement) {
+				rc = first_fit(c, free_gpus, bt, k, row);
+				t = bt;
+			} else {
+				rc = copus__place(c, free_gpus, dist, 1u << bt, k,
+						  row, &t);
+			}
+			if (rc == COPUS_ENOMEM)
+				goto out;
+			if (rc == COPUS_OK) {
+				x->k = k;
+				placed = true;
+			}
+		}
+		rc = COPUS_OK;
+		if (!placed) {
+			memset(row, 0, (size_t)N * sizeof(int));
+			continue;
+		}
+		x->t = t;
+		if ((rc = emit(res, bj, &jobs[bj], row, N, free_gpus, dist)) !=
+		    COPUS_OK)
+			goto out;
+		res->types[bj] = t;
+		snprintf(res->reasons[bj], 64, "starts on %d idle GPUs, %.0f s left",
+			 x->k, x->remain);
+	}
+out:
+	free(tried);
+	return rc;
+}
+
 int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 			const copus_cluster *c, const copus_job *jobs, size_t n,
 			double now, struct copus__result *res)
@@ -1160,8 +1258,13 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	for (size_t i = 0; i < m; i++) {
 		size_t j = idx[i];
 		struct jw *x = &w[j];
-		/* Only a job whose speedup is known may shrink to fit. */
-		int lo = jobs[j].elastic && x->sp[x->t] != NULL ?
+		/*
+		 * An elastic job shrinks to fit when its speedup is known, or
+		 * when it is starting (a running job without a model keeps its
+		 * size; a new one starts on what there is rather than leave
+		 * the GPUs idle for a round).
+		 */
+		int lo = jobs[j].elastic && (x->sp[x->t] != NULL || x->cur_k == 0) ?
 			 jobs[j].min_gpus : x->k;
 		int t = -1;
 		for (int k = x->k; k >= lo; k--) {
@@ -1196,6 +1299,9 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 			 x->cur_k > 0 ? "moved to" : "starts on", x->k,
 			 x->remain, x->bad_model ? " (bad model)" : "");
 	}
+	rc = fill_idle(&g, c, jobs, res, free_gpus, dist, row);
+	if (rc != COPUS_OK)
+		goto out;
 	for (size_t j = 0; j < n; j++) {
 		const copus_job *jb = &jobs[j];
 		int need = jb->elastic ? jb->min_gpus : jb->req_gpus, most = 0;

@@ -124,6 +124,37 @@ static void shortest_remaining_work_goes_first(void)
 	CU_ASSERT_EQUAL(gpus_of(&w, 1), 4);
 }
 
+/*
+ * A new elastic job without a model asks for 4 GPUs; 2 are free on each of
+ * two nodes, but one of them holds a multi-node job, so 4 do not fit: it
+ * starts on 2 rather than leave them idle for a round. A longer job, which
+ * the chosen sizes left queued, then takes the 2 GPUs still idle.
+ */
+static void a_new_job_starts_on_what_fits(void)
+{
+	struct world w;
+
+	world_init(&w, 3, 4);
+	add_job(&w, false, 6, 50, scalable());
+	run_alloc(&w, 0, 0, 4);
+	run_alloc(&w, 0, 1, 2);
+	add_job(&w, false, 2, 50, scalable());
+	run_alloc(&w, 1, 2, 2);
+	copus_job *x = add_job(&w, true, 4, 1000, scalable());
+	x->models = NULL;
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 6);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 2);
+	CU_ASSERT_EQUAL(gpus_of(&w, 2), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(w.reasons[2], "starts on 2 GPUs"));
+
+	add_job(&w, true, 2, 50000, scalable());
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 2), 2);
+	CU_ASSERT_EQUAL(gpus_of(&w, 3), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(w.reasons[3], "idle GPUs"));
+}
+
 static void rigid_jobs_keep_their_request(void)
 {
 	struct world w;
@@ -355,6 +386,7 @@ int main(void)
 	static const struct test_case tests[] = {
 		TEST(shortest_remaining_work_goes_first),
 		TEST(rigid_jobs_keep_their_request),
+		TEST(a_new_job_starts_on_what_fits),
 		TEST(goodput_decides_how_many_gpus_a_job_uses),
 		TEST(restart_cost_holds_a_nearly_finished_job),
 		TEST(fairness_guard_lets_a_starved_job_in),
