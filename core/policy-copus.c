@@ -1060,6 +1060,43 @@ out:
  * per GPU first, until none fits: the chosen sizes count a
  * type's GPUs, not how they lie on the nodes, and idle GPUs help nobody.
  */
+/*
+ * Places job x on its type x->t at the largest size from x->k down that
+ * fits. An elastic job shrinks to fit when its speedup is known, or when it
+ * is starting (a running job without a model keeps its size; a new one
+ * starts on what there is rather than leave the GPUs idle for a round).
+ * The GPUs go in row, x->k becomes the size and *type the type; *type is -1
+ * (row cleared) when nothing fits.
+ */
+static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
+		     const copus_job *jb, struct jw *x, const int *free_gpus,
+		     const int *dist, int *row, int *type)
+{
+	int lo = jb->elastic && (x->sp[x->t] != NULL || x->cur_k == 0) ?
+		 jb->min_gpus : x->k;
+
+	for (int k = x->k; k >= lo; k--) {
+		int rc, t = -1;
+		if (g->o->no_placement) {
+			rc = first_fit(c, free_gpus, x->t, k, row);
+			t = x->t;
+		} else {
+			rc = copus__place(c, free_gpus, dist, 1u << x->t, k,
+					  row, &t);
+		}
+		if (rc == COPUS_ENOMEM)
+			return rc;
+		if (rc == COPUS_OK) {
+			x->k = k;
+			*type = t;
+			return COPUS_OK;
+		}
+	}
+	memset(row, 0, (size_t)c->num_nodes * sizeof(int));
+	*type = -1;
+	return COPUS_OK;
+}
+
 /* How many queued jobs the fill tries each round (bounds its cost). */
 #define FILL_TRIES 64
 
@@ -1111,31 +1148,15 @@ static int fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 		if (bj == g->n)
 			break;
 		struct jw *x = &g->w[bj];
-		int lo = jobs[bj].elastic && (x->sp[bt] != NULL || x->cur_k == 0) ?
-			 jobs[bj].min_gpus : bk;
-		int t = -1;
-		bool placed = false;
+		int t;
 		tried[bj] = true;
-		for (int k = bk; k >= lo && !placed; k--) {
-			if (!cell_allowed(x, bt, k, g->node_gpus, g->o))
-				continue;
-			if (g->o->no_placement) {
-				rc = first_fit(c, free_gpus, bt, k, row);
-				t = bt;
-			} else {
-				rc = copus__place(c, free_gpus, dist, 1u << bt, k,
-						  row, &t);
-			}
-			if (rc == COPUS_ENOMEM)
-				goto out;
-			if (rc == COPUS_OK) {
-				x->k = k;
-				placed = true;
-			}
-		}
-		rc = COPUS_OK;
-		if (!placed) {
-			memset(row, 0, (size_t)N * sizeof(int));
+		x->t = bt;
+		x->k = bk;
+		rc = place_job(g, c, &jobs[bj], x, free_gpus, dist, row, &t);
+		if (rc != COPUS_OK)
+			goto out;
+		if (t < 0) {
+			x->k = 0;
 			continue;
 		}
 		x->t = t;
@@ -1258,37 +1279,15 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	for (size_t i = 0; i < m; i++) {
 		size_t j = idx[i];
 		struct jw *x = &w[j];
-		/*
-		 * An elastic job shrinks to fit when its speedup is known, or
-		 * when it is starting (a running job without a model keeps its
-		 * size; a new one starts on what there is rather than leave
-		 * the GPUs idle for a round).
-		 */
-		int lo = jobs[j].elastic && (x->sp[x->t] != NULL || x->cur_k == 0) ?
-			 jobs[j].min_gpus : x->k;
-		int t = -1;
-		for (int k = x->k; k >= lo; k--) {
-			if (s->opt.no_placement) {
-				rc = first_fit(c, free_gpus, x->t, k, row);
-				t = rc == COPUS_OK ? x->t : -1;
-			} else {
-				rc = copus__place(c, free_gpus, dist, 1u << x->t,
-						  k, row, &t);
-			}
-			if (rc == COPUS_ENOMEM)
-				goto out;
-			if (rc == COPUS_OK) {
-				x->k = k;
-				break;
-			}
-		}
+		int t;
+		rc = place_job(&g, c, &jobs[j], x, free_gpus, dist, row, &t);
+		if (rc != COPUS_OK)
+			goto out;
 		if (t < 0) {
-			memset(row, 0, (size_t)N * sizeof(int));
 			res->off[j] = res->used;
 			snprintf(res->reasons[j], 64, "queued: %d GPUs do not fit",
 				 x->k);
 			x->k = 0;
-			rc = COPUS_OK;
 			continue;
 		}
 		rc = emit(res, j, &jobs[j], row, N, free_gpus, dist);
