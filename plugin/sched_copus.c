@@ -225,6 +225,38 @@ static void _rescale_drop(struct _rescale *x)
 	_state_dirty = true;
 }
 
+/*
+ * The files the plugin replaces whole (copus_state, copus_status, the
+ * compacted copus_history) are written beside as NAME.new, flushed to
+ * disk and renamed over NAME: a reader, or slurmctld after a crash, finds
+ * the old file or the new one, never a part of one.
+ */
+static FILE *_replace_begin(const char *path)
+{
+	char *tmp = xstrdup_printf("%s.new", path);
+	FILE *f = fopen(tmp, "w");
+
+	if (!f)
+		error("%s: cannot write %s: %m", plugin_type, tmp);
+	xfree(tmp);
+	return f;
+}
+
+/* Ends _replace_begin (f is closed): 0, or -1 and the old file stays. */
+static int _replace_end(FILE *f, const char *path)
+{
+	char *tmp = xstrdup_printf("%s.new", path);
+	int rc = fflush(f) || fsync(fileno(f));
+
+	rc = fclose(f) || rc;
+	if (rc || rename(tmp, path)) {
+		error("%s: cannot replace %s: %m", plugin_type, path);
+		rc = -1;
+	}
+	xfree(tmp);
+	return rc;
+}
+
 #define _STATE_FILE "copus_state"
 #define _STATE_MAGIC1 "copus-state 1"
 #define _STATE_MAGIC "copus-state 2"
@@ -239,16 +271,17 @@ static void _rescale_drop(struct _rescale *x)
  */
 static void _state_save(const char *dir)
 {
-	char *path = NULL, *tmp = NULL;
-	FILE *f = NULL;
+	char *path;
+	FILE *f;
 	int i;
 
 	if (!_state_dirty || !dir)
 		return;
 	path = xstrdup_printf("%s/%s", dir, _STATE_FILE);
-	tmp = xstrdup_printf("%s/%s.new", dir, _STATE_FILE);
-	if (!(f = fopen(tmp, "w")))
-		goto fail;
+	if (!(f = _replace_begin(path))) {
+		xfree(path);
+		return;
+	}
 	fprintf(f, "%s\n", _STATE_MAGIC);
 	for (i = 0; i < _nrescales; i++) {
 		const struct _rescale *x = &_rescales[i];
@@ -263,21 +296,9 @@ static void _state_save(const char *dir)
 			fprintf(f, "job %u %d %d %.0f %.9g\n", _info[i].id,
 				_info[i].req_gpus, _info[i].max_had,
 				_info[i].attained, _info[i].rate);
-	if (fflush(f) || fsync(fileno(f)))
-		goto fail;
-	i = fclose(f);
-	f = NULL;
-	if (i || rename(tmp, path))
-		goto fail;
-	_state_dirty = false;
-	goto out;
-fail:
-	error("%s: cannot save %s: %m", plugin_type, path);
-out:
-	if (f)
-		fclose(f);
+	if (_replace_end(f, path) == 0)
+		_state_dirty = false;
 	xfree(path);
-	xfree(tmp);
 }
 
 static void _state_load(const char *dir)
@@ -1310,7 +1331,7 @@ static bool _history_parse(char *line, struct _obs *o, const char **why)
  */
 static void _history_load(const char *dir, bool learn)
 {
-	char *path, *tmp = NULL, *buf = NULL, line[256];
+	char *path, *buf = NULL, line[256];
 	struct _obs *ring = NULL;
 	copus_job_attrs *attrs = NULL;
 	double *work = NULL;
@@ -1378,19 +1399,13 @@ static void _history_load(const char *dir, bool learn)
 			     "line(s) skipped)", plugin_type, n, path, bad);
 	}
 	if (_history_lines > 2 * _HISTORY_KEEP) {
-		FILE *w;
+		FILE *w = _replace_begin(path);
 
-		tmp = xstrdup_printf("%s.new", path);
-		if (!(w = fopen(tmp, "w"))) {
-			error("%s: cannot write %s: %m", plugin_type, tmp);
-			goto out;
+		if (w) {
+			fprintf(w, "%s\n%s", _HISTORY_MAGIC, buf ? buf : "");
+			if (_replace_end(w, path) == 0)
+				_history_lines = n;
 		}
-		fprintf(w, "%s\n%s", _HISTORY_MAGIC, buf ? buf : "");
-		rc = fflush(w) || fsync(fileno(w));
-		if (fclose(w) || rc || rename(tmp, path))
-			error("%s: cannot rewrite %s: %m", plugin_type, path);
-		else
-			_history_lines = n;
 	}
 out:
 	fclose(f);
@@ -1398,7 +1413,6 @@ out:
 	xfree(attrs);
 	xfree(work);
 	xfree(buf);
-	xfree(tmp);
 	xfree(path);
 }
 
@@ -2096,7 +2110,7 @@ static void _kind(const struct _rj *j, char *buf, size_t len)
  */
 static void _write_status(struct _round *r)
 {
-	char *path = NULL, *tmp = NULL, when[32], kind[32], nodes[256];
+	char *path = NULL, when[32], kind[32], nodes[256];
 	char speed[16], left[16];
 	struct tm tm;
 	FILE *f = NULL;
@@ -2105,11 +2119,9 @@ static void _write_status(struct _round *r)
 	if (!r->state_dir)
 		return;
 	path = xstrdup_printf("%s/copus_status", r->state_dir);
-	tmp = xstrdup_printf("%s/copus_status.new", r->state_dir);
-	f = fopen(tmp, "w");
-	if (!f) {
-		error("%s: cannot write %s: %m", plugin_type, tmp);
-		goto out;
+	if (!(f = _replace_begin(path))) {
+		xfree(path);
+		return;
 	}
 	localtime_r(&r->when, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
@@ -2183,23 +2195,8 @@ static void _write_status(struct _round *r)
 			state, kind, type, gpus, nn, speed, left,
 			reason[0] ? reason : "-", nodes);
 	}
-	if (fflush(f) || fsync(fileno(f))) {
-		error("%s: cannot write %s: %m", plugin_type, tmp);
-		goto out;
-	}
-	if (fclose(f)) {
-		f = NULL;
-		error("%s: cannot write %s: %m", plugin_type, tmp);
-		goto out;
-	}
-	f = NULL;
-	if (rename(tmp, path))
-		error("%s: cannot rename %s to %s: %m", plugin_type, tmp, path);
-out:
-	if (f)
-		fclose(f);
+	_replace_end(f, path);
 	xfree(path);
-	xfree(tmp);
 }
 
 static double _ms_since(struct timespec *t0)
