@@ -445,11 +445,7 @@ struct _round {
 	copus_model *models;		/* ntypes per input job */
 	const copus_model **model_ptrs;
 	int *rj_of;			/* rj index of each input job */
-	struct _obs {			/* jobs that completed, to learn */
-		char app[64], user[16];
-		int gpus;
-		double batch, work;
-	} *obs;
+	copus_history_entry *obs;	/* jobs that completed, to learn */
 	int nobs;
 	int njobs;
 	copus_decision *dec;
@@ -931,7 +927,7 @@ static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
 static void _learn(struct _round *r, job_record_t *job_ptr)
 {
 	struct _info *in = _info_find(job_ptr->job_id);
-	struct _obs *o;
+	copus_history_entry *o;
 	double work;
 
 	if (!in)
@@ -1231,7 +1227,6 @@ static void _input_job(struct _round *r, int i, uint32_t mask)
  * flushed, renamed).
  */
 #define _HISTORY_FILE "copus_history"
-#define _HISTORY_MAGIC "copus-history 1"
 #define _HISTORY_KEEP 4096
 
 /* Lines in the history file (after the first) since it was last read. */
@@ -1240,13 +1235,16 @@ static long _history_lines;
 static void _history_load(const char *dir, bool learn);
 
 /* One history line. */
-static void _history_fmt(char **buf, const struct _obs *o)
+static void _history_fmt(char **buf, const copus_history_entry *o)
 {
-	xstrfmtcat(*buf, "%.9g %d %.9g %s %s\n", o->work, o->gpus, o->batch,
-		   o->user[0] ? o->user : "-", o->app);
+	char line[160];
+
+	if (copus_history_format(o, line, sizeof(line)) == COPUS_OK)
+		xstrcat(*buf, line);
 }
 
-static void _history_append(const char *dir, const struct _obs *o, int n)
+static void _history_append(const char *dir, const copus_history_entry *o,
+			    int n)
 {
 	char *path, *buf = NULL;
 	int fd, i;
@@ -1262,7 +1260,7 @@ static void _history_append(const char *dir, const struct _obs *o, int n)
 		goto out;
 	}
 	if (st.st_size == 0) {
-		xstrfmtcat(buf, "%s\n", _HISTORY_MAGIC);
+		xstrfmtcat(buf, "%s\n", COPUS_HISTORY_MAGIC);
 	} else {
 		/* After a write cut short, start on a line of its own. */
 		char last = '\n';
@@ -1285,45 +1283,6 @@ out:
 		_history_load(dir, false);
 }
 
-/* One history line into o; false (with why) when it is not one. */
-static bool _history_parse(char *line, struct _obs *o, const char **why)
-{
-	char user[16];
-	int used = 0;
-	size_t len = strlen(line);
-
-	if (!len || line[len - 1] != '\n') {
-		*why = "incomplete line";
-		return false;
-	}
-	line[--len] = '\0';
-	memset(o, 0, sizeof(*o));
-	if (sscanf(line, "%lf %d %lf %15s %n", &o->work, &o->gpus, &o->batch,
-		   user, &used) != 4 || !used) {
-		*why = "expected WORK GPUS BATCH USER NAME";
-		return false;
-	}
-	if (!isfinite(o->work) || o->work <= 0.0) {
-		*why = "WORK is not a positive number";
-		return false;
-	}
-	if (o->gpus < 1) {
-		*why = "GPUS is below 1";
-		return false;
-	}
-	if (!isfinite(o->batch) || o->batch < 0.0) {
-		*why = "BATCH is not a number >= 0";
-		return false;
-	}
-	if (strlen(line + used) >= sizeof(o->app)) {
-		*why = "NAME is too long";
-		return false;
-	}
-	snprintf(o->user, sizeof(o->user), "%s", strcmp(user, "-") ? user : "");
-	snprintf(o->app, sizeof(o->app), "%s", line + used);
-	return true;
-}
-
 /*
  * Reads the history: gives it to the predictor when learn is set, and
  * rewrites the file with the kept jobs when it holds more than twice as
@@ -1332,7 +1291,7 @@ static bool _history_parse(char *line, struct _obs *o, const char **why)
 static void _history_load(const char *dir, bool learn)
 {
 	char *path, *buf = NULL, line[256];
-	struct _obs *ring = NULL;
+	copus_history_entry *ring = NULL;
 	copus_job_attrs *attrs = NULL;
 	double *work = NULL;
 	long total = 0, bad = 0;
@@ -1351,19 +1310,19 @@ static void _history_load(const char *dir, bool learn)
 	ring = xcalloc(_HISTORY_KEEP, sizeof(*ring));
 	while (fgets(line, sizeof(line), f)) {
 		const char *why = NULL;
-		struct _obs o;
+		copus_history_entry o;
 
 		if (++lineno == 1) {
-			if (strcmp(line, _HISTORY_MAGIC "\n")) {
+			if (strcmp(line, COPUS_HISTORY_MAGIC "\n")) {
 				error("%s: %s line 1: not a copus history "
 				      "(expected \"%s\"); not used",
-				      plugin_type, path, _HISTORY_MAGIC);
+				      plugin_type, path, COPUS_HISTORY_MAGIC);
 				_history_lines = 0;
 				goto out;
 			}
 			continue;
 		}
-		if (!_history_parse(line, &o, &why)) {
+		if (copus_history_parse(line, &o, &why) != COPUS_OK) {
 			if (++bad <= 10 && learn)
 				error("%s: %s line %d: %s; skipped", plugin_type,
 				      path, lineno, why);
@@ -1380,10 +1339,10 @@ static void _history_load(const char *dir, bool learn)
 	attrs = xcalloc(n + 1, sizeof(*attrs));
 	work = xcalloc(n + 1, sizeof(*work));
 	for (i = 0; i < n; i++) {
-		struct _obs *o = &ring[(total - n + i) % _HISTORY_KEEP];
+		copus_history_entry *o = &ring[(total - n + i) %
+					       _HISTORY_KEEP];
 
-		attrs[i] = (copus_job_attrs){ o->app, o->user, o->gpus,
-					      o->batch };
+		attrs[i] = copus_history_attrs(o);
 		work[i] = o->work;
 		if (_history_lines > 2 * _HISTORY_KEEP)
 			_history_fmt(&buf, o);
@@ -1402,7 +1361,7 @@ static void _history_load(const char *dir, bool learn)
 		FILE *w = _replace_begin(path);
 
 		if (w) {
-			fprintf(w, "%s\n%s", _HISTORY_MAGIC, buf ? buf : "");
+			fprintf(w, "%s\n%s", COPUS_HISTORY_MAGIC, buf ? buf : "");
 			if (_replace_end(w, path) == 0)
 				_history_lines = n;
 		}
@@ -1431,8 +1390,7 @@ static void _predict(struct _round *r)
 	if (!_predictor)
 		return;
 	for (i = 0; i < r->nobs; i++) {
-		copus_job_attrs a = { r->obs[i].app, r->obs[i].user,
-				      r->obs[i].gpus, r->obs[i].batch };
+		copus_job_attrs a = copus_history_attrs(&r->obs[i]);
 
 		rc = copus_predictor_add(_predictor, &a, r->obs[i].work);
 		if (rc != COPUS_OK)

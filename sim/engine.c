@@ -310,7 +310,10 @@ struct sjob {
 	double pred_total;  /* predicted seconds alone on the request */
 };
 
-/* Tabulate the job's epochs alone on its request, for fifo's oracle. */
+/*
+ * Tabulate the job's epochs alone on its request: fifo's oracle, copus's
+ * remaining work, the work the history records.
+ */
 static int solo_table(struct sjob *j, int g)
 {
 	const struct app *a = j->app;
@@ -524,6 +527,7 @@ void sim_result_free(struct sim_result *r)
 	free(r->names);
 	free(r->jct);
 	free(r->ftf);
+	free(r->finished);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -540,6 +544,42 @@ static copus_job_attrs job_attrs(const struct sjob *j)
 	return (copus_job_attrs){ .application = j->app->name, .user = NULL,
 				  .gpus = j->spec->replicas,
 				  .batch = j->spec->batch };
+}
+
+/* A finished job, as the predictor learns it (its name is its app's). */
+static void record_finished(struct sim_result *res, const struct sjob *j)
+{
+	copus_history_entry *e = &res->finished[res->nfinished++];
+
+	memset(e, 0, sizeof(*e));
+	e->work = j->solo_tail[0];
+	e->gpus = j->spec->replicas;
+	e->batch = j->spec->batch;
+	snprintf(e->app, sizeof(e->app), "%s", j->app->name);
+}
+
+/* The history, given to the predictor in one training. */
+static int learn_history(copus_predictor *p, const copus_history_entry *h,
+			 size_t n)
+{
+	copus_job_attrs *a;
+	double *w;
+	int rc;
+
+	if (n == 0)
+		return COPUS_OK;
+	a = calloc(n, sizeof(*a));
+	w = calloc(n, sizeof(*w));
+	rc = a != NULL && w != NULL ? COPUS_OK : COPUS_ENOMEM;
+	for (size_t i = 0; rc == COPUS_OK && i < n; i++) {
+		a[i] = copus_history_attrs(&h[i]);
+		w[i] = h[i].work;
+	}
+	if (rc == COPUS_OK)
+		rc = copus_predictor_add_many(p, a, w, n);
+	free(a);
+	free(w);
+	return rc;
 }
 
 /*
@@ -668,6 +708,12 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			snprintf(err, len, "predictor: %s", copus_strerror(rc));
 			goto out;
 		}
+		rc = learn_history(pred, o->history, o->nhistory);
+		if (rc != COPUS_OK) {
+			snprintf(err, len, "predictor: the history: %s",
+				 copus_strerror(rc));
+			goto out;
+		}
 	}
 	for (int t = 0; t < c->ntypes; t++)
 		tnames[t] = c->type_names[t];
@@ -693,8 +739,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	res->names = calloc(n + 1, sizeof(*res->names));
 	res->jct = calloc(n + 1, sizeof(double));
 	res->ftf = calloc(n + 1, sizeof(double));
+	res->finished = calloc(n + 1, sizeof(*res->finished));
 	if (!jobs || !cj || !dec || !idx || !res->names || !res->jct ||
-	    !res->ftf) {
+	    !res->ftf || !res->finished) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -720,8 +767,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			j->target_batch = specs[i].batch;
 		snprintf(res->names[i], sizeof(res->names[i]), "%s",
 			 specs[i].name);
-		if ((is_fifo || is_copus) &&
-		    (rc = solo_table(j, g0)) != COPUS_OK)
+		if ((rc = solo_table(j, g0)) != COPUS_OK)
 			goto out;
 		res->jct[i] = -1;
 	}
@@ -747,6 +793,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 				/* The predictor learns the job's total work, in
 				 * seconds alone on its request (a unit that does
 				 * not depend on how it was scheduled). */
+				if (j->solo_tail[0] > 0.0)
+					record_finished(res, j);
 				if (pred != NULL && j->solo_tail[0] > 0.0) {
 					copus_job_attrs at = job_attrs(j);
 					pc = clock();

@@ -4,7 +4,7 @@
  *   copus-sim --cluster 16x4 --profiles DIR --policy pollux \
  *             [--interval 60] [--restart-delay 30] [--jobs 2] \
  *             [--summary FILE.json] [--timeline FILE.csv] [--plot FILE.png] \
- *             WORKLOAD.csv...
+ *             [--history FILE] [--save-history FILE] WORKLOAD.csv...
  */
 #include <errno.h>
 #include <getopt.h>
@@ -58,6 +58,12 @@ static void usage(FILE *f)
 		"                       fifo's backfill and optimus always "
 		"get the oracle,\n"
 		"                       as in Pollux's evaluation\n"
+		"  --history FILE       finished jobs the predictor knows "
+		"before the first\n"
+		"                       round (a cluster's history, the "
+		"plugin's format)\n"
+		"  --save-history FILE  write the jobs that finished, in "
+		"that format\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
 		"  --jobs N             workloads simulated at once (2)\n"
@@ -80,6 +86,10 @@ static void wl_name(struct wl *w)
 		*dot = '\0';
 }
 
+/* The history given with --history (the same for every workload). */
+static copus_history_entry *history;
+static size_t nhistory;
+
 static int run_one(const struct sim_cluster *c, const struct app *apps,
 		   struct wl *w, const char *policy, enum sim_remaining rem,
 		   double interval, double delay, bool want_timeline,
@@ -87,7 +97,8 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 {
 	struct sim_opts o = { .policy = policy, .remaining = rem,
 			      .interval = interval, .restart_delay = delay,
-			      .workload_name = w->name };
+			      .workload_name = w->name, .history = history,
+			      .nhistory = nhistory };
 	FILE *tl = NULL, *se = NULL;
 
 	if (want_timeline && (tl = fopen(w->timeline, "w")) == NULL) {
@@ -135,8 +146,113 @@ static void send_result(int fd, const struct wl *w)
 		for (size_t i = 0; i < r->njobs; i++)
 			fprintf(f, "%s\t%.17g\t%.17g\n", r->names[i], r->jct[i],
 				r->ftf[i]);
+		fprintf(f, "%zu\n", r->nfinished);
+		for (size_t i = 0; i < r->nfinished; i++) {
+			char buf[160];
+
+			if (copus_history_format(&r->finished[i], buf,
+						 sizeof(buf)) != COPUS_OK)
+				_exit(3);
+			fputs(buf, f);
+		}
 	}
 	fclose(f);
+}
+
+/*
+ * Reads a history file (as the plugin's StateSaveLocation/copus_history).
+ * Unlike the plugin, which skips a line cut short by a crash, the
+ * simulator refuses any bad line: its input must be what was meant.
+ */
+static int read_history(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0, lineno = 0, n = 0, room = 0;
+	int rc = COPUS_EINVAL;
+
+	if (f == NULL) {
+		fprintf(stderr, "copus-sim: --history: %s: %s\n", path,
+			strerror(errno));
+		return COPUS_EIO;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		const char *why;
+
+		if (++lineno == 1) {
+			if (strcmp(line, COPUS_HISTORY_MAGIC "\n") != 0) {
+				fprintf(stderr, "copus-sim: %s line 1: not a "
+					"copus history (expected \"%s\")\n",
+					path, COPUS_HISTORY_MAGIC);
+				goto out;
+			}
+			continue;
+		}
+		if (n == room) {
+			size_t nr = room ? 2 * room : 1024;
+			copus_history_entry *g = realloc(history,
+							 nr * sizeof(*g));
+			if (g == NULL) {
+				rc = COPUS_ENOMEM;
+				goto out;
+			}
+			history = g;
+			room = nr;
+		}
+		if (copus_history_parse(line, &history[n], &why) != COPUS_OK) {
+			fprintf(stderr, "copus-sim: %s line %zu: %s\n", path,
+				lineno, why);
+			goto out;
+		}
+		n++;
+	}
+	if (lineno == 0) {
+		fprintf(stderr, "copus-sim: %s: empty, not a copus history\n",
+			path);
+		goto out;
+	}
+	nhistory = n;
+	rc = COPUS_OK;
+out:
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* Writes the jobs that finished, workload by workload (beside, renamed). */
+static int write_history(const char *path, const struct wl *w, size_t nw)
+{
+	char tmp[4096], buf[160];
+	FILE *f;
+	int rc = COPUS_OK;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	if ((f = fopen(tmp, "w")) == NULL) {
+		fprintf(stderr, "copus-sim: --save-history: %s: %s\n", tmp,
+			strerror(errno));
+		return COPUS_EIO;
+	}
+	fprintf(f, "%s\n", COPUS_HISTORY_MAGIC);
+	for (size_t i = 0; i < nw && rc == COPUS_OK; i++)
+		for (size_t k = 0; k < w[i].res.nfinished && rc == COPUS_OK;
+		     k++) {
+			rc = copus_history_format(&w[i].res.finished[k], buf,
+						  sizeof(buf));
+			if (rc == COPUS_OK)
+				fputs(buf, f);
+		}
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)
+		rc = COPUS_EIO;
+	if (fclose(f) != 0)
+		rc = COPUS_EIO;
+	if (rc == COPUS_OK && rename(tmp, path) != 0)
+		rc = COPUS_EIO;
+	if (rc != COPUS_OK) {
+		fprintf(stderr, "copus-sim: --save-history: %s: %s\n", path,
+			copus_strerror(rc));
+		unlink(tmp);
+	}
+	return rc;
 }
 
 static int recv_result(int fd, struct wl *w)
@@ -192,6 +308,19 @@ static int recv_result(int fd, struct wl *w)
 		snprintf(r->names[i], sizeof(r->names[i]), "%s", line);
 		r->jct[i] = strtod(t1, NULL);
 		r->ftf[i] = strtod(t2 + 1, NULL);
+	}
+	if (getline(&line, &cap, f) < 0 ||
+	    sscanf(line, "%zu", &r->nfinished) != 1 || r->nfinished > r->njobs)
+		goto out;
+	r->finished = calloc(r->nfinished + 1, sizeof(*r->finished));
+	if (r->finished == NULL)
+		goto out;
+	for (size_t i = 0; i < r->nfinished; i++) {
+		const char *why;
+
+		if (getline(&line, &cap, f) < 0 ||
+		    copus_history_parse(line, &r->finished[i], &why) != COPUS_OK)
+			goto out;
 	}
 	rc = w->rc = COPUS_OK;
 out:
@@ -345,11 +474,14 @@ int main(int argc, char **argv)
 		{ "summary", required_argument, NULL, 's' },
 		{ "timeline", required_argument, NULL, 't' },
 		{ "plot", required_argument, NULL, 'g' },
+		{ "history", required_argument, NULL, 'H' },
+		{ "save-history", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cluster = "16x4", *profiles = NULL, *policy = "pollux";
 	const char *summary = NULL, *timeline = NULL, *png = NULL;
+	const char *history_in = NULL, *history_out = NULL;
 	double interval = 60, delay = 30, mean = 0;
 	enum sim_remaining rem = SIM_REMAINING_PREDICT;
 	long par = 2;
@@ -387,6 +519,8 @@ int main(int argc, char **argv)
 		case 's': summary = optarg; break;
 		case 't': timeline = optarg; break;
 		case 'g': png = optarg; break;
+		case 'H': history_in = optarg; break;
+		case 'S': history_out = optarg; break;
 		case 'i':
 		case 'r':
 			errno = 0;
@@ -430,6 +564,11 @@ int main(int argc, char **argv)
 	}
 	if (sim_cluster_parse(cluster, &c, err, sizeof(err)) != COPUS_OK) {
 		fprintf(stderr, "copus-sim: %s\n", err);
+		return 2;
+	}
+	if (history_in != NULL && read_history(history_in) != COPUS_OK) {
+		sim_cluster_free(&c);
+		free(history);
 		return 2;
 	}
 	for (int k = 0; k < c.nnodes; k++)
@@ -582,6 +721,8 @@ int main(int argc, char **argv)
 	    write_summary(summary, policy, used_remaining(policy, rem), w, nw,
 			  mean) != COPUS_OK)
 		status = 1;
+	if (history_out && write_history(history_out, w, nw) != COPUS_OK)
+		status = 1;
 	if (timeline) {
 		FILE *out = fopen(timeline, "w");
 
@@ -643,5 +784,6 @@ out:
 	for (size_t a = 0; a < napps; a++)
 		sim_app_free(&apps[a]);
 	sim_cluster_free(&c);
+	free(history);
 	return status;
 }

@@ -12,6 +12,7 @@
 
 #include <copus/model.h>
 #include <copus/policy.h>
+#include <copus/predict.h>
 
 #define SIM_MAX_TYPES 8
 #define SIM_MAX_APPS 16
@@ -132,6 +133,10 @@ struct sim_opts {
 	FILE *timeline;          /* NULL: none */
 	const char *workload_name;
 	FILE *series;            /* per round: time, used GPUs, queued */
+	/* Finished jobs the predictor knows before the first round (a
+	 * cluster's history; see copus/predict.h). */
+	const copus_history_entry *history;
+	size_t nhistory;
 };
 
 struct sim_jobspec {
@@ -161,6 +166,10 @@ struct sim_result {
 	double pred_seconds;
 	double wall;
 	long rounds;
+	/* The jobs that finished, in order, as history entries: the work is
+	 * in seconds alone on the request, what the predictor learns. */
+	copus_history_entry *finished;
+	size_t nfinished;
 };
 
 /* Read a Pollux workload CSV (app indices left at -1). */

@@ -291,6 +291,65 @@ static void saved_history_is_restored_at_once(void)
 	copus_predictor_destroy(many);
 }
 
+/* History lines: written, read back the same; bad lines name the field. */
+static void history_lines_round_trip(void)
+{
+	copus_history_entry e = { .work = 1234.5, .gpus = 4, .batch = 256 }, r;
+	char buf[160];
+	const char *why = NULL;
+
+	snprintf(e.user, sizeof(e.user), "1001");
+	snprintf(e.app, sizeof(e.app), "bert large\tv2");
+	ASSERT_STATUS(copus_history_format(&e, buf, sizeof(buf)), COPUS_OK);
+	CU_ASSERT_STRING_EQUAL(buf, "1234.5 4 256 1001 bert large v2\n");
+	ASSERT_STATUS(copus_history_parse(buf, &r, &why), COPUS_OK);
+	CU_ASSERT_PTR_NULL(why);
+	CU_ASSERT_EQUAL(r.work, 1234.5);
+	CU_ASSERT_EQUAL(r.gpus, 4);
+	CU_ASSERT_EQUAL(r.batch, 256);
+	CU_ASSERT_STRING_EQUAL(r.user, "1001");
+	CU_ASSERT_STRING_EQUAL(r.app, "bert large v2");
+	copus_job_attrs a = copus_history_attrs(&r);
+	CU_ASSERT_STRING_EQUAL(a.application, "bert large v2");
+	CU_ASSERT_STRING_EQUAL(a.user, "1001");
+	CU_ASSERT_EQUAL(a.gpus, 4);
+	/* No user: "-", read back as none. */
+	e.user[0] = '\0';
+	ASSERT_STATUS(copus_history_format(&e, buf, sizeof(buf)), COPUS_OK);
+	CU_ASSERT_STRING_EQUAL(buf, "1234.5 4 256 - bert large v2\n");
+	ASSERT_STATUS(copus_history_parse(buf, &r, &why), COPUS_OK);
+	CU_ASSERT_STRING_EQUAL(r.user, "");
+	CU_ASSERT_PTR_NULL(copus_history_attrs(&r).user);
+	ASSERT_STATUS(copus_history_format(&e, buf, 10), COPUS_ERANGE);
+	e.work = NAN;
+	ASSERT_STATUS(copus_history_format(&e, buf, sizeof(buf)), COPUS_EINVAL);
+
+	static const struct {
+		const char *line, *why;
+	} bad[] = {
+		{ "12 1 32 u job", "incomplete line" },
+		{ "", "incomplete line" },
+		{ "12 one 32 u job\n", "expected WORK GPUS BATCH USER NAME" },
+		{ "12 1 32\n", "expected WORK GPUS BATCH USER NAME" },
+		{ "-3 1 32 u job\n", "WORK is not a positive number" },
+		{ "nan 1 32 u job\n", "WORK is not a positive number" },
+		{ "12 0 32 u job\n", "GPUS is below 1" },
+		{ "12 1 -1 u job\n", "BATCH is not a number >= 0" },
+		{ "12 1 32 u 0123456789012345678901234567890123456789012345678"
+		  "901234567890123456789\n", "NAME is too long" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		ASSERT_STATUS(copus_history_parse(bad[i].line, &r, &why),
+			      COPUS_EINVAL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(why);
+		CU_ASSERT_STRING_EQUAL(why, bad[i].why);
+	}
+	/* An empty name is a name. */
+	ASSERT_STATUS(copus_history_parse("12 1 32 u \n", &r, &why), COPUS_OK);
+	CU_ASSERT_STRING_EQUAL(r.app, "");
+}
+
 static void bad_input_is_rejected(void)
 {
 	copus_predictor_params params = COPUS_PREDICTOR_PARAMS_INITIALIZER;
@@ -356,6 +415,7 @@ int main(void)
 		TEST(unseen_attributes_still_get_an_answer),
 		TEST(history_keeps_the_most_recent_jobs),
 		TEST(saved_history_is_restored_at_once),
+		TEST(history_lines_round_trip),
 		TEST(bad_input_is_rejected),
 	};
 	return RUN_TESTS("predict", tests);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # copus-sim from the command line: the summary's keys, the timeline, two
-# workloads in parallel, copus's remaining-work modes, and the error
-# messages of a malformed workload and of bad options.
+# workloads in parallel, copus's remaining-work modes, a history saved and
+# given back, and the error messages of a malformed workload, a malformed
+# history and of bad options.
 set -u
 sim=${COPUS_SIM:-sim/copus-sim}
 tmp=$(mktemp -d)
@@ -78,6 +79,20 @@ for pol in fifo:oracle optimus:oracle pollux:none; do
 	grep -q "\"remaining\": *\"${pol#*:}\"" "$tmp/s.json" ||
 		fail "${pol%:*}: remaining is not ${pol#*:} in the summary"
 done
+# A history: the finished jobs of one run, in the plugin's format, given to
+# the predictor of another before its first round (no job-round without a
+# prediction then); a bad line is refused with its file and number.
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy copus --save-history "$tmp/h" \
+	"$tmp/w1.csv" "$tmp/w2.csv" > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "--save-history run"; }
+[ "$(head -1 "$tmp/h")" = "copus-history 1" ] || fail "history: first line"
+[ "$(grep -c '^200 1 10 - toy$' "$tmp/h")" = 3 ] || { cat "$tmp/h"; fail "history: three toy jobs of 200 s"; }
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy copus --history "$tmp/h" \
+	--summary "$tmp/s.json" "$tmp/w1.csv" > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "--history run"; }
+grep -q '"unknown": *0' "$tmp/s.json" || { cat "$tmp/s.json"; fail "--history: job-rounds without a prediction"; }
+printf 'copus-history 1\n200 1 10 - toy\n200 x 10 - toy\n' > "$tmp/bad-h"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy copus --history "$tmp/bad-h" \
+	"$tmp/w1.csv" > /dev/null 2> "$tmp/err" && fail "a bad history was accepted"
+grep -q 'bad-h line 3: expected WORK GPUS BATCH USER NAME' "$tmp/err" || { cat "$tmp/err"; fail "history error message"; }
 "$sim" --cluster 1x2 --profiles "$tmp/p" --policy copus --remaining psychic \
 	"$tmp/w1.csv" 2> "$tmp/err" && fail "--remaining psychic accepted"
 grep -q "remaining: 'psychic'" "$tmp/err" || { cat "$tmp/err"; fail "--remaining error message"; }

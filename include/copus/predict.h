@@ -126,6 +126,42 @@ int copus_predictor_remaining_many(copus_predictor *p,
 				   const double *done, size_t n,
 				   double *remaining);
 
+/*
+ * History files: one finished job per line, "WORK GPUS BATCH USER NAME"
+ * (USER "-" when unknown; NAME last, as it may hold spaces), after a first
+ * line COPUS_HISTORY_MAGIC. The plugin keeps the jobs its predictor learned
+ * from in one (StateSaveLocation/copus_history); copus-sim reads and writes
+ * the same format (--history, --save-history). These functions only turn
+ * lines into entries and back; the callers do the I/O.
+ */
+#define COPUS_HISTORY_MAGIC "copus-history 1"
+
+typedef struct copus_history_entry {
+	double work;   /* total work, in the unit of the file's writer */
+	int gpus;      /* GPUs requested */
+	double batch;  /* batch size requested (0: none) */
+	char user[16]; /* "" when unknown */
+	char app[64];  /* job or application name */
+} copus_history_entry;
+
+/*
+ * Parses one line, its newline included: a line without one was cut short
+ * by a crash. COPUS_EINVAL with *why set (a static phrase naming the field)
+ * when it is not a history line.
+ */
+int copus_history_parse(const char *line, copus_history_entry *e,
+			const char **why);
+
+/*
+ * Writes e as one line, newline included, into buf (len bytes). Control
+ * characters in the name become spaces. COPUS_ERANGE when it does not fit,
+ * COPUS_EINVAL when e is not a valid entry.
+ */
+int copus_history_format(const copus_history_entry *e, char *buf, size_t len);
+
+/* The predictor's view of an entry (pointers into e). */
+copus_job_attrs copus_history_attrs(const copus_history_entry *e);
+
 #ifdef __cplusplus
 }
 #endif
