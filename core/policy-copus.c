@@ -40,7 +40,10 @@
  * Placement follows the chosen sizes: a job that keeps its size and type
  * keeps its GPUs; the others are placed largest first on the fewest nodes
  * (copus__place), at most one multi-node job per node, never mixing types;
- * an elastic job that does not fit shrinks to what does.
+ * an elastic job that does not fit shrinks to what does. When that still
+ * leaves a chosen cell out, running elastic jobs may move (same cell, other
+ * nodes) to make room, if the room is worth more than their restarts
+ * (place_all). GPUs left idle go to waiting jobs (fill_idle).
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <limits.h>
@@ -258,6 +261,25 @@ static double speedup(const struct jw *w, int t, int k, const int *node_gpus)
 	return v;
 }
 
+/*
+ * What is left of a job's value on an allocation of speedup s after the
+ * restart a move costs: 1 - delay / H, H the time it would run there before
+ * it ends or before the planning horizon.
+ */
+static double restart_factor(const struct jw *w, double s,
+			     const copus_policy_params *prm,
+			     const struct copus__copus_opts *o)
+{
+	if (o->no_restart_cost)
+		return 1.0;
+	double H = w->R / s;
+	double cap = HORIZON_ROUNDS * prm->interval;
+	if (H > cap)
+		H = cap;
+	double rho = H > 0.0 ? 1.0 - prm->restart_delay / H : 0.0;
+	return rho > 0.0 ? rho : 0.0;
+}
+
 /* The value of job j on (t, k) (see the top), discounted for a move. */
 static double value(const struct jw *w, int t, int k, const int *node_gpus,
 		    const copus_policy_params *prm, const struct copus__copus_opts *o)
@@ -271,15 +293,8 @@ static double value(const struct jw *w, int t, int k, const int *node_gpus,
 		double sq = speedup(w, t, w->q, node_gpus);
 		v = sq * w->weight + (s - sq);
 	}
-	if (w->cur_k > 0 && (t != w->cur_t || k != w->cur_k) &&
-	    !o->no_restart_cost) {
-		double H = w->R / s;
-		double cap = HORIZON_ROUNDS * prm->interval;
-		if (H > cap)
-			H = cap;
-		double rho = H > 0.0 ? 1.0 - prm->restart_delay / H : 0.0;
-		v *= rho > 0.0 ? rho : 0.0;
-	}
+	if (w->cur_k > 0 && (t != w->cur_t || k != w->cur_k))
+		v *= restart_factor(w, s, prm, o);
 	return v * w->boost;
 }
 
@@ -1065,14 +1080,15 @@ out:
  * fits. An elastic job shrinks to fit when its speedup is known, or when it
  * is starting (a running job without a model keeps its size; a new one
  * starts on what there is rather than leave the GPUs idle for a round).
- * The GPUs go in row, x->k becomes the size and *type the type; *type is -1
- * (row cleared) when nothing fits.
+ * With whole set it does not shrink. The GPUs go in row, x->k becomes the
+ * size and *type the type; *type is -1 (row cleared) when nothing fits.
  */
 static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		     const copus_job *jb, struct jw *x, const int *free_gpus,
-		     const int *dist, int *row, int *type)
+		     const int *dist, int *row, int *type, bool whole)
 {
-	int lo = jb->elastic && (x->sp[x->t] != NULL || x->cur_k == 0) ?
+	int lo = !whole && jb->elastic &&
+			 (x->sp[x->t] != NULL || x->cur_k == 0) ?
 		 jb->min_gpus : x->k;
 
 	for (int k = x->k; k >= lo; k--) {
@@ -1152,7 +1168,8 @@ static int fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 		tried[bj] = true;
 		x->t = bt;
 		x->k = bk;
-		rc = place_job(g, c, &jobs[bj], x, free_gpus, dist, row, &t);
+		rc = place_job(g, c, &jobs[bj], x, free_gpus, dist, row, &t,
+			       false);
 		if (rc != COPUS_OK)
 			goto out;
 		if (t < 0) {
@@ -1169,6 +1186,333 @@ static int fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 	}
 out:
 	free(tried);
+	return rc;
+}
+
+/* Are job j's current GPUs free, and its nodes free of other multi-node
+ * jobs if it spans several? */
+static bool fits_current(const copus_job *jb, const int *free_gpus,
+			 const int *dist)
+{
+	int used = 0;
+
+	for (int i = 0; i < jb->alloc_slots; i++)
+		used += jb->alloc[i].gpus > 0;
+	for (int i = 0; i < jb->alloc_slots; i++) {
+		const copus_slot *sl = &jb->alloc[i];
+		if (sl->gpus <= 0)
+			continue;
+		if (free_gpus[sl->node] < sl->gpus ||
+		    (used > 1 && dist[sl->node]))
+			return false;
+	}
+	return true;
+}
+
+/* Does job x keep its cell and its GPUs (all on usable nodes)? */
+static bool keeps(const struct jw *x, const copus_job *jb,
+		  const copus_cluster *c)
+{
+	if (x->k != x->cur_k || x->t != x->cur_t)
+		return false;
+	for (int i = 0; i < jb->alloc_slots; i++)
+		if (jb->alloc[i].gpus > 0 && !c->nodes[jb->alloc[i].node].usable)
+			return false;
+	return true;
+}
+
+/* Take job j's slots in res out of avail (the GPUs free less those held
+ * for the jobs still to place). */
+static void take_avail(const struct copus__result *res, size_t j, int *avail)
+{
+	for (int i = 0; i < res->cnt[j]; i++)
+		avail[res->slots[res->off[j] + (size_t)i].node] -=
+			res->slots[res->off[j] + (size_t)i].gpus;
+}
+
+/*
+ * One placement pass over the chosen cells. Without repack: jobs that keep
+ * their cell keep their GPUs, the others go largest first. With repack,
+ * only rigid jobs are fixed: every other job goes largest first, an
+ * elastic job that keeps its cell stays where it is if it still can, and
+ * a job that does not fit around the GPUs still held for the running jobs
+ * to come may take them, moving those jobs (at the cost of their restart).
+ * *score is the sum of the placed jobs' values, less the restarts of the
+ * moved ones; avail and moved have N and n entries.
+ */
+static int nodes_of(const int *row, int N)
+{
+	int k = 0;
+	for (int i = 0; i < N; i++)
+		k += row[i] > 0;
+	return k;
+}
+
+static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
+		      const copus_job *jobs, struct copus__result *res,
+		      int *free_gpus, int *dist, int *row, int *row2,
+		      size_t *idx, int repack, int *avail, bool *moved,
+		      double *score)
+{
+	const int N = c->num_nodes;
+	struct jw *w = g->w;
+	size_t m = 0;
+	int rc;
+
+	memcpy(avail, free_gpus, (size_t)N * sizeof(int));
+	for (size_t j = 0; j < g->n; j++) {
+		struct jw *x = &w[j];
+		moved[j] = false;
+		if (x->k == 0)
+			continue;
+		bool keep = keeps(x, &jobs[j], c);
+		if (!keep || (repack && jobs[j].elastic)) {
+			idx[m++] = j;
+			for (int i = 0; keep && i < jobs[j].alloc_slots; i++)
+				avail[jobs[j].alloc[i].node] -=
+					jobs[j].alloc[i].gpus;
+			continue;
+		}
+		rc = emit(res, j, &jobs[j], NULL, N, free_gpus, dist);
+		if (rc != COPUS_OK)
+			return rc;
+		take_avail(res, j, avail);
+		res->types[j] = x->t;
+		snprintf(res->reasons[j], 64, "keeps %d GPUs", x->k);
+	}
+	sort_by_size(idx, m, w);
+	if (repack == 2) {
+		/* The jobs that do not run yet first, each part largest first. */
+		size_t *tmp = malloc((m + 1) * sizeof(*tmp)), a = 0;
+		if (tmp == NULL)
+			return COPUS_ENOMEM;
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < m; i++)
+				if (keeps(&w[idx[i]], &jobs[idx[i]], c) == (pass == 1))
+					tmp[a++] = idx[i];
+		memcpy(idx, tmp, m * sizeof(*tmp));
+		free(tmp);
+	}
+	for (size_t i = 0; i < m; i++) {
+		size_t j = idx[i];
+		struct jw *x = &w[j];
+		int t = -1;
+		if (keeps(x, &jobs[j], c)) {
+			for (int s = 0; s < jobs[j].alloc_slots; s++)
+				avail[jobs[j].alloc[s].node] +=
+					jobs[j].alloc[s].gpus;
+			if (fits_current(&jobs[j], free_gpus, dist)) {
+				rc = emit(res, j, &jobs[j], NULL, N, free_gpus,
+					  dist);
+				if (rc != COPUS_OK)
+					return rc;
+				take_avail(res, j, avail);
+				res->types[j] = x->t;
+				snprintf(res->reasons[j], 64, "keeps %d GPUs",
+					 x->k);
+				continue;
+			}
+			moved[j] = true;
+		}
+		if (repack) {
+			/* Around the GPUs held for the running jobs, unless
+			 * taking some of them needs fewer nodes. */
+			int t2 = -1;
+			rc = place_job(g, c, &jobs[j], x, avail, dist, row, &t,
+				       true);
+			if (rc == COPUS_OK && t >= 0)
+				rc = place_job(g, c, &jobs[j], x, free_gpus, dist,
+					       row2, &t2, true);
+			if (rc != COPUS_OK)
+				return rc;
+			if (t2 >= 0 && nodes_of(row2, N) < nodes_of(row, N)) {
+				memcpy(row, row2, (size_t)N * sizeof(int));
+				t = t2;
+			}
+			memset(row2, 0, (size_t)N * sizeof(int));
+		}
+		if (t < 0) {
+			rc = place_job(g, c, &jobs[j], x, free_gpus, dist, row,
+				       &t, false);
+			if (rc != COPUS_OK)
+				return rc;
+		}
+		if (t < 0) {
+			res->off[j] = res->used;
+			snprintf(res->reasons[j], 64, "queued: %d GPUs do not fit",
+				 x->k);
+			x->k = 0;
+			moved[j] = false;
+			continue;
+		}
+		rc = emit(res, j, &jobs[j], row, N, free_gpus, dist);
+		if (rc != COPUS_OK)
+			return rc;
+		take_avail(res, j, avail);
+		res->types[j] = t;
+		x->t = t;
+		if (moved[j])
+			snprintf(res->reasons[j], 64, "moves its %d GPUs to make "
+				 "room", x->k);
+		else
+			snprintf(res->reasons[j], 64, "%s %d GPUs, %.0f s left%s",
+				 x->cur_k > 0 ? "moved to" : "starts on", x->k,
+				 x->remain, x->bad_model ? " (bad model)" : "");
+	}
+	*score = 0.0;
+	for (size_t j = 0; j < g->n; j++) {
+		struct jw *x = &w[j];
+		if (x->k <= 0 || res->types[j] < 0)
+			continue;
+		double v = value(x, x->t, x->k, g->node_gpus, g->prm, g->o);
+		if (moved[j])
+			v *= restart_factor(x, speedup(x, x->t, x->k,
+						       g->node_gpus),
+					    g->prm, g->o);
+		*score += v;
+	}
+	return COPUS_OK;
+}
+
+/*
+ * The repacking passes run when jobs x nodes stay under this: each is a
+ * whole placement pass, and on big clusters a job left out by
+ * fragmentation finds room elsewhere anyway.
+ */
+#define REPACK_BUDGET 4000000.0
+
+/* A placement pass's outcome, kept while another pass runs. */
+struct placed {
+	size_t used;
+	copus_slot *slots;
+	size_t *off;
+	int *cnt, *types, *k, *t, *free_gpus, *dist;
+	char (*reasons)[64];
+};
+
+static void placed_free(struct placed *p)
+{
+	free(p->slots);
+	free(p->off);
+	free(p->cnt);
+	free(p->types);
+	free(p->k);
+	free(p->t);
+	free(p->free_gpus);
+	free(p->dist);
+	free(p->reasons);
+}
+
+static int placed_alloc(struct placed *p, size_t slots, size_t n, int N)
+{
+	memset(p, 0, sizeof(*p));
+	p->slots = malloc((slots + 1) * sizeof(*p->slots));
+	p->off = malloc((n + 1) * sizeof(*p->off));
+	p->cnt = malloc((n + 1) * sizeof(int));
+	p->types = malloc((n + 1) * sizeof(int));
+	p->k = malloc((n + 1) * sizeof(int));
+	p->t = malloc((n + 1) * sizeof(int));
+	p->free_gpus = malloc(((size_t)N + 1) * sizeof(int));
+	p->dist = malloc(((size_t)N + 1) * sizeof(int));
+	p->reasons = malloc((n + 1) * sizeof(*p->reasons));
+	if (!p->slots || !p->off || !p->cnt || !p->types || !p->k || !p->t ||
+	    !p->free_gpus || !p->dist || !p->reasons) {
+		placed_free(p);
+		return COPUS_ENOMEM;
+	}
+	return COPUS_OK;
+}
+
+/* Copy the round's placement state into p (save) or back (restore). */
+static void placed_copy(struct placed *p, bool save, struct copus__result *res,
+			struct jw *w, size_t n, int *free_gpus, int *dist, int N)
+{
+#define COPY(dst, src, bytes) memcpy(save ? (void *)(dst) : (void *)(src), \
+				     save ? (const void *)(src) :            \
+					    (const void *)(dst), bytes)
+	if (save)
+		p->used = res->used;
+	else
+		res->used = p->used;
+	COPY(p->slots, res->slots, p->used * sizeof(*p->slots));
+	COPY(p->off, res->off, n * sizeof(*p->off));
+	COPY(p->cnt, res->cnt, n * sizeof(int));
+	COPY(p->types, res->types, n * sizeof(int));
+	COPY(p->reasons, res->reasons, n * sizeof(*p->reasons));
+	COPY(p->free_gpus, free_gpus, (size_t)N * sizeof(int));
+	COPY(p->dist, dist, (size_t)N * sizeof(int));
+#undef COPY
+	for (size_t j = 0; j < n; j++) {
+		if (save) {
+			p->k[j] = w[j].k;
+			p->t[j] = w[j].t;
+		} else {
+			w[j].k = p->k[j];
+			w[j].t = p->t[j];
+		}
+	}
+}
+
+/*
+ * Places the chosen cells (place_pass without repack). When that leaves a
+ * chosen cell out or smaller and an elastic job could move to make room,
+ * two repacking passes run too (largest first; the jobs that are not
+ * running first, then the running ones), and the pass worth the most wins.
+ */
+static int place_all(struct greedy_ctx *g, const copus_cluster *c,
+		     const copus_job *jobs, struct copus__result *res,
+		     int *free_gpus, int *dist, int *row, size_t *idx)
+{
+	const int N = c->num_nodes;
+	const size_t n = g->n;
+	struct jw *w = g->w;
+	struct placed chosen = { 0 }, best = { 0 };
+	int *avail = calloc((size_t)N + 1, sizeof(int));
+	int *row2 = calloc((size_t)N + 1, sizeof(int));
+	bool *moved = calloc(n + 1, sizeof(bool));
+	double score = 0.0, best_score;
+	bool shortfall = false, movable = false;
+	int rc = COPUS_ENOMEM;
+
+	if (!avail || !row2 || !moved ||
+	    placed_alloc(&chosen, res->cap, n, N) != COPUS_OK)
+		goto out;
+	placed_copy(&chosen, true, res, w, n, free_gpus, dist, N);
+	for (size_t j = 0; j < n; j++)
+		movable |= w[j].k > 0 && jobs[j].elastic &&
+			   keeps(&w[j], &jobs[j], c);
+	rc = place_pass(g, c, jobs, res, free_gpus, dist, row, row2, idx, 0,
+			avail, moved, &score);
+	if (rc != COPUS_OK)
+		goto out;
+	for (size_t j = 0; j < n; j++)
+		shortfall |= chosen.k[j] > 0 &&
+			     (res->types[j] < 0 || w[j].k < chosen.k[j]);
+	if (!shortfall || !movable || g->o->no_placement ||
+	    (double)n * (double)N > REPACK_BUDGET)
+		goto out;
+	if ((rc = placed_alloc(&best, res->cap, n, N)) != COPUS_OK)
+		goto out;
+	placed_copy(&best, true, res, w, n, free_gpus, dist, N);
+	best_score = score;
+	for (int mode = 1; mode <= 2; mode++) {
+		placed_copy(&chosen, false, res, w, n, free_gpus, dist, N);
+		rc = place_pass(g, c, jobs, res, free_gpus, dist, row, row2,
+				idx, mode, avail, moved, &score);
+		if (rc != COPUS_OK)
+			goto out;
+		if (score > best_score * (1.0 + 1e-9)) {
+			best_score = score;
+			placed_copy(&best, true, res, w, n, free_gpus, dist, N);
+		}
+	}
+	placed_copy(&best, false, res, w, n, free_gpus, dist, N);
+out:
+	placed_free(&chosen);
+	placed_free(&best);
+	free(avail);
+	free(row2);
+	free(moved);
 	return rc;
 }
 
@@ -1254,50 +1598,11 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 		exact_dp(&g, total);
 	}
 
-	/* Placement: unchanged jobs keep their GPUs, the rest largest first. */
-	size_t m = 0;
-	for (size_t j = 0; j < n; j++) {
-		struct jw *x = &w[j];
-		if (x->k == 0)
-			continue;
-		bool keep = x->k == x->cur_k && x->t == x->cur_t;
-		for (int i = 0; keep && i < jobs[j].alloc_slots; i++)
-			if (jobs[j].alloc[i].gpus > 0 &&
-			    !c->nodes[jobs[j].alloc[i].node].usable)
-				keep = false;
-		if (!keep) {
-			idx[m++] = j;
-			continue;
-		}
-		rc = emit(res, j, &jobs[j], NULL, N, free_gpus, dist);
-		if (rc != COPUS_OK)
-			goto out;
-		res->types[j] = x->t;
-		snprintf(res->reasons[j], 64, "keeps %d GPUs", x->k);
-	}
-	sort_by_size(idx, m, w);
-	for (size_t i = 0; i < m; i++) {
-		size_t j = idx[i];
-		struct jw *x = &w[j];
-		int t;
-		rc = place_job(&g, c, &jobs[j], x, free_gpus, dist, row, &t);
-		if (rc != COPUS_OK)
-			goto out;
-		if (t < 0) {
-			res->off[j] = res->used;
-			snprintf(res->reasons[j], 64, "queued: %d GPUs do not fit",
-				 x->k);
-			x->k = 0;
-			continue;
-		}
-		rc = emit(res, j, &jobs[j], row, N, free_gpus, dist);
-		if (rc != COPUS_OK)
-			goto out;
-		res->types[j] = t;
-		snprintf(res->reasons[j], 64, "%s %d GPUs, %.0f s left%s",
-			 x->cur_k > 0 ? "moved to" : "starts on", x->k,
-			 x->remain, x->bad_model ? " (bad model)" : "");
-	}
+	/* Placement: unchanged jobs keep their GPUs, the rest largest first;
+	 * if that leaves a chosen cell out, the repacking, when worth more. */
+	rc = place_all(&g, c, jobs, res, free_gpus, dist, row, idx);
+	if (rc != COPUS_OK)
+		goto out;
 	rc = fill_idle(&g, c, jobs, res, free_gpus, dist, row);
 	if (rc != COPUS_OK)
 		goto out;

@@ -1601,6 +1601,18 @@ static void _decide(struct _round *r)
 	r->decided = 1;
 }
 
+/*
+ * Whether the policy moves a running job to other nodes in the same shape
+ * only when that is worth its restart (copus: to make room for a job that
+ * does not fit otherwise). Other policies may place a job anew every round;
+ * for them such a move is not worth a restart and is left undone.
+ */
+static bool _policy_moves(void)
+{
+	return !strcmp(_params.policy, "copus") ||
+	       !strncmp(_params.policy, "copus:", 6);
+}
+
 static bool _rj_same_cell(struct _round *r, const struct _rj *j)
 {
 	return j->per_node * j->num_nodes == j->cur_gpus &&
@@ -1634,7 +1646,8 @@ static void _plan(struct _round *r)
 					j->action = _REQUEUE;
 				continue;
 			}
-			if (x || (d->gpu_type >= 0 && _rj_same_cell(r, j)) ||
+			if (x || (d->gpu_type >= 0 && _rj_same_cell(r, j) &&
+				  !_policy_moves()) ||
 			    r->when - j->start < _params.restart_delay)
 				continue;
 			j->action = _ASK;

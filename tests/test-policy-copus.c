@@ -155,6 +155,46 @@ static void a_new_job_starts_on_what_fits(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(w.reasons[3], "idle GPUs"));
 }
 
+/*
+ * A running elastic job spread over two nodes leaves no two whole nodes for
+ * a rigid 8-GPU job: it moves (a restart) when that is worth more, and
+ * stays when it would lose more than the new job gains. The rigid running
+ * job never moves.
+ */
+static void a_running_job_moves_to_make_room(void)
+{
+	struct world w;
+
+	for (int near_end = 0; near_end < 2; near_end++) {
+		world_init(&w, 4, 4);
+		copus_job *x = add_job(&w, true, 4, near_end ? 20 : 3000,
+				       scalable());
+		x->models = NULL;
+		run_alloc(&w, 0, 0, 4);
+		run_alloc(&w, 0, 1, 1);
+		add_job(&w, false, 1, 5000, scalable());
+		run_alloc(&w, 1, 2, 1);
+		add_job(&w, false, 8, 1000, scalable());
+		decide(&w, 0);
+		CU_ASSERT_EQUAL(w.rows[1 * 4 + 2], 1);
+		CU_ASSERT_EQUAL(gpus_of(&w, 0), 5);
+		if (near_end) {
+			CU_ASSERT_EQUAL(w.rows[0 * 4 + 0], 4);
+			CU_ASSERT_EQUAL(w.rows[0 * 4 + 1], 1);
+			CU_ASSERT_EQUAL(gpus_of(&w, 2), 0);
+			continue;
+		}
+		CU_ASSERT_EQUAL(gpus_of(&w, 2), 8);
+		for (int k = 0; k < 4; k++) {
+			int r = w.rows[2 * 4 + k];
+			CU_ASSERT(r == 0 || r == 4);
+			/* At most one multi-node job per node. */
+			CU_ASSERT(r == 0 || w.rows[0 * 4 + k] == 0);
+		}
+		CU_ASSERT_PTR_NOT_NULL(strstr(w.reasons[0], "to make room"));
+	}
+}
+
 static void rigid_jobs_keep_their_request(void)
 {
 	struct world w;
@@ -387,6 +427,7 @@ int main(void)
 		TEST(shortest_remaining_work_goes_first),
 		TEST(rigid_jobs_keep_their_request),
 		TEST(a_new_job_starts_on_what_fits),
+		TEST(a_running_job_moves_to_make_room),
 		TEST(goodput_decides_how_many_gpus_a_job_uses),
 		TEST(restart_cost_holds_a_nearly_finished_job),
 		TEST(fairness_guard_lets_a_starved_job_in),

@@ -1,7 +1,10 @@
 #!/bin/bash
 # A node goes down under sched/copus (issue 5, test 7) on a loopback cluster
 # of 4 nodes x 4 a100: three jobs fill three nodes, one node is free.
-#  1. The node of an elastic job goes down (scontrol update state=down): the
+#  0. The node of an elastic job is drained: the job checkpoints and moves
+#     to the free node (same GPUs, other node); the rigid jobs stay. The
+#     node is resumed and is the free one.
+#  1. The node of the elastic job goes down (scontrol update state=down): the
 #     job is requeued and runs again on the free node within seconds (Slurm
 #     alone would hold it until its BeginTime, the credential lifetime
 #     later); the two rigid jobs on the other nodes are untouched (same id,
@@ -65,15 +68,15 @@ echo "elastic $e on $ne, rigid $r1 on $n1, rigid $r2 on $n2"
 # Let the elastic job make progress so that a resume can be checked.
 sleep 2
 
-# requeued ID DOWN...: the job was requeued (Restarts >= 1) and is pending,
-# or running again on none of the down nodes.
+# requeued ID RESTARTS DOWN...: the job was requeued (Restarts >= RESTARTS)
+# and is pending, or running again on none of the down nodes.
 requeued() {
-	local id=$1 s r nl d end=$((SECONDS + 30))
-	shift
+	local id=$1 min=$2 s r nl d end=$((SECONDS + 30))
+	shift 2
 	while :; do
 		s=$(job_field "$id" JobState)
 		r=$(job_field "$id" Restarts)
-		[ "${r:-0}" -ge 1 ] && { [ "$s" = PENDING ] || [ "$s" = RUNNING ]; } && break
+		[ "${r:-0}" -ge "$min" ] && { [ "$s" = PENDING ] || [ "$s" = RUNNING ]; } && break
 		[ $SECONDS -lt $end ] || fail "job $id was not requeued after $* went down: $s, restarts $r"
 		sleep 0.3
 	done
@@ -86,13 +89,35 @@ requeued() {
 	echo "job $id after $* went down: $s, restarts $r, reason $(job_field "$id" Reason)"
 }
 
+# --- 0. the elastic job's node is drained ---------------------------------
+scontrol update nodename="$ne" state=drain reason=copus-test ||
+	fail "scontrol could not drain $ne"
+t0=$SECONDS
+wait_line "$TMP/e.out" '^start restart=1 gpus=4 ' 30 ||
+	fail "the elastic job did not move off the drained node within 30 s: $(cat "$TMP/e.out"); $(job_field "$e" Reason)"
+echo "the elastic job runs again $((SECONDS - t0)) s after its node was drained"
+wait_state "$e" RUNNING 10 || fail "the elastic job is not running"
+nd=$(job_field "$e" NodeList)
+[ "$nd" != "$ne" ] && [ "$nd" != "$n1" ] && [ "$nd" != "$n2" ] ||
+	fail "the elastic job runs on $nd, not on the free node"
+grep -q "JobId=$e asked to checkpoint" "$TMP/c/log/slurmctld.log" ||
+	fail "the elastic job was not moved through the checkpoint protocol"
+awk '/^checkpoint/ { split($2, a, "="); saved = a[2] }
+     /^start/ && NR > 1 { split($4, b, "="); if (b[2] != saved) bad = 1 }
+     END { exit bad }' "$TMP/e.out" || fail "the move did not resume from the checkpoint: $(cat "$TMP/e.out")"
+untouched "$r1" "$n1"
+untouched "$r2" "$n2"
+scontrol update nodename="$ne" state=resume || fail "scontrol could not resume $ne"
+ne=$nd
+sleep 2
+
 # --- 1. the elastic job's node goes down -----------------------------------
 scontrol update nodename="$ne" state=down reason=copus-test ||
 	fail "scontrol could not set $ne down"
 sinfo -h -n "$ne" -o '%t' | grep -q '^down' || fail "$ne is not down: $(sinfo -h -n "$ne" -o '%t')"
 t0=$SECONDS
-requeued "$e" "$ne"
-wait_line "$TMP/e.out" '^start restart=1 gpus=4 ' 30 ||
+requeued "$e" 2 "$ne"
+wait_line "$TMP/e.out" '^start restart=2 gpus=4 ' 30 ||
 	fail "the elastic job did not run again on 4 GPUs within 30 s: $(cat "$TMP/e.out"); $(job_field "$e" Reason)"
 echo "the elastic job runs again $((SECONDS - t0)) s after its node went down"
 wait_state "$e" RUNNING 10 || fail "the elastic job is not running"
@@ -106,7 +131,7 @@ sinfo -h -n "$ne" -o '%t' | grep -q '^down' || fail "$ne came back: $(sinfo -h -
 # --- 2. a rigid job's node goes down -----------------------------------------
 scontrol update nodename="$n1" state=down reason=copus-test ||
 	fail "scontrol could not set $n1 down"
-requeued "$r1" "$ne" "$n1"
+requeued "$r1" 1 "$ne" "$n1"
 [ "$(job_field "$r1" JobState)" = PENDING ] ||
 	fail "the requeued rigid job is $(job_field "$r1" JobState) before its BeginTime"
 untouched "$r2" "$n2"
