@@ -1096,6 +1096,9 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		if (g->o->no_placement) {
 			rc = first_fit(c, free_gpus, x->t, k, row);
 			t = x->t;
+		} else if (g->prm->equal_per_node) {
+			rc = copus__place_equal(c, free_gpus, dist, 1u << x->t,
+						k, row, &t);
 		} else {
 			rc = copus__place(c, free_gpus, dist, 1u << x->t, k,
 					  row, &t);

@@ -320,6 +320,73 @@ int copus__place(const copus_cluster *c, const int *fr, const int *dist,
 	return COPUS_OK;
 }
 
+/* The usable untaken node of type t with the fewest free GPUs >= p (not
+ * holding a multi-node job when dist is given); -1 when none. */
+static int tightest_node(const copus_cluster *c, const int *fr,
+			 const int *dist, int t, int p, const int *taken)
+{
+	int m = -1;
+
+	for (int n = 0; n < c->num_nodes; n++) {
+		if (taken[n] || c->nodes[n].gpu_type != t ||
+		    !c->nodes[n].usable || fr[n] < p || (dist && dist[n]))
+			continue;
+		if (m < 0 || fr[n] < fr[m])
+			m = n;
+	}
+	return m;
+}
+
+int copus__place_equal(const copus_cluster *c, const int *fr, const int *dist,
+		       uint32_t mask, int k, int *out_row, int *out_type)
+{
+	int best_t = -1, best_p = 0, best_m = 0;
+
+	if (k <= 0)
+		return COPUS_EINVAL;
+	for (int t = 0; t < c->num_types; t++) {
+		int most = 0;
+
+		if (mask != 0 && !((mask >> t) & 1u))
+			continue;
+		for (int n = 0; n < c->num_nodes; n++)
+			if (c->nodes[n].gpu_type == t && c->nodes[n].usable &&
+			    c->nodes[n].gpus > most)
+				most = c->nodes[n].gpus;
+		/* The largest share per node that enough nodes have free. */
+		for (int p = k < most ? k : most; p >= 1; p--) {
+			int m = k / p, have = 0;
+
+			if (k % p != 0)
+				continue;
+			if (best_t >= 0 && m >= best_m)
+				break;
+			for (int n = 0; n < c->num_nodes && have < m; n++)
+				if (c->nodes[n].gpu_type == t &&
+				    c->nodes[n].usable && fr[n] >= p &&
+				    !(m > 1 && dist && dist[n]))
+					have++;
+			if (have >= m) {
+				best_t = t;
+				best_p = p;
+				best_m = m;
+				break;
+			}
+		}
+	}
+	for (int n = 0; n < c->num_nodes; n++)
+		out_row[n] = 0;
+	if (best_t < 0)
+		return COPUS_ERANGE;
+	for (int i = 0; i < best_m; i++) {
+		int n = tightest_node(c, fr, best_m > 1 ? dist : NULL, best_t,
+				      best_p, out_row);
+		out_row[n] = best_p;
+	}
+	*out_type = best_t;
+	return COPUS_OK;
+}
+
 /*
  * The same placement as copus__place for many sizes k over one state of
  * the free GPUs: the nodes of each type are sorted once (by free GPUs

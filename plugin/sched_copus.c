@@ -479,6 +479,8 @@ static void _policy_setup(void)
 	prm.interval = _params.interval;
 	prm.restart_delay = _params.restart_cost;
 	prm.fairness_p = _params.fairness;
+	/* Slurm gives every node of a job the same GPU count. */
+	prm.equal_per_node = true;
 	rc = copus_policy_create(_params.policy, &prm, &p);
 	if (rc != COPUS_OK) {
 		error("%s: SchedulerParameters: copus_policy=%s: %s; using "

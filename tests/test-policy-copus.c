@@ -6,6 +6,7 @@
 #include <copus/policy.h>
 
 #include "harness.h"
+#include "policy-internal.h"
 #include "policy-copus.h"
 
 #define MAXN 16
@@ -90,7 +91,8 @@ static int gpus_of(const struct world *w, size_t j)
 }
 
 /* One round of the copus policy; its decisions as rows, types, reasons. */
-static void decide(struct world *w, double now)
+static void decide_with(struct world *w, double now,
+			const copus_policy_params *prm)
 {
 	copus_decision d[MAXJ];
 	copus_policy *p = NULL;
@@ -99,7 +101,7 @@ static void decide(struct world *w, double now)
 	for (size_t j = 0; j < MAXJ; j++)
 		w->types[j] = -1;
 	memset(w->reasons, 0, sizeof(w->reasons));
-	ASSERT_STATUS(copus_policy_create("copus", &PRM, &p), COPUS_OK);
+	ASSERT_STATUS(copus_policy_create("copus", prm, &p), COPUS_OK);
 	ASSERT_STATUS(copus_policy_decide(p, &w->c, w->jobs, w->n, now, d),
 		      COPUS_OK);
 	for (size_t j = 0; j < w->n; j++) {
@@ -110,6 +112,11 @@ static void decide(struct world *w, double now)
 		memcpy(w->reasons[j], d[j].reason, sizeof(w->reasons[j]));
 	}
 	copus_policy_destroy(p);
+}
+
+static void decide(struct world *w, double now)
+{
+	decide_with(w, now, &PRM);
 }
 
 static void shortest_remaining_work_goes_first(void)
@@ -193,6 +200,90 @@ static void a_running_job_moves_to_make_room(void)
 		}
 		CU_ASSERT_PTR_NOT_NULL(strstr(w.reasons[0], "to make room"));
 	}
+}
+
+/*
+ * Nodes of 4 GPUs with 3, 3 and 4 free: an elastic job of 8 (at least 2)
+ * spreads over all three (4 + 3 + 1) by default, and with equal_per_node
+ * (the plugin's setting, as Slurm allocates GPUs per node) runs on 6 as
+ * 3 + 3.
+ */
+static void equal_per_node_gives_every_node_the_same(void)
+{
+	copus_policy_params prm = PRM;
+	struct world w;
+
+	for (int equal = 0; equal < 2; equal++) {
+		world_init(&w, 3, 4);
+		add_job(&w, false, 1, 5000, scalable());
+		run_alloc(&w, 0, 0, 1);
+		add_job(&w, false, 1, 5000, scalable());
+		run_alloc(&w, 1, 1, 1);
+		copus_job *x = add_job(&w, true, 8, 1000, scalable());
+		x->models = NULL;
+		x->min_gpus = 2;
+		x->max_gpus = 8;
+		prm.equal_per_node = equal;
+		decide_with(&w, 0, &prm);
+		int per = -1, nodes = 0;
+		bool same = true;
+		for (int k = 0; k < 3; k++) {
+			int r = w.rows[2 * 3 + k];
+			if (r == 0)
+				continue;
+			nodes++;
+			same &= per < 0 || r == per;
+			per = r;
+		}
+		if (!equal) {
+			CU_ASSERT_EQUAL(gpus_of(&w, 2), 8);
+			CU_ASSERT_EQUAL(nodes, 3);
+			continue;
+		}
+		CU_ASSERT(same);
+		CU_ASSERT_EQUAL(gpus_of(&w, 2), 6);
+		CU_ASSERT_EQUAL(nodes, 2);
+		CU_ASSERT_EQUAL(w.rows[2 * 3 + 2], 0);
+	}
+}
+
+/* The equal split itself: fewest nodes, tightest fit, the rules kept. */
+static void equal_placement_splits_evenly(void)
+{
+	copus_node nodes[4] = { { 0, 4, true }, { 0, 4, true }, { 0, 4, true },
+				{ 1, 8, true } };
+	copus_cluster c = { 4, nodes, 2, NULL };
+	int row[4], t = -1;
+
+	int fr1[4] = { 4, 3, 4, 8 };
+	ASSERT_STATUS(copus__place_equal(&c, fr1, NULL, 1u, 8, row, &t),
+		      COPUS_OK);
+	CU_ASSERT(t == 0 && row[0] == 4 && row[1] == 0 && row[2] == 4);
+	/* One node when it fits: the other type's node of 8. */
+	ASSERT_STATUS(copus__place_equal(&c, fr1, NULL, 0u, 8, row, &t),
+		      COPUS_OK);
+	CU_ASSERT(t == 1 && row[3] == 8);
+	int fr2[4] = { 3, 3, 4, 0 };
+	ASSERT_STATUS(copus__place_equal(&c, fr2, NULL, 1u, 6, row, &t),
+		      COPUS_OK);
+	CU_ASSERT(row[0] == 3 && row[1] == 3 && row[2] == 0);
+	/* 5 GPUs: one node of 5 or five of 1; neither is there. */
+	ASSERT_STATUS(copus__place_equal(&c, fr2, NULL, 1u, 5, row, &t),
+		      COPUS_ERANGE);
+	CU_ASSERT(row[0] == 0 && row[1] == 0 && row[2] == 0 && row[3] == 0);
+	/* A node holding a multi-node job takes no other. */
+	int dist[4] = { 1, 0, 0, 0 };
+	ASSERT_STATUS(copus__place_equal(&c, fr2, dist, 1u, 6, row, &t),
+		      COPUS_OK);
+	CU_ASSERT(row[0] == 0 && row[1] == 3 && row[2] == 3);
+	/* A single-node job may share it. */
+	ASSERT_STATUS(copus__place_equal(&c, fr2, dist, 1u, 3, row, &t),
+		      COPUS_OK);
+	CU_ASSERT(row[0] == 3);
+	/* Unusable nodes take nothing. */
+	nodes[1].usable = false;
+	ASSERT_STATUS(copus__place_equal(&c, fr2, dist, 1u, 6, row, &t),
+		      COPUS_ERANGE);
 }
 
 static void rigid_jobs_keep_their_request(void)
@@ -428,6 +519,8 @@ int main(void)
 		TEST(rigid_jobs_keep_their_request),
 		TEST(a_new_job_starts_on_what_fits),
 		TEST(a_running_job_moves_to_make_room),
+		TEST(equal_per_node_gives_every_node_the_same),
+		TEST(equal_placement_splits_evenly),
 		TEST(goodput_decides_how_many_gpus_a_job_uses),
 		TEST(restart_cost_holds_a_nearly_finished_job),
 		TEST(fairness_guard_lets_a_starved_job_in),

@@ -133,11 +133,14 @@ typedef struct copus_policy_params {
 	double tiresias_threshold; /* GPU-seconds to demote (16 GPU-hours) */
 	int search_rounds;    /* pollux: improvement sweeps per round (0: auto) */
 	uint64_t seed;        /* for policies with random choices */
+	/* copus: a job on several nodes gets the same GPUs on each (as Slurm
+	 * allocates GRES per node); false: any split (as Pollux's simulator) */
+	bool equal_per_node;
 } copus_policy_params;
 
 #define COPUS_POLICY_PARAMS_INITIALIZER                                       \
 	{ sizeof(copus_policy_params), COPUS_POLICY_PARAMS_VERSION, 60.0,     \
-	  30.0, -1.0, 16.0 * 3600.0, 0, 1 }
+	  30.0, -1.0, 16.0 * 3600.0, 0, 1, false }
 
 typedef struct copus_policy copus_policy;
 
