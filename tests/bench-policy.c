@@ -11,14 +11,15 @@
  * wall clock also counts the time other processes hold the core.
  *
  *   bench-policy [--quick] [--pin] [--rounds R] [--policy NAME]
- *                [--types T] [JOBS NODES]...
+ *                [--types T] [--equal] [JOBS NODES]...
  *
  * Default sizes: 100/128, 1000/1024, 2000/2048, 4000/4096, 10000/8192
  * (jobs/nodes), 9 rounds each. --quick runs the first two with 3 rounds;
  * --pin keeps the process on the first CPU it may use (on an idle machine
  * only: on a busy one that core may be the busiest). --types sets the
  * number of GPU types (1 to 3; small clusters of one type are where the
- * policy's exact step does the most work).
+ * policy's exact step does the most work). --equal places multi-node jobs
+ * with the same GPUs on each node (equal_per_node, the plugin's setting).
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <sched.h>
@@ -72,6 +73,7 @@ static long peak_rss_kib(void)
  * already, which fills the cluster when there are enough jobs.
  */
 static int ntypes = 3;
+static bool equal;
 
 static struct pgen_params size_params(int jobs, int nodes)
 {
@@ -107,7 +109,9 @@ static int run_size(const char *policy, int jobs, int nodes, int rounds,
 		goto out;
 	}
 	out->rss_input = peak_rss_kib();
-	rc = copus_policy_create(policy, NULL, &pol);
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	prm.equal_per_node = equal;
+	rc = copus_policy_create(policy, &prm, &pol);
 	if (rc != COPUS_OK)
 		goto out;
 	for (int r = 0; r < rounds; r++) {
@@ -222,7 +226,7 @@ static int pin_one_core(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench-policy [--quick] [--pin] [--rounds R] "
-			"[--policy NAME] [--types T] [JOBS NODES]...\n");
+			"[--policy NAME] [--types T] [--equal] [JOBS NODES]...\n");
 	exit(2);
 }
 
@@ -245,6 +249,8 @@ int main(int argc, char **argv)
 				usage();
 		} else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
 			policy = argv[++i];
+		} else if (strcmp(argv[i], "--equal") == 0) {
+			equal = true;
 		} else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc) {
 			ntypes = atoi(argv[++i]);
 			if (ntypes < 1 || ntypes > 3)
@@ -260,8 +266,8 @@ int main(int argc, char **argv)
 		rounds = 3;
 	}
 	int cpu = pin ? pin_one_core() : -1;
-	printf("# policy %s, %d GPU type(s), %d rounds a size, ", policy,
-	       ntypes, rounds);
+	printf("# policy %s%s, %d GPU type(s), %d rounds a size, ", policy,
+	       equal ? " (equal GPUs per node)" : "", ntypes, rounds);
 	if (cpu >= 0)
 		printf("pinned to CPU %d", cpu);
 	else
