@@ -89,17 +89,24 @@ requeued() {
 	echo "job $id after $* went down: $s, restarts $r, reason $(job_field "$id" Reason)"
 }
 
+# back_on_free_node START WHAT: within 30 s of t0 the elastic job starts
+# again (its START-th restart) on 4 GPUs of the free node (none of $ne, $n1,
+# $n2), which it then holds in nf.
+back_on_free_node() {
+	wait_line "$TMP/e.out" "^start restart=$1 gpus=4 " 30 ||
+		fail "the elastic job did not run again on 4 GPUs within 30 s after $2: $(cat "$TMP/e.out"); $(job_field "$e" Reason)"
+	echo "the elastic job runs again $((SECONDS - t0)) s after $2"
+	wait_state "$e" RUNNING 10 || fail "the elastic job is not running"
+	nf=$(job_field "$e" NodeList)
+	[ "$nf" != "$ne" ] && [ "$nf" != "$n1" ] && [ "$nf" != "$n2" ] ||
+		fail "the elastic job runs on $nf, not on the free node"
+}
+
 # --- 0. the elastic job's node is drained ---------------------------------
 scontrol update nodename="$ne" state=drain reason=copus-test ||
 	fail "scontrol could not drain $ne"
 t0=$SECONDS
-wait_line "$TMP/e.out" '^start restart=1 gpus=4 ' 30 ||
-	fail "the elastic job did not move off the drained node within 30 s: $(cat "$TMP/e.out"); $(job_field "$e" Reason)"
-echo "the elastic job runs again $((SECONDS - t0)) s after its node was drained"
-wait_state "$e" RUNNING 10 || fail "the elastic job is not running"
-nd=$(job_field "$e" NodeList)
-[ "$nd" != "$ne" ] && [ "$nd" != "$n1" ] && [ "$nd" != "$n2" ] ||
-	fail "the elastic job runs on $nd, not on the free node"
+back_on_free_node 1 "its node was drained"
 grep -q "JobId=$e asked to checkpoint" "$TMP/c/log/slurmctld.log" ||
 	fail "the elastic job was not moved through the checkpoint protocol"
 awk '/^checkpoint/ { split($2, a, "="); saved = a[2] }
@@ -108,7 +115,7 @@ awk '/^checkpoint/ { split($2, a, "="); saved = a[2] }
 untouched "$r1" "$n1"
 untouched "$r2" "$n2"
 scontrol update nodename="$ne" state=resume || fail "scontrol could not resume $ne"
-ne=$nd
+ne=$nf
 sleep 2
 
 # --- 1. the elastic job's node goes down -----------------------------------
@@ -117,13 +124,7 @@ scontrol update nodename="$ne" state=down reason=copus-test ||
 sinfo -h -n "$ne" -o '%t' | grep -q '^down' || fail "$ne is not down: $(sinfo -h -n "$ne" -o '%t')"
 t0=$SECONDS
 requeued "$e" 2 "$ne"
-wait_line "$TMP/e.out" '^start restart=2 gpus=4 ' 30 ||
-	fail "the elastic job did not run again on 4 GPUs within 30 s: $(cat "$TMP/e.out"); $(job_field "$e" Reason)"
-echo "the elastic job runs again $((SECONDS - t0)) s after its node went down"
-wait_state "$e" RUNNING 10 || fail "the elastic job is not running"
-nf=$(job_field "$e" NodeList)
-[ "$nf" != "$ne" ] && [ "$nf" != "$n1" ] && [ "$nf" != "$n2" ] ||
-	fail "the elastic job runs on $nf, not on the free node"
+back_on_free_node 2 "its node went down"
 untouched "$r1" "$n1"
 untouched "$r2" "$n2"
 sinfo -h -n "$ne" -o '%t' | grep -q '^down' || fail "$ne came back: $(sinfo -h -n "$ne" -o '%t')"
