@@ -1368,7 +1368,8 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		if (x->k <= 0 || res->types[j] < 0)
 			continue;
 		double v = value(x, x->t, x->k, g->node_gpus, g->prm, g->o);
-		if (moved[j])
+		/* A move in the same cell; value() counts any other change. */
+		if (moved[j] && x->k == x->cur_k && x->t == x->cur_t)
 			v *= restart_factor(x, speedup(x, x->t, x->k,
 						       g->node_gpus),
 					    g->prm, g->o);
