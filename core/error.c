@@ -1,29 +1,26 @@
-/* Status codes shared by every copus library. */
+/* Status codes shared by every copus library (the list is in error.h). */
 #include <copus/error.h>
 
 const char *copus_strerror(int status)
 {
 	switch (status) {
-	case COPUS_OK:
-		return "success";
-	case COPUS_EINVAL:
-		return "invalid argument";
-	case COPUS_ENOMEM:
-		return "out of memory";
-	case COPUS_ENODATA:
-		return "not enough data";
-	case COPUS_ERANGE:
-		return "request cannot be met within the limits";
-	case COPUS_EFIT:
-		return "model fitting failed";
-	case COPUS_EPARSE:
-		return "malformed input";
-	case COPUS_EIO:
-		return "input/output error";
-	case COPUS_EVERSION:
-		return "incompatible version";
-	case COPUS_ESTATE:
-		return "operation not allowed in the current state";
+#define MSG_(name, value, msg)                                                 \
+	case COPUS_##name:                                                     \
+		return msg;
+		COPUS_STATUS_MAP(MSG_)
+#undef MSG_
 	}
 	return "unknown copus status";
+}
+
+const char *copus_status_name(int status)
+{
+	switch (status) {
+#define NAME_(name, value, msg)                                                \
+	case COPUS_##name:                                                     \
+		return "COPUS_" #name;
+		COPUS_STATUS_MAP(NAME_)
+#undef NAME_
+	}
+	return "COPUS_UNKNOWN";
 }

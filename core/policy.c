@@ -191,6 +191,26 @@ const char *copus_policy_name(const copus_policy *p)
 	return p == NULL ? "" : p->name;
 }
 
+const struct copus_policy_traits *copus_policy_traits(const copus_policy *p)
+{
+	static const struct copus_policy_traits traits[] = {
+		[POL_FIFO] = { .remaining = COPUS_REMAINING_ORACLE },
+		[POL_TIRESIAS] = { 0 },
+		[POL_OPTIMUS] = { .elastic = true,
+				  .remaining = COPUS_REMAINING_ORACLE,
+				  .models = COPUS_MODELS_ORACLE },
+		[POL_POLLUX] = { .elastic = true, .picks_batch = true,
+				 .models = COPUS_MODELS_LEARNED },
+		[POL_COPUS] = { .elastic = true, .picks_batch = true,
+				.moves_jobs = true,
+				.remaining = COPUS_REMAINING_PREDICT,
+				.models = COPUS_MODELS_LEARNED },
+	};
+	static const struct copus_policy_traits none = { 0 };
+
+	return p == NULL ? &none : &traits[p->kind];
+}
+
 static void sc_clear(copus_policy *p)
 {
 	for (size_t i = 0; i < p->nsc; i++) {

@@ -1611,8 +1611,7 @@ static void _decide(struct _round *r)
  */
 static bool _policy_moves(void)
 {
-	return !strcmp(_params.policy, "copus") ||
-	       !strncmp(_params.policy, "copus:", 6);
+	return copus_policy_traits(_policy)->moves_jobs;
 }
 
 static bool _rj_same_cell(struct _round *r, const struct _rj *j)

@@ -339,6 +339,19 @@ static void every_status_has_a_message(void)
 	CU_ASSERT_STRING_EQUAL(copus_strerror(-1000), "unknown copus status");
 }
 
+static void every_status_has_its_name(void)
+{
+	CU_ASSERT_STRING_EQUAL(copus_status_name(COPUS_OK), "COPUS_OK");
+	CU_ASSERT_STRING_EQUAL(copus_status_name(COPUS_EINVAL), "COPUS_EINVAL");
+	CU_ASSERT_STRING_EQUAL(copus_status_name(COPUS_ESTATE), "COPUS_ESTATE");
+	for (int rc = 0; rc >= COPUS_ESTATE; rc--)
+		CU_ASSERT_STRING_NOT_EQUAL(copus_status_name(rc),
+					   "COPUS_UNKNOWN");
+	CU_ASSERT_STRING_EQUAL(copus_status_name(1), "COPUS_UNKNOWN");
+	CU_ASSERT_STRING_EQUAL(copus_status_name(COPUS_ESTATE - 1),
+			       "COPUS_UNKNOWN");
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -358,6 +371,7 @@ int main(void)
 		TEST(bad_gradient_statistics_and_limits_are_rejected),
 		TEST(speedup_create_rejects_bad_tables),
 		TEST(every_status_has_a_message),
+		TEST(every_status_has_its_name),
 	};
 	return RUN_TESTS("model", tests);
 }

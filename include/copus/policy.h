@@ -163,6 +163,42 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 /* The policy's name as given to copus_policy_create. */
 const char *copus_policy_name(const copus_policy *p);
 
+/* Where a policy's copus_job.remaining comes from. */
+typedef enum copus_remaining_source {
+	COPUS_REMAINING_NONE,    /* unused: leave it -1 */
+	COPUS_REMAINING_ORACLE,  /* the true remaining time (an assumption of
+				  * the policy, as fifo's backfill and optimus
+				  * make it) */
+	COPUS_REMAINING_PREDICT, /* a prediction, as good as the caller has */
+} copus_remaining_source;
+
+/* Where a policy's copus_job.models come from. */
+typedef enum copus_model_source {
+	COPUS_MODELS_NONE,    /* unused: leave them NULL */
+	COPUS_MODELS_ORACLE,  /* fitted to the job's true profile (optimus) */
+	COPUS_MODELS_LEARNED, /* learned online from the job's own steps */
+} copus_model_source;
+
+/*
+ * What a policy does and needs, so that callers (the simulator, the plugin)
+ * never match on its name.
+ */
+struct copus_policy_traits {
+	bool elastic;      /* resizes jobs within their [min, max] GPUs */
+	bool picks_batch;  /* chooses each job's batch size and micro-batch */
+	/*
+	 * Moves a running job to other nodes in the same shape only when that
+	 * is worth its restart; a policy without it may place a job anew
+	 * every round, and a caller leaves such a move undone.
+	 */
+	bool moves_jobs;
+	copus_remaining_source remaining;
+	copus_model_source models;
+};
+
+/* The traits of the policy p; never NULL (all false / NONE for NULL). */
+const struct copus_policy_traits *copus_policy_traits(const copus_policy *p);
+
 /*
  * Decide one round. out has n entries, filled in job order. now is the
  * time of the round in the jobs' clock (seconds). Returns COPUS_OK, or

@@ -1,0 +1,85 @@
+# Build rules of core/ (included by the top-level Makefile.am).
+#
+# libcopus-core: models, the predictor, the hint message, the noise
+# estimators and the policies; pure C over plain structs, no Slurm, CUDA or
+# I/O. The simulator, the plugin and the runtime all link it.
+
+lib_LTLIBRARIES += core/libcopus-core.la
+core_libcopus_core_la_SOURCES = \
+	core/internal.h \
+	core/error.c \
+	core/model.c \
+	core/fit.c \
+	core/speedup.c \
+	core/predict.c \
+	core/history.c \
+	core/hint.c \
+	core/noise.c \
+	core/policy.c \
+	core/policy-internal.h \
+	core/policy-copus.h \
+	core/policy-copus.c
+core_libcopus_core_la_CFLAGS = $(AM_CFLAGS) $(NLOPT_CFLAGS) $(JSONC_CFLAGS)
+core_libcopus_core_la_LIBADD = $(NLOPT_LIBS) $(XGBOOST_LIBS) $(JSONC_LIBS) -lm
+core_libcopus_core_la_LDFLAGS = -version-info 0:0:0 -no-undefined
+
+# ---------------------------------------------------------------------------
+# Tests (CUnit) and benchmarks of the core
+# ---------------------------------------------------------------------------
+check_PROGRAMS += \
+	tests/test-model \
+	tests/test-fit \
+	tests/test-predict \
+	tests/test-hint \
+	tests/test-noise \
+	tests/test-policy \
+	tests/test-policy-copus \
+	tests/test-policy-exact
+
+tests_test_model_SOURCES = tests/test-model.c tests/harness.h
+tests_test_model_CFLAGS = $(TEST_CFLAGS)
+tests_test_model_LDADD = $(TEST_LIBS)
+
+tests_test_fit_SOURCES = tests/test-fit.c tests/harness.h
+tests_test_fit_CFLAGS = $(TEST_CFLAGS)
+tests_test_fit_LDADD = $(TEST_LIBS)
+
+tests_test_predict_SOURCES = tests/test-predict.c tests/harness.h
+tests_test_predict_CFLAGS = $(TEST_CFLAGS)
+tests_test_predict_LDADD = $(TEST_LIBS)
+
+tests_test_hint_SOURCES = tests/test-hint.c tests/harness.h
+tests_test_hint_CFLAGS = $(TEST_CFLAGS)
+tests_test_hint_LDADD = $(TEST_LIBS)
+
+tests_test_noise_SOURCES = tests/test-noise.c tests/harness.h
+tests_test_noise_CFLAGS = $(TEST_CFLAGS)
+tests_test_noise_LDADD = $(TEST_LIBS)
+
+tests_test_policy_SOURCES = tests/test-policy.c tests/harness.h
+tests_test_policy_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_LDADD = $(TEST_LIBS)
+
+tests_test_policy_copus_SOURCES = tests/test-policy-copus.c tests/harness.h
+tests_test_policy_copus_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_copus_LDADD = $(TEST_LIBS)
+
+# The copus policy's greedy against the exact optimum (GLPK).
+tests_test_policy_exact_SOURCES = tests/test-policy-exact.c tests/harness.h
+tests_test_policy_exact_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_exact_LDADD = $(TEST_LIBS) $(GLPK_LIBS)
+
+# Benchmarks (not tests): the predictor, the policy's decision
+# time, Pollux's search against a much longer annealing search.
+noinst_PROGRAMS += tests/bench-predict tests/bench-policy \
+	tests/bench-sim-search
+tests_bench_policy_SOURCES = tests/bench-policy.c
+tests_bench_policy_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/core
+tests_bench_policy_LDADD = core/libcopus-core.la -lm
+tests_bench_predict_SOURCES = tests/bench-predict.c
+tests_bench_predict_LDADD = core/libcopus-core.la -lm
+tests_bench_sim_search_SOURCES = tests/bench-sim-search.c
+tests_bench_sim_search_LDADD = core/libcopus-core.la -lm
+
+# The policy's synthetic instances (tests/bench-policy, tests/test-policy-exact).
+EXTRA_DIST += tests/policy-gen.h
