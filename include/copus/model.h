@@ -1,5 +1,6 @@
 /*
  * copus core: the goodput model of a data-parallel training job.
+ * Reader: contributors (the policies, the simulator, the runtime's fit).
  *
  * The model follows Pollux (OSDI'21). The time of one iteration on K GPUs
  * spread over N nodes with a per-GPU micro-batch m and s accumulation steps is

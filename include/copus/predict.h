@@ -1,5 +1,6 @@
 /*
  * copus core: predicting how much work a job has left.
+ * Reader: contributors (the plugin and the simulator feed it finished jobs).
  *
  * Most training jobs on a shared cluster recur: the same user trains the same
  * application with the same GPU count and batch size again and again, and
