@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <copus/copus.h>
+#include <copus/plan.h>
 
 /* Distinct measured configurations kept for the fit. */
 #define COPUS_MAX_OBS 64
@@ -38,7 +39,7 @@ struct copus_ctx {
 	double *layer_costs;
 	char gpu_type[COPUS_HINT_TYPE_LEN];
 	copus_job_info info;
-	int data_degree;
+	copus_plan_degrees degrees;
 	char err[COPUS_ERRMSG_LEN];
 	int verbose;
 

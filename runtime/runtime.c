@@ -405,15 +405,15 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	rc = _read_env(ctx);
 	if (rc != COPUS_OK)
 		goto fail;
-	if (ctx->info.world % (cfg->pipeline_degree * cfg->tensor_degree) != 0) {
+	if (copus_plan_degrees_of_world(ctx->info.world, cfg->pipeline_degree,
+					cfg->tensor_degree, &ctx->degrees) !=
+	    COPUS_OK) {
 		rc = copus__fail(ctx, COPUS_EINVAL,
 				 "world size %d is not a multiple of pipeline_degree %d x tensor_degree %d",
 				 ctx->info.world, cfg->pipeline_degree,
 				 cfg->tensor_degree);
 		goto fail;
 	}
-	ctx->data_degree = ctx->info.world /
-			   (cfg->pipeline_degree * cfg->tensor_degree);
 	if (ctx->info.world > 1 && cfg->agree == NULL) {
 		rc = copus__fail(ctx, COPUS_EINVAL,
 				 "config: %d ranks need an agree callback to honour rescale requests together",
@@ -580,12 +580,12 @@ static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
 			double compute)
 {
 	struct copus__obs *o = NULL;
-	int nodes = ctx->info.nodes < ctx->data_degree ? ctx->info.nodes
-						       : ctx->data_degree;
+	int nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
+						       : ctx->degrees.data;
 
 	for (int i = 0; i < ctx->n_obs && o == NULL; i++) {
 		struct copus__obs *c = &ctx->obs[i];
-		if (c->nodes == nodes && c->replicas == ctx->data_degree &&
+		if (c->nodes == nodes && c->replicas == ctx->degrees.data &&
 		    c->local == local && c->accum_steps == accum &&
 		    strcmp(c->type, ctx->gpu_type) == 0)
 			o = c;
@@ -605,7 +605,7 @@ static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
 		memset(o, 0, sizeof(*o));
 		snprintf(o->type, sizeof(o->type), "%s", ctx->gpu_type);
 		o->nodes = nodes;
-		o->replicas = ctx->data_degree;
+		o->replicas = ctx->degrees.data;
 		o->local = local;
 		o->accum_steps = accum;
 	}
@@ -645,7 +645,7 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 
 	/* Gradient statistics: every data-parallel replica saw as many. */
 	if (ctx->local_count > 0 && ctx->have_total) {
-		int count = ctx->data_degree * ctx->local_count;
+		int count = ctx->degrees.data * ctx->local_count;
 		if (count >= 2 &&
 		    copus_noise_estimate(ctx->local_sum / ctx->local_count,
 					 ctx->total_sqr, count, local,
@@ -654,7 +654,7 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 			copus_noise_update(&ctx->noise, &ctx->last_raw);
 	}
 
-	batch = (double)ctx->data_degree * local * (accum_steps + 1);
+	batch = (double)ctx->degrees.data * local * (accum_steps + 1);
 	g = _grad(ctx);
 	ctx->info.step++;
 	ctx->info.samples += (int64_t)batch;
@@ -771,82 +771,50 @@ int copus_perf_get(copus_ctx *ctx, copus_perf_params *out)
 }
 
 /*
- * Contiguous layers into stages minimising the largest stage cost: the
- * classic linear partition, by dynamic programming over prefix sums.
+ * The layers of this rank's pipeline stage. Without memory for the
+ * partition the layers are split by count, as they are when there are more
+ * stages than layers.
  */
-static void _stage_layers(const double *cost, int n, int stages, int stage,
-			  int *first, int *count)
+static void _stage_layers(const copus_ctx *ctx, int stage, int *first,
+			  int *count)
 {
-	double *pre = calloc((size_t)n + 1, sizeof(double));
-	double *best = calloc((size_t)(n + 1) * (size_t)(stages + 1),
-			      sizeof(double));
-	int *cut = calloc((size_t)(n + 1) * (size_t)(stages + 1), sizeof(int));
-	int end;
+	int n = ctx->cfg.n_layers, stages = ctx->degrees.pipeline;
+	int *bounds = malloc(sizeof(int) * ((size_t)stages + 1));
 
-	if (pre == NULL || best == NULL || cut == NULL || stages > n) {
-		/* Fall back to equal layer counts. */
-		int base = n / stages, extra = n % stages;
-		*first = stage * base + (stage < extra ? stage : extra);
-		*count = base + (stage < extra ? 1 : 0);
-		goto out;
+	if (bounds != NULL &&
+	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
+		*first = bounds[stage];
+		*count = bounds[stage + 1] - bounds[stage];
+	} else {
+		copus_plan_stage_even(n, stages, stage, first, count);
 	}
-	for (int i = 0; i < n; i++)
-		pre[i + 1] = pre[i] + cost[i];
-#define B(i, s) best[(size_t)(i) * (size_t)(stages + 1) + (size_t)(s)]
-#define C(i, s) cut[(size_t)(i) * (size_t)(stages + 1) + (size_t)(s)]
-	for (int i = 0; i <= n; i++)
-		for (int s = 0; s <= stages; s++)
-			B(i, s) = INFINITY;
-	B(0, 0) = 0;
-	for (int s = 1; s <= stages; s++) {
-		for (int i = s; i <= n; i++) {
-			for (int j = s - 1; j < i; j++) {
-				double v = fmax(B(j, s - 1), pre[i] - pre[j]);
-				if (v < B(i, s)) {
-					B(i, s) = v;
-					C(i, s) = j;
-				}
-			}
-		}
-	}
-	/* Walk the cuts back from the last stage to the one asked for. */
-	end = n;
-	for (int s = stages; s > stage + 1; s--)
-		end = C(end, s);
-	*first = C(end, stage + 1);
-	*count = end - *first;
-#undef B
-#undef C
-out:
-	free(pre);
-	free(best);
-	free(cut);
+	free(bounds);
 }
 
 int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 {
 	const copus_batch_limits *l;
 	const copus_perf_params *p;
+	copus_plan_coords at;
 	copus_model m;
 	copus_batch_plan bp;
-	int tp, pp, rank, nodes, rc;
+	int nodes, rc;
 
 	if (ctx == NULL || out == NULL)
 		return COPUS_EINVAL;
 	memset(out, 0, sizeof(*out));
 	l = &ctx->cfg.limits;
-	tp = ctx->cfg.tensor_degree;
-	pp = ctx->cfg.pipeline_degree;
-	rank = ctx->info.rank;
-	out->data_degree = ctx->data_degree;
-	out->pipeline_degree = pp;
-	out->tensor_degree = tp;
-	out->tensor_rank = rank % tp;
-	out->pipeline_rank = (rank / tp) % pp;
-	out->data_rank = rank / (tp * pp);
+	rc = copus_plan_coords_of_rank(&ctx->degrees, ctx->info.rank, &at);
+	if (rc != COPUS_OK)
+		return rc;
+	out->data_degree = ctx->degrees.data;
+	out->pipeline_degree = ctx->degrees.pipeline;
+	out->tensor_degree = ctx->degrees.tensor;
+	out->tensor_rank = at.tensor_rank;
+	out->pipeline_rank = at.pipeline_rank;
+	out->data_rank = at.data_rank;
 	if (ctx->cfg.n_layers > 0)
-		_stage_layers(ctx->layer_costs, ctx->cfg.n_layers, pp,
-			      out->pipeline_rank, &out->first_layer,
+		_stage_layers(ctx, out->pipeline_rank, &out->first_layer,
 			      &out->n_layers);
 
 	copus__fit(ctx);
@@ -855,11 +823,11 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 		p = &ctx->cfg.prior;
 	m.grad = _grad(ctx);
 	m.limits = *l;
-	nodes = ctx->info.nodes < ctx->data_degree ? ctx->info.nodes
-						   : ctx->data_degree;
+	nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
+						   : ctx->degrees.data;
 	if (p != NULL) {
 		m.perf = *p;
-		rc = copus_best_batch(&m, nodes, ctx->data_degree, &bp);
+		rc = copus_best_batch(&m, nodes, ctx->degrees.data, &bp);
 		if (rc == COPUS_OK) {
 			out->batch = bp.batch;
 			out->local = bp.local;
@@ -877,7 +845,7 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 	 * fit one GPU.
 	 */
 	{
-		double per = ceil(l->init_batch / ctx->data_degree);
+		double per = ceil(l->init_batch / ctx->degrees.data);
 		int accum = 0;
 
 		if (per > l->max_local) {
@@ -885,17 +853,17 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 				return copus__fail(ctx, COPUS_ERANGE,
 						   "batch %g over %d replicas needs micro-batches of %g > max_local %d and accumulation is off",
 						   l->init_batch,
-						   ctx->data_degree, per,
+						   ctx->degrees.data, per,
 						   l->max_local);
 			accum = (int)ceil(per / l->max_local) - 1;
 			per = ceil(l->init_batch /
-				   ((double)ctx->data_degree * (accum + 1)));
+				   ((double)ctx->degrees.data * (accum + 1)));
 		}
 		if (per < l->min_local)
 			per = l->min_local;
 		out->local = (int)per;
 		out->accum_steps = accum;
-		out->batch = (double)ctx->data_degree * out->local * (accum + 1);
+		out->batch = (double)ctx->degrees.data * out->local * (accum + 1);
 		copus_efficiency(&m.grad, l->init_batch, out->batch,
 				 &out->efficiency);
 		out->lr_gain = _lr_gain(ctx, &m.grad, out->batch);
