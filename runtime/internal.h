@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <copus/copus.h>
+#include <copus/noise.h>
 #include <copus/plan.h>
 
 /* Distinct measured configurations kept for the fit. */
