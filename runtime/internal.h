@@ -83,21 +83,26 @@ struct copus_ctx {
 	uint64_t last_hint_seq;
 };
 
+/* common.c */
 /* Set the context's error message and return status. */
 int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The runtime's one logger: "copus[rank]: message" on stderr. */
 void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
+/* Seconds on the monotonic clock. */
 double copus__now(void);
+/*
+ * In-place maximum of n values over all ranks (the application's agree
+ * callback); trivial with one rank.
+ */
+int copus__agree(copus_ctx *ctx, int64_t *values, int n);
 
 /* rescale.c */
 int copus__signals_install(copus_ctx *ctx);
 void copus__signals_restore(copus_ctx *ctx);
 bool copus__rescale_flag(void);
 void copus__rescale_flag_set(bool on);
-int copus__agree(copus_ctx *ctx, int64_t *values, int n);
 int copus__rescale(copus_ctx *ctx);
 int copus__restore(copus_ctx *ctx);
 void copus__ckpt_files_free(copus_ctx *ctx);

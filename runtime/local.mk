@@ -6,6 +6,7 @@
 lib_LTLIBRARIES += runtime/libcopus.la
 runtime_libcopus_la_SOURCES = \
 	runtime/internal.h \
+	runtime/common.c \
 	runtime/runtime.c \
 	runtime/publish.c \
 	runtime/rescale.c \

@@ -81,19 +81,6 @@ int copus_request_rescale(copus_ctx *ctx)
 	return COPUS_OK;
 }
 
-int copus__agree(copus_ctx *ctx, int64_t *values, int n)
-{
-	int rc;
-
-	if (ctx->info.world == 1)
-		return COPUS_OK;
-	rc = ctx->cfg.agree(ctx->cfg.comm_arg, values, n);
-	if (rc != 0)
-		return copus__fail(ctx, COPUS_EIO,
-				   "the agree callback failed (%d)", rc);
-	return COPUS_OK;
-}
-
 void copus__ckpt_files_free(copus_ctx *ctx)
 {
 	for (int i = 0; i < ctx->n_ckpt_files; i++)

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,55 +17,10 @@
 /* Steps after init (or a change of batch shape) not used for the fit. */
 #define WARMUP_STEPS 2
 
-double copus__now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double _elapsed(const struct timespec *a, const struct timespec *b)
 {
 	return (double)(b->tv_sec - a->tv_sec) +
 	       1e-9 * (double)(b->tv_nsec - a->tv_nsec);
-}
-
-int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ctx == NULL)
-		return status;
-	va_start(ap, fmt);
-	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
-	va_end(ap);
-	copus__log(ctx, 2, "%s", ctx->err);
-	return status;
-}
-
-void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
-{
-	va_list ap;
-	char line[COPUS_ERRMSG_LEN + 64];
-	int n;
-
-	/* Level 0: errors; 1: what a user wants to see; 2: debugging. */
-	if (ctx != NULL && level > ctx->verbose)
-		return;
-	n = snprintf(line, sizeof(line), "copus[%d]: ",
-		     ctx != NULL ? ctx->info.rank : -1);
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", line);
-}
-
-const char *copus_errmsg(const copus_ctx *ctx)
-{
-	if (ctx == NULL)
-		return "no copus context";
-	return ctx->err[0] != '\0' ? ctx->err : "no error";
 }
 
 int copus_config_init(copus_config *cfg, size_t size)
