@@ -98,6 +98,23 @@ double copus__now(void);
  */
 int copus__agree(copus_ctx *ctx, int64_t *values, int n);
 
+/* measure.c */
+/*
+ * Account for a step of micro-batches of local samples and accum_steps
+ * accumulation steps that took step seconds, compute of them outside the
+ * synchronisation: the gradient statistics, the step count, samples and
+ * progress, and (after the warm-up) the observation of its configuration.
+ */
+void copus__measure_step(copus_ctx *ctx, int local, int accum_steps,
+			 double step, double compute);
+/* The gradient statistics, or zeros (no information) before any. */
+copus_grad_stats copus__grad(const copus_ctx *ctx);
+/* Fit the throughput parameters of the current GPU type when new steps
+ * were observed; COPUS_ENODATA while there are none. */
+int copus__fit(copus_ctx *ctx);
+/* The fitted parameters of the current GPU type, or NULL. */
+const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx);
+
 /* rescale.c */
 int copus__signals_install(copus_ctx *ctx);
 void copus__signals_restore(copus_ctx *ctx);
@@ -117,7 +134,5 @@ int copus__publish_wait(copus_ctx *ctx, uint64_t seq, double timeout);
 /* Encode and publish the current hint in the given state. */
 int copus__publish_hint(copus_ctx *ctx, copus_job_state state, bool wait);
 
-/* runtime.c */
-int copus__fit(copus_ctx *ctx);
 
 #endif /* COPUS_RUNTIME_INTERNAL_H */
