@@ -1,4 +1,10 @@
-/* Internals of libcopus shared by the files of runtime/. */
+/*
+ * Internals of libcopus shared by the files of runtime/. The files call down,
+ * never back up: runtime.c, the facade of copus/copus.h, calls rescale.c,
+ * publish.c, checkpoint.c and measure.c; rescale.c calls checkpoint.c and
+ * publish.c; publish.c calls measure.c; every file calls common.c. nccl.c
+ * builds on the public copus_plan_get() and copus_bootstrap().
+ */
 #ifndef COPUS_RUNTIME_INTERNAL_H
 #define COPUS_RUNTIME_INTERNAL_H
 
@@ -109,19 +115,21 @@ void copus__measure_step(copus_ctx *ctx, int local, int accum_steps,
 			 double step, double compute);
 /* The gradient statistics, or zeros (no information) before any. */
 copus_grad_stats copus__grad(const copus_ctx *ctx);
-/* Fit the throughput parameters of the current GPU type when new steps
- * were observed; COPUS_ENODATA while there are none. */
+/*
+ * Fit the throughput parameters of the current GPU type when new steps were
+ * observed; COPUS_ENODATA while there are none.
+ */
 int copus__fit(copus_ctx *ctx);
 /* The fitted parameters of the current GPU type, or NULL. */
 const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx);
 
-/* rescale.c */
-int copus__signals_install(copus_ctx *ctx);
-void copus__signals_restore(copus_ctx *ctx);
-bool copus__rescale_flag(void);
-void copus__rescale_flag_set(bool on);
-int copus__rescale(copus_ctx *ctx);
+/* checkpoint.c */
+/*
+ * Read the manifest of ckpt_dir, if any, and restore the runtime's state
+ * and the application's (through the load callback).
+ */
 int copus__restore(copus_ctx *ctx);
+/* Forget the files of the latest checkpoint. */
 void copus__ckpt_files_free(copus_ctx *ctx);
 
 /* publish.c */
@@ -134,5 +142,15 @@ int copus__publish_wait(copus_ctx *ctx, uint64_t seq, double timeout);
 /* Encode and publish the current hint in the given state. */
 int copus__publish_hint(copus_ctx *ctx, copus_job_state state, bool wait);
 
+/* rescale.c */
+int copus__signals_install(copus_ctx *ctx);
+void copus__signals_restore(copus_ctx *ctx);
+/*
+ * At the end of a step, every agree_interval steps: the ranks agree whether
+ * any of them was asked to rescale; if so, they checkpoint and rank 0 tells
+ * the scheduler. *checkpointed: the checkpoint is durable and the process
+ * should exit with ctx->exit_code.
+ */
+int copus__rescale_at_step_end(copus_ctx *ctx, bool *checkpointed);
 
 #endif /* COPUS_RUNTIME_INTERNAL_H */

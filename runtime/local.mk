@@ -10,6 +10,7 @@ runtime_libcopus_la_SOURCES = \
 	runtime/runtime.c \
 	runtime/measure.c \
 	runtime/publish.c \
+	runtime/checkpoint.c \
 	runtime/rescale.c \
 	runtime/bootstrap.c
 runtime_libcopus_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)

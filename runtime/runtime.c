@@ -1,6 +1,9 @@
 /*
- * libcopus: configuration, the allocation from the environment, step timing,
- * gradient statistics, the plan.
+ * libcopus's facade: the configuration, the allocation from the environment,
+ * init and finalize, the step's clock, and the plan. A step's end hands its
+ * times to measure.c, publishes a hint when one is due, and lets rescale.c
+ * honour a rescale request; after a rescale checkpoint the process exits
+ * here.
  */
 #include <errno.h>
 #include <limits.h>
@@ -492,7 +495,8 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 {
 	struct timespec now;
 	double step, compute;
-	int rc;
+	bool checkpointed;
+	int rc, code;
 
 	if (ctx == NULL)
 		return COPUS_EINVAL;
@@ -529,17 +533,15 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 		copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
 	}
 
-	if (++ctx->since_agree >= ctx->cfg.agree_interval) {
-		int64_t v[2] = { copus__rescale_flag() ? 1 : 0, ctx->info.step };
-
-		ctx->since_agree = 0;
-		rc = copus__agree(ctx, v, 2);
-		if (rc != COPUS_OK)
-			return rc;
-		if (v[0] != 0)
-			return copus__rescale(ctx);
-	}
-	return COPUS_OK;
+	rc = copus__rescale_at_step_end(ctx, &checkpointed);
+	if (rc != COPUS_OK || !checkpointed || !ctx->cfg.exit_on_rescale)
+		return rc;
+	/* The checkpoint is durable and the scheduler was told: requeue. */
+	code = ctx->exit_code;
+	copus__log(ctx, 1, "exiting with %d for the requeue", code);
+	copus_finalize(ctx);
+	fflush(NULL);
+	exit(code);
 }
 
 /*
