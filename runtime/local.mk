@@ -62,14 +62,6 @@ tests_test_runtime_nccl_LDADD = runtime/libcopus.la core/libcopus-core.la \
 endif
 EXTRA_DIST += tests/bench-runtime-restart.sh
 
-# ---------------------------------------------------------------------------
-# copus-trainer: a training-job stand-in for the demo and the Slurm tests
-# ---------------------------------------------------------------------------
-bin_PROGRAMS += runtime/copus-trainer
-runtime_copus_trainer_SOURCES = runtime/copus-trainer.c
-runtime_copus_trainer_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
-TESTS += tests/test-trainer.sh
-EXTRA_DIST += tests/test-trainer.sh
 # A node goes down under sched/copus (root only).
 TESTS += tests/test-slurm-node-down.sh
 EXTRA_DIST += tests/test-slurm-node-down.sh contrib/slurm-demo.sh
