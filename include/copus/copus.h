@@ -1,6 +1,8 @@
 /*
  * libcopus: the runtime that a training job links so that the copus
  * scheduler can see its goodput and resize it without losing work.
+ * Reader: ML engineers who add libcopus to a training loop (and the
+ * bindings that wrap it, such as contrib/pytorch/copus_torch.py).
  *
  * A training loop with libcopus:
  *
