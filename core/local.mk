@@ -18,7 +18,8 @@ core_libcopus_core_la_SOURCES = \
 	core/policy.c \
 	core/policy-internal.h \
 	core/policy-copus.h \
-	core/policy-copus.c
+	core/policy-copus.c \
+	core/plan.c
 core_libcopus_core_la_CFLAGS = $(AM_CFLAGS) $(NLOPT_CFLAGS) $(JSONC_CFLAGS)
 core_libcopus_core_la_LIBADD = $(NLOPT_LIBS) $(XGBOOST_LIBS) $(JSONC_LIBS) -lm
 core_libcopus_core_la_LDFLAGS = -version-info 0:0:0 -no-undefined
@@ -34,7 +35,8 @@ check_PROGRAMS += \
 	tests/test-noise \
 	tests/test-policy \
 	tests/test-policy-copus \
-	tests/test-policy-exact
+	tests/test-policy-exact \
+	tests/test-plan
 
 tests_test_model_SOURCES = tests/test-model.c tests/harness.h
 tests_test_model_CFLAGS = $(TEST_CFLAGS)
@@ -68,6 +70,10 @@ tests_test_policy_copus_LDADD = $(TEST_LIBS)
 tests_test_policy_exact_SOURCES = tests/test-policy-exact.c tests/harness.h
 tests_test_policy_exact_CFLAGS = $(TEST_CFLAGS)
 tests_test_policy_exact_LDADD = $(TEST_LIBS) $(GLPK_LIBS)
+
+tests_test_plan_SOURCES = tests/test-plan.c tests/harness.h
+tests_test_plan_CFLAGS = $(TEST_CFLAGS)
+tests_test_plan_LDADD = $(TEST_LIBS)
 
 # Benchmarks (not tests): the predictor, the policy's decision
 # time, Pollux's search against a much longer annealing search.

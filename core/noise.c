@@ -1,5 +1,5 @@
 /*
- * Gradient noise estimators (see copus/copus.h). Pure: no I/O.
+ * Gradient noise estimators (see copus/noise.h). Pure: no I/O.
  *
  * n micro-batch gradients g_1..g_n, each over b samples, estimate the true
  * gradient G with covariance Sigma_1 / b, where Sigma_1 is the per-sample
@@ -15,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include <copus/copus.h>
+#include <copus/noise.h>
 
 int copus_noise_estimate(double local_sqr, double total_sqr, int count,
 			 double local_batch, double init_batch,

@@ -1,4 +1,10 @@
-/* Internals of libcopus shared by the files of runtime/. */
+/*
+ * Internals of libcopus shared by the files of runtime/. The files call down,
+ * never back up: runtime.c, the facade of copus/copus.h, calls rescale.c,
+ * publish.c, checkpoint.c and measure.c; rescale.c calls checkpoint.c and
+ * publish.c; publish.c calls measure.c; every file calls common.c. nccl.c
+ * builds on the public copus_plan_get() and copus_bootstrap().
+ */
 #ifndef COPUS_RUNTIME_INTERNAL_H
 #define COPUS_RUNTIME_INTERNAL_H
 
@@ -8,6 +14,8 @@
 #include <time.h>
 
 #include <copus/copus.h>
+#include <copus/noise.h>
+#include <copus/plan.h>
 
 /* Distinct measured configurations kept for the fit. */
 #define COPUS_MAX_OBS 64
@@ -38,7 +46,7 @@ struct copus_ctx {
 	double *layer_costs;
 	char gpu_type[COPUS_HINT_TYPE_LEN];
 	copus_job_info info;
-	int data_degree;
+	copus_plan_degrees degrees;
 	char err[COPUS_ERRMSG_LEN];
 	int verbose;
 
@@ -81,23 +89,47 @@ struct copus_ctx {
 	uint64_t last_hint_seq;
 };
 
+/* common.c */
 /* Set the context's error message and return status. */
 int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The runtime's one logger: "copus[rank]: message" on stderr. */
 void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
+/* Seconds on the monotonic clock. */
 double copus__now(void);
-
-/* rescale.c */
-int copus__signals_install(copus_ctx *ctx);
-void copus__signals_restore(copus_ctx *ctx);
-bool copus__rescale_flag(void);
-void copus__rescale_flag_set(bool on);
+/*
+ * In-place maximum of n values over all ranks (the application's agree
+ * callback); trivial with one rank.
+ */
 int copus__agree(copus_ctx *ctx, int64_t *values, int n);
-int copus__rescale(copus_ctx *ctx);
+
+/* measure.c */
+/*
+ * Account for a step of micro-batches of local samples and accum_steps
+ * accumulation steps that took step seconds, compute of them outside the
+ * synchronisation: the gradient statistics, the step count, samples and
+ * progress, and (after the warm-up) the observation of its configuration.
+ */
+void copus__measure_step(copus_ctx *ctx, int local, int accum_steps,
+			 double step, double compute);
+/* The gradient statistics, or zeros (no information) before any. */
+copus_grad_stats copus__grad(const copus_ctx *ctx);
+/*
+ * Fit the throughput parameters of the current GPU type when new steps were
+ * observed; COPUS_ENODATA while there are none.
+ */
+int copus__fit(copus_ctx *ctx);
+/* The fitted parameters of the current GPU type, or NULL. */
+const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx);
+
+/* checkpoint.c */
+/*
+ * Read the manifest of ckpt_dir, if any, and restore the runtime's state
+ * and the application's (through the load callback).
+ */
 int copus__restore(copus_ctx *ctx);
+/* Forget the files of the latest checkpoint. */
 void copus__ckpt_files_free(copus_ctx *ctx);
 
 /* publish.c */
@@ -110,7 +142,15 @@ int copus__publish_wait(copus_ctx *ctx, uint64_t seq, double timeout);
 /* Encode and publish the current hint in the given state. */
 int copus__publish_hint(copus_ctx *ctx, copus_job_state state, bool wait);
 
-/* runtime.c */
-int copus__fit(copus_ctx *ctx);
+/* rescale.c */
+int copus__signals_install(copus_ctx *ctx);
+void copus__signals_restore(copus_ctx *ctx);
+/*
+ * At the end of a step, every agree_interval steps: the ranks agree whether
+ * any of them was asked to rescale; if so, they checkpoint and rank 0 tells
+ * the scheduler. *checkpointed: the checkpoint is durable and the process
+ * should exit with ctx->exit_code.
+ */
+int copus__rescale_at_step_end(copus_ctx *ctx, bool *checkpointed);
 
 #endif /* COPUS_RUNTIME_INTERNAL_H */

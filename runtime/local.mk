@@ -6,8 +6,11 @@
 lib_LTLIBRARIES += runtime/libcopus.la
 runtime_libcopus_la_SOURCES = \
 	runtime/internal.h \
+	runtime/common.c \
 	runtime/runtime.c \
+	runtime/measure.c \
 	runtime/publish.c \
+	runtime/checkpoint.c \
 	runtime/rescale.c \
 	runtime/bootstrap.c
 runtime_libcopus_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
@@ -59,14 +62,6 @@ tests_test_runtime_nccl_LDADD = runtime/libcopus.la core/libcopus-core.la \
 endif
 EXTRA_DIST += tests/bench-runtime-restart.sh
 
-# ---------------------------------------------------------------------------
-# copus-trainer: a training-job stand-in for the demo and the Slurm tests
-# ---------------------------------------------------------------------------
-bin_PROGRAMS += runtime/copus-trainer
-runtime_copus_trainer_SOURCES = runtime/copus-trainer.c
-runtime_copus_trainer_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
-TESTS += tests/test-trainer.sh
-EXTRA_DIST += tests/test-trainer.sh
 # A node goes down under sched/copus (root only).
 TESTS += tests/test-slurm-node-down.sh
 EXTRA_DIST += tests/test-slurm-node-down.sh contrib/slurm-demo.sh

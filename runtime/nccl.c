@@ -2,8 +2,8 @@
  * NCCL communicators of the plan (built only with CUDA and NCCL): one world
  * communicator from a unique id shared by copus_bootstrap(), split into the
  * data-, pipeline- and tensor-parallel groups. Ranks are laid out with the
- * tensor rank fastest, then the pipeline rank, then the data rank, as in
- * copus_plan_get(). A rescale restarts the processes, so the communicators
+ * tensor rank fastest, then the pipeline rank, then the data rank, as
+ * copus/plan.h lays them out. A rescale restarts the processes, so the communicators
  * are built afresh for the new size on every start.
  */
 #include <copus_config.h>
@@ -34,7 +34,8 @@ int copus_comms_create(copus_ctx *ctx, copus_comms *out)
 	ncclComm_t world = NULL, data = NULL, pipe = NULL, tensor = NULL;
 	ncclUniqueId id;
 	copus_plan plan;
-	int ndev = 0, rc, rank, tp, pp;
+	copus_plan_coords at;
+	int ndev = 0, rc, rank;
 
 	if (ctx == NULL || out == NULL)
 		return COPUS_EINVAL;
@@ -48,8 +49,9 @@ int copus_comms_create(copus_ctx *ctx, copus_comms *out)
 	if (rc != COPUS_OK)
 		return rc;
 	rank = ctx->info.rank;
-	tp = plan.tensor_degree;
-	pp = plan.pipeline_degree;
+	rc = copus_plan_coords_of_rank(&ctx->degrees, rank, &at);
+	if (rc != COPUS_OK)
+		return rc;
 	memset(&id, 0, sizeof(id));
 	if (rank == 0)
 		NCCLCHECK(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -59,13 +61,12 @@ int copus_comms_create(copus_ctx *ctx, copus_comms *out)
 	NCCLCHECK(ncclCommInitRank(&world, ctx->info.world, id, rank),
 		  "ncclCommInitRank (world)");
 	/* Same (pipeline, tensor) coordinates: one data-parallel group. */
-	NCCLCHECK(ncclCommSplit(world, rank % (tp * pp), plan.data_rank, &data,
+	NCCLCHECK(ncclCommSplit(world, at.data_group, plan.data_rank, &data,
 				NULL), "ncclCommSplit (data)");
-	NCCLCHECK(ncclCommSplit(world, plan.data_rank * tp + plan.tensor_rank,
-				plan.pipeline_rank, &pipe, NULL),
-		  "ncclCommSplit (pipeline)");
-	NCCLCHECK(ncclCommSplit(world, rank / tp, plan.tensor_rank, &tensor,
-				NULL), "ncclCommSplit (tensor)");
+	NCCLCHECK(ncclCommSplit(world, at.pipeline_group, plan.pipeline_rank,
+				&pipe, NULL), "ncclCommSplit (pipeline)");
+	NCCLCHECK(ncclCommSplit(world, at.tensor_group, plan.tensor_rank,
+				&tensor, NULL), "ncclCommSplit (tensor)");
 	out->world = world;
 	out->data = data;
 	out->pipeline = pipe;

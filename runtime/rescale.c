@@ -1,25 +1,10 @@
 /*
- * The rescale state machine and checkpoints.
- *
- * A checkpoint of step k is the application's file(s) ckpt-<k>.r<rank>
- * plus the manifest copus.manifest that names them and holds the runtime's
- * own state. Each file is written under a temporary name, fsynced, renamed,
- * and the directory fsynced; the manifest is replaced last, the same way.
- * A crash at any point leaves either the old manifest with its old files
- * (which are removed only after the new manifest is durable) or the new one
- * with its complete files.
+ * The rescale: the signals that request it, the ranks' agreement on it at a
+ * step boundary, and the state machine from running through checkpointing to
+ * checkpointed (see copus/hint.h for the protocol).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <json-c/json.h>
 
 #include "internal.h"
 
@@ -31,15 +16,6 @@ static void _on_signal(int sig)
 	rescale_requested = 1;
 }
 
-bool copus__rescale_flag(void)
-{
-	return rescale_requested != 0;
-}
-
-void copus__rescale_flag_set(bool on)
-{
-	rescale_requested = on ? 1 : 0;
-}
 
 int copus__signals_install(copus_ctx *ctx)
 {
@@ -77,302 +53,15 @@ int copus_request_rescale(copus_ctx *ctx)
 {
 	if (ctx == NULL)
 		return COPUS_EINVAL;
-	copus__rescale_flag_set(true);
+	rescale_requested = 1;
 	return COPUS_OK;
 }
 
-int copus__agree(copus_ctx *ctx, int64_t *values, int n)
-{
-	int rc;
-
-	if (ctx->info.world == 1)
-		return COPUS_OK;
-	rc = ctx->cfg.agree(ctx->cfg.comm_arg, values, n);
-	if (rc != 0)
-		return copus__fail(ctx, COPUS_EIO,
-				   "the agree callback failed (%d)", rc);
-	return COPUS_OK;
-}
-
-void copus__ckpt_files_free(copus_ctx *ctx)
-{
-	for (int i = 0; i < ctx->n_ckpt_files; i++)
-		free(ctx->ckpt_files[i]);
-	free(ctx->ckpt_files);
-	ctx->ckpt_files = NULL;
-	ctx->n_ckpt_files = 0;
-}
-
-static int _fsync_path(const char *path, bool dir)
-{
-	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-	int rc;
-
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
-static int _mkdirs(copus_ctx *ctx, const char *dir)
-{
-	char *p = strdup(dir);
-	int rc = COPUS_OK;
-
-	if (p == NULL)
-		return COPUS_ENOMEM;
-	for (char *s = p + 1; ; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-			*s = '\0';
-			if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-				rc = copus__fail(ctx, COPUS_EIO,
-						 "cannot create checkpoint directory %s: %s",
-						 p, strerror(errno));
-				break;
-			}
-			*s = c;
-			if (c == '\0')
-				break;
-		}
-	}
-	free(p);
-	return rc;
-}
-
-/* Make a file durable under its final name. */
-static int _commit_file(copus_ctx *ctx, const char *tmp, const char *final)
-{
-	if (_fsync_path(tmp, false) != 0)
-		return copus__fail(ctx, COPUS_EIO, "cannot fsync %s: %s", tmp,
-				   strerror(errno));
-	if (rename(tmp, final) != 0)
-		return copus__fail(ctx, COPUS_EIO, "cannot rename %s to %s: %s",
-				   tmp, final, strerror(errno));
-	if (_fsync_path(ctx->ckpt_dir, true) != 0)
-		return copus__fail(ctx, COPUS_EIO, "cannot fsync directory %s: %s",
-				   ctx->ckpt_dir, strerror(errno));
-	return COPUS_OK;
-}
-
-/* The application's file of this rank: write, make durable; its size. */
-static int _save_app(copus_ctx *ctx, int64_t step, char *name, size_t nlen,
-		     long long *size)
-{
-	char tmp[4096], final[4096];
-	struct stat st;
-	int rc;
-
-	snprintf(name, nlen, "ckpt-%lld.r%d", (long long)step, ctx->info.rank);
-	snprintf(final, sizeof(final), "%s/%s", ctx->ckpt_dir, name);
-	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", ctx->ckpt_dir, name);
-	unlink(tmp);
-	rc = ctx->cfg.save(ctx->cfg.cb_arg, tmp, step);
-	if (rc != 0)
-		return copus__fail(ctx, COPUS_EIO,
-				   "the save callback failed (%d) writing %s",
-				   rc, tmp);
-	if (stat(tmp, &st) != 0)
-		return copus__fail(ctx, COPUS_EIO,
-				   "the save callback wrote no file %s", tmp);
-	*size = (long long)st.st_size;
-	return _commit_file(ctx, tmp, final);
-}
-
-/* The runtime's state and the checkpoint's files, as JSON. */
-static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
-			    const long long *sizes, int nfiles)
-{
-	struct json_object *o = json_object_new_object(), *a, *e;
-	char *text = NULL;
-
-	if (o == NULL)
-		return NULL;
-	json_object_object_add(o, "copus_ckpt",
-			       json_object_new_int(COPUS_MANIFEST_VERSION));
-	json_object_object_add(o, "job", json_object_new_int64(ctx->info.job_id));
-	json_object_object_add(o, "step", json_object_new_int64(step));
-	json_object_object_add(o, "samples",
-			       json_object_new_int64(ctx->info.samples));
-	json_object_object_add(o, "progress",
-			       json_object_new_double(ctx->info.progress));
-	json_object_object_add(o, "world", json_object_new_int(ctx->info.world));
-	a = json_object_new_array();
-	for (int i = 0; i < nfiles; i++) {
-		e = json_object_new_array();
-		json_object_array_add(e, json_object_new_string(files[i]));
-		json_object_array_add(e, json_object_new_int64(sizes[i]));
-		json_object_array_add(a, e);
-	}
-	json_object_object_add(o, "files", a);
-	a = json_object_new_array();
-	json_object_array_add(a, json_object_new_double(ctx->noise.decay));
-	json_object_array_add(a, json_object_new_double(ctx->noise.sqr));
-	json_object_array_add(a, json_object_new_double(ctx->noise.var));
-	json_object_array_add(a, json_object_new_double(ctx->noise.bias));
-	json_object_array_add(a, json_object_new_int64(ctx->noise.count));
-	json_object_object_add(o, "noise", a);
-	a = json_object_new_array();
-	for (int i = 0; i < ctx->n_obs; i++) {
-		const struct copus__obs *ob = &ctx->obs[i];
-		e = json_object_new_array();
-		json_object_array_add(e, json_object_new_string(ob->type));
-		json_object_array_add(e, json_object_new_int(ob->nodes));
-		json_object_array_add(e, json_object_new_int(ob->replicas));
-		json_object_array_add(e, json_object_new_int(ob->local));
-		json_object_array_add(e, json_object_new_int(ob->accum_steps));
-		json_object_array_add(e, json_object_new_double(ob->sum_compute));
-		json_object_array_add(e, json_object_new_double(ob->sum_step));
-		json_object_array_add(e, json_object_new_int64(ob->n));
-		json_object_array_add(a, e);
-	}
-	json_object_object_add(o, "obs", a);
-	text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	return text;
-}
-
-static int _write_manifest(copus_ctx *ctx, const char *text)
-{
-	char tmp[4096], final[4096];
-	size_t len = strlen(text), off = 0;
-	int fd, rc = COPUS_OK;
-
-	snprintf(final, sizeof(final), "%s/" COPUS_MANIFEST, ctx->ckpt_dir);
-	snprintf(tmp, sizeof(tmp), "%s/" COPUS_MANIFEST ".tmp", ctx->ckpt_dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return copus__fail(ctx, COPUS_EIO, "cannot create %s: %s", tmp,
-				   strerror(errno));
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = copus__fail(ctx, COPUS_EIO, "cannot write %s: %s",
-					 tmp, strerror(errno));
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (close(fd) != 0 && rc == COPUS_OK)
-		rc = copus__fail(ctx, COPUS_EIO, "cannot close %s: %s", tmp,
-				 strerror(errno));
-	if (rc == COPUS_OK)
-		rc = _commit_file(ctx, tmp, final);
-	return rc;
-}
-
-int copus_checkpoint(copus_ctx *ctx)
-{
-	char name[256], **files = NULL, *text = NULL;
-	long long *sizes = NULL, size = 0;
-	int64_t step, v[2];
-	int nfiles = 0, rc = COPUS_OK, saver;
-
-	if (ctx == NULL)
-		return COPUS_EINVAL;
-	if (ctx->ckpt_dir == NULL)
-		return copus__fail(ctx, COPUS_ESTATE,
-				   "no checkpoint directory (config.ckpt_dir or COPUS_CKPT_DIR)");
-	if (ctx->in_step)
-		return copus__fail(ctx, COPUS_ESTATE,
-				   "checkpoint inside a step; call it after step_end");
-	step = ctx->info.step;
-	saver = ctx->info.rank == 0 || ctx->cfg.save_all_ranks;
-	if (saver)
-		rc = _mkdirs(ctx, ctx->ckpt_dir);
-	if (rc == COPUS_OK && saver && ctx->cfg.save != NULL)
-		rc = _save_app(ctx, step, name, sizeof(name), &size);
-
-	/* Every rank's file is durable, or nobody commits. */
-	v[0] = rc != COPUS_OK;
-	v[1] = 0;
-	if (copus__agree(ctx, v, 2) != COPUS_OK || v[0] != 0) {
-		if (rc == COPUS_OK)
-			rc = copus__fail(ctx, COPUS_EIO,
-					 "another rank failed to save its checkpoint");
-		goto out;
-	}
-	if (ctx->info.rank == 0) {
-		int n = ctx->cfg.save == NULL ? 0
-			: ctx->cfg.save_all_ranks ? ctx->info.world : 1;
-
-		files = calloc((size_t)n + 1, sizeof(char *));
-		sizes = calloc((size_t)n + 1, sizeof(long long));
-		if (files == NULL || sizes == NULL) {
-			rc = COPUS_ENOMEM;
-		} else {
-			for (int r = 0; r < n && rc == COPUS_OK; r++) {
-				char f[256], path[4096];
-				struct stat st;
-
-				snprintf(f, sizeof(f), "ckpt-%lld.r%d",
-					 (long long)step, r);
-				snprintf(path, sizeof(path), "%s/%s",
-					 ctx->ckpt_dir, f);
-				/* Other ranks' files: the size they have now. */
-				if (stat(path, &st) != 0) {
-					rc = copus__fail(ctx, COPUS_EIO,
-							 "checkpoint file %s is missing",
-							 path);
-					break;
-				}
-				files[nfiles] = strdup(f);
-				sizes[nfiles] = r == 0 ? size : (long long)st.st_size;
-				if (files[nfiles++] == NULL)
-					rc = COPUS_ENOMEM;
-			}
-		}
-		if (rc == COPUS_OK) {
-			text = _manifest_text(ctx, step, files, sizes, nfiles);
-			rc = text == NULL ? COPUS_ENOMEM
-					  : _write_manifest(ctx, text);
-		}
-	}
-	v[0] = rc != COPUS_OK;
-	v[1] = 0;
-	if (copus__agree(ctx, v, 2) != COPUS_OK || v[0] != 0) {
-		if (rc == COPUS_OK)
-			rc = copus__fail(ctx, COPUS_EIO,
-					 "rank 0 failed to commit the checkpoint");
-		goto out;
-	}
-	/* The new checkpoint is durable: the files of the old one can go. */
-	if (ctx->info.rank == 0) {
-		for (int i = 0; i < ctx->n_ckpt_files; i++) {
-			char path[4096];
-			bool reused = false;
-
-			for (int k = 0; k < nfiles; k++)
-				reused = reused ||
-					 strcmp(files[k], ctx->ckpt_files[i]) == 0;
-			snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir,
-				 ctx->ckpt_files[i]);
-			if (!reused)
-				unlink(path);
-		}
-		copus__ckpt_files_free(ctx);
-		ctx->ckpt_files = files;
-		ctx->n_ckpt_files = nfiles;
-		files = NULL;
-	}
-	ctx->ckpt_step = step;
-	copus__log(ctx, 1, "checkpoint of step %lld written to %s",
-		   (long long)step, ctx->ckpt_dir);
-out:
-	if (files != NULL) {
-		for (int i = 0; i < nfiles; i++)
-			free(files[i]);
-		free(files);
-	}
-	free(sizes);
-	free(text);
-	return rc;
-}
-
-int copus__rescale(copus_ctx *ctx)
+/*
+ * Checkpoint for the rescale and tell the scheduler. A failed checkpoint
+ * drops the request and the job keeps running.
+ */
+static int _rescale(copus_ctx *ctx, bool *checkpointed)
 {
 	int rc;
 
@@ -385,7 +74,7 @@ int copus__rescale(copus_ctx *ctx)
 	if (rc != COPUS_OK) {
 		/* No checkpoint, no exit: the job keeps running. */
 		ctx->state = COPUS_STATE_RUNNING;
-		copus__rescale_flag_set(false);
+		rescale_requested = 0;
 		copus__log(ctx, 0, "rescale checkpoint failed, continuing: %s",
 			   copus_errmsg(ctx));
 		if (ctx->info.rank == 0 && ctx->pub != NULL)
@@ -399,286 +88,24 @@ int copus__rescale(copus_ctx *ctx)
 			copus__log(ctx, 0, "acknowledgement not delivered: %s",
 				   copus_errmsg(ctx));
 	}
-	if (ctx->cfg.exit_on_rescale) {
-		int code = ctx->exit_code;
-
-		copus__log(ctx, 1, "exiting with %d for the requeue", code);
-		copus_finalize(ctx);
-		fflush(NULL);
-		exit(code);
-	}
+	*checkpointed = true;
 	return COPUS_OK;
 }
 
-/* ------------------------------------------------------------------------
- * Restore
- * ------------------------------------------------------------------------ */
-
-static int _read_file(copus_ctx *ctx, const char *path, char **out)
+int copus__rescale_at_step_end(copus_ctx *ctx, bool *checkpointed)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t n;
-	int rc = COPUS_OK;
+	int64_t v[2] = { rescale_requested != 0 ? 1 : 0, ctx->info.step };
+	int rc;
 
-	*out = NULL;
-	if (f == NULL)
-		return errno == ENOENT ? COPUS_ENODATA
-			: copus__fail(ctx, COPUS_EIO, "cannot open %s: %s",
-				      path, strerror(errno));
-	buf = malloc(COPUS_MANIFEST_MAX + 1);
-	if (buf == NULL) {
-		rc = COPUS_ENOMEM;
-		goto out;
-	}
-	n = fread(buf, 1, COPUS_MANIFEST_MAX + 1, f);
-	if (ferror(f) || n > COPUS_MANIFEST_MAX) {
-		rc = copus__fail(ctx, COPUS_EIO,
-				 "%s: unreadable or larger than %d bytes", path,
-				 COPUS_MANIFEST_MAX);
-		goto out;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	buf = NULL;
-out:
-	free(buf);
-	fclose(f);
-	return rc;
-}
-
-static bool _get_num(struct json_object *o, const char *key, double *out)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) ||
-	    !(json_object_is_type(v, json_type_int) ||
-	      json_object_is_type(v, json_type_double)))
-		return false;
-	*out = json_object_get_double(v);
-	return isfinite(*out);
-}
-
-static bool _arr_num(struct json_object *a, size_t i, double *out)
-{
-	struct json_object *v = json_object_array_get_idx(a, i);
-
-	if (v == NULL || !(json_object_is_type(v, json_type_int) ||
-			   json_object_is_type(v, json_type_double)))
-		return false;
-	*out = json_object_get_double(v);
-	return isfinite(*out);
-}
-
-/* Parse the manifest into the context; an error names the field. */
-static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
-			   char ***files_out, long long **sizes_out,
-			   int *nfiles_out, int64_t *step_out)
-{
-	struct json_object *o = json_tokener_parse(text), *a, *e;
-	double x, step, samples, progress, world;
-	char **files = NULL;
-	long long *sizes = NULL;
-	int nfiles = 0, rc = COPUS_EPARSE;
-	const char *field = "the top level";
-
-	if (o == NULL || !json_object_is_type(o, json_type_object))
-		goto bad;
-	field = "copus_ckpt";
-	if (!_get_num(o, "copus_ckpt", &x) || x != COPUS_MANIFEST_VERSION)
-		goto bad;
-	field = "step";
-	if (!_get_num(o, "step", &step) || step < 0 || step > COPUS_HINT_STEP_MAX)
-		goto bad;
-	field = "samples";
-	if (!_get_num(o, "samples", &samples) || samples < 0)
-		goto bad;
-	field = "progress";
-	if (!_get_num(o, "progress", &progress) || progress < 0)
-		goto bad;
-	field = "world";
-	if (!_get_num(o, "world", &world) || world < 1)
-		goto bad;
-	field = "files";
-	if (!json_object_object_get_ex(o, "files", &a) ||
-	    !json_object_is_type(a, json_type_array))
-		goto bad;
-	nfiles = (int)json_object_array_length(a);
-	files = calloc((size_t)nfiles + 1, sizeof(char *));
-	sizes = calloc((size_t)nfiles + 1, sizeof(long long));
-	if (files == NULL || sizes == NULL) {
-		rc = COPUS_ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < nfiles; i++) {
-		const char *s;
-
-		e = json_object_array_get_idx(a, (size_t)i);
-		if (e == NULL || !json_object_is_type(e, json_type_array) ||
-		    json_object_array_length(e) != 2 ||
-		    !json_object_is_type(json_object_array_get_idx(e, 0),
-					 json_type_string) ||
-		    !_arr_num(e, 1, &x) || x < 0)
-			goto bad;
-		s = json_object_get_string(json_object_array_get_idx(e, 0));
-		/* A file name, never a path out of the directory. */
-		if (strchr(s, '/') != NULL || s[0] == '.' || strlen(s) > 200)
-			goto bad;
-		files[i] = strdup(s);
-		sizes[i] = (long long)x;
-		if (files[i] == NULL) {
-			nfiles = i;
-			rc = COPUS_ENOMEM;
-			goto out;
-		}
-	}
-	field = "noise";
-	if (!json_object_object_get_ex(o, "noise", &a) ||
-	    !json_object_is_type(a, json_type_array) ||
-	    json_object_array_length(a) != 5)
-		goto bad;
-	{
-		double d, s, v, b, c;
-		if (!_arr_num(a, 0, &d) || !_arr_num(a, 1, &s) ||
-		    !_arr_num(a, 2, &v) || !_arr_num(a, 3, &b) ||
-		    !_arr_num(a, 4, &c) || c < 0 || b < 0 || b > 1)
-			goto bad;
-		/* The decay is the new run's; the averages carry over. */
-		ctx->noise.sqr = s;
-		ctx->noise.var = v;
-		ctx->noise.bias = b;
-		ctx->noise.count = (int64_t)c;
-		(void)d;
-	}
-	field = "obs";
-	if (!json_object_object_get_ex(o, "obs", &a) ||
-	    !json_object_is_type(a, json_type_array) ||
-	    json_object_array_length(a) > COPUS_MAX_OBS)
-		goto bad;
-	ctx->n_obs = 0;
-	for (size_t i = 0; i < json_object_array_length(a); i++) {
-		struct copus__obs *ob = &ctx->obs[ctx->n_obs];
-		double v[7];
-
-		e = json_object_array_get_idx(a, i);
-		if (e == NULL || !json_object_is_type(e, json_type_array) ||
-		    json_object_array_length(e) != 8 ||
-		    !json_object_is_type(json_object_array_get_idx(e, 0),
-					 json_type_string))
-			goto bad;
-		for (int k = 0; k < 7; k++)
-			if (!_arr_num(e, (size_t)k + 1, &v[k]) || v[k] < 0)
-				goto bad;
-		snprintf(ob->type, sizeof(ob->type), "%s",
-			 json_object_get_string(json_object_array_get_idx(e, 0)));
-		ob->nodes = (int)v[0];
-		ob->replicas = (int)v[1];
-		ob->local = (int)v[2];
-		ob->accum_steps = (int)v[3];
-		ob->sum_compute = v[4];
-		ob->sum_step = v[5];
-		ob->n = (int64_t)v[6];
-		if (ob->nodes < 1 || ob->replicas < ob->nodes || ob->local < 1)
-			goto bad;
-		ctx->n_obs++;
-	}
-	ctx->obs_dirty = ctx->n_obs > 0;
-	ctx->info.samples = (int64_t)samples;
-	ctx->info.progress = progress;
-	*step_out = (int64_t)step;
-	*files_out = files;
-	*sizes_out = sizes;
-	*nfiles_out = nfiles;
-	files = NULL;
-	sizes = NULL;
-	rc = COPUS_OK;
-	goto out;
-bad:
-	rc = copus__fail(ctx, COPUS_EPARSE,
-			 "checkpoint manifest %s: field \"%s\" is missing or invalid",
-			 path, field);
-out:
-	if (files != NULL) {
-		for (int i = 0; i < nfiles; i++)
-			free(files[i]);
-		free(files);
-	}
-	free(sizes);
-	if (o != NULL)
-		json_object_put(o);
-	return rc;
-}
-
-int copus__restore(copus_ctx *ctx)
-{
-	char path[4096], *text = NULL, **files = NULL;
-	long long *sizes = NULL;
-	int nfiles = 0, rc, idx;
-	int64_t step = 0;
-
-	if (ctx->ckpt_dir == NULL)
+	*checkpointed = false;
+	if (++ctx->since_agree < ctx->cfg.agree_interval)
 		return COPUS_OK;
-	snprintf(path, sizeof(path), "%s/" COPUS_MANIFEST, ctx->ckpt_dir);
-	rc = _read_file(ctx, path, &text);
-	if (rc == COPUS_ENODATA) {
-		if (ctx->info.restart_count > 0)
-			copus__log(ctx, 0, "restart %d but no checkpoint in %s: starting from scratch",
-				   ctx->info.restart_count, ctx->ckpt_dir);
-		return COPUS_OK;
-	}
+	/* A request that reached any rank is honoured by all, after this step. */
+	ctx->since_agree = 0;
+	rc = copus__agree(ctx, v, 2);
 	if (rc != COPUS_OK)
 		return rc;
-	rc = _parse_manifest(ctx, path, text, &files, &sizes, &nfiles, &step);
-	free(text);
-	if (rc != COPUS_OK)
-		return rc;
-	/* Rank r loads its own file when every rank saved, else rank 0's. */
-	idx = nfiles > 1 ? ctx->info.rank : 0;
-	if (nfiles > 1 && idx >= nfiles) {
-		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld holds %d rank files; rank %d has none",
-				 (long long)step, nfiles, ctx->info.rank);
-		goto out;
-	}
-	if (nfiles > 0) {
-		struct stat st;
-
-		snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir, files[idx]);
-		if (stat(path, &st) != 0 || (long long)st.st_size != sizes[idx]) {
-			rc = copus__fail(ctx, COPUS_EIO,
-					 "checkpoint file %s is missing or not %lld bytes",
-					 path, sizes[idx]);
-			goto out;
-		}
-		if (ctx->cfg.load == NULL) {
-			rc = copus__fail(ctx, COPUS_ESTATE,
-					 "a checkpoint of step %lld exists but config.load is NULL",
-					 (long long)step);
-			goto out;
-		}
-		rc = ctx->cfg.load(ctx->cfg.cb_arg, path, step);
-		if (rc != 0) {
-			rc = copus__fail(ctx, COPUS_EIO,
-					 "the load callback failed (%d) reading %s",
-					 rc, path);
-			goto out;
-		}
-	}
-	ctx->info.step = step;
-	ctx->info.restored = 1;
-	ctx->ckpt_step = step;
-	ctx->ckpt_files = files;
-	ctx->n_ckpt_files = nfiles;
-	files = NULL;
-	copus__log(ctx, 1, "restored step %lld from %s", (long long)step,
-		   ctx->ckpt_dir);
-	rc = COPUS_OK;
-out:
-	if (files != NULL) {
-		for (int i = 0; i < nfiles; i++)
-			free(files[i]);
-		free(files);
-	}
-	free(sizes);
-	return rc;
+	if (v[0] == 0)
+		return COPUS_OK;
+	return _rescale(ctx, checkpointed);
 }

@@ -1,11 +1,13 @@
 /*
- * libcopus: configuration, the allocation from the environment, step timing,
- * gradient statistics, the plan.
+ * libcopus's facade: the configuration, the allocation from the environment,
+ * init and finalize, the step's clock, and the plan. A step's end hands its
+ * times to measure.c, publishes a hint when one is due, and lets rescale.c
+ * honour a rescale request; after a rescale checkpoint the process exits
+ * here.
  */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,55 +20,10 @@
 /* Steps after init (or a change of batch shape) not used for the fit. */
 #define WARMUP_STEPS 2
 
-double copus__now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double _elapsed(const struct timespec *a, const struct timespec *b)
 {
 	return (double)(b->tv_sec - a->tv_sec) +
 	       1e-9 * (double)(b->tv_nsec - a->tv_nsec);
-}
-
-int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ctx == NULL)
-		return status;
-	va_start(ap, fmt);
-	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
-	va_end(ap);
-	copus__log(ctx, 2, "%s", ctx->err);
-	return status;
-}
-
-void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
-{
-	va_list ap;
-	char line[COPUS_ERRMSG_LEN + 64];
-	int n;
-
-	/* Level 0: errors; 1: what a user wants to see; 2: debugging. */
-	if (ctx != NULL && level > ctx->verbose)
-		return;
-	n = snprintf(line, sizeof(line), "copus[%d]: ",
-		     ctx != NULL ? ctx->info.rank : -1);
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", line);
-}
-
-const char *copus_errmsg(const copus_ctx *ctx)
-{
-	if (ctx == NULL)
-		return "no copus context";
-	return ctx->err[0] != '\0' ? ctx->err : "no error";
 }
 
 int copus_config_init(copus_config *cfg, size_t size)
@@ -405,15 +362,15 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	rc = _read_env(ctx);
 	if (rc != COPUS_OK)
 		goto fail;
-	if (ctx->info.world % (cfg->pipeline_degree * cfg->tensor_degree) != 0) {
+	if (copus_plan_degrees_of_world(ctx->info.world, cfg->pipeline_degree,
+					cfg->tensor_degree, &ctx->degrees) !=
+	    COPUS_OK) {
 		rc = copus__fail(ctx, COPUS_EINVAL,
 				 "world size %d is not a multiple of pipeline_degree %d x tensor_degree %d",
 				 ctx->info.world, cfg->pipeline_degree,
 				 cfg->tensor_degree);
 		goto fail;
 	}
-	ctx->data_degree = ctx->info.world /
-			   (cfg->pipeline_degree * cfg->tensor_degree);
 	if (ctx->info.world > 1 && cfg->agree == NULL) {
 		rc = copus__fail(ctx, COPUS_EINVAL,
 				 "config: %d ranks need an agree callback to honour rescale requests together",
@@ -524,48 +481,6 @@ int copus_sync_end(copus_ctx *ctx)
 	return COPUS_OK;
 }
 
-int copus_grad_local(copus_ctx *ctx, double sqnorm)
-{
-	if (ctx == NULL)
-		return COPUS_EINVAL;
-	if (!isfinite(sqnorm) || sqnorm < 0)
-		return copus__fail(ctx, COPUS_EINVAL,
-				   "grad_local: squared norm %g is not finite and >= 0",
-				   sqnorm);
-	if (!ctx->in_step)
-		return copus__fail(ctx, COPUS_ESTATE,
-				   "grad_local outside a step");
-	ctx->local_sum += sqnorm;
-	ctx->local_count++;
-	return COPUS_OK;
-}
-
-int copus_grad_total(copus_ctx *ctx, double sqnorm)
-{
-	if (ctx == NULL)
-		return COPUS_EINVAL;
-	if (!isfinite(sqnorm) || sqnorm < 0)
-		return copus__fail(ctx, COPUS_EINVAL,
-				   "grad_total: squared norm %g is not finite and >= 0",
-				   sqnorm);
-	if (!ctx->in_step)
-		return copus__fail(ctx, COPUS_ESTATE,
-				   "grad_total outside a step");
-	ctx->total_sqr = sqnorm;
-	ctx->have_total = true;
-	return COPUS_OK;
-}
-
-/* The gradient statistics, or zeros (no information) before any. */
-static copus_grad_stats _grad(const copus_ctx *ctx)
-{
-	copus_grad_stats g = { 0, 0 };
-
-	if (copus_noise_get(&ctx->noise, &g) != COPUS_OK)
-		g = (copus_grad_stats){ 0, 0 };
-	return g;
-}
-
 static double _lr_gain(const copus_ctx *ctx, const copus_grad_stats *g,
 		       double batch)
 {
@@ -576,51 +491,12 @@ static double _lr_gain(const copus_ctx *ctx, const copus_grad_stats *g,
 	return ctx->cfg.optimizer == COPUS_OPT_ADAM ? sqrt(gain) : gain;
 }
 
-static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
-			double compute)
-{
-	struct copus__obs *o = NULL;
-	int nodes = ctx->info.nodes < ctx->data_degree ? ctx->info.nodes
-						       : ctx->data_degree;
-
-	for (int i = 0; i < ctx->n_obs && o == NULL; i++) {
-		struct copus__obs *c = &ctx->obs[i];
-		if (c->nodes == nodes && c->replicas == ctx->data_degree &&
-		    c->local == local && c->accum_steps == accum &&
-		    strcmp(c->type, ctx->gpu_type) == 0)
-			o = c;
-	}
-	if (o == NULL) {
-		int slot = ctx->n_obs;
-		/* Full: replace the configuration measured least often. */
-		if (slot == COPUS_MAX_OBS) {
-			slot = 0;
-			for (int i = 1; i < ctx->n_obs; i++)
-				if (ctx->obs[i].n < ctx->obs[slot].n)
-					slot = i;
-		} else {
-			ctx->n_obs++;
-		}
-		o = &ctx->obs[slot];
-		memset(o, 0, sizeof(*o));
-		snprintf(o->type, sizeof(o->type), "%s", ctx->gpu_type);
-		o->nodes = nodes;
-		o->replicas = ctx->data_degree;
-		o->local = local;
-		o->accum_steps = accum;
-	}
-	o->sum_step += step;
-	o->sum_compute += compute / (accum + 1);
-	o->n++;
-	ctx->obs_dirty = true;
-}
-
 int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 {
 	struct timespec now;
-	double step, compute, batch, gain;
-	copus_grad_stats g;
-	int rc;
+	double step, compute;
+	bool checkpointed;
+	int rc, code;
 
 	if (ctx == NULL)
 		return COPUS_EINVAL;
@@ -643,30 +519,7 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 	if (compute < 0)
 		compute = 0;
 
-	/* Gradient statistics: every data-parallel replica saw as many. */
-	if (ctx->local_count > 0 && ctx->have_total) {
-		int count = ctx->data_degree * ctx->local_count;
-		if (count >= 2 &&
-		    copus_noise_estimate(ctx->local_sum / ctx->local_count,
-					 ctx->total_sqr, count, local,
-					 ctx->cfg.limits.init_batch,
-					 &ctx->last_raw) == COPUS_OK)
-			copus_noise_update(&ctx->noise, &ctx->last_raw);
-	}
-
-	batch = (double)ctx->data_degree * local * (accum_steps + 1);
-	g = _grad(ctx);
-	ctx->info.step++;
-	ctx->info.samples += (int64_t)batch;
-	/* Scale-invariant progress: the step counts as gain steps at M0. */
-	if (copus_gain(&g, ctx->cfg.limits.init_batch, batch, &gain) != COPUS_OK)
-		gain = 1.0;
-	ctx->info.progress += gain;
-
-	if (ctx->skip_obs > 0)
-		ctx->skip_obs--;
-	else
-		_record_obs(ctx, local, accum_steps, step, compute);
+	copus__measure_step(ctx, local, accum_steps, step, compute);
 
 	if (ctx->info.rank == 0 && ctx->pub != NULL && ctx->hint_interval > 0 &&
 	    (ctx->last_hint < 0 ||
@@ -680,186 +533,75 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 		copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
 	}
 
-	if (++ctx->since_agree >= ctx->cfg.agree_interval) {
-		int64_t v[2] = { copus__rescale_flag() ? 1 : 0, ctx->info.step };
-
-		ctx->since_agree = 0;
-		rc = copus__agree(ctx, v, 2);
-		if (rc != COPUS_OK)
-			return rc;
-		if (v[0] != 0)
-			return copus__rescale(ctx);
-	}
-	return COPUS_OK;
-}
-
-int copus_grad_stats_get(const copus_ctx *ctx, copus_grad_stats *out)
-{
-	if (ctx == NULL || out == NULL)
-		return COPUS_EINVAL;
-	return copus_noise_get(&ctx->noise, out);
-}
-
-/* The fitted parameters of the current GPU type, or NULL. */
-static const copus_perf_params *_perf_of_type(const copus_ctx *ctx)
-{
-	for (int i = 0; i < ctx->n_perf; i++)
-		if (strcmp(ctx->perf[i].type, ctx->gpu_type) == 0)
-			return &ctx->perf[i].perf;
-	return NULL;
-}
-
-int copus__fit(copus_ctx *ctx)
-{
-	copus_observation obs[COPUS_MAX_OBS];
-	copus_perf_params p;
-	size_t n = 0;
-	int rc, slot;
-
-	if (!ctx->obs_dirty)
-		return _perf_of_type(ctx) != NULL ? COPUS_OK : COPUS_ENODATA;
-	for (int i = 0; i < ctx->n_obs; i++) {
-		const struct copus__obs *o = &ctx->obs[i];
-		if (strcmp(o->type, ctx->gpu_type) != 0 || o->n == 0)
-			continue;
-		obs[n++] = (copus_observation){
-			.nodes = o->nodes, .replicas = o->replicas,
-			.local = o->local, .accum_steps = o->accum_steps,
-			.compute_time = fmax(o->sum_compute / o->n, 1e-9),
-			.step_time = fmax(o->sum_step / o->n, 1e-9),
-		};
-	}
-	if (n == 0)
-		return COPUS_ENODATA;
-	rc = copus_fit(obs, n, &p, NULL);
-	if (rc != COPUS_OK)
-		return copus__fail(ctx, rc, "fit of %zu observations failed: %s",
-				   n, copus_strerror(rc));
-	ctx->obs_dirty = false;
-	for (slot = 0; slot < ctx->n_perf; slot++)
-		if (strcmp(ctx->perf[slot].type, ctx->gpu_type) == 0)
-			break;
-	if (slot == ctx->n_perf) {
-		/* At most COPUS_HINT_MAX_TYPES: the oldest type goes. */
-		if (ctx->n_perf == COPUS_HINT_MAX_TYPES) {
-			memmove(&ctx->perf[0], &ctx->perf[1],
-				sizeof(ctx->perf[0]) * (COPUS_HINT_MAX_TYPES - 1));
-			slot = COPUS_HINT_MAX_TYPES - 1;
-		} else {
-			ctx->n_perf++;
-		}
-		snprintf(ctx->perf[slot].type, sizeof(ctx->perf[slot].type),
-			 "%s", ctx->gpu_type);
-	}
-	ctx->perf[slot].perf = p;
-	return COPUS_OK;
-}
-
-int copus_perf_get(copus_ctx *ctx, copus_perf_params *out)
-{
-	const copus_perf_params *p;
-	int rc;
-
-	if (ctx == NULL || out == NULL)
-		return COPUS_EINVAL;
-	rc = copus__fit(ctx);
-	p = _perf_of_type(ctx);
-	if (p == NULL)
-		return rc == COPUS_OK ? COPUS_ENODATA : rc;
-	*out = *p;
-	return COPUS_OK;
+	rc = copus__rescale_at_step_end(ctx, &checkpointed);
+	if (rc != COPUS_OK || !checkpointed || !ctx->cfg.exit_on_rescale)
+		return rc;
+	/* The checkpoint is durable and the scheduler was told: requeue. */
+	code = ctx->exit_code;
+	copus__log(ctx, 1, "exiting with %d for the requeue", code);
+	copus_finalize(ctx);
+	fflush(NULL);
+	exit(code);
 }
 
 /*
- * Contiguous layers into stages minimising the largest stage cost: the
- * classic linear partition, by dynamic programming over prefix sums.
+ * The layers of this rank's pipeline stage. Without memory for the
+ * partition the layers are split by count, as they are when there are more
+ * stages than layers.
  */
-static void _stage_layers(const double *cost, int n, int stages, int stage,
-			  int *first, int *count)
+static void _stage_layers(const copus_ctx *ctx, int stage, int *first,
+			  int *count)
 {
-	double *pre = calloc((size_t)n + 1, sizeof(double));
-	double *best = calloc((size_t)(n + 1) * (size_t)(stages + 1),
-			      sizeof(double));
-	int *cut = calloc((size_t)(n + 1) * (size_t)(stages + 1), sizeof(int));
-	int end;
+	int n = ctx->cfg.n_layers, stages = ctx->degrees.pipeline;
+	int *bounds = malloc(sizeof(int) * ((size_t)stages + 1));
 
-	if (pre == NULL || best == NULL || cut == NULL || stages > n) {
-		/* Fall back to equal layer counts. */
-		int base = n / stages, extra = n % stages;
-		*first = stage * base + (stage < extra ? stage : extra);
-		*count = base + (stage < extra ? 1 : 0);
-		goto out;
+	if (bounds != NULL &&
+	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
+		*first = bounds[stage];
+		*count = bounds[stage + 1] - bounds[stage];
+	} else {
+		copus_plan_stage_even(n, stages, stage, first, count);
 	}
-	for (int i = 0; i < n; i++)
-		pre[i + 1] = pre[i] + cost[i];
-#define B(i, s) best[(size_t)(i) * (size_t)(stages + 1) + (size_t)(s)]
-#define C(i, s) cut[(size_t)(i) * (size_t)(stages + 1) + (size_t)(s)]
-	for (int i = 0; i <= n; i++)
-		for (int s = 0; s <= stages; s++)
-			B(i, s) = INFINITY;
-	B(0, 0) = 0;
-	for (int s = 1; s <= stages; s++) {
-		for (int i = s; i <= n; i++) {
-			for (int j = s - 1; j < i; j++) {
-				double v = fmax(B(j, s - 1), pre[i] - pre[j]);
-				if (v < B(i, s)) {
-					B(i, s) = v;
-					C(i, s) = j;
-				}
-			}
-		}
-	}
-	/* Walk the cuts back from the last stage to the one asked for. */
-	end = n;
-	for (int s = stages; s > stage + 1; s--)
-		end = C(end, s);
-	*first = C(end, stage + 1);
-	*count = end - *first;
-#undef B
-#undef C
-out:
-	free(pre);
-	free(best);
-	free(cut);
+	free(bounds);
 }
 
 int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 {
 	const copus_batch_limits *l;
 	const copus_perf_params *p;
+	copus_plan_coords at;
 	copus_model m;
 	copus_batch_plan bp;
-	int tp, pp, rank, nodes, rc;
+	int nodes, rc;
 
 	if (ctx == NULL || out == NULL)
 		return COPUS_EINVAL;
 	memset(out, 0, sizeof(*out));
 	l = &ctx->cfg.limits;
-	tp = ctx->cfg.tensor_degree;
-	pp = ctx->cfg.pipeline_degree;
-	rank = ctx->info.rank;
-	out->data_degree = ctx->data_degree;
-	out->pipeline_degree = pp;
-	out->tensor_degree = tp;
-	out->tensor_rank = rank % tp;
-	out->pipeline_rank = (rank / tp) % pp;
-	out->data_rank = rank / (tp * pp);
+	rc = copus_plan_coords_of_rank(&ctx->degrees, ctx->info.rank, &at);
+	if (rc != COPUS_OK)
+		return rc;
+	out->data_degree = ctx->degrees.data;
+	out->pipeline_degree = ctx->degrees.pipeline;
+	out->tensor_degree = ctx->degrees.tensor;
+	out->tensor_rank = at.tensor_rank;
+	out->pipeline_rank = at.pipeline_rank;
+	out->data_rank = at.data_rank;
 	if (ctx->cfg.n_layers > 0)
-		_stage_layers(ctx->layer_costs, ctx->cfg.n_layers, pp,
-			      out->pipeline_rank, &out->first_layer,
+		_stage_layers(ctx, out->pipeline_rank, &out->first_layer,
 			      &out->n_layers);
 
 	copus__fit(ctx);
-	p = _perf_of_type(ctx);
+	p = copus__perf_of_type(ctx);
 	if (p == NULL && ctx->cfg.prior.alpha_c > 0)
 		p = &ctx->cfg.prior;
-	m.grad = _grad(ctx);
+	m.grad = copus__grad(ctx);
 	m.limits = *l;
-	nodes = ctx->info.nodes < ctx->data_degree ? ctx->info.nodes
-						   : ctx->data_degree;
+	nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
+						     : ctx->degrees.data;
 	if (p != NULL) {
 		m.perf = *p;
-		rc = copus_best_batch(&m, nodes, ctx->data_degree, &bp);
+		rc = copus_best_batch(&m, nodes, ctx->degrees.data, &bp);
 		if (rc == COPUS_OK) {
 			out->batch = bp.batch;
 			out->local = bp.local;
@@ -877,7 +619,7 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 	 * fit one GPU.
 	 */
 	{
-		double per = ceil(l->init_batch / ctx->data_degree);
+		double per = ceil(l->init_batch / ctx->degrees.data);
 		int accum = 0;
 
 		if (per > l->max_local) {
@@ -885,56 +627,21 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 				return copus__fail(ctx, COPUS_ERANGE,
 						   "batch %g over %d replicas needs micro-batches of %g > max_local %d and accumulation is off",
 						   l->init_batch,
-						   ctx->data_degree, per,
+						   ctx->degrees.data, per,
 						   l->max_local);
 			accum = (int)ceil(per / l->max_local) - 1;
 			per = ceil(l->init_batch /
-				   ((double)ctx->data_degree * (accum + 1)));
+				   ((double)ctx->degrees.data * (accum + 1)));
 		}
 		if (per < l->min_local)
 			per = l->min_local;
 		out->local = (int)per;
 		out->accum_steps = accum;
-		out->batch = (double)ctx->data_degree * out->local * (accum + 1);
+		out->batch = (double)ctx->degrees.data * out->local * (accum + 1);
 		copus_efficiency(&m.grad, l->init_batch, out->batch,
 				 &out->efficiency);
 		out->lr_gain = _lr_gain(ctx, &m.grad, out->batch);
 	}
-	return COPUS_OK;
-}
-
-int copus_hint_get(const copus_ctx *ctx, copus_hint *out)
-{
-	if (ctx == NULL || out == NULL)
-		return COPUS_EINVAL;
-	memset(out, 0, sizeof(*out));
-	if (ctx->info.job_id == 0)
-		return COPUS_ESTATE;
-	out->version = COPUS_HINT_VERSION;
-	out->job_id = ctx->info.job_id;
-	out->state = ctx->state;
-	out->step = ctx->info.step;
-	out->restart_count = ctx->info.restart_count;
-	out->time = (int64_t)time(NULL);
-	out->limits = ctx->cfg.limits;
-	out->grad = _grad(ctx);
-	out->progress = fmin(ctx->info.progress, COPUS_HINT_PROGRESS_MAX);
-	out->target = ctx->cfg.target_progress;
-	out->n_perf = ctx->n_perf;
-	memcpy(out->perf, ctx->perf, sizeof(ctx->perf));
-	/* Keep fitted values within what the receiver accepts unclamped. */
-	for (int i = 0; i < out->n_perf; i++) {
-		copus_perf_params *p = &out->perf[i].perf;
-		double *v[6] = { &p->alpha_c, &p->beta_c, &p->alpha_n,
-				 &p->beta_n, &p->alpha_r, &p->beta_r };
-		for (int k = 0; k < 6; k++)
-			*v[k] = fmin(fmax(*v[k], COPUS_HINT_TIME_MIN),
-				     COPUS_HINT_TIME_MAX);
-		p->gamma = fmin(fmax(p->gamma, COPUS_HINT_GAMMA_MIN),
-				COPUS_HINT_GAMMA_MAX);
-	}
-	out->grad.sqr = fmin(out->grad.sqr, COPUS_HINT_GRAD_MAX);
-	out->grad.var = fmin(out->grad.var, COPUS_HINT_GRAD_MAX);
 	return COPUS_OK;
 }
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <copus/copus.h>
+#include <copus/noise.h>
 
 #include "harness.h"
 

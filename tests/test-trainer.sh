@@ -2,7 +2,7 @@
 # copus-trainer outside Slurm: a few steps on 4 GPUs of 1 node, the plan's
 # batch, a checkpoint on SIGUSR1 (exit 75) and the resume from it, the end at
 # the target (exit 0), and bad arguments (exit 2, the argument named).
-T=$PWD/runtime/copus-trainer
+T=$PWD/contrib/trainer/copus-trainer
 [ -x "$T" ] || { echo "SKIP: $T not built"; exit 77; }
 TMP=$(mktemp -d /tmp/copus-trainer.XXXXXX) || exit 1
 trap 'rm -rf "$TMP"' EXIT

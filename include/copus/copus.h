@@ -1,6 +1,8 @@
 /*
  * libcopus: the runtime that a training job links so that the copus
  * scheduler can see its goodput and resize it without losing work.
+ * Reader: ML engineers who add libcopus to a training loop (and the
+ * bindings that wrap it, such as contrib/pytorch/copus_torch.py).
  *
  * A training loop with libcopus:
  *
@@ -65,36 +67,6 @@ extern "C" {
 /* Version of the copus_config layout and of this API. */
 #define COPUS_API_VERSION 1
 #define COPUS_CONFIG_MAGIC 0x636f7075u /* "copu" */
-
-/* ------------------------------------------------------------------------
- * Gradient noise estimators (core library, pure)
- * ------------------------------------------------------------------------ */
-
-/*
- * Unbiased estimates of |G|^2 and of the variance at the initial batch,
- * tr(Sigma) / M0, from count >= 2 gradient estimates of local_batch samples
- * each (micro-batches on several replicas, accumulation steps, or consecutive
- * steps on one GPU): local_sqr is the mean of their squared norms, total_sqr
- * the squared norm of their mean. Either estimate may be negative for one
- * step; average them (copus_noise_update) before taking a ratio.
- */
-int copus_noise_estimate(double local_sqr, double total_sqr, int count,
-			 double local_batch, double init_batch,
-			 copus_grad_stats *out);
-
-/* Exponential moving averages of the estimates, with bias correction. */
-typedef struct copus_noise {
-	double decay; /* weight of the past per update, 0 <= decay < 1 */
-	double sqr;   /* raw (biased) averages */
-	double var;
-	double bias;  /* decay^count */
-	int64_t count;
-} copus_noise;
-
-int copus_noise_init(copus_noise *nz, double decay);
-int copus_noise_update(copus_noise *nz, const copus_grad_stats *raw);
-/* The bias-corrected averages; COPUS_ENODATA before the first update. */
-int copus_noise_get(const copus_noise *nz, copus_grad_stats *out);
 
 /* ------------------------------------------------------------------------
  * Runtime configuration

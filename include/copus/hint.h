@@ -1,14 +1,19 @@
 /*
  * copus: the hint and rescale protocol between a training job (libcopus)
  * and the scheduler (sched/copus in slurmctld).
+ * Reader: both sides: the runtime that publishes hints and the scheduler
+ * that reads them.
  *
  * ---------------------------------------------------------------------------
  * The channel: the job's own Comment field
  * ---------------------------------------------------------------------------
- * Rank 0 of a job publishes its hint by setting the Comment of its own job
- * through libslurm (slurm_update_job() with job_id and comment set, nothing
- * else). We rely on these properties of Slurm 22.05.8, checked in its source
- * (src/slurmctld/job_mgr.c):
+ * Rank 0 of a job publishes its hint by setting the Comment of its own job:
+ * libcopus runs "scontrol update JobId=<id> Comment=<hint>" in a child
+ * process (runtime/publish.c says why libslurm stays out of the training
+ * process), and scontrol sends slurmctld libslurm's job update request
+ * (slurm_update_job2(), REQUEST_UPDATE_JOB) with the job id and the comment
+ * set, nothing else. We rely on these properties of Slurm 22.05.8, checked
+ * in its source (src/scontrol/update_job.c, src/slurmctld/job_mgr.c):
  *
  *  - Authenticated: the request is signed by munge (or the configured auth
  *    plugin); _update_job() refuses it unless the caller is the job's owner

@@ -1,0 +1,67 @@
+/*
+ * What every file of the runtime uses: the context's error message, the
+ * runtime's one logger, the monotonic clock, and the agreement among ranks.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "internal.h"
+
+double copus__now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx == NULL)
+		return status;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
+	va_end(ap);
+	copus__log(ctx, 2, "%s", ctx->err);
+	return status;
+}
+
+void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
+{
+	va_list ap;
+	char line[COPUS_ERRMSG_LEN + 64];
+	int n;
+
+	/* Level 0: errors; 1: what a user wants to see; 2: debugging. */
+	if (ctx != NULL && level > ctx->verbose)
+		return;
+	n = snprintf(line, sizeof(line), "copus[%d]: ",
+		     ctx != NULL ? ctx->info.rank : -1);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", line);
+}
+
+const char *copus_errmsg(const copus_ctx *ctx)
+{
+	if (ctx == NULL)
+		return "no copus context";
+	return ctx->err[0] != '\0' ? ctx->err : "no error";
+}
+
+int copus__agree(copus_ctx *ctx, int64_t *values, int n)
+{
+	int rc;
+
+	if (ctx->info.world == 1)
+		return COPUS_OK;
+	rc = ctx->cfg.agree(ctx->cfg.comm_arg, values, n);
+	if (rc != 0)
+		return copus__fail(ctx, COPUS_EIO,
+				   "the agree callback failed (%d)", rc);
+	return COPUS_OK;
+}

@@ -1,0 +1,237 @@
+/*
+ * Measurement: the gradient statistics of each step, the step times observed
+ * per configuration, the throughput parameters fitted to them, and the hint
+ * that carries them to the scheduler.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+int copus_grad_local(copus_ctx *ctx, double sqnorm)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!isfinite(sqnorm) || sqnorm < 0)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "grad_local: squared norm %g is not finite and >= 0",
+				   sqnorm);
+	if (!ctx->in_step)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "grad_local outside a step");
+	ctx->local_sum += sqnorm;
+	ctx->local_count++;
+	return COPUS_OK;
+}
+
+int copus_grad_total(copus_ctx *ctx, double sqnorm)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!isfinite(sqnorm) || sqnorm < 0)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "grad_total: squared norm %g is not finite and >= 0",
+				   sqnorm);
+	if (!ctx->in_step)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "grad_total outside a step");
+	ctx->total_sqr = sqnorm;
+	ctx->have_total = true;
+	return COPUS_OK;
+}
+
+/* The gradient statistics, or zeros (no information) before any. */
+copus_grad_stats copus__grad(const copus_ctx *ctx)
+{
+	copus_grad_stats g = { 0, 0 };
+
+	if (copus_noise_get(&ctx->noise, &g) != COPUS_OK)
+		g = (copus_grad_stats){ 0, 0 };
+	return g;
+}
+
+int copus_grad_stats_get(const copus_ctx *ctx, copus_grad_stats *out)
+{
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	return copus_noise_get(&ctx->noise, out);
+}
+
+/* Add a step's times to the observation of its configuration. */
+static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
+			double compute)
+{
+	struct copus__obs *o = NULL;
+	int nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
+							 : ctx->degrees.data;
+
+	for (int i = 0; i < ctx->n_obs && o == NULL; i++) {
+		struct copus__obs *c = &ctx->obs[i];
+		if (c->nodes == nodes && c->replicas == ctx->degrees.data &&
+		    c->local == local && c->accum_steps == accum &&
+		    strcmp(c->type, ctx->gpu_type) == 0)
+			o = c;
+	}
+	if (o == NULL) {
+		int slot = ctx->n_obs;
+		/* Full: replace the configuration measured least often. */
+		if (slot == COPUS_MAX_OBS) {
+			slot = 0;
+			for (int i = 1; i < ctx->n_obs; i++)
+				if (ctx->obs[i].n < ctx->obs[slot].n)
+					slot = i;
+		} else {
+			ctx->n_obs++;
+		}
+		o = &ctx->obs[slot];
+		memset(o, 0, sizeof(*o));
+		snprintf(o->type, sizeof(o->type), "%s", ctx->gpu_type);
+		o->nodes = nodes;
+		o->replicas = ctx->degrees.data;
+		o->local = local;
+		o->accum_steps = accum;
+	}
+	o->sum_step += step;
+	o->sum_compute += compute / (accum + 1);
+	o->n++;
+	ctx->obs_dirty = true;
+}
+
+void copus__measure_step(copus_ctx *ctx, int local, int accum_steps,
+			 double step, double compute)
+{
+	double batch, gain;
+	copus_grad_stats g;
+
+	/* Gradient statistics: every data-parallel replica saw as many. */
+	if (ctx->local_count > 0 && ctx->have_total) {
+		int count = ctx->degrees.data * ctx->local_count;
+		if (count >= 2 &&
+		    copus_noise_estimate(ctx->local_sum / ctx->local_count,
+					 ctx->total_sqr, count, local,
+					 ctx->cfg.limits.init_batch,
+					 &ctx->last_raw) == COPUS_OK)
+			copus_noise_update(&ctx->noise, &ctx->last_raw);
+	}
+
+	batch = (double)ctx->degrees.data * local * (accum_steps + 1);
+	g = copus__grad(ctx);
+	ctx->info.step++;
+	ctx->info.samples += (int64_t)batch;
+	/* Scale-invariant progress: the step counts as gain steps at M0. */
+	if (copus_gain(&g, ctx->cfg.limits.init_batch, batch, &gain) != COPUS_OK)
+		gain = 1.0;
+	ctx->info.progress += gain;
+
+	if (ctx->skip_obs > 0)
+		ctx->skip_obs--;
+	else
+		_record_obs(ctx, local, accum_steps, step, compute);
+}
+
+const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx)
+{
+	for (int i = 0; i < ctx->n_perf; i++)
+		if (strcmp(ctx->perf[i].type, ctx->gpu_type) == 0)
+			return &ctx->perf[i].perf;
+	return NULL;
+}
+
+int copus__fit(copus_ctx *ctx)
+{
+	copus_observation obs[COPUS_MAX_OBS];
+	copus_perf_params p;
+	size_t n = 0;
+	int rc, slot;
+
+	if (!ctx->obs_dirty)
+		return copus__perf_of_type(ctx) != NULL ? COPUS_OK
+							 : COPUS_ENODATA;
+	for (int i = 0; i < ctx->n_obs; i++) {
+		const struct copus__obs *o = &ctx->obs[i];
+		if (strcmp(o->type, ctx->gpu_type) != 0 || o->n == 0)
+			continue;
+		obs[n++] = (copus_observation){
+			.nodes = o->nodes, .replicas = o->replicas,
+			.local = o->local, .accum_steps = o->accum_steps,
+			.compute_time = fmax(o->sum_compute / o->n, 1e-9),
+			.step_time = fmax(o->sum_step / o->n, 1e-9),
+		};
+	}
+	if (n == 0)
+		return COPUS_ENODATA;
+	rc = copus_fit(obs, n, &p, NULL);
+	if (rc != COPUS_OK)
+		return copus__fail(ctx, rc, "fit of %zu observations failed: %s",
+				   n, copus_strerror(rc));
+	ctx->obs_dirty = false;
+	for (slot = 0; slot < ctx->n_perf; slot++)
+		if (strcmp(ctx->perf[slot].type, ctx->gpu_type) == 0)
+			break;
+	if (slot == ctx->n_perf) {
+		/* At most COPUS_HINT_MAX_TYPES: the oldest type goes. */
+		if (ctx->n_perf == COPUS_HINT_MAX_TYPES) {
+			memmove(&ctx->perf[0], &ctx->perf[1],
+				sizeof(ctx->perf[0]) * (COPUS_HINT_MAX_TYPES - 1));
+			slot = COPUS_HINT_MAX_TYPES - 1;
+		} else {
+			ctx->n_perf++;
+		}
+		snprintf(ctx->perf[slot].type, sizeof(ctx->perf[slot].type),
+			 "%s", ctx->gpu_type);
+	}
+	ctx->perf[slot].perf = p;
+	return COPUS_OK;
+}
+
+int copus_perf_get(copus_ctx *ctx, copus_perf_params *out)
+{
+	const copus_perf_params *p;
+	int rc;
+
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	rc = copus__fit(ctx);
+	p = copus__perf_of_type(ctx);
+	if (p == NULL)
+		return rc == COPUS_OK ? COPUS_ENODATA : rc;
+	*out = *p;
+	return COPUS_OK;
+}
+
+int copus_hint_get(const copus_ctx *ctx, copus_hint *out)
+{
+	if (ctx == NULL || out == NULL)
+		return COPUS_EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (ctx->info.job_id == 0)
+		return COPUS_ESTATE;
+	out->version = COPUS_HINT_VERSION;
+	out->job_id = ctx->info.job_id;
+	out->state = ctx->state;
+	out->step = ctx->info.step;
+	out->restart_count = ctx->info.restart_count;
+	out->time = (int64_t)time(NULL);
+	out->limits = ctx->cfg.limits;
+	out->grad = copus__grad(ctx);
+	out->progress = fmin(ctx->info.progress, COPUS_HINT_PROGRESS_MAX);
+	out->target = ctx->cfg.target_progress;
+	out->n_perf = ctx->n_perf;
+	memcpy(out->perf, ctx->perf, sizeof(ctx->perf));
+	/* Keep fitted values within what the receiver accepts unclamped. */
+	for (int i = 0; i < out->n_perf; i++) {
+		copus_perf_params *p = &out->perf[i].perf;
+		double *v[6] = { &p->alpha_c, &p->beta_c, &p->alpha_n,
+				 &p->beta_n, &p->alpha_r, &p->beta_r };
+		for (int k = 0; k < 6; k++)
+			*v[k] = fmin(fmax(*v[k], COPUS_HINT_TIME_MIN),
+				     COPUS_HINT_TIME_MAX);
+		p->gamma = fmin(fmax(p->gamma, COPUS_HINT_GAMMA_MIN),
+				COPUS_HINT_GAMMA_MAX);
+	}
+	out->grad.sqr = fmin(out->grad.sqr, COPUS_HINT_GRAD_MAX);
+	out->grad.var = fmin(out->grad.var, COPUS_HINT_GRAD_MAX);
+	return COPUS_OK;
+}
