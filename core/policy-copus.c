@@ -55,6 +55,7 @@
 
 #include <copus/policy.h>
 
+#include "heap.h"
 #include "internal.h"
 #include "policy-copus.h"
 #include "policy-internal.h"
@@ -440,61 +441,35 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 	return b.k > 0 && b.score > 0.0;
 }
 
+/* The heap of the greedy's steps: the largest gain per GPU on top. */
+static bool heap_above(const void *a, const void *b)
+{
+	return ((const struct heap_item *)a)->score >
+	       ((const struct heap_item *)b)->score;
+}
+
 static void heap_push(struct heap_item *h, size_t *n, struct heap_item it)
 {
-	size_t i = (*n)++;
-
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (h[p].score >= it.score)
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = it;
+	copus__heap_push(h, n, sizeof(*h), &it, heap_above);
 }
 
 static struct heap_item heap_pop(struct heap_item *h, size_t *n)
 {
-	struct heap_item top = h[0], last = h[--(*n)];
-	size_t i = 0;
+	struct heap_item top;
 
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && h[c + 1].score > h[c].score)
-			c++;
-		if (h[c].score <= last.score)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n > 0)
-		h[i] = last;
+	copus__heap_pop(h, n, sizeof(*h), &top, heap_above);
 	return top;
 }
 
-/* Merge sort of job indices by size, largest first, ties in job order. */
-static void sort_by_size(size_t *idx, size_t n, const struct jw *w)
+/* Job order for placement: the larger size first, ties in job order. */
+static int cmp_size(const void *a, const void *b, void *arg)
 {
-	if (n < 2)
-		return;
-	size_t h = n / 2;
-	sort_by_size(idx, h, w);
-	sort_by_size(idx + h, n - h, w);
-	size_t *tmp = malloc(n * sizeof(*tmp));
-	if (tmp == NULL)
-		return; /* order only affects packing quality */
-	size_t a = 0, b = h, o = 0;
-	while (a < h && b < n)
-		tmp[o++] = w[idx[b]].k > w[idx[a]].k ? idx[b++] : idx[a++];
-	while (a < h)
-		tmp[o++] = idx[a++];
-	while (b < n)
-		tmp[o++] = idx[b++];
-	memcpy(idx, tmp, n * sizeof(*tmp));
-	free(tmp);
+	const struct jw *w = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+
+	if (w[i].k != w[j].k)
+		return w[i].k > w[j].k ? -1 : 1;
+	return (i > j) - (i < j);
 }
 
 /* Usable GPUs per type and the largest node of each type. */
@@ -1283,7 +1258,7 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		res->types[j] = x->t;
 		snprintf(res->reasons[j], 64, "keeps %d GPUs", x->k);
 	}
-	sort_by_size(idx, m, w);
+	qsort_r(idx, m, sizeof(*idx), cmp_size, w);
 	if (repack == 2) {
 		/* The jobs that do not run yet first, each part largest first. */
 		size_t *tmp = malloc((m + 1) * sizeof(*tmp)), a = 0;
