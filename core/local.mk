@@ -16,9 +16,18 @@ core_libcopus_core_la_SOURCES = \
 	core/hint.c \
 	core/noise.c \
 	core/policy.c \
-	core/policy-internal.h \
-	core/policy-copus.h \
-	core/policy-copus.c
+	core/heap.h \
+	core/policy/ops.h \
+	core/policy/place.h \
+	core/policy/place.c \
+	core/policy/round.h \
+	core/policy/round.c \
+	core/policy/fifo.c \
+	core/policy/tiresias.c \
+	core/policy/optimus.c \
+	core/policy/pollux.c \
+	core/policy/copus.h \
+	core/policy/copus.c
 core_libcopus_core_la_CFLAGS = $(AM_CFLAGS) $(NLOPT_CFLAGS) $(JSONC_CFLAGS)
 core_libcopus_core_la_LIBADD = $(NLOPT_LIBS) $(XGBOOST_LIBS) $(JSONC_LIBS) -lm
 core_libcopus_core_la_LDFLAGS = -version-info 0:0:0 -no-undefined

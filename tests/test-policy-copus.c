@@ -6,8 +6,7 @@
 #include <copus/policy.h>
 
 #include "harness.h"
-#include "policy-internal.h"
-#include "policy-copus.h"
+#include "policy/place.h"
 
 #define MAXN 16
 #define MAXJ 16

@@ -163,6 +163,13 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 /* The policy's name as given to copus_policy_create. */
 const char *copus_policy_name(const copus_policy *p);
 
+/*
+ * The name of the i-th policy that copus_policy_create knows, counting
+ * from 0, or NULL past the last: for listing them in a message or a
+ * --help.
+ */
+const char *copus_policy_name_at(size_t i);
+
 /* Where a policy's copus_job.remaining comes from. */
 typedef enum copus_remaining_source {
 	COPUS_REMAINING_NONE,    /* unused: leave it -1 */

@@ -39,10 +39,10 @@
  *
  * Placement follows the chosen sizes: a job that keeps its size and type
  * keeps its GPUs; the others are placed largest first on the fewest nodes
- * (copus__place), at most one multi-node job per node, never mixing types;
- * an elastic job that does not fit shrinks to what does. When that still
- * leaves a chosen cell out, running elastic jobs may move (same cell, other
- * nodes) to make room, if the room is worth more than their restarts
+ * (core/policy/place.c), at most one multi-node job per node, never mixing
+ * types; an elastic job that does not fit shrinks to what does. When that
+ * still leaves a chosen cell out, running elastic jobs may move (same cell,
+ * other nodes) to make room, if the room is worth more than their restarts
  * (place_all). GPUs left idle go to waiting jobs (fill_idle).
  */
 #define _GNU_SOURCE /* qsort_r */
@@ -55,10 +55,10 @@
 
 #include <copus/policy.h>
 
-#include "heap.h"
-#include "internal.h"
-#include "policy-copus.h"
-#include "policy-internal.h"
+#include "../heap.h"
+#include "copus.h"
+#include "ops.h"
+#include "place.h"
 
 /*
  * How strongly remaining work orders the jobs up to their requests (see
@@ -112,7 +112,11 @@ struct heap_item {
 	size_t j;
 };
 
-int copus__copus_opts_parse(const char *spec, struct copus__copus_opts *o)
+/*
+ * Parse "no-srpt,no-restart-cost,..." (any subset, comma-separated; empty
+ * or NULL for none); COPUS_EINVAL names nothing, so callers report spec.
+ */
+static int opts_parse(const char *spec, struct copus__copus_opts *o)
 {
 	static const char *const names[] = { "no-srpt", "no-restart-cost",
 					     "no-fairness", "no-placement" };
@@ -228,11 +232,6 @@ static void sp_sweep(struct copus_state *s)
 	s->hint = 0;
 }
 
-static bool allowed(const copus_job *j, int t)
-{
-	return j->type_mask == 0 || ((j->type_mask >> t) & 1u);
-}
-
 static const copus_model *model_for(const copus_job *j, int t, int ntypes)
 {
 	if (j->models == NULL)
@@ -329,7 +328,7 @@ static int only_type(const struct jw *x, int T, const int *node_gpus)
 	int only = -1;
 
 	for (int t = 0; t < T; t++) {
-		if (!allowed(x->job, t) || node_gpus[t] <= 0)
+		if (!copus__type_allowed(x->job, t) || node_gpus[t] <= 0)
 			continue;
 		if (only >= 0)
 			return -1;
@@ -375,7 +374,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 	for (int t = 0; t < ntypes; t++) {
 		if (w->t >= 0 && t != w->t)
 			continue;
-		if (!allowed(j, t) || node_gpus[t] <= 0)
+		if (!copus__type_allowed(j, t) || node_gpus[t] <= 0)
 			continue;
 		int g = node_gpus[t];
 		int k0 = w->t == t ? w->k : 0;
@@ -506,7 +505,8 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		int ref_t = x->cur_t;
 		for (int t = 0; t < T; t++) {
 			const copus_model *m = model_for(jb, t, T);
-			if (!allowed(jb, t) || node_gpus[t] <= 0 || m == NULL)
+			if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
+			    m == NULL)
 				continue;
 			/* NaN or out-of-range parameters: as if unknown. */
 			if (copus_model_check(m) != COPUS_OK) {
@@ -557,7 +557,7 @@ static bool cell_allowed(const struct jw *x, int t, int k,
 {
 	const copus_job *j = x->job;
 
-	if (k <= 0 || !allowed(j, t) || node_gpus[t] <= 0)
+	if (k <= 0 || !copus__type_allowed(j, t) || node_gpus[t] <= 0)
 		return false;
 	if (!j->elastic || x->sp[t] == NULL) {
 		int want = j->req_gpus;
@@ -683,6 +683,7 @@ struct greedy_ctx {
 	int T;
 	const copus_policy_params *prm;
 	const struct copus__copus_opts *o;
+	struct copus__placer *pl; /* scratch of place_job */
 };
 
 /* Give job x the cell (t, k), taking the GPUs from cap and slack. */
@@ -733,7 +734,7 @@ static double greedy(struct greedy_ctx *g, int start, size_t *idx, int *cap,
 		int t = -1, k = base_need(x);
 		double best = 0.0;
 		for (int u = 0; u < g->T; u++) {
-			if (!allowed(x->job, u) || cap[u] < k ||
+			if (!copus__type_allowed(x->job, u) || cap[u] < k ||
 			    g->node_gpus[u] <= 0)
 				continue;
 			double v = value(x, u, k, g->node_gpus, g->prm, g->o);
@@ -1066,6 +1067,8 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 			 (x->sp[x->t] != NULL || x->cur_k == 0) ?
 		 jb->min_gpus : x->k;
 
+	if (!g->o->no_placement && !g->prm->equal_per_node)
+		copus__placer_prep(g->pl, c, free_gpus, dist, 1u << x->t);
 	for (int k = x->k; k >= lo; k--) {
 		int rc, t = -1;
 		if (g->o->no_placement) {
@@ -1075,8 +1078,7 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 			rc = copus__place_equal(c, free_gpus, dist, 1u << x->t,
 						k, row, &t);
 		} else {
-			rc = copus__place(c, free_gpus, dist, 1u << x->t, k,
-					  row, &t);
+			rc = copus__placer_get(g->pl, k, row, &t);
 		}
 		if (rc == COPUS_ENOMEM)
 			return rc;
@@ -1495,10 +1497,16 @@ out:
 	return rc;
 }
 
-int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
+/*
+ * Decide one round (see the top). Memory grows with jobs + nodes + GPUs in
+ * use, never with jobs x nodes.
+ */
+static int copus_decide(void *state, const copus_policy_params *prm,
 			const copus_cluster *c, const copus_job *jobs, size_t n,
 			double now, struct copus__result *res)
 {
+	struct copus_state *s = state;
+	struct copus__placer pl = { 0 };
 	const int N = c->num_nodes, T = c->num_types;
 	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
 	struct jw *w = calloc(n + 1, sizeof(*w));
@@ -1511,7 +1519,8 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	int total[COPUS_MAX_GPU_TYPES], slack[COPUS_MAX_GPU_TYPES];
 	int rc = COPUS_OK;
 
-	if (!w || !heap || !idx || !free_gpus || !dist || !row || !vic) {
+	if (!w || !heap || !idx || !free_gpus || !dist || !row || !vic ||
+	    copus__placer_init(&pl, N) != COPUS_OK) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -1537,7 +1546,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	 * current cells as well held them in place and doubled the worst
 	 * finish-time fairness at 0.5x load in copus-sim.)
 	 */
-	struct greedy_ctx g = { w, n, heap, node_gpus, T, prm, &s->opt };
+	struct greedy_ctx g = { w, n, heap, node_gpus, T, prm, &s->opt, &pl };
 	int best_start = -1;
 	double best_v = -1.0;
 	for (int start = 0; start < 2; start++) {
@@ -1592,7 +1601,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 			continue;
 		res->off[j] = res->used;
 		for (int t = 0; t < T; t++)
-			if (allowed(jb, t) && total[t] > most)
+			if (copus__type_allowed(jb, t) && total[t] > most)
 				most = total[t];
 		if (need > most)
 			snprintf(res->reasons[j], 64,
@@ -1610,5 +1619,36 @@ out:
 	free(dist);
 	free(row);
 	free(vic);
+	copus__placer_release(&pl);
 	return rc;
 }
+
+static int copus_create(const char *opts, void **state)
+{
+	struct copus__copus_opts o;
+
+	struct copus_state *s;
+	int rc;
+
+	if (opts_parse(opts, &o) != COPUS_OK)
+		return COPUS_EINVAL;
+	rc = copus__state_create(&o, &s);
+	if (rc == COPUS_OK)
+		*state = s;
+	return rc;
+}
+
+static void copus_destroy(void *state)
+{
+	copus__state_destroy(state);
+}
+
+const struct copus__policy_ops copus__copus_ops = {
+	.name = "copus",
+	.traits = { .elastic = true, .picks_batch = true, .moves_jobs = true,
+		    .remaining = COPUS_REMAINING_PREDICT,
+		    .models = COPUS_MODELS_LEARNED },
+	.create = copus_create,
+	.destroy = copus_destroy,
+	.decide = copus_decide,
+};
