@@ -1,5 +1,7 @@
 /*
  * copus core: the scheduling policy interface.
+ * Reader: contributors who call a policy (the simulator, the slurmctld
+ * plugin, the tests) or write one (core/policy/, one file a policy).
  *
  * One call per scheduling round turns a snapshot of the cluster and of the
  * jobs into a decision for every job: a cell (GPU type and GPUs on chosen
@@ -151,7 +153,7 @@ typedef struct copus_policy copus_policy;
  * (marginal gain of remaining time, requested batch), "pollux" (power mean
  * of speedups over a fair share, batch re-optimised) and "copus" (requests
  * admitted shortest remaining work first, GPUs beyond them by goodput, see
- * core/policy-copus.c). "copus:OPT,..." runs copus without some of its
+ * core/policy/copus.c). "copus:OPT,..." runs copus without some of its
  * ingredients, to measure each: no-srpt, no-restart-cost, no-fairness,
  * no-placement. Returns COPUS_EINVAL for an unknown name or option and
  * COPUS_EVERSION for params of another version.
