@@ -311,6 +311,18 @@ static int growth_cap(const copus_job *j)
 	return cap < j->max_gpus ? cap : j->max_gpus;
 }
 
+/* The job's request within its elastic bounds. */
+static int request(const copus_job *j)
+{
+	int q = j->req_gpus;
+
+	if (j->elastic && q < j->min_gpus)
+		q = j->min_gpus;
+	if (j->elastic && q > j->max_gpus)
+		q = j->max_gpus;
+	return q;
+}
+
 /* The smallest size a job runs at: its fixed size without a model. */
 static int base_need(const struct jw *x)
 {
@@ -388,11 +400,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 		if (!j->elastic || w->sp[t] == NULL) {
 			/* Fixed size: the request (clamped to elastic bounds),
 			 * or for a running elastic job its current size. */
-			int want = j->req_gpus;
-			if (j->elastic && want < j->min_gpus)
-				want = j->min_gpus;
-			if (j->elastic && want > j->max_gpus)
-				want = j->max_gpus;
+			int want = request(j);
 			if (want > k0 && want <= kmax)
 				TRY(want);
 			if (j->elastic && t == w->cur_t && w->cur_k > k0 &&
@@ -539,11 +547,7 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		double ftf = (fmax(waited, 0.0) + x->remain) / (req_time + x->remain);
 		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
 				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
-		x->q = jb->req_gpus;
-		if (jb->elastic && x->q < jb->min_gpus)
-			x->q = jb->min_gpus;
-		if (jb->elastic && x->q > jb->max_gpus)
-			x->q = jb->max_gpus;
+		x->q = request(jb);
 		R_max = fmax(R_max, x->R);
 	}
 	for (size_t j = 0; j < n; j++)
@@ -560,11 +564,7 @@ static bool cell_allowed(const struct jw *x, int t, int k,
 	if (k <= 0 || !copus__type_allowed(j, t) || node_gpus[t] <= 0)
 		return false;
 	if (!j->elastic || x->sp[t] == NULL) {
-		int want = j->req_gpus;
-		if (j->elastic && want < j->min_gpus)
-			want = j->min_gpus;
-		if (j->elastic && want > j->max_gpus)
-			want = j->max_gpus;
+		int want = request(j);
 		return k == want || (j->elastic && k == x->cur_k &&
 				     t == x->cur_t);
 	}

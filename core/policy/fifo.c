@@ -151,9 +151,7 @@ static int fifo_decide(void *state, const copus_policy_params *prm,
 		}
 	}
 out:
-	if (rc == COPUS_OK)
-		rc = copus__round_result(r, res);
-	copus__round_destroy(r);
+	rc = copus__round_finish(r, rc, res);
 	free(ord);
 	free(rel);
 	return rc;

@@ -157,9 +157,7 @@ static int optimus_decide(void *state, const copus_policy_params *prm,
 			 "optimus: %d GPUs by marginal gain", k[j]);
 	}
 out:
-	if (rc == COPUS_OK)
-		rc = copus__round_result(r, res);
-	copus__round_destroy(r);
+	rc = copus__round_finish(r, rc, res);
 	free(k);
 	free(gain);
 	free(iters);

@@ -294,6 +294,19 @@ static double pollux_total(struct pollux *px)
 	return s;
 }
 
+/* Re-place each job given the others until nothing improves. */
+static void pollux_sweeps(struct pollux *px, int sweeps_max)
+{
+	for (int s = 0; s < sweeps_max; s++) {
+		bool changed = false;
+
+		for (size_t j = 0; j < px->r->n; j++)
+			changed |= pollux_improve(px, j, NULL);
+		if (!changed)
+			break;
+	}
+}
+
 /*
  * Greedy construction from an empty cluster: at each step the job whose
  * move to a larger allocation gains the most objective per added GPU
@@ -336,14 +349,7 @@ static int pollux_search(struct pollux *px, int sweeps_max)
 				break;
 			}
 	}
-	for (int s = 0; s < sweeps_max; s++) {
-		bool changed = false;
-
-		for (size_t j = 0; j < r->n; j++)
-			changed |= pollux_improve(px, j, NULL);
-		if (!changed)
-			break;
-	}
+	pollux_sweeps(px, sweeps_max);
 	v1 = pollux_total(px);
 	memcpy(saved, r->rows, sz * sizeof(int));
 	memcpy(saved_types, r->types, r->n * sizeof(int));
@@ -404,14 +410,7 @@ static int pollux_search(struct pollux *px, int sweeps_max)
 		for (int n = 0; n < r->N; n++)
 			r->free[n] -= row(r, bj)[n];
 	}
-	for (int s = 0; s < sweeps_max; s++) {
-		bool changed = false;
-
-		for (size_t j = 0; j < r->n; j++)
-			changed |= pollux_improve(px, j, NULL);
-		if (!changed)
-			break;
-	}
+	pollux_sweeps(px, sweeps_max);
 	v2 = pollux_total(px);
 	if (v1 >= v2) {
 		memcpy(r->rows, saved, sz * sizeof(int));
@@ -575,9 +574,7 @@ static int pollux_decide(void *state, const copus_policy_params *prm,
 		free(tmp_types);
 	}
 out:
-	if (rc == COPUS_OK)
-		rc = copus__round_result(r, res);
-	copus__round_destroy(r);
+	rc = copus__round_finish(r, rc, res);
 	free(ord);
 	free(sjobs);
 	free(scur);

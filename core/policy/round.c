@@ -11,6 +11,18 @@
 #include "ops.h"
 #include "round.h"
 
+static void round_destroy(struct copus__round *r)
+{
+	if (r == NULL)
+		return;
+	copus__placer_release(&r->pl);
+	free(r->types);
+	free(r->free);
+	free(r->rows);
+	free(r->cur);
+	free(r);
+}
+
 int copus__round_create(const copus_cluster *c, const copus_job *jobs,
 			size_t n, struct copus__round **out)
 {
@@ -29,7 +41,7 @@ int copus__round_create(const copus_cluster *c, const copus_job *jobs,
 	r->cur = calloc(n * (size_t)r->N + 1, sizeof(int));
 	if (!r->types || !r->free || !r->rows || !r->cur ||
 	    copus__placer_init(&r->pl, r->N) != COPUS_OK) {
-		copus__round_destroy(r);
+		round_destroy(r);
 		return COPUS_ENOMEM;
 	}
 	for (size_t j = 0; j < n; j++)
@@ -48,19 +60,8 @@ int copus__round_create(const copus_cluster *c, const copus_job *jobs,
 	return COPUS_OK;
 }
 
-void copus__round_destroy(struct copus__round *r)
-{
-	if (r == NULL)
-		return;
-	copus__placer_release(&r->pl);
-	free(r->types);
-	free(r->free);
-	free(r->rows);
-	free(r->cur);
-	free(r);
-}
-
-int copus__round_result(const struct copus__round *r,
+/* The rows, in node order, as res's slots, and the rows' types. */
+static int round_result(const struct copus__round *r,
 			struct copus__result *res)
 {
 	res->used = 0;
@@ -82,6 +83,15 @@ int copus__round_result(const struct copus__round *r,
 		}
 	}
 	return COPUS_OK;
+}
+
+int copus__round_finish(struct copus__round *r, int rc,
+			struct copus__result *res)
+{
+	if (rc == COPUS_OK)
+		rc = round_result(r, res);
+	round_destroy(r);
+	return rc;
 }
 
 int copus__row_sum(const int *r, int N, int *nodes)

@@ -33,10 +33,14 @@ struct copus__round {
 /* A round with every job queued and every usable GPU free. */
 int copus__round_create(const copus_cluster *c, const copus_job *jobs,
 			size_t n, struct copus__round **out);
-void copus__round_destroy(struct copus__round *r);
 
-/* The rows, in node order, as res's slots, and the rows' types. */
-int copus__round_result(const struct copus__round *r,
+/*
+ * End round r (NULL: none was made) with the policy's status rc: when rc
+ * is COPUS_OK, the rows in node order become res's slots and their types
+ * res's types (COPUS_ESTATE if they do not fit). The round is freed either
+ * way; returns the status.
+ */
+int copus__round_finish(struct copus__round *r, int rc,
 			struct copus__result *res);
 
 /* Job j's row of GPUs per node. */

@@ -155,9 +155,7 @@ static int tiresias_decide(void *state, const copus_policy_params *prm,
 	ts->nts = r->n;
 	nts = NULL;
 out:
-	if (rc == COPUS_OK)
-		rc = copus__round_result(r, res);
-	copus__round_destroy(r);
+	rc = copus__round_finish(r, rc, res);
 	free(nts);
 	free(ord);
 	free(run);
