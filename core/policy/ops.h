@@ -45,7 +45,8 @@ struct copus__policy_ops {
 	/*
 	 * Decide one round into res (off, cnt, types and reasons have n
 	 * entries; cnt and reasons zeroed, types -1; slots has room for one
-	 * slot per GPU of the cluster). The input has been checked (copus_policy_check_input).
+	 * slot per GPU of the cluster). The input has been checked
+	 * (copus_policy_check_input).
 	 */
 	int (*decide)(void *state, const copus_policy_params *prm,
 		      const copus_cluster *c, const copus_job *jobs, size_t n,
