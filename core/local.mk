@@ -1,7 +1,7 @@
 # Build rules of core/ (included by the top-level Makefile.am).
 #
 # libcopus-core: models, the predictor, the hint message, the noise
-# estimators and the policies; pure C over plain structs, no Slurm, CUDA or
+# estimators, the planner and the policies (core/policy/, one file each); pure C over plain structs, no Slurm, CUDA or
 # I/O. The simulator, the plugin and the runtime all link it.
 
 lib_LTLIBRARIES += core/libcopus-core.la
@@ -16,10 +16,19 @@ core_libcopus_core_la_SOURCES = \
 	core/hint.c \
 	core/noise.c \
 	core/policy.c \
-	core/policy-internal.h \
-	core/policy-copus.h \
-	core/policy-copus.c \
-	core/plan.c
+	core/plan.c \
+	core/heap.h \
+	core/policy/ops.h \
+	core/policy/place.h \
+	core/policy/place.c \
+	core/policy/round.h \
+	core/policy/round.c \
+	core/policy/fifo.c \
+	core/policy/tiresias.c \
+	core/policy/optimus.c \
+	core/policy/pollux.c \
+	core/policy/copus.h \
+	core/policy/copus.c
 core_libcopus_core_la_CFLAGS = $(AM_CFLAGS) $(NLOPT_CFLAGS) $(JSONC_CFLAGS)
 core_libcopus_core_la_LIBADD = $(NLOPT_LIBS) $(XGBOOST_LIBS) $(JSONC_LIBS) -lm
 core_libcopus_core_la_LDFLAGS = -version-info 0:0:0 -no-undefined

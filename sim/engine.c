@@ -662,6 +662,89 @@ static int sample_error(const struct sjob *j, double predicted, double **errs,
 	return COPUS_OK;
 }
 
+/* "unknown policy 'name' (fifo, ...)", listing the policies the core has. */
+static void unknown_policy(char *err, size_t len, const char *name)
+{
+	size_t at = (size_t)snprintf(err, len, "unknown policy '%s' (", name);
+	const char *p;
+
+	for (size_t i = 0; (p = copus_policy_name_at(i)) != NULL && at < len;
+	     i++)
+		at += (size_t)snprintf(err + at, len - at, "%s%s",
+				       i > 0 ? ", " : "", p);
+	if (at < len)
+		snprintf(err + at, len - at, ")");
+}
+
+/*
+ * The most GPUs an elastic policy may give job j: as many as keep the
+ * model's smallest micro-batch on each GPU at the largest batch the job
+ * may train with (the model's largest, and no more GPUs than the cluster
+ * has, when the policy picks the batch; its own batch otherwise), within
+ * the model's own limit.
+ */
+static int elastic_max_gpus(const struct sjob *j, bool picks_batch,
+			    int total_gpus)
+{
+	const struct app *a = j->app;
+	int k;
+
+	if (picks_batch) {
+		k = (int)(a->max_batch / a->min_local);
+		if (k > total_gpus)
+			k = total_gpus;
+	} else {
+		k = (int)(j->target_batch / a->min_local);
+	}
+	if (a->max_gpus > 0 && k > a->max_gpus)
+		k = a->max_gpus;
+	return k < 1 ? 1 : k;
+}
+
+/* Job j's model on GPU type t from the source the policy wants. */
+static const copus_model *job_model(struct sjob *j, copus_model_source src,
+				    int t)
+{
+	if (src == COPUS_MODELS_LEARNED)
+		return j->has_model[t] ? &j->model[t] : NULL;
+	if (src == COPUS_MODELS_ORACLE)
+		return j->app->has_oracle[t] ? &j->app->oracle[t] : NULL;
+	return NULL;
+}
+
+/*
+ * The truth about job j's remaining time, in the form the policy uses it
+ * (-1 when unknown). A policy with oracle models divides it by its model's
+ * step time to count iterations, so it is told the true remaining
+ * iterations at the job's batch times the true step time on the request
+ * (g0 GPUs a node); any other policy the true time the job would still
+ * take alone on its request, its pending restart included, as a user's
+ * accurate estimate.
+ */
+static double oracle_remaining(const struct sjob *j, copus_model_source src,
+			       int g0)
+{
+	const struct app *a = j->app;
+	int req = j->spec->replicas;
+	double left;
+
+	if (src == COPUS_MODELS_ORACLE) {
+		int pl[4096], nn, at, ac;
+		double st, sy, it;
+
+		nn = consolidated(req > 4096 ? 4096 : req, g0, pl);
+		sim_split_batch(a, j->target_batch, req, &at, &ac);
+		if (sim_app_throughput(a, 0, pl, nn, at, &st, &sy) != 0)
+			return -1;
+		it = sim_app_iteration(a, j->target_batch, a->max_epochs - 1) -
+		     (j->epoch > 0 ? sim_app_iteration(a, j->target_batch,
+						       j->epoch - 1) : 0);
+		return fmax(it, 1.0) * (st + (st - sy) * ac);
+	}
+	left = solo_remaining(j) + j->rescale;
+	return isfinite(left) ? left : -1;
+}
+
 int sim_run(const struct sim_cluster *c, const struct app *apps,
 	    const struct sim_jobspec *specs, size_t n,
 	    const struct sim_opts *o, struct sim_result *res, char *err,
@@ -681,7 +764,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	const char *tnames[SIM_MAX_TYPES];
 	copus_cluster cl;
 	int N = c->nnodes, total_gpus = 0, g0 = 0, rc;
-	bool is_pollux, is_optimus, is_fifo, is_copus;
+	const struct copus_policy_traits *tr;
 	double now = 0.0, t0 = (double)clock() / CLOCKS_PER_SEC;
 	size_t done = 0;
 
@@ -690,19 +773,15 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	prm.restart_delay = o->restart_delay;
 	rc = copus_policy_create(o->policy, &prm, &pol);
 	if (rc != COPUS_OK) {
-		snprintf(err, len, "unknown policy '%s' (fifo, tiresias, "
-			 "optimus, pollux, copus)", o->policy);
+		unknown_policy(err, len, o->policy);
 		return rc;
 	}
-	is_pollux = strcmp(o->policy, "pollux") == 0;
-	is_optimus = strcmp(o->policy, "optimus") == 0;
-	is_fifo = strcmp(o->policy, "fifo") == 0;
-	/* copus sees what pollux sees, plus an oracle of the remaining time
-	 * on the request (the predictor's part in the plugin). */
-	is_copus = strcmp(o->policy, "copus") == 0 ||
-		   strncmp(o->policy, "copus:", 6) == 0;
+	tr = copus_policy_traits(pol);
 	res->pred_err_median = res->pred_err_p90 = NAN;
-	if (is_copus && o->remaining == SIM_REMAINING_PREDICT) {
+	/* A policy that takes a prediction of the remaining time gets the
+	 * plugin's predictor, unless o->remaining says the truth or nothing. */
+	if (tr->remaining == COPUS_REMAINING_PREDICT &&
+	    o->remaining == SIM_REMAINING_PREDICT) {
 		rc = copus_predictor_create(NULL, &pred);
 		if (rc != COPUS_OK) {
 			snprintf(err, len, "predictor: %s", copus_strerror(rc));
@@ -758,11 +837,11 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		}
 		j->restarts = -1;
 		j->completion = -1;
-		j->learn = is_pollux || is_copus;
-		/* Pollux chooses the batch, except NCF's fixed 32768. */
-		if (is_pollux || is_copus)
-			j->target_batch = strcmp(j->app->name, "ncf") == 0 ?
-				32768 : 0;
+		j->learn = tr->models == COPUS_MODELS_LEARNED;
+		/* A policy that picks the batch does, unless the model keeps
+		 * its own; the others train with the workload's batch. */
+		if (tr->picks_batch)
+			j->target_batch = j->app->fixed_batch;
 		else
 			j->target_batch = specs[i].batch;
 		snprintf(res->names[i], sizeof(res->names[i]), "%s",
@@ -824,7 +903,6 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		for (size_t i = 0; i < n; i++) {
 			struct sjob *j = &jobs[i];
 			copus_job *q = &cj[na];
-			const struct app *a = j->app;
 
 			if (j->spec->submit > now || j->completion >= 0)
 				continue;
@@ -841,70 +919,27 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			q->min_gpus = 1;
 			q->max_gpus = q->req_gpus;
 			q->max_gpus_had = j->max_prof;
-			if (is_pollux || is_copus) {
-				q->elastic = true;
-				if (is_copus) {
-					q->remaining = copus_remaining(j, o->remaining);
-					if (pred != NULL && !(j->pred_total > 0.0))
-						res->pred_unknown++;
-					if (pred != NULL && j->pred_total > 0.0 &&
-					    (rc = sample_error(j, q->remaining, &errs,
-							       &nerr, &caperr)) != COPUS_OK)
-						goto out;
-				}
-				q->max_gpus = (int)(a->max_batch / a->min_local);
-				if (q->max_gpus > total_gpus)
-					q->max_gpus = total_gpus;
-				if (strcmp(a->name, "ncf") == 0)
-					q->max_gpus = 1;
-				if (q->max_gpus < 1)
-					q->max_gpus = 1;
+			q->elastic = tr->elastic;
+			if (tr->elastic)
+				q->max_gpus = elastic_max_gpus(j, tr->picks_batch,
+							       total_gpus);
+			if (tr->models != COPUS_MODELS_NONE) {
 				for (int t = 0; t < c->ntypes; t++)
-					j->models[t] = j->has_model[t] ?
-						&j->model[t] : NULL;
+					j->models[t] = job_model(j, tr->models,
+								 t);
 				q->models = j->models;
-			} else if (is_optimus) {
-				q->elastic = true;
-				q->max_gpus = (int)(j->target_batch /
-						    a->min_local);
-				if (strcmp(a->name, "ncf") == 0)
-					q->max_gpus = 1;
-				if (q->max_gpus < 1)
-					q->max_gpus = 1;
-				for (int t = 0; t < c->ntypes; t++)
-					j->models[t] = a->has_oracle[t] ?
-						&a->oracle[t] : NULL;
-				q->models = j->models;
-				/* Oracle: true remaining iterations times
-				 * the true step time on the request. */
-				{
-					int pl[4096], nn, at, ac;
-					double st, sy, it;
-
-					nn = consolidated(q->req_gpus > 4096 ?
-							  4096 : q->req_gpus,
-							  g0, pl);
-					sim_split_batch(a, j->target_batch,
-							q->req_gpus, &at, &ac);
-					if (sim_app_throughput(a, 0, pl, nn, at,
-							       &st, &sy) == 0) {
-						it = sim_app_iteration(a,
-							j->target_batch,
-							a->max_epochs - 1) -
-						     (j->epoch > 0 ?
-						      sim_app_iteration(a,
-							j->target_batch,
-							j->epoch - 1) : 0);
-						q->remaining = fmax(it, 1.0) *
-							(st + (st - sy) * ac);
-					}
-				}
-			} else if (is_fifo) {
-				/* Oracle: the true time left on the
-				 * request, as a user's accurate estimate. */
-				q->remaining = solo_remaining(j) + j->rescale;
-				if (!isfinite(q->remaining))
-					q->remaining = -1;
+			}
+			if (tr->remaining == COPUS_REMAINING_PREDICT) {
+				q->remaining = copus_remaining(j, o->remaining);
+				if (pred != NULL && !(j->pred_total > 0.0))
+					res->pred_unknown++;
+				if (pred != NULL && j->pred_total > 0.0 &&
+				    (rc = sample_error(j, q->remaining, &errs,
+						       &nerr, &caperr)) != COPUS_OK)
+					goto out;
+			} else if (tr->remaining == COPUS_REMAINING_ORACLE) {
+				q->remaining = oracle_remaining(j, tr->models,
+								g0);
 			}
 			q->alloc = j->slots;
 			q->alloc_slots = 0;

@@ -44,8 +44,11 @@ static void usage(FILE *f)
 		"WORKLOAD.csv...\n"
 		"  --cluster SPEC       16x4 (nodes x GPUs) or aws:6x4,rtx:3x8\n"
 		"  --profiles DIR       job profiles in Pollux's layout\n"
-		"  --policy NAME        fifo, tiresias, optimus, pollux, copus "
-		"(pollux);\n"
+		"  --policy NAME        ");
+	for (size_t i = 0; copus_policy_name_at(i) != NULL; i++)
+		fprintf(f, "%s%s", i > 0 ? ", " : "", copus_policy_name_at(i));
+	fprintf(f,
+		" (pollux);\n"
 		"                       copus:no-srpt,no-restart-cost,"
 		"no-fairness,no-placement\n"
 		"                       runs copus without those ingredients\n"
@@ -335,17 +338,32 @@ out:
 
 static const char *const remaining_names[] = { "predict", "oracle", "none" };
 
-/* The remaining-time knowledge a policy actually gets: --remaining for
- * copus; fifo's backfill and optimus always have the oracle; tiresias and
- * pollux use none. */
+/*
+ * The remaining-time knowledge a policy actually gets, as its traits say:
+ * --remaining for a policy that takes a prediction (copus); the oracle for
+ * one that assumes the truth (fifo's backfill, optimus); none for the
+ * others (and for a name that is no policy).
+ */
 static enum sim_remaining used_remaining(const char *policy,
 					 enum sim_remaining rem)
 {
-	if (strcmp(policy, "copus") == 0 || strncmp(policy, "copus:", 6) == 0)
-		return rem;
-	if (strcmp(policy, "fifo") == 0 || strcmp(policy, "optimus") == 0)
-		return SIM_REMAINING_ORACLE;
-	return SIM_REMAINING_NONE;
+	enum sim_remaining used = SIM_REMAINING_NONE;
+	copus_policy *p;
+
+	if (copus_policy_create(policy, NULL, &p) != COPUS_OK)
+		return used;
+	switch (copus_policy_traits(p)->remaining) {
+	case COPUS_REMAINING_PREDICT:
+		used = rem;
+		break;
+	case COPUS_REMAINING_ORACLE:
+		used = SIM_REMAINING_ORACLE;
+		break;
+	case COPUS_REMAINING_NONE:
+		break;
+	}
+	copus_policy_destroy(p);
+	return used;
 }
 
 /* A number for JSON, or null when it is not one (no samples). */

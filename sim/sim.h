@@ -75,6 +75,11 @@ struct app {
 	double init_batch, max_batch;
 	int min_local, max_local;
 	int max_epochs;
+	/* The batch the model keeps under a policy that picks batches (0:
+	 * none, the policy picks), and the most GPUs an elastic policy may
+	 * give it (0: as many as its batch allows). */
+	double fixed_batch;
+	int max_gpus;
 	copus_model oracle[SIM_MAX_TYPES]; /* fitted to the whole table */
 	bool has_oracle[SIM_MAX_TYPES];
 };
@@ -127,7 +132,9 @@ enum sim_remaining {
 
 struct sim_opts {
 	const char *policy;
-	enum sim_remaining remaining; /* for copus (fifo, optimus: oracle) */
+	/* for a policy that takes a prediction of the remaining time; the
+	 * others get the oracle or nothing, as their traits say */
+	enum sim_remaining remaining;
 	double interval;
 	double restart_delay;
 	FILE *timeline;          /* NULL: none */

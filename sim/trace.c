@@ -13,35 +13,41 @@
 
 /*
  * Completion epochs and per-model settings of Pollux's simulator: the
- * epochs a job trains for and, for yolov3, the largest micro-batch that
- * fits a GPU (the tables go further than the model fits in memory).
+ * epochs a job trains for; for yolov3, the largest micro-batch that fits a
+ * GPU (the tables go further than the model fits in memory); for ncf, the
+ * batch it keeps under a policy that picks batches and the one GPU that an
+ * elastic policy may give it.
  */
-static const struct {
+static const struct app_default {
 	const char *name;
 	int epochs;
 	int max_local;
+	double fixed_batch; /* 0: a policy that picks batches may */
+	int max_gpus;       /* 0: as many as the batch allows */
 } app_defaults[] = {
-	{ "bert", 2, 0 },	  { "cifar10", 100, 0 },
-	{ "ncf", 10, 0 },	  { "imagenet", 90, 0 },
-	{ "deepspeech2", 80, 0 }, { "yolov3", 50, 8 },
+	{ "bert", 2, 0, 0, 0 },
+	{ "cifar10", 100, 0, 0, 0 },
+	{ "ncf", 10, 0, 32768, 1 },
+	{ "imagenet", 90, 0, 0, 0 },
+	{ "deepspeech2", 80, 0, 0, 0 },
+	{ "yolov3", 50, 8, 0, 0 },
 };
+
+/* The settings of the model called name, or NULL for a model not listed. */
+static const struct app_default *app_default(const char *name)
+{
+	for (size_t i = 0; i < sizeof(app_defaults) / sizeof(app_defaults[0]);
+	     i++)
+		if (strcmp(app_defaults[i].name, name) == 0)
+			return &app_defaults[i];
+	return NULL;
+}
 
 int sim_app_epochs(const char *name)
 {
-	for (size_t i = 0; i < sizeof(app_defaults) / sizeof(app_defaults[0]);
-	     i++)
-		if (strcmp(app_defaults[i].name, name) == 0)
-			return app_defaults[i].epochs;
-	return 0;
-}
+	const struct app_default *d = app_default(name);
 
-static int app_max_local(const char *name)
-{
-	for (size_t i = 0; i < sizeof(app_defaults) / sizeof(app_defaults[0]);
-	     i++)
-		if (strcmp(app_defaults[i].name, name) == 0)
-			return app_defaults[i].max_local;
-	return 0;
+	return d != NULL ? d->epochs : 0;
 }
 
 static int prow_cmp(const void *a, const void *b)
@@ -321,6 +327,7 @@ int sim_app_load(struct app *a, const char *dir, const char *name,
 	char path[1024];
 	DIR *d = NULL;
 	struct dirent *de;
+	const struct app_default *def;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -389,8 +396,11 @@ int sim_app_load(struct app *a, const char *dir, const char *name,
 		if (a->tab[0].rows[i].local > a->max_local)
 			a->max_local = (int)a->tab[0].rows[i].local;
 	}
-	if (app_max_local(name) > 0)
-		a->max_local = app_max_local(name);
+	def = app_default(name);
+	if (def != NULL && def->max_local > 0)
+		a->max_local = def->max_local;
+	a->fixed_batch = def != NULL ? def->fixed_batch : 0;
+	a->max_gpus = def != NULL ? def->max_gpus : 0;
 	a->max_epochs = sim_app_epochs(name);
 	for (size_t i = 0; i < a->nv; i++)
 		if (a->max_epochs == 0 || (size_t)a->max_epochs > a->v[i].nepochs)

@@ -6,8 +6,7 @@
 #include <copus/policy.h>
 
 #include "harness.h"
-#include "policy-internal.h"
-#include "policy-copus.h"
+#include "policy/place.h"
 
 #define MAXN 16
 #define MAXJ 16
@@ -286,6 +285,46 @@ static void equal_placement_splits_evenly(void)
 		      COPUS_ERANGE);
 }
 
+/*
+ * The consolidated placement every policy uses: the tightest single node
+ * (the lowest index among equals), else the fewest nodes of one type,
+ * emptiest first (again the lowest index among equals).
+ */
+static void consolidated_placement_takes_the_tightest_node_else_the_fewest(void)
+{
+	copus_node nodes[5] = { { 0, 4, true }, { 0, 4, true }, { 0, 4, true },
+				{ 0, 4, true }, { 1, 8, true } };
+	copus_cluster c = { 5, nodes, 2, NULL };
+	int fr[5] = { 3, 2, 3, 4, 8 }, dist[5] = { 0, 0, 0, 1, 0 };
+	struct copus__placer pl;
+	int row[5], t = -1;
+
+	ASSERT_STATUS(copus__placer_init(&pl, 5), COPUS_OK);
+	copus__placer_prep(&pl, &c, fr, NULL, 0u);
+	/* 3 GPUs: nodes 0 and 2 fit as tightly; the lower index wins. */
+	ASSERT_STATUS(copus__placer_get(&pl, 3, row, &t), COPUS_OK);
+	CU_ASSERT(t == 0 && row[0] == 3 && row[1] == 0 && row[2] == 0);
+	/* 6 GPUs: one node of the other type beats two of the first. */
+	ASSERT_STATUS(copus__placer_get(&pl, 6, row, &t), COPUS_OK);
+	CU_ASSERT(t == 1 && row[4] == 6 && row[3] == 0);
+	/* Type 0 only: node 3 (4 free), then node 0 before node 2. */
+	copus__placer_prep(&pl, &c, fr, NULL, 1u);
+	ASSERT_STATUS(copus__placer_get(&pl, 6, row, &t), COPUS_OK);
+	CU_ASSERT(t == 0 && row[3] == 4 && row[0] == 2 && row[1] == 0 &&
+		  row[2] == 0);
+	/* A node holding a multi-node job takes no other one... */
+	copus__placer_prep(&pl, &c, fr, dist, 1u);
+	ASSERT_STATUS(copus__placer_get(&pl, 6, row, &t), COPUS_OK);
+	CU_ASSERT(row[3] == 0 && row[0] == 3 && row[2] == 3);
+	/* ...but a single-node job may share it. */
+	ASSERT_STATUS(copus__placer_get(&pl, 4, row, &t), COPUS_OK);
+	CU_ASSERT(row[3] == 4);
+	/* More than the type has free: nothing. */
+	ASSERT_STATUS(copus__placer_get(&pl, 13, row, &t), COPUS_ERANGE);
+	CU_ASSERT(row[0] == 0 && row[3] == 0 && row[4] == 0);
+	copus__placer_release(&pl);
+}
+
 static void rigid_jobs_keep_their_request(void)
 {
 	struct world w;
@@ -521,6 +560,7 @@ int main(void)
 		TEST(a_running_job_moves_to_make_room),
 		TEST(equal_per_node_gives_every_node_the_same),
 		TEST(equal_placement_splits_evenly),
+		TEST(consolidated_placement_takes_the_tightest_node_else_the_fewest),
 		TEST(goodput_decides_how_many_gpus_a_job_uses),
 		TEST(restart_cost_holds_a_nearly_finished_job),
 		TEST(fairness_guard_lets_a_starved_job_in),

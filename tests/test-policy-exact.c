@@ -31,7 +31,7 @@
 #include <copus/policy.h>
 
 #include "harness.h"
-#include "policy-copus.h"
+#include "policy/copus.h"
 #include "policy-gen.h"
 
 #define MAXJ 8

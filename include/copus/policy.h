@@ -1,5 +1,7 @@
 /*
  * copus core: the scheduling policy interface.
+ * Reader: contributors who call a policy (the simulator, the slurmctld
+ * plugin, the tests) or write one (core/policy/, one file a policy).
  *
  * One call per scheduling round turns a snapshot of the cluster and of the
  * jobs into a decision for every job: a cell (GPU type and GPUs on chosen
@@ -151,7 +153,7 @@ typedef struct copus_policy copus_policy;
  * (marginal gain of remaining time, requested batch), "pollux" (power mean
  * of speedups over a fair share, batch re-optimised) and "copus" (requests
  * admitted shortest remaining work first, GPUs beyond them by goodput, see
- * core/policy-copus.c). "copus:OPT,..." runs copus without some of its
+ * core/policy/copus.c). "copus:OPT,..." runs copus without some of its
  * ingredients, to measure each: no-srpt, no-restart-cost, no-fairness,
  * no-placement. Returns COPUS_EINVAL for an unknown name or option and
  * COPUS_EVERSION for params of another version.
@@ -162,6 +164,13 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 
 /* The policy's name as given to copus_policy_create. */
 const char *copus_policy_name(const copus_policy *p);
+
+/*
+ * The name of the i-th policy that copus_policy_create knows, counting
+ * from 0, or NULL past the last: for listing them in a message or a
+ * --help.
+ */
+const char *copus_policy_name_at(size_t i);
 
 /* Where a policy's copus_job.remaining comes from. */
 typedef enum copus_remaining_source {

@@ -39,10 +39,10 @@
  *
  * Placement follows the chosen sizes: a job that keeps its size and type
  * keeps its GPUs; the others are placed largest first on the fewest nodes
- * (copus__place), at most one multi-node job per node, never mixing types;
- * an elastic job that does not fit shrinks to what does. When that still
- * leaves a chosen cell out, running elastic jobs may move (same cell, other
- * nodes) to make room, if the room is worth more than their restarts
+ * (core/policy/place.c), at most one multi-node job per node, never mixing
+ * types; an elastic job that does not fit shrinks to what does. When that
+ * still leaves a chosen cell out, running elastic jobs may move (same cell,
+ * other nodes) to make room, if the room is worth more than their restarts
  * (place_all). GPUs left idle go to waiting jobs (fill_idle).
  */
 #define _GNU_SOURCE /* qsort_r */
@@ -55,9 +55,10 @@
 
 #include <copus/policy.h>
 
-#include "internal.h"
-#include "policy-copus.h"
-#include "policy-internal.h"
+#include "../heap.h"
+#include "copus.h"
+#include "ops.h"
+#include "place.h"
 
 /*
  * How strongly remaining work orders the jobs up to their requests (see
@@ -111,7 +112,11 @@ struct heap_item {
 	size_t j;
 };
 
-int copus__copus_opts_parse(const char *spec, struct copus__copus_opts *o)
+/*
+ * Parse "no-srpt,no-restart-cost,..." (any subset, comma-separated; empty
+ * or NULL for none); COPUS_EINVAL names nothing, so callers report spec.
+ */
+static int opts_parse(const char *spec, struct copus__copus_opts *o)
 {
 	static const char *const names[] = { "no-srpt", "no-restart-cost",
 					     "no-fairness", "no-placement" };
@@ -227,11 +232,6 @@ static void sp_sweep(struct copus_state *s)
 	s->hint = 0;
 }
 
-static bool allowed(const copus_job *j, int t)
-{
-	return j->type_mask == 0 || ((j->type_mask >> t) & 1u);
-}
-
 static const copus_model *model_for(const copus_job *j, int t, int ntypes)
 {
 	if (j->models == NULL)
@@ -311,6 +311,18 @@ static int growth_cap(const copus_job *j)
 	return cap < j->max_gpus ? cap : j->max_gpus;
 }
 
+/* The job's request within its elastic bounds. */
+static int request(const copus_job *j)
+{
+	int q = j->req_gpus;
+
+	if (j->elastic && q < j->min_gpus)
+		q = j->min_gpus;
+	if (j->elastic && q > j->max_gpus)
+		q = j->max_gpus;
+	return q;
+}
+
 /* The smallest size a job runs at: its fixed size without a model. */
 static int base_need(const struct jw *x)
 {
@@ -328,7 +340,7 @@ static int only_type(const struct jw *x, int T, const int *node_gpus)
 	int only = -1;
 
 	for (int t = 0; t < T; t++) {
-		if (!allowed(x->job, t) || node_gpus[t] <= 0)
+		if (!copus__type_allowed(x->job, t) || node_gpus[t] <= 0)
 			continue;
 		if (only >= 0)
 			return -1;
@@ -374,7 +386,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 	for (int t = 0; t < ntypes; t++) {
 		if (w->t >= 0 && t != w->t)
 			continue;
-		if (!allowed(j, t) || node_gpus[t] <= 0)
+		if (!copus__type_allowed(j, t) || node_gpus[t] <= 0)
 			continue;
 		int g = node_gpus[t];
 		int k0 = w->t == t ? w->k : 0;
@@ -388,11 +400,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 		if (!j->elastic || w->sp[t] == NULL) {
 			/* Fixed size: the request (clamped to elastic bounds),
 			 * or for a running elastic job its current size. */
-			int want = j->req_gpus;
-			if (j->elastic && want < j->min_gpus)
-				want = j->min_gpus;
-			if (j->elastic && want > j->max_gpus)
-				want = j->max_gpus;
+			int want = request(j);
 			if (want > k0 && want <= kmax)
 				TRY(want);
 			if (j->elastic && t == w->cur_t && w->cur_k > k0 &&
@@ -440,61 +448,35 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 	return b.k > 0 && b.score > 0.0;
 }
 
+/* The heap of the greedy's steps: the largest gain per GPU on top. */
+static bool heap_above(const void *a, const void *b)
+{
+	return ((const struct heap_item *)a)->score >
+	       ((const struct heap_item *)b)->score;
+}
+
 static void heap_push(struct heap_item *h, size_t *n, struct heap_item it)
 {
-	size_t i = (*n)++;
-
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (h[p].score >= it.score)
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = it;
+	copus__heap_push(h, n, sizeof(*h), &it, heap_above);
 }
 
 static struct heap_item heap_pop(struct heap_item *h, size_t *n)
 {
-	struct heap_item top = h[0], last = h[--(*n)];
-	size_t i = 0;
+	struct heap_item top;
 
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && h[c + 1].score > h[c].score)
-			c++;
-		if (h[c].score <= last.score)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n > 0)
-		h[i] = last;
+	copus__heap_pop(h, n, sizeof(*h), &top, heap_above);
 	return top;
 }
 
-/* Merge sort of job indices by size, largest first, ties in job order. */
-static void sort_by_size(size_t *idx, size_t n, const struct jw *w)
+/* Job order for placement: the larger size first, ties in job order. */
+static int cmp_size(const void *a, const void *b, void *arg)
 {
-	if (n < 2)
-		return;
-	size_t h = n / 2;
-	sort_by_size(idx, h, w);
-	sort_by_size(idx + h, n - h, w);
-	size_t *tmp = malloc(n * sizeof(*tmp));
-	if (tmp == NULL)
-		return; /* order only affects packing quality */
-	size_t a = 0, b = h, o = 0;
-	while (a < h && b < n)
-		tmp[o++] = w[idx[b]].k > w[idx[a]].k ? idx[b++] : idx[a++];
-	while (a < h)
-		tmp[o++] = idx[a++];
-	while (b < n)
-		tmp[o++] = idx[b++];
-	memcpy(idx, tmp, n * sizeof(*tmp));
-	free(tmp);
+	const struct jw *w = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+
+	if (w[i].k != w[j].k)
+		return w[i].k > w[j].k ? -1 : 1;
+	return (i > j) - (i < j);
 }
 
 /* Usable GPUs per type and the largest node of each type. */
@@ -531,7 +513,8 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		int ref_t = x->cur_t;
 		for (int t = 0; t < T; t++) {
 			const copus_model *m = model_for(jb, t, T);
-			if (!allowed(jb, t) || node_gpus[t] <= 0 || m == NULL)
+			if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
+			    m == NULL)
 				continue;
 			/* NaN or out-of-range parameters: as if unknown. */
 			if (copus_model_check(m) != COPUS_OK) {
@@ -564,11 +547,7 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		double ftf = (fmax(waited, 0.0) + x->remain) / (req_time + x->remain);
 		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
 				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
-		x->q = jb->req_gpus;
-		if (jb->elastic && x->q < jb->min_gpus)
-			x->q = jb->min_gpus;
-		if (jb->elastic && x->q > jb->max_gpus)
-			x->q = jb->max_gpus;
+		x->q = request(jb);
 		R_max = fmax(R_max, x->R);
 	}
 	for (size_t j = 0; j < n; j++)
@@ -582,14 +561,10 @@ static bool cell_allowed(const struct jw *x, int t, int k,
 {
 	const copus_job *j = x->job;
 
-	if (k <= 0 || !allowed(j, t) || node_gpus[t] <= 0)
+	if (k <= 0 || !copus__type_allowed(j, t) || node_gpus[t] <= 0)
 		return false;
 	if (!j->elastic || x->sp[t] == NULL) {
-		int want = j->req_gpus;
-		if (j->elastic && want < j->min_gpus)
-			want = j->min_gpus;
-		if (j->elastic && want > j->max_gpus)
-			want = j->max_gpus;
+		int want = request(j);
 		return k == want || (j->elastic && k == x->cur_k &&
 				     t == x->cur_t);
 	}
@@ -708,6 +683,7 @@ struct greedy_ctx {
 	int T;
 	const copus_policy_params *prm;
 	const struct copus__copus_opts *o;
+	struct copus__placer *pl; /* scratch of place_job */
 };
 
 /* Give job x the cell (t, k), taking the GPUs from cap and slack. */
@@ -758,7 +734,7 @@ static double greedy(struct greedy_ctx *g, int start, size_t *idx, int *cap,
 		int t = -1, k = base_need(x);
 		double best = 0.0;
 		for (int u = 0; u < g->T; u++) {
-			if (!allowed(x->job, u) || cap[u] < k ||
+			if (!copus__type_allowed(x->job, u) || cap[u] < k ||
 			    g->node_gpus[u] <= 0)
 				continue;
 			double v = value(x, u, k, g->node_gpus, g->prm, g->o);
@@ -1091,6 +1067,8 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 			 (x->sp[x->t] != NULL || x->cur_k == 0) ?
 		 jb->min_gpus : x->k;
 
+	if (!g->o->no_placement && !g->prm->equal_per_node)
+		copus__placer_prep(g->pl, c, free_gpus, dist, 1u << x->t);
 	for (int k = x->k; k >= lo; k--) {
 		int rc, t = -1;
 		if (g->o->no_placement) {
@@ -1100,8 +1078,7 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 			rc = copus__place_equal(c, free_gpus, dist, 1u << x->t,
 						k, row, &t);
 		} else {
-			rc = copus__place(c, free_gpus, dist, 1u << x->t, k,
-					  row, &t);
+			rc = copus__placer_get(g->pl, k, row, &t);
 		}
 		if (rc == COPUS_ENOMEM)
 			return rc;
@@ -1283,7 +1260,7 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		res->types[j] = x->t;
 		snprintf(res->reasons[j], 64, "keeps %d GPUs", x->k);
 	}
-	sort_by_size(idx, m, w);
+	qsort_r(idx, m, sizeof(*idx), cmp_size, w);
 	if (repack == 2) {
 		/* The jobs that do not run yet first, each part largest first. */
 		size_t *tmp = malloc((m + 1) * sizeof(*tmp)), a = 0;
@@ -1520,10 +1497,16 @@ out:
 	return rc;
 }
 
-int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
+/*
+ * Decide one round (see the top). Memory grows with jobs + nodes + GPUs in
+ * use, never with jobs x nodes.
+ */
+static int copus_decide(void *state, const copus_policy_params *prm,
 			const copus_cluster *c, const copus_job *jobs, size_t n,
 			double now, struct copus__result *res)
 {
+	struct copus_state *s = state;
+	struct copus__placer pl = { 0 };
 	const int N = c->num_nodes, T = c->num_types;
 	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
 	struct jw *w = calloc(n + 1, sizeof(*w));
@@ -1536,7 +1519,8 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	int total[COPUS_MAX_GPU_TYPES], slack[COPUS_MAX_GPU_TYPES];
 	int rc = COPUS_OK;
 
-	if (!w || !heap || !idx || !free_gpus || !dist || !row || !vic) {
+	if (!w || !heap || !idx || !free_gpus || !dist || !row || !vic ||
+	    copus__placer_init(&pl, N) != COPUS_OK) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -1562,7 +1546,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 	 * current cells as well held them in place and doubled the worst
 	 * finish-time fairness at 0.5x load in copus-sim.)
 	 */
-	struct greedy_ctx g = { w, n, heap, node_gpus, T, prm, &s->opt };
+	struct greedy_ctx g = { w, n, heap, node_gpus, T, prm, &s->opt, &pl };
 	int best_start = -1;
 	double best_v = -1.0;
 	for (int start = 0; start < 2; start++) {
@@ -1617,7 +1601,7 @@ int copus__decide_copus(struct copus_state *s, const copus_policy_params *prm,
 			continue;
 		res->off[j] = res->used;
 		for (int t = 0; t < T; t++)
-			if (allowed(jb, t) && total[t] > most)
+			if (copus__type_allowed(jb, t) && total[t] > most)
 				most = total[t];
 		if (need > most)
 			snprintf(res->reasons[j], 64,
@@ -1635,5 +1619,36 @@ out:
 	free(dist);
 	free(row);
 	free(vic);
+	copus__placer_release(&pl);
 	return rc;
 }
+
+static int copus_create(const char *opts, void **state)
+{
+	struct copus__copus_opts o;
+
+	struct copus_state *s;
+	int rc;
+
+	if (opts_parse(opts, &o) != COPUS_OK)
+		return COPUS_EINVAL;
+	rc = copus__state_create(&o, &s);
+	if (rc == COPUS_OK)
+		*state = s;
+	return rc;
+}
+
+static void copus_destroy(void *state)
+{
+	copus__state_destroy(state);
+}
+
+const struct copus__policy_ops copus__copus_ops = {
+	.name = "copus",
+	.traits = { .elastic = true, .picks_batch = true, .moves_jobs = true,
+		    .remaining = COPUS_REMAINING_PREDICT,
+		    .models = COPUS_MODELS_LEARNED },
+	.create = copus_create,
+	.destroy = copus_destroy,
+	.decide = copus_decide,
+};

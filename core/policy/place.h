@@ -1,0 +1,62 @@
+/*
+ * Placement of a job's GPUs on the free GPUs of the cluster, for every
+ * policy (core/policy/place.c). Not public API; the tests use it.
+ */
+#ifndef COPUS_CORE_POLICY_PLACE_H
+#define COPUS_CORE_POLICY_PLACE_H
+
+#include <stdint.h>
+
+#include <copus/policy.h>
+
+/*
+ * The free GPUs of one moment (fr, one entry per node), prepared for the
+ * consolidated placement of any number of GPUs: the usable nodes of each
+ * allowed type sorted by free GPUs. Set up with copus__placer_init, then
+ * copus__placer_prep whenever fr, dist or the types change, then
+ * copus__placer_get for each size; fr and c stay the caller's.
+ */
+struct copus__placer {
+	const copus_cluster *c;
+	const int *fr;
+	int *asc;     /* usable nodes grouped by type, free ascending */
+	int *desc;    /* multi-node eligible nodes by type, free descending */
+	int off_asc[COPUS_MAX_GPU_TYPES + 1];
+	int off_desc[COPUS_MAX_GPU_TYPES + 1];
+	long avail[COPUS_MAX_GPU_TYPES];
+	uint32_t mask;
+};
+
+/* Room for a cluster of num_nodes nodes (COPUS_ENOMEM). */
+int copus__placer_init(struct copus__placer *pl, int num_nodes);
+void copus__placer_release(struct copus__placer *pl);
+
+/*
+ * Sort the nodes for the free GPUs fr of the GPU types in mask (0: any).
+ * dist marks nodes that already hold a multi-node job (NULL to ignore the
+ * one-multi-node-job-per-node rule).
+ */
+void copus__placer_prep(struct copus__placer *pl, const copus_cluster *c,
+			const int *fr, const int *dist, uint32_t mask);
+
+/*
+ * Consolidated placement of k GPUs: on one node when a node of an allowed
+ * type has room (the fullest such node, to keep whole nodes free; the
+ * lowest index among equals), otherwise over the fewest nodes of one type,
+ * emptiest first (lowest index among equals), skipping the nodes marked in
+ * dist. A single node wins over several; among types of the same count,
+ * the first. out_row (N entries) gets the GPUs per node and *out_type the
+ * type; out_row is all zero and COPUS_ERANGE returned when k does not fit.
+ */
+int copus__placer_get(const struct copus__placer *pl, int k, int *out_row,
+		      int *out_type);
+
+/*
+ * As copus__placer_get, with the same number of GPUs on every node of the
+ * job: k = p x m on the fewest nodes m (one node if it fits), each with p
+ * GPUs free; the nodes that fit p most tightly.
+ */
+int copus__place_equal(const copus_cluster *c, const int *fr, const int *dist,
+		       uint32_t mask, int k, int *out_row, int *out_type);
+
+#endif /* COPUS_CORE_POLICY_PLACE_H */
