@@ -1,8 +1,9 @@
 # Build rules of core/ (included by the top-level Makefile.am).
 #
 # libcopus-core: models, the predictor, the hint message, the noise
-# estimators, the planner and the policies (core/policy/, one file each); pure C over plain structs, no Slurm, CUDA or
-# I/O. The simulator, the plugin and the runtime all link it.
+# estimators, the planner and the policies (core/policy/, one file each);
+# pure C over plain structs, no Slurm, CUDA or I/O. The simulator, the plugin
+# and the runtime all link it.
 
 lib_LTLIBRARIES += core/libcopus-core.la
 core_libcopus_core_la_SOURCES = \
