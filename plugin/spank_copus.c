@@ -12,6 +12,13 @@
  * COPUS_ELASTIC=MIN-MAX and COPUS_GPU_TYPES=LIST, which slurmctld keeps in
  * the job record (job_ptr->spank_job_env) where sched/copus reads them.
  *
+ * The admin's arguments in plugstack.conf:
+ *   checkpoint_interval=SECONDS
+ *                        every task of every job gets COPUS_CKPT_INTERVAL=
+ *                        SECONDS in its environment unless the job set it
+ *                        itself: a libcopus job then checkpoints that often,
+ *                        and a node failure loses at most that much work
+ *
  * Built against the public <slurm/spank.h> only; add to plugstack.conf:
  *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_copus.so
  */
@@ -31,6 +38,12 @@ SPANK_PLUGIN(copus, 1);
 /* What the options said, kept until the job control environment is set. */
 static char _elastic[64];
 static char _types[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
+/* The admin's checkpoint_interval (plugstack.conf), "" when not given. */
+static char _ckpt_interval[32];
+/* The task environment variable libcopus reads the interval from. */
+#define COPUS__ENV_CKPT_INTERVAL "COPUS_CKPT_INTERVAL"
+/* The longest interval libcopus accepts: 30 days. */
+#define _CKPT_INTERVAL_MAX (30 * 86400.0)
 
 static int _opt_elastic(int val, const char *optarg, int remote);
 static int _opt_types(int val, const char *optarg, int remote);
@@ -72,10 +85,43 @@ static int _opt_types(int val, const char *optarg, int remote)
 	return 0;
 }
 
+/* The plugin's arguments in plugstack.conf; -1 names what is wrong. */
+static int _args(int ac, char **av)
+{
+	for (int i = 0; i < ac; i++) {
+		const char *v;
+		char *end;
+		double s;
+
+		if (strncmp(av[i], "checkpoint_interval=", 20) != 0) {
+			slurm_error("copus: plugstack.conf: unknown argument "
+				    "'%s' (known: checkpoint_interval=SECONDS)",
+				    av[i]);
+			return -1;
+		}
+		v = av[i] + 20;
+		errno = 0;
+		s = strtod(v, &end);
+		if (errno || end == v || *end || !(s > 0) ||
+		    s > _CKPT_INTERVAL_MAX ||
+		    strlen(v) >= sizeof(_ckpt_interval)) {
+			slurm_error("copus: plugstack.conf: checkpoint_interval="
+				    "'%s' is not a number of seconds in (0, %g]",
+				    v, _CKPT_INTERVAL_MAX);
+			return -1;
+		}
+		snprintf(_ckpt_interval, sizeof(_ckpt_interval), "%s", v);
+	}
+	return 0;
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	struct spank_option *opt;
 	spank_err_t rc;
+
+	if (_args(ac, av))
+		return -1;
 
 	/*
 	 * sbatch ignores a static spank_options table, so the options are
@@ -125,5 +171,22 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/*
+ * In each task (slurmstepd, the batch script included): the admin's
+ * checkpoint interval, unless the job's environment already has one.
+ */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	spank_err_t rc;
+
+	if (!_ckpt_interval[0])
+		return 0;
+	rc = spank_setenv(sp, COPUS__ENV_CKPT_INTERVAL, _ckpt_interval, 0);
+	if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS)
+		slurm_error("copus: cannot set %s: %s", COPUS__ENV_CKPT_INTERVAL,
+			    spank_strerror(rc));
 	return 0;
 }

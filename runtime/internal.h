@@ -79,6 +79,8 @@ struct copus_ctx {
 	bool handlers_installed;
 	int64_t since_agree;
 	int64_t ckpt_step;       /* step of the latest committed checkpoint */
+	double ckpt_interval;    /* seconds between periodic ones; 0: none */
+	double last_ckpt;        /* monotonic seconds of the latest attempt */
 	char **ckpt_files;       /* its files, for removal once replaced */
 	int n_ckpt_files;
 
@@ -147,10 +149,11 @@ int copus__signals_install(copus_ctx *ctx);
 void copus__signals_restore(copus_ctx *ctx);
 /*
  * At the end of a step, every agree_interval steps: the ranks agree whether
- * any of them was asked to rescale; if so, they checkpoint and rank 0 tells
- * the scheduler. *checkpointed: the checkpoint is durable and the process
- * should exit with ctx->exit_code.
+ * any of them was asked to rescale or is due for a periodic checkpoint. A
+ * rescale checkpoints and rank 0 tells the scheduler; *checkpointed: the
+ * checkpoint is durable and the process should exit with ctx->exit_code. A
+ * periodic checkpoint leaves *checkpointed false and never fails the step.
  */
-int copus__rescale_at_step_end(copus_ctx *ctx, bool *checkpointed);
+int copus__step_boundary(copus_ctx *ctx, bool *checkpointed);
 
 #endif /* COPUS_RUNTIME_INTERNAL_H */

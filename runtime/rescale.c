@@ -1,7 +1,8 @@
 /*
- * The rescale: the signals that request it, the ranks' agreement on it at a
- * step boundary, and the state machine from running through checkpointing to
- * checkpointed (see copus/hint.h for the protocol).
+ * The step boundary: the signals that request a rescale, the ranks'
+ * agreement on it and on a periodic checkpoint, and the state machine from
+ * running through checkpointing to checkpointed (see copus/hint.h for the
+ * protocol).
  */
 #include <errno.h>
 #include <string.h>
@@ -92,20 +93,46 @@ static int _rescale(copus_ctx *ctx, bool *checkpointed)
 	return COPUS_OK;
 }
 
-int copus__rescale_at_step_end(copus_ctx *ctx, bool *checkpointed)
+/*
+ * A periodic checkpoint. Its failure costs only the work since the previous
+ * one: it is logged, the next is tried an interval later, training goes on.
+ */
+static void _periodic(copus_ctx *ctx)
 {
-	int64_t v[2] = { rescale_requested != 0 ? 1 : 0, ctx->info.step };
+	int rc;
+
+	copus__log(ctx, 1, "periodic checkpoint after step %lld",
+		   (long long)ctx->info.step);
+	rc = copus_checkpoint(ctx);
+	ctx->last_ckpt = copus__now();
+	if (rc != COPUS_OK)
+		copus__log(ctx, 0, "periodic checkpoint failed, continuing: %s",
+			   copus_errmsg(ctx));
+}
+
+int copus__step_boundary(copus_ctx *ctx, bool *checkpointed)
+{
+	bool due = ctx->ckpt_interval > 0 &&
+		   copus__now() - ctx->last_ckpt >= ctx->ckpt_interval;
+	int64_t v[3] = { rescale_requested != 0 ? 1 : 0, ctx->info.step,
+			 due ? 1 : 0 };
 	int rc;
 
 	*checkpointed = false;
 	if (++ctx->since_agree < ctx->cfg.agree_interval)
 		return COPUS_OK;
-	/* A request that reached any rank is honoured by all, after this step. */
+	/*
+	 * A request that reached any rank is honoured by all, after this
+	 * step; so is a periodic checkpoint that is due on any rank (their
+	 * clocks started at slightly different times).
+	 */
 	ctx->since_agree = 0;
-	rc = copus__agree(ctx, v, 2);
+	rc = copus__agree(ctx, v, 3);
 	if (rc != COPUS_OK)
 		return rc;
-	if (v[0] == 0)
-		return COPUS_OK;
-	return _rescale(ctx, checkpointed);
+	if (v[0] != 0)
+		return _rescale(ctx, checkpointed);
+	if (v[2] != 0)
+		_periodic(ctx);
+	return COPUS_OK;
 }

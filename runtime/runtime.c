@@ -19,6 +19,8 @@
 #define DEFAULT_NOISE_DECAY 0.95
 /* Steps after init (or a change of batch shape) not used for the fit. */
 #define WARMUP_STEPS 2
+/* The longest interval between periodic checkpoints: 30 days. */
+#define MAX_CKPT_INTERVAL (30 * 86400.0)
 
 static double _elapsed(const struct timespec *a, const struct timespec *b)
 {
@@ -58,6 +60,30 @@ static int _env_int(copus_ctx *ctx, const char *name, long lo, long hi,
 				   name, s, lo, hi);
 	*out = (int)v;
 	*found = true;
+	return COPUS_OK;
+}
+
+/*
+ * Seconds from the environment, as _env_int: absent leaves *out alone;
+ * present but not a number in [0, max] is an error naming the variable.
+ */
+static int _env_seconds(copus_ctx *ctx, const char *name, double max,
+			double *out)
+{
+	const char *s = getenv(name);
+	char *end;
+	double v;
+
+	if (s == NULL || *s == '\0')
+		return COPUS_OK;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < 0 ||
+	    v > max)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "environment variable %s=\"%.40s\" is not a number of seconds in [0, %g]",
+				   name, s, max);
+	*out = v;
 	return COPUS_OK;
 }
 
@@ -207,6 +233,10 @@ static int _check_config(copus_ctx *ctx, const copus_config *cfg)
 		return copus__fail(ctx, COPUS_EINVAL,
 				   "config: target_progress %g is negative",
 				   cfg->target_progress);
+	if (!isfinite(cfg->ckpt_interval))
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: ckpt_interval %g is not a number of seconds",
+				   cfg->ckpt_interval);
 	if (cfg->pipeline_degree < 1 || cfg->tensor_degree < 1)
 		return copus__fail(ctx, COPUS_EINVAL,
 				   "config: pipeline_degree %d and tensor_degree %d must be >= 1",
@@ -311,6 +341,20 @@ static int _rescale_params(copus_ctx *ctx)
 	}
 	/* Slurm's requeue and preemption signal asks for a checkpoint too. */
 	ctx->signals[1] = SIGTERM;
+	ctx->ckpt_interval = ctx->cfg.ckpt_interval;
+	if (ctx->ckpt_interval == 0) {
+		rc = _env_seconds(ctx, "COPUS_CKPT_INTERVAL", MAX_CKPT_INTERVAL,
+				  &ctx->ckpt_interval);
+		if (rc != COPUS_OK)
+			return rc;
+	}
+	if (ctx->ckpt_interval < 0)
+		ctx->ckpt_interval = 0;
+	if (ctx->ckpt_interval > 0 && ctx->ckpt_dir == NULL) {
+		copus__log(ctx, 0, "no checkpoint directory: no periodic checkpoints every %g s",
+			   ctx->ckpt_interval);
+		ctx->ckpt_interval = 0;
+	}
 	return COPUS_OK;
 }
 
@@ -385,6 +429,7 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	ctx->state = COPUS_STATE_RUNNING;
 	ctx->ckpt_step = -1;
 	ctx->last_hint = -1.0;
+	ctx->last_ckpt = copus__now();
 
 	rc = copus__restore(ctx);
 	if (rc != COPUS_OK)
@@ -533,7 +578,7 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 		copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
 	}
 
-	rc = copus__rescale_at_step_end(ctx, &checkpointed);
+	rc = copus__step_boundary(ctx, &checkpointed);
 	if (rc != COPUS_OK || !checkpointed || !ctx->cfg.exit_on_rescale)
 		return rc;
 	/* The checkpoint is durable and the scheduler was told: requeue. */

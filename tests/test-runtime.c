@@ -25,6 +25,7 @@ static const char *const slurm_vars[] = {
 	"SLURM_GPUS_ON_NODE", "CUDA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE",
 	"LOCAL_RANK", "COPUS_CKPT_DIR", "COPUS_SIGNAL", "COPUS_REQUEUE_EXIT",
 	"COPUS_GPU_TYPE", "COPUS_SCONTROL", "PMIX_NAMESPACE", "COPUS_HINTS",
+	"COPUS_CKPT_INTERVAL",
 };
 
 static void clear_env(void)
@@ -226,6 +227,15 @@ static void test_bad_environment(void)
 	clear_env();
 	setenv("COPUS_SIGNAL", "HUP-ish", 1);
 	expect_init_error(&c, COPUS_EINVAL, "COPUS_SIGNAL");
+	clear_env();
+	setenv("COPUS_CKPT_INTERVAL", "10min", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_CKPT_INTERVAL");
+	clear_env();
+	setenv("COPUS_CKPT_INTERVAL", "-5", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_CKPT_INTERVAL");
+	clear_env();
+	c.ckpt_interval = NAN;
+	expect_init_error(&c, COPUS_EINVAL, "ckpt_interval");
 	clear_env();
 }
 
@@ -637,6 +647,9 @@ struct run {
 	int fail_on_save;
 	int64_t checkpoint_at;   /* an extra plain checkpoint after this step */
 	int restart;
+	double ckpt_interval;    /* periodic checkpoints (config.ckpt_interval) */
+	int step_us;             /* each step sleeps this long */
+	int64_t die_at;          /* every rank dies after this step (0: no) */
 };
 
 /* One rank's training loop; the exit status tells the parent what happened. */
@@ -678,6 +691,7 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 	c.agree = star_agree;
 	c.comm_arg = s;
 	c.no_signal_handler = 0;
+	c.ckpt_interval = run->ckpt_interval;
 	a.crash_on_save = rank == 0 && run->crash_on_save;
 	a.fail_on_save = rank == 0 && run->fail_on_save;
 	if (copus_init(&c, &ctx) != COPUS_OK)
@@ -698,6 +712,11 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 		if (a.step == run->checkpoint_at &&
 		    copus_checkpoint(ctx) != COPUS_OK)
 			_exit(23);
+		if (run->step_us > 0)
+			usleep((useconds_t)run->step_us);
+		/* A node failure: no checkpoint, no goodbye. */
+		if (run->die_at > 0 && a.step == run->die_at)
+			_exit(31);
 	}
 	copus_info(ctx, &in);
 	if (report != NULL && rank == 0) {
@@ -898,6 +917,70 @@ static void test_failed_save_keeps_running(void)
 	remove_tmpdir();
 }
 
+/*
+ * With a checkpoint interval, a run that dies without warning (its node
+ * failed) restarts from its latest periodic checkpoint, not from step 0,
+ * and ends with the same result as an uninterrupted run.
+ */
+static void test_periodic_checkpoints_survive_a_node_failure(void)
+{
+	struct run run = { .world = 2, .steps = 40, .signal_at = -1,
+			   .checkpoint_at = -1, .ckpt_interval = 0.05,
+			   .step_us = 10000, .die_at = 30 };
+	char report[512];
+	int st[MAX_RANKS], loads, restored;
+	int64_t step, at;
+	double w;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/report", tmpdir);
+	/* 30 steps of 10 ms: several intervals of 50 ms have passed. */
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 31);
+	CU_ASSERT_EQUAL(st[1], 31);
+	at = manifest_step();
+	if (!(at >= 1 && at <= 30))
+		fprintf(stderr, "periodic checkpoint at step %lld\n",
+			(long long)at);
+	CU_ASSERT(at >= 1 && at <= 30);
+	run.die_at = 0;
+	run.restart = 1;
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	read_report(report, &step, &w, &loads, &restored);
+	CU_ASSERT_EQUAL(step, 40);
+	CU_ASSERT_EQUAL(loads, 1);
+	CU_ASSERT_EQUAL(restored, 1);
+	ASSERT_CLOSE(w, expected_w(40), 1e-12);
+	remove_tmpdir();
+}
+
+/* A periodic checkpoint that fails is logged; training goes on. */
+static void test_failed_periodic_checkpoint_keeps_training(void)
+{
+	struct run run = { .world = 2, .steps = 20, .signal_at = -1,
+			   .checkpoint_at = -1, .fail_on_save = 1,
+			   .ckpt_interval = 0.02, .step_us = 10000 };
+	char report[512];
+	int st[MAX_RANKS], loads, restored;
+	int64_t step;
+	double w;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/report", tmpdir);
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	CU_ASSERT_EQUAL(manifest_step(), -1);
+	read_report(report, &step, &w, &loads, &restored);
+	CU_ASSERT_EQUAL(step, 20);
+	ASSERT_CLOSE(w, expected_w(20), 1e-12);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -946,6 +1029,8 @@ int main(void)
 		TEST(test_rescale_three_ranks_to_two),
 		TEST(test_crash_while_writing_keeps_old_checkpoint),
 		TEST(test_failed_save_keeps_running),
+		TEST(test_periodic_checkpoints_survive_a_node_failure),
+		TEST(test_failed_periodic_checkpoint_keeps_training),
 		TEST(test_bad_manifest),
 	};
 

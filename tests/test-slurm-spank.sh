@@ -2,7 +2,8 @@
 # spank_copus on a loopback cluster: sbatch accepts good --elastic and
 # --gpu-types values and passes them to slurmctld in the job's control
 # environment; bad values are refused at submission with a message that
-# says what is wrong.
+# says what is wrong. The admin's checkpoint_interval (plugstack.conf)
+# reaches every job's environment unless the job set its own.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin spank_copus) || exit $?
@@ -13,7 +14,8 @@ if sched_so=$(need_plugin sched_copus 2>/dev/null); then
 	sched=(--sched copus --plugin-dir "$(dirname "$sched_so")"
 		--sched-params copus_interval=1)
 fi
-cluster_up --nodes 2 --gpus a100:2,v100:2 --spank "$so" "${sched[@]}"
+cluster_up --nodes 2 --gpus a100:2,v100:2 \
+	--spank "$so:checkpoint_interval=7" "${sched[@]}"
 
 # Accepted: the values reach the job record (held, so it never runs).
 id=$(sbatch --parsable --hold -o /dev/null --gres=gpu:1 --elastic=1-4 \
@@ -43,6 +45,19 @@ reject "unexpected" --elastic=2-4gpus
 reject "listed twice" --elastic=1-2 --gpu-types=a100,a100
 reject "not allowed in a GPU type" --elastic=1-2 '--gpu-types=a100;v100'
 reject "--gpu-types needs --elastic" --gpu-types=a100
+
+# The admin's checkpoint interval, and a job's own that wins over it.
+env1=$(sbatch --parsable -o "$TMP/env1.out" \
+	--wrap 'echo "interval=${COPUS_CKPT_INTERVAL:-unset}"') || fail "sbatch env1"
+env2=$(COPUS_CKPT_INTERVAL=3 sbatch --parsable -o "$TMP/env2.out" \
+	--wrap 'echo "interval=${COPUS_CKPT_INTERVAL:-unset}"') || fail "sbatch env2"
+wait_state "$env1" COMPLETED 60 || fail "job $env1 did not complete"
+wait_state "$env2" COMPLETED 60 || fail "job $env2 did not complete"
+grep -qx 'interval=7' "$TMP/env1.out" ||
+	fail "plugstack.conf checkpoint_interval=7 did not reach the job: $(cat "$TMP/env1.out")"
+grep -qx 'interval=3' "$TMP/env2.out" ||
+	fail "the job's own COPUS_CKPT_INTERVAL=3 was overridden: $(cat "$TMP/env2.out")"
+echo "checkpoint interval: the admin's 7 reached job $env1, job $env2 kept its 3"
 
 # The accepted job ran; sched/copus saw what the SPANK plugin exported.
 wait_state "$id2" COMPLETED 60 || fail "the elastic job did not complete"

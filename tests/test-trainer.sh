@@ -1,7 +1,9 @@
 #!/bin/bash
 # copus-trainer outside Slurm: a few steps on 4 GPUs of 1 node, the plan's
 # batch, a checkpoint on SIGUSR1 (exit 75) and the resume from it, the end at
-# the target (exit 0), and bad arguments (exit 2, the argument named).
+# the target (exit 0), periodic checkpoints that a run killed without warning
+# (its node failed) resumes from, and bad arguments (exit 2, the argument
+# named).
 T=$PWD/contrib/trainer/copus-trainer
 [ -x "$T" ] || { echo "SKIP: $T not built"; exit 77; }
 TMP=$(mktemp -d /tmp/copus-trainer.XXXXXX) || exit 1
@@ -10,7 +12,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # Outside a job whatever Slurm set for the caller must not leak in.
 unset SLURM_JOB_ID SLURM_RESTART_COUNT SLURM_GPUS_ON_NODE SLURM_JOB_NUM_NODES \
 	SLURM_NNODES SLURM_NTASKS SLURM_PROCID SLURM_LOCALID CUDA_VISIBLE_DEVICES \
-	COPUS_CKPT_DIR COPUS_GPU_TYPE
+	COPUS_CKPT_DIR COPUS_GPU_TYPE COPUS_CKPT_INTERVAL
 
 # A few steps, 100x faster than the T4 would take.
 out=$("$T" --app cifar10 --gpus 4 --speedup 100 --max-steps 20 \
@@ -59,6 +61,30 @@ grep -q '^done step [0-9]* progress ' <<<"$out" || fail "no done line: $out"
 p=$(sed -n 's/^done step [0-9]* progress \([0-9.]*\) .*/\1/p' <<<"$out")
 awk -v p="$p" 'BEGIN { exit !(p >= 40) }' || fail "done below the target: $p"
 
+# Periodic checkpoints: a run killed with SIGKILL (no checkpoint on the way
+# out, as when its node fails) leaves the latest periodic one, and the next
+# run resumes from it instead of from step 0.
+ck=$TMP/periodic
+COPUS_CKPT_INTERVAL=0.3 "$T" --app bert --gpus 2 --speedup 50 \
+	--checkpoint "$ck" --target 1000000 --print-every 1 --seed 4 \
+	>"$TMP/p.out" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+	[ -f "$ck/copus.manifest" ] && [ "$(grep -c '^step ' "$TMP/p.out")" -ge 5 ] && break
+	sleep 0.1
+done
+kill -KILL $pid
+wait $pid 2>/dev/null
+[ -f "$ck/copus.manifest" ] || fail "no periodic checkpoint in $ck after $(grep -c '^step ' "$TMP/p.out") steps: $(cat "$TMP/p.out")"
+out=$("$T" --app bert --gpus 2 --speedup 50 --checkpoint "$ck" --max-steps 1 \
+	--print-every 1000 --seed 5 2>&1) || fail "the run after the kill failed: $out"
+r=$(sed -n 's/^restored step \([0-9]*\) .*/\1/p' <<<"$out")
+[ -n "$r" ] && [ "$r" -ge 1 ] || fail "the run after the kill did not resume from a periodic checkpoint: $out"
+# The interval may be given as an option too, and is checked.
+"$T" --app bert --gpus 2 --speedup 50 --checkpoint "$TMP/opt" --max-steps 3 \
+	--checkpoint-interval 0.001 >"$TMP/o.out" 2>&1 || fail "--checkpoint-interval run: $(cat "$TMP/o.out")"
+[ -f "$TMP/opt/copus.manifest" ] || fail "--checkpoint-interval 0.001 wrote no checkpoint in 3 steps"
+
 # Bad arguments: exit 2 and a message naming the argument.
 bad() {
 	local want=$1
@@ -81,10 +107,14 @@ bad "--noise: '10'" --noise 10
 bad "--noise: '10,0.5'" --noise 10,0.5
 bad "--target: 'nan'" --target nan
 bad "--gpus: '0'" --gpus 0
+bad "--checkpoint-interval: '0'" --checkpoint-interval 0
 bad "--max-batch: '64'" --batch 128 --max-batch 64
 bad "unknown option '--bogus'" --bogus
 bad "option '--app' needs a value" --app
 bad "argument: 'extra'" extra
 COPUS_GPU_TYPE='a b' "$T" --max-steps 1 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad COPUS_GPU_TYPE was accepted"
+out=$(COPUS_CKPT_INTERVAL=often "$T" --max-steps 1 2>&1)
+[ $? -ne 0 ] && grep -q COPUS_CKPT_INTERVAL <<<"$out" ||
+	fail "a bad COPUS_CKPT_INTERVAL was accepted or not named: $out"
 echo PASS

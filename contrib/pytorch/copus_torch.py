@@ -108,7 +108,8 @@ class Config(ctypes.Structure):
                 ("exit_on_rescale", ctypes.c_int),
                 ("agree_interval", ctypes.c_int),
                 ("noise_decay", ctypes.c_double),
-                ("no_signal_handler", ctypes.c_int)]
+                ("no_signal_handler", ctypes.c_int),
+                ("ckpt_interval", ctypes.c_double)]
 
 
 class JobInfo(ctypes.Structure):
@@ -194,7 +195,7 @@ class Runtime:
                  accumulation=True, optimizer=OPT_SGD, ckpt_dir=None,
                  save=None, load=None, target_progress=0.0,
                  noise_decay=0.0, hint_interval=0.0, publish=None,
-                 gpu_type=None, agree_interval=1):
+                 gpu_type=None, agree_interval=1, ckpt_interval=0.0):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -209,6 +210,8 @@ class Runtime:
         cfg.hint_interval = hint_interval
         # Steps between two all-reduces of the rescale flag (gloo/NCCL).
         cfg.agree_interval = agree_interval
+        # Seconds between periodic checkpoints (0: $COPUS_CKPT_INTERVAL).
+        cfg.ckpt_interval = ckpt_interval
         # The adapter leaves the process itself, after tearing down torch.
         cfg.exit_on_rescale = 0
         if dist.is_available() and dist.is_initialized():

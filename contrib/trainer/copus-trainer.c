@@ -96,6 +96,7 @@ struct opts {
 	double phi0, growth;
 	double speedup;
 	const char *ckpt_dir;
+	double ckpt_interval;
 	int gpus, nodes;
 	long print_every;
 	long max_steps;
@@ -127,6 +128,10 @@ static void usage(FILE *f)
 		"                      by which it grows until the target\n"
 		"  --speedup X         sleep the modelled step time divided by X (default 1)\n"
 		"  --checkpoint DIR    checkpoint directory (default $COPUS_CKPT_DIR)\n"
+		"  --checkpoint-interval S\n"
+		"                      a checkpoint every S seconds, so that a node\n"
+		"                      failure loses at most S seconds of training\n"
+		"                      (default $COPUS_CKPT_INTERVAL, or none)\n"
 		"  --gpus N --nodes N  the allocation (default: from Slurm's environment)\n"
 		"  --print-every N     a progress line every N steps (default 10)\n"
 		"  --max-steps N       stop, exit 0, after N steps of this run\n"
@@ -202,7 +207,7 @@ static bool valid_type(const char *t)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_APP = 256, O_PERF, O_TYPE, O_BATCH, O_MAXB, O_LOCAL, O_TARGET,
-	       O_NOISE, O_SPEED, O_CKPT, O_GPUS, O_NODES, O_PRINT, O_MAXS,
+	       O_NOISE, O_SPEED, O_CKPT, O_CKPT_INT, O_GPUS, O_NODES, O_PRINT, O_MAXS,
 	       O_SEED, O_HELP };
 	static const struct option lo[] = {
 		{ "app", required_argument, NULL, O_APP },
@@ -215,6 +220,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "noise", required_argument, NULL, O_NOISE },
 		{ "speedup", required_argument, NULL, O_SPEED },
 		{ "checkpoint", required_argument, NULL, O_CKPT },
+		{ "checkpoint-interval", required_argument, NULL, O_CKPT_INT },
 		{ "gpus", required_argument, NULL, O_GPUS },
 		{ "nodes", required_argument, NULL, O_NODES },
 		{ "print-every", required_argument, NULL, O_PRINT },
@@ -333,6 +339,12 @@ bad_perf:
 				return bad("--checkpoint", optarg,
 					   "is not a directory name");
 			o->ckpt_dir = optarg;
+			break;
+		case O_CKPT_INT:
+			if (!parse_num(optarg, 1e-3, 30 * 86400.0,
+				       &o->ckpt_interval))
+				return bad("--checkpoint-interval", optarg,
+					   "is not a number of seconds between 0.001 and 30 days");
 			break;
 		case O_GPUS:
 			if (!parse_int(optarg, 1, 4096, &v))
@@ -581,6 +593,7 @@ int main(int argc, char **argv)
 	cfg.gpus_per_node = (gpus + nodes - 1) / nodes;
 	cfg.gpu_type = type;
 	cfg.ckpt_dir = o.ckpt_dir;
+	cfg.ckpt_interval = o.ckpt_interval;
 	cfg.save = save_cb;
 	cfg.load = load_cb;
 	cfg.cb_arg = &st;

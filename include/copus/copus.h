@@ -25,7 +25,9 @@
  *
  * copus_step_end() is where a rescale request (a signal, see copus/hint.h)
  * is honoured: the ranks agree, the checkpoint is written, the scheduler is
- * told, and the process exits with COPUS_EXIT_REQUEUE.
+ * told, and the process exits with COPUS_EXIT_REQUEUE. It is also where the
+ * periodic checkpoints are written (cfg.ckpt_interval), after which the job
+ * trains on: a restart after a node failure resumes from the latest one.
  *
  * Every function returns COPUS_OK or a negative copus_status; the context's
  * copus_errmsg() says what went wrong in a sentence. A context is used by one
@@ -37,6 +39,8 @@
  *   RANK, WORLD_SIZE, LOCAL_RANK   (torchrun) take precedence over Slurm's
  *   CUDA_VISIBLE_DEVICES      GPUs per node when SLURM_GPUS_ON_NODE is unset
  *   COPUS_CKPT_DIR            checkpoint directory when cfg.ckpt_dir is NULL
+ *   COPUS_CKPT_INTERVAL       seconds between periodic checkpoints when
+ *                             cfg.ckpt_interval is 0 (unset: none)
  *   COPUS_GPU_TYPE            GPU type named in hints ("default")
  *   COPUS_SIGNAL              rescale signal, a number or USR1, USR2, ...
  *   COPUS_REQUEUE_EXIT        exit code after a rescale checkpoint (75)
@@ -154,6 +158,14 @@ typedef struct copus_config {
 	/* 1: do not install the signal handlers (the application calls
 	 * copus_request_rescale itself, e.g. from its own handler). */
 	int no_signal_handler;
+	/*
+	 * Seconds between periodic checkpoints, so that a node failure loses
+	 * at most that much training; 0: $COPUS_CKPT_INTERVAL, or none when it
+	 * is unset; < 0: none. Taken at the first step boundary after the
+	 * interval on any rank (the ranks agree); a failed one is logged and
+	 * training goes on.
+	 */
+	double ckpt_interval;
 } copus_config;
 
 #define COPUS_CONFIG_INITIALIZER                                              \
