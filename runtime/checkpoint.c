@@ -7,8 +7,12 @@
  * and the directory fsynced; the manifest is replaced last, the same way.
  * A crash at any point leaves either the old manifest with its old files
  * (which are removed only after the new manifest is durable) or the new one
- * with its complete files.
+ * with its complete files. The manifest holds each file's size and CRC-32,
+ * checked before the load callback sees the file; what a crash or a failed
+ * checkpoint left behind (temporary files, files no manifest names) is
+ * removed when the next run starts.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <zlib.h>
 
 #include "internal.h"
 
@@ -84,9 +89,45 @@ static int _commit_file(copus_ctx *ctx, const char *tmp, const char *final)
 	return COPUS_OK;
 }
 
+/* The CRC-32 of a whole file (zlib's polynomial). */
+static int _crc_file(copus_ctx *ctx, const char *path, uint32_t *out)
+{
+	static const size_t chunk = 1 << 20;
+	unsigned char *buf = malloc(chunk);
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int fd, rc = COPUS_OK;
+
+	if (buf == NULL)
+		return COPUS_ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
+		return copus__fail(ctx, COPUS_EIO, "cannot open %s: %s", path,
+				   strerror(errno));
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, chunk);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = copus__fail(ctx, COPUS_EIO, "cannot read %s: %s",
+					 path, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		crc = crc32(crc, buf, (uInt)n);
+	}
+	close(fd);
+	free(buf);
+	*out = (uint32_t)crc;
+	return rc;
+}
+
 /* The application's file of this rank: write, make durable; its size. */
 static int _save_app(copus_ctx *ctx, int64_t step, char *name, size_t nlen,
-		     long long *size)
+		     long long *size, uint32_t *crc)
 {
 	char tmp[4096], final[4096];
 	struct stat st;
@@ -105,12 +146,32 @@ static int _save_app(copus_ctx *ctx, int64_t step, char *name, size_t nlen,
 		return copus__fail(ctx, COPUS_EIO,
 				   "the save callback wrote no file %s", tmp);
 	*size = (long long)st.st_size;
+	rc = _crc_file(ctx, tmp, crc);
+	if (rc != COPUS_OK)
+		return rc;
 	return _commit_file(ctx, tmp, final);
+}
+
+/*
+ * This rank's leftovers of a checkpoint that did not commit: its file of
+ * that step, finished or not.
+ */
+static void _unlink_uncommitted(copus_ctx *ctx, int64_t step)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/ckpt-%lld.r%d", ctx->ckpt_dir,
+		 (long long)step, ctx->info.rank);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/ckpt-%lld.r%d.tmp", ctx->ckpt_dir,
+		 (long long)step, ctx->info.rank);
+	unlink(path);
 }
 
 /* The runtime's state and the checkpoint's files, as JSON. */
 static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
-			    const long long *sizes, int nfiles)
+			    const long long *sizes, const uint32_t *crcs,
+			    int nfiles)
 {
 	struct json_object *o = json_object_new_object(), *a, *e;
 	char *text = NULL;
@@ -126,11 +187,14 @@ static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
 	json_object_object_add(o, "progress",
 			       json_object_new_double(ctx->info.progress));
 	json_object_object_add(o, "world", json_object_new_int(ctx->info.world));
+	json_object_object_add(o, "save_all_ranks",
+			       json_object_new_int(ctx->cfg.save_all_ranks ? 1 : 0));
 	a = json_object_new_array();
 	for (int i = 0; i < nfiles; i++) {
 		e = json_object_new_array();
 		json_object_array_add(e, json_object_new_string(files[i]));
 		json_object_array_add(e, json_object_new_int64(sizes[i]));
+		json_object_array_add(e, json_object_new_int64(crcs[i]));
 		json_object_array_add(a, e);
 	}
 	json_object_object_add(o, "files", a);
@@ -196,8 +260,10 @@ int copus_checkpoint(copus_ctx *ctx)
 {
 	char name[256], **files = NULL, *text = NULL;
 	long long *sizes = NULL, size = 0;
-	int64_t step, v[2];
-	int nfiles = 0, rc = COPUS_OK, saver;
+	uint32_t crc = 0, *crcs = NULL;
+	int64_t step, v[2], *got = NULL;
+	int nfiles = 0, nsave, rc = COPUS_OK, saver;
+	bool saved = false;
 
 	if (ctx == NULL)
 		return COPUS_EINVAL;
@@ -208,28 +274,49 @@ int copus_checkpoint(copus_ctx *ctx)
 		return copus__fail(ctx, COPUS_ESTATE,
 				   "checkpoint inside a step; call it after step_end");
 	step = ctx->info.step;
+	/*
+	 * The latest checkpoint is of this step already (every rank knows
+	 * it): writing the same files again could only put it at risk.
+	 */
+	if (ctx->ckpt_step == step) {
+		copus__log(ctx, 1, "checkpoint of step %lld exists in %s",
+			   (long long)step, ctx->ckpt_dir);
+		return COPUS_OK;
+	}
 	saver = ctx->info.rank == 0 || ctx->cfg.save_all_ranks;
+	nsave = ctx->cfg.save == NULL ? 0
+		: ctx->cfg.save_all_ranks ? ctx->info.world : 1;
+	got = calloc((size_t)nsave + 1, sizeof(*got));
+	if (got == NULL)
+		return COPUS_ENOMEM;
 	if (saver)
 		rc = _mkdirs(ctx, ctx->ckpt_dir);
 	if (rc == COPUS_OK && saver && ctx->cfg.save != NULL)
-		rc = _save_app(ctx, step, name, sizeof(name), &size);
+		rc = _save_app(ctx, step, name, sizeof(name), &size, &crc);
 
-	/* Every rank's file is durable, or nobody commits. */
-	v[0] = rc != COPUS_OK;
-	v[1] = 0;
-	if (copus__agree(ctx, v, 2) != COPUS_OK || v[0] != 0) {
+	/*
+	 * Every rank's file is durable, or nobody commits. The same maximum
+	 * gathers the saving ranks' checksums: rank r's slot holds its CRC
+	 * plus one, every other rank's zero.
+	 */
+	got[0] = rc != COPUS_OK;
+	if (rc == COPUS_OK && saver && nsave > 0)
+		got[1 + (ctx->cfg.save_all_ranks ? ctx->info.rank : 0)] =
+			(int64_t)crc + 1;
+	if (copus__agree(ctx, got, nsave + 1) != COPUS_OK || got[0] != 0) {
 		if (rc == COPUS_OK)
 			rc = copus__fail(ctx, COPUS_EIO,
 					 "another rank failed to save its checkpoint");
 		goto out;
 	}
+	saved = true;
 	if (ctx->info.rank == 0) {
-		int n = ctx->cfg.save == NULL ? 0
-			: ctx->cfg.save_all_ranks ? ctx->info.world : 1;
+		int n = nsave;
 
 		files = calloc((size_t)n + 1, sizeof(char *));
 		sizes = calloc((size_t)n + 1, sizeof(long long));
-		if (files == NULL || sizes == NULL) {
+		crcs = calloc((size_t)n + 1, sizeof(*crcs));
+		if (files == NULL || sizes == NULL || crcs == NULL) {
 			rc = COPUS_ENOMEM;
 		} else {
 			for (int r = 0; r < n && rc == COPUS_OK; r++) {
@@ -247,14 +334,22 @@ int copus_checkpoint(copus_ctx *ctx)
 							 path);
 					break;
 				}
+				if (got[1 + r] < 1) {
+					rc = copus__fail(ctx, COPUS_EIO,
+							 "rank %d sent no checksum of %s",
+							 r, path);
+					break;
+				}
 				files[nfiles] = strdup(f);
 				sizes[nfiles] = r == 0 ? size : (long long)st.st_size;
+				crcs[nfiles] = (uint32_t)(got[1 + r] - 1);
 				if (files[nfiles++] == NULL)
 					rc = COPUS_ENOMEM;
 			}
 		}
 		if (rc == COPUS_OK) {
-			text = _manifest_text(ctx, step, files, sizes, nfiles);
+			text = _manifest_text(ctx, step, files, sizes, crcs,
+					      nfiles);
 			rc = text == NULL ? COPUS_ENOMEM
 					  : _write_manifest(ctx, text);
 		}
@@ -290,12 +385,21 @@ int copus_checkpoint(copus_ctx *ctx)
 	copus__log(ctx, 1, "checkpoint of step %lld written to %s",
 		   (long long)step, ctx->ckpt_dir);
 out:
+	/*
+	 * A checkpoint that failed before rank 0 could commit it leaves
+	 * nothing behind. Later, rank 0 may have committed it; what a failed
+	 * commit left is removed when the next run starts.
+	 */
+	if (rc != COPUS_OK && !saved && saver && ctx->cfg.save != NULL)
+		_unlink_uncommitted(ctx, step);
 	if (files != NULL) {
 		for (int i = 0; i < nfiles; i++)
 			free(files[i]);
 		free(files);
 	}
 	free(sizes);
+	free(crcs);
+	free(got);
 	free(text);
 	return rc;
 }
@@ -360,23 +464,50 @@ static bool _arr_num(struct json_object *a, size_t i, double *out)
 	return isfinite(*out);
 }
 
-/* Parse the manifest into the context; an error names the field. */
+/* A checkpoint as its manifest names it. */
+struct manifest {
+	int64_t step;
+	int world;            /* the ranks of the run that wrote it */
+	bool all_ranks;       /* every rank saved a file (else rank 0 alone) */
+	int nfiles;
+	char **files;
+	long long *sizes;
+	int64_t *crcs;        /* CRC-32 of each file; -1: not recorded */
+};
+
+static void _manifest_free(struct manifest *m)
+{
+	if (m->files != NULL)
+		for (int i = 0; i < m->nfiles; i++)
+			free(m->files[i]);
+	free(m->files);
+	free(m->sizes);
+	free(m->crcs);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Parse the manifest into the context and m; an error names the field. */
 static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
-			   char ***files_out, long long **sizes_out,
-			   int *nfiles_out, int64_t *step_out)
+			   struct manifest *m)
 {
 	struct json_object *o = json_tokener_parse(text), *a, *e;
-	double x, step, samples, progress, world;
+	double x, version, step, samples, progress, world, all = 0;
 	char **files = NULL;
 	long long *sizes = NULL;
+	int64_t *crcs = NULL;
 	int nfiles = 0, rc = COPUS_EPARSE;
+	size_t width;
 	const char *field = "the top level";
 
+	memset(m, 0, sizeof(*m));
 	if (o == NULL || !json_object_is_type(o, json_type_object))
 		goto bad;
 	field = "copus_ckpt";
-	if (!_get_num(o, "copus_ckpt", &x) || x != COPUS_MANIFEST_VERSION)
+	if (!_get_num(o, "copus_ckpt", &version) ||
+	    (version != 1 && version != COPUS_MANIFEST_VERSION))
 		goto bad;
+	/* Version 1 named each file with its size; 2 adds its CRC-32. */
+	width = version == 1 ? 2 : 3;
 	field = "step";
 	if (!_get_num(o, "step", &step) || step < 0 || step > COPUS_HINT_STEP_MAX)
 		goto bad;
@@ -387,28 +518,46 @@ static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 	if (!_get_num(o, "progress", &progress) || progress < 0)
 		goto bad;
 	field = "world";
-	if (!_get_num(o, "world", &world) || world < 1)
+	if (!_get_num(o, "world", &world) || world < 1 || world > 1 << 20 ||
+	    world != floor(world))
+		goto bad;
+	field = "save_all_ranks";
+	if (version >= 2 &&
+	    (!_get_num(o, "save_all_ranks", &all) || (all != 0 && all != 1)))
 		goto bad;
 	field = "files";
 	if (!json_object_object_get_ex(o, "files", &a) ||
 	    !json_object_is_type(a, json_type_array))
 		goto bad;
 	nfiles = (int)json_object_array_length(a);
+	/*
+	 * One file per rank when every rank saved, one when rank 0 did (none
+	 * without a save callback); version 1 did not say which.
+	 */
+	if (version >= 2 ? (all ? nfiles != (int)world : nfiles > 1)
+			 : (nfiles > 1 && nfiles != (int)world))
+		goto bad;
+	if (version == 1)
+		all = nfiles > 1;
 	files = calloc((size_t)nfiles + 1, sizeof(char *));
 	sizes = calloc((size_t)nfiles + 1, sizeof(long long));
-	if (files == NULL || sizes == NULL) {
+	crcs = calloc((size_t)nfiles + 1, sizeof(*crcs));
+	if (files == NULL || sizes == NULL || crcs == NULL) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
 	for (int i = 0; i < nfiles; i++) {
 		const char *s;
+		double c = -1;
 
 		e = json_object_array_get_idx(a, (size_t)i);
 		if (e == NULL || !json_object_is_type(e, json_type_array) ||
-		    json_object_array_length(e) != 2 ||
+		    json_object_array_length(e) != width ||
 		    !json_object_is_type(json_object_array_get_idx(e, 0),
 					 json_type_string) ||
-		    !_arr_num(e, 1, &x) || x < 0)
+		    !_arr_num(e, 1, &x) || x < 0 ||
+		    (width == 3 && (!_arr_num(e, 2, &c) || c < 0 ||
+				    c > 4294967295.0 || c != floor(c))))
 			goto bad;
 		s = json_object_get_string(json_object_array_get_idx(e, 0));
 		/* A file name, never a path out of the directory. */
@@ -416,6 +565,7 @@ static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 			goto bad;
 		files[i] = strdup(s);
 		sizes[i] = (long long)x;
+		crcs[i] = (int64_t)c;
 		if (files[i] == NULL) {
 			nfiles = i;
 			rc = COPUS_ENOMEM;
@@ -475,12 +625,16 @@ static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 	ctx->obs_dirty = ctx->n_obs > 0;
 	ctx->info.samples = (int64_t)samples;
 	ctx->info.progress = progress;
-	*step_out = (int64_t)step;
-	*files_out = files;
-	*sizes_out = sizes;
-	*nfiles_out = nfiles;
+	m->step = (int64_t)step;
+	m->world = (int)world;
+	m->all_ranks = all != 0;
+	m->nfiles = nfiles;
+	m->files = files;
+	m->sizes = sizes;
+	m->crcs = crcs;
 	files = NULL;
 	sizes = NULL;
+	crcs = NULL;
 	rc = COPUS_OK;
 	goto out;
 bad:
@@ -494,17 +648,75 @@ out:
 		free(files);
 	}
 	free(sizes);
+	free(crcs);
 	if (o != NULL)
 		json_object_put(o);
 	return rc;
 }
 
+/*
+ * Is name a file of copus's checkpoints: ckpt-<step>.r<rank>, with
+ * ".tmp" while it is written, or the manifest's temporary file? *rank:
+ * the rank that writes it (0 for the manifest).
+ */
+static bool _ckpt_name(const char *name, int *rank, bool *tmp)
+{
+	unsigned long long step;
+	int r, n = -1;
+
+	if (strcmp(name, COPUS_MANIFEST ".tmp") == 0) {
+		*rank = 0;
+		*tmp = true;
+		return true;
+	}
+	if (sscanf(name, "ckpt-%llu.r%d%n", &step, &r, &n) != 2 || n < 0 ||
+	    r < 0)
+		return false;
+	*rank = r;
+	*tmp = strcmp(name + n, ".tmp") == 0;
+	return name[n] == '\0' || *tmp;
+}
+
+/*
+ * Remove what a crash or a failed checkpoint left in the directory: the
+ * temporary files and the files no manifest names. Each rank removes its
+ * own (rank 0 also those of ranks the job no longer has), so that ranks on
+ * other nodes never race for a file.
+ */
+static void _remove_leftovers(copus_ctx *ctx, const struct manifest *m)
+{
+	DIR *d = opendir(ctx->ckpt_dir);
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char path[4096];
+		bool tmp, named = false;
+		int r;
+
+		if (!_ckpt_name(e->d_name, &r, &tmp))
+			continue;
+		if (r != ctx->info.rank &&
+		    !(ctx->info.rank == 0 && r >= ctx->info.world))
+			continue;
+		for (int i = 0; !tmp && i < m->nfiles; i++)
+			named = named || strcmp(m->files[i], e->d_name) == 0;
+		if (named)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir, e->d_name);
+		if (unlink(path) == 0)
+			copus__log(ctx, 1, "removed %s, left by a checkpoint that did not commit",
+				   path);
+	}
+	closedir(d);
+}
+
 int copus__restore(copus_ctx *ctx)
 {
-	char path[4096], *text = NULL, **files = NULL;
-	long long *sizes = NULL;
-	int nfiles = 0, rc, idx;
-	int64_t step = 0;
+	char path[4096], *text = NULL;
+	struct manifest m = { 0 };
+	int rc, idx;
 
 	if (ctx->ckpt_dir == NULL)
 		return COPUS_OK;
@@ -514,39 +726,56 @@ int copus__restore(copus_ctx *ctx)
 		if (ctx->info.restart_count > 0)
 			copus__log(ctx, 0, "restart %d but no checkpoint in %s: starting from scratch",
 				   ctx->info.restart_count, ctx->ckpt_dir);
+		_remove_leftovers(ctx, &m);
 		return COPUS_OK;
 	}
 	if (rc != COPUS_OK)
 		return rc;
-	rc = _parse_manifest(ctx, path, text, &files, &sizes, &nfiles, &step);
+	rc = _parse_manifest(ctx, path, text, &m);
 	free(text);
 	if (rc != COPUS_OK)
 		return rc;
-	/* Rank r loads its own file when every rank saved, else rank 0's. */
-	idx = nfiles > 1 ? ctx->info.rank : 0;
-	if (nfiles > 1 && idx >= nfiles) {
+	/*
+	 * Rank r loads its own file when every rank saved, else rank 0's.
+	 * Every rank reads the same manifest, so a layout this run cannot
+	 * load stops every rank alike.
+	 */
+	if (m.all_ranks && m.world != ctx->info.world) {
 		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld holds %d rank files; rank %d has none",
-				 (long long)step, nfiles, ctx->info.rank);
+				 "checkpoint of step %lld holds one file per rank of %d ranks; this run has %d ranks",
+				 (long long)m.step, m.world, ctx->info.world);
 		goto out;
 	}
-	if (nfiles > 0) {
+	idx = m.all_ranks ? ctx->info.rank : 0;
+	if (m.nfiles > 0) {
 		struct stat st;
+		uint32_t crc;
 
-		snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir, files[idx]);
-		if (stat(path, &st) != 0 || (long long)st.st_size != sizes[idx]) {
+		snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir, m.files[idx]);
+		if (stat(path, &st) != 0 || (long long)st.st_size != m.sizes[idx]) {
 			rc = copus__fail(ctx, COPUS_EIO,
 					 "checkpoint file %s is missing or not %lld bytes",
-					 path, sizes[idx]);
+					 path, m.sizes[idx]);
 			goto out;
+		}
+		if (m.crcs[idx] >= 0) {
+			rc = _crc_file(ctx, path, &crc);
+			if (rc != COPUS_OK)
+				goto out;
+			if (crc != (uint32_t)m.crcs[idx]) {
+				rc = copus__fail(ctx, COPUS_EIO,
+						 "checkpoint file %s is corrupt: CRC-32 %08x, the manifest says %08x",
+						 path, crc, (uint32_t)m.crcs[idx]);
+				goto out;
+			}
 		}
 		if (ctx->cfg.load == NULL) {
 			rc = copus__fail(ctx, COPUS_ESTATE,
 					 "a checkpoint of step %lld exists but config.load is NULL",
-					 (long long)step);
+					 (long long)m.step);
 			goto out;
 		}
-		rc = ctx->cfg.load(ctx->cfg.cb_arg, path, step);
+		rc = ctx->cfg.load(ctx->cfg.cb_arg, path, m.step);
 		if (rc != 0) {
 			rc = copus__fail(ctx, COPUS_EIO,
 					 "the load callback failed (%d) reading %s",
@@ -554,21 +783,18 @@ int copus__restore(copus_ctx *ctx)
 			goto out;
 		}
 	}
-	ctx->info.step = step;
+	_remove_leftovers(ctx, &m);
+	ctx->info.step = m.step;
 	ctx->info.restored = 1;
-	ctx->ckpt_step = step;
-	ctx->ckpt_files = files;
-	ctx->n_ckpt_files = nfiles;
-	files = NULL;
-	copus__log(ctx, 1, "restored step %lld from %s", (long long)step,
+	ctx->ckpt_step = m.step;
+	ctx->ckpt_files = m.files;
+	ctx->n_ckpt_files = m.nfiles;
+	m.files = NULL;
+	m.nfiles = 0;
+	copus__log(ctx, 1, "restored step %lld from %s", (long long)m.step,
 		   ctx->ckpt_dir);
 	rc = COPUS_OK;
 out:
-	if (files != NULL) {
-		for (int i = 0; i < nfiles; i++)
-			free(files[i]);
-		free(files);
-	}
-	free(sizes);
+	_manifest_free(&m);
 	return rc;
 }

@@ -25,7 +25,11 @@
 #define COPUS_ACK_TIMEOUT 20.0
 /* The manifest that names the latest complete checkpoint. */
 #define COPUS_MANIFEST "copus.manifest"
-#define COPUS_MANIFEST_VERSION 1
+/*
+ * 2: every file with its CRC-32 and the saving mode; 1 (sizes only) is
+ * still read.
+ */
+#define COPUS_MANIFEST_VERSION 2
 /* Largest manifest read back (it holds at most COPUS_MAX_OBS entries). */
 #define COPUS_MANIFEST_MAX (256 * 1024)
 

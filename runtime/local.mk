@@ -14,8 +14,8 @@ runtime_libcopus_la_SOURCES = \
 	runtime/rescale.c \
 	runtime/bootstrap.c
 runtime_libcopus_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
-runtime_libcopus_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -pthread
-runtime_libcopus_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) \
+runtime_libcopus_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(ZLIB_CFLAGS) -pthread
+runtime_libcopus_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) $(ZLIB_LIBS) \
 	$(PMIX_LIBS) -lpthread -lm
 runtime_libcopus_la_LDFLAGS = -version-info 0:0:0 -no-undefined
 if HAVE_NCCL

@@ -60,7 +60,10 @@ int copus_request_rescale(copus_ctx *ctx)
 
 /*
  * Checkpoint for the rescale and tell the scheduler. A failed checkpoint
- * drops the request and the job keeps running.
+ * (a full or read-only directory, a failed save callback) drops the request
+ * and the job keeps running: the step succeeds, the reason is logged, and
+ * the scheduler sees the job running at its size. The previous checkpoint
+ * stays as it was.
  */
 static int _rescale(copus_ctx *ctx, bool *checkpointed)
 {
@@ -80,7 +83,7 @@ static int _rescale(copus_ctx *ctx, bool *checkpointed)
 			   copus_errmsg(ctx));
 		if (ctx->info.rank == 0 && ctx->pub != NULL)
 			copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
-		return rc;
+		return COPUS_OK;
 	}
 	ctx->state = COPUS_STATE_CHECKPOINTED;
 	if (ctx->info.rank == 0 && ctx->pub != NULL) {

@@ -4,9 +4,11 @@
  * real processes (fork): a request during a step is honoured at its end,
  * the checkpoint is complete or absent, and a restart resumes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,6 +652,7 @@ struct run {
 	double ckpt_interval;    /* periodic checkpoints (config.ckpt_interval) */
 	int step_us;             /* each step sleeps this long */
 	int64_t die_at;          /* every rank dies after this step (0: no) */
+	int save_all;            /* config.save_all_ranks */
 };
 
 /* One rank's training loop; the exit status tells the parent what happened. */
@@ -692,6 +695,7 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 	c.comm_arg = s;
 	c.no_signal_handler = 0;
 	c.ckpt_interval = run->ckpt_interval;
+	c.save_all_ranks = run->save_all;
 	a.crash_on_save = rank == 0 && run->crash_on_save;
 	a.fail_on_save = rank == 0 && run->fail_on_save;
 	if (copus_init(&c, &ctx) != COPUS_OK)
@@ -704,9 +708,8 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 		if (a.step == run->signal_at && rank == run->signal_rank)
 			raise(SIGUSR1);
 		app_step(&a);
+		/* A failed rescale checkpoint is logged; the step succeeds. */
 		rc = copus_step_end(ctx, 16, 0);
-		if (rc == COPUS_EIO && run->fail_on_save)
-			continue; /* the failed rescale is reported; go on */
 		if (rc != COPUS_OK)
 			_exit(22);
 		if (a.step == run->checkpoint_at &&
@@ -981,6 +984,159 @@ static void test_failed_periodic_checkpoint_keeps_training(void)
 	remove_tmpdir();
 }
 
+/* Files of the checkpoint directory whose name starts with prefix. */
+static int count_files(const char *prefix)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return n;
+}
+
+static void touch(const char *name)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("left over\n", f);
+	fclose(f);
+}
+
+static bool exists(const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* One byte of a checkpoint file flipped: the size is right, the CRC not. */
+static void test_corrupt_checkpoint_is_refused(void)
+{
+	struct run run = { .world = 1, .steps = 5, .signal_at = -1,
+			   .checkpoint_at = 5 };
+	char path[512];
+	int st[MAX_RANKS], c;
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	snprintf(path, sizeof(path), "%s/ckpt-5.r0", tmpdir);
+	f = fopen(path, "r+");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	c = fgetc(f);
+	fseek(f, 0, SEEK_SET);
+	fputc(c ^ 0x01, f);
+	fclose(f);
+	run.restart = 1;
+	run.checkpoint_at = -1;
+	run.steps = 8;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 20); /* copus_init refused it */
+	/* The same file with the byte back loads. */
+	f = fopen(path, "r+");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputc(c, f);
+	fclose(f);
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	remove_tmpdir();
+}
+
+/* A new run removes what crashes and failed checkpoints left behind. */
+static void test_leftovers_are_removed_at_start(void)
+{
+	struct run run = { .world = 1, .steps = 5, .signal_at = -1,
+			   .checkpoint_at = 5 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	touch("ckpt-9.r0.tmp");
+	touch("ckpt-7.r0");
+	touch("ckpt-7.r3"); /* of a rank this job no longer has */
+	touch("copus.manifest.tmp");
+	touch("notes.txt"); /* not copus's */
+	run.restart = 1;
+	run.checkpoint_at = -1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT(!exists("ckpt-9.r0.tmp"));
+	CU_ASSERT(!exists("ckpt-7.r0"));
+	CU_ASSERT(!exists("ckpt-7.r3"));
+	CU_ASSERT(!exists("copus.manifest.tmp"));
+	CU_ASSERT(exists("notes.txt"));
+	CU_ASSERT(exists("ckpt-5.r0"));
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	remove_tmpdir();
+}
+
+/*
+ * Every rank saves; rank 0's save fails while rank 1's file is complete:
+ * nothing commits, and rank 1's file does not stay behind.
+ */
+static void test_failed_checkpoint_leaves_no_files(void)
+{
+	struct run run = { .world = 2, .steps = 10, .signal_at = 4,
+			   .signal_rank = 1, .fail_on_save = 1,
+			   .checkpoint_at = -1, .save_all = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	CU_ASSERT_EQUAL(manifest_step(), -1);
+	CU_ASSERT_EQUAL(count_files("ckpt-"), 0);
+	remove_tmpdir();
+}
+
+/*
+ * A checkpoint with one file per rank of 2 ranks cannot be loaded by 3:
+ * every rank of the new run refuses it alike, none starts training.
+ */
+static void test_all_ranks_refuse_a_layout_they_cannot_load(void)
+{
+	struct run run = { .world = 2, .steps = 20, .signal_at = 3,
+			   .signal_rank = 0, .checkpoint_at = -1,
+			   .save_all = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(st[1], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 4);
+	run.world = 3;
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, NULL);
+	for (int r = 0; r < 3; r++)
+		CU_ASSERT_EQUAL(st[r], 20);
+	/* The same two ranks resume. */
+	run.world = 2;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -1010,6 +1166,71 @@ static void test_bad_manifest(void)
 	fclose(f);
 	c.load = app_load;
 	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EIO);
+	/* One file for five ranks that all saved; two files from rank 0. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":2,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":5,\"save_all_ranks\":1,"
+		   "\"files\":[[\"ckpt-3.r0\",10,7]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":2,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":2,\"save_all_ranks\":0,"
+		   "\"files\":[[\"ckpt-3.r0\",10,7],[\"ckpt-3.r1\",10,7]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	/* A version 1 manifest (world 5, one file) had no saving mode. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":1,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":5,\"files\":[[\"ckpt-3.r0\",10],[\"ckpt-3.r1\",10]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	/* A CRC-32 out of range. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":2,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":1,\"save_all_ranks\":0,"
+		   "\"files\":[[\"ckpt-3.r0\",10,4294967296]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	remove_tmpdir();
+}
+
+/* A checkpoint written before manifests had checksums still loads. */
+static void test_version_1_manifest_loads(void)
+{
+	copus_config c = base_config();
+	struct app a = { 0 };
+	copus_job_info in;
+	char path[512];
+	copus_ctx *ctx = NULL;
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(path, sizeof(path), "%s/ckpt-3.r0", tmpdir);
+	f = fopen(path, "w");
+	fprintf(f, "3 1.5\n");
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":1,\"step\":3,\"samples\":96,\"progress\":3,"
+		   "\"world\":1,\"files\":[[\"ckpt-3.r0\",6]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	c.ckpt_dir = tmpdir;
+	c.load = app_load;
+	c.cb_arg = &a;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	copus_info(ctx, &in);
+	CU_ASSERT_EQUAL(in.step, 3);
+	CU_ASSERT_EQUAL(in.restored, 1);
+	CU_ASSERT_EQUAL(a.loads, 1);
+	ASSERT_CLOSE(a.w, 1.5, 1e-12);
+	copus_finalize(ctx);
 	remove_tmpdir();
 }
 
@@ -1031,7 +1252,12 @@ int main(void)
 		TEST(test_failed_save_keeps_running),
 		TEST(test_periodic_checkpoints_survive_a_node_failure),
 		TEST(test_failed_periodic_checkpoint_keeps_training),
+		TEST(test_corrupt_checkpoint_is_refused),
+		TEST(test_leftovers_are_removed_at_start),
+		TEST(test_failed_checkpoint_leaves_no_files),
+		TEST(test_all_ranks_refuse_a_layout_they_cannot_load),
 		TEST(test_bad_manifest),
+		TEST(test_version_1_manifest_loads),
 	};
 
 	return RUN_TESTS("runtime", tests);

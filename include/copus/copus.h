@@ -52,7 +52,12 @@
  *
  * Checkpoints: with one saving rank (the default), every rank of the
  * restarted job loads rank 0's file, so the directory must be visible to
- * all nodes of the new allocation (or the job must stay on one node).
+ * all nodes of the new allocation (or the job must stay on one node). With
+ * save_all_ranks, rank r loads rank r's file, and a run with another number
+ * of ranks refuses the checkpoint on every rank. The manifest holds each
+ * file's size and CRC-32; a file that does not match is refused, never
+ * loaded. A new run removes what a crash or a failed checkpoint left in
+ * the directory (temporary files, files no manifest names).
  */
 #ifndef COPUS_COPUS_H
 #define COPUS_COPUS_H
@@ -252,6 +257,8 @@ int copus_grad_total(copus_ctx *ctx, double sqnorm);
  * End a step that used micro-batches of local samples per GPU and accum_steps
  * accumulation steps: record its time, update progress and the gradient
  * statistics, publish a hint when due (rank 0), and honour a rescale request.
+ * A checkpoint that fails here (rescale or periodic) never fails the step:
+ * the reason is logged, the previous checkpoint stays, training goes on.
  */
 int copus_step_end(copus_ctx *ctx, int local, int accum_steps);
 
