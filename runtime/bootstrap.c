@@ -87,7 +87,7 @@ int copus_bootstrap(copus_ctx *ctx, void *blob, size_t len)
 	if (ctx->info.world == 1)
 		return COPUS_OK;
 	ns = getenv("PMIX_NAMESPACE");
-	if (ns != NULL && *ns != '\0' && getenv("COPUS_NO_PMIX") == NULL)
+	if (ns != NULL && *ns != '\0' && !ctx->no_pmix)
 		return _pmix_share(ctx, blob, len);
 	if (ctx->cfg.bcast == NULL)
 		return copus__fail(ctx, COPUS_ESTATE,

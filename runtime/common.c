@@ -16,6 +16,16 @@ double copus__now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Why this thread's last copus_init failed; the context is gone by then. */
+static __thread char init_error[COPUS_ERRMSG_LEN];
+
+void copus__init_failed(const copus_ctx *ctx)
+{
+	snprintf(init_error, sizeof(init_error), "%s",
+		 ctx != NULL && ctx->err[0] != '\0' ? ctx->err
+						   : "copus_init failed");
+}
+
 int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
 {
 	va_list ap;
@@ -49,7 +59,7 @@ void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
 const char *copus_errmsg(const copus_ctx *ctx)
 {
 	if (ctx == NULL)
-		return "no copus context";
+		return init_error[0] != '\0' ? init_error : "no copus context";
 	return ctx->err[0] != '\0' ? ctx->err : "no error";
 }
 

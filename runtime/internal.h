@@ -52,7 +52,9 @@ struct copus_ctx {
 	copus_job_info info;
 	copus_plan_degrees degrees;
 	char err[COPUS_ERRMSG_LEN];
-	int verbose;
+	int verbose;             /* COPUS_DEBUG */
+	bool no_hints;           /* COPUS_HINTS=0 */
+	bool no_pmix;            /* COPUS_NO_PMIX=1 */
 
 	/* The step being measured. */
 	bool in_step, in_sync;
@@ -96,6 +98,8 @@ struct copus_ctx {
 };
 
 /* common.c */
+/* Keep the reason copus_init failed for copus_errmsg(NULL) (this thread). */
+void copus__init_failed(const copus_ctx *ctx);
 /* Set the context's error message and return status. */
 int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

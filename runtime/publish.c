@@ -131,8 +131,7 @@ int copus__publisher_start(copus_ctx *ctx)
 						       : COPUS_HINT_INTERVAL;
 	if (ctx->info.rank != 0)
 		return COPUS_OK;
-	s = getenv("COPUS_HINTS");
-	if (s != NULL && strcmp(s, "0") == 0)
+	if (ctx->no_hints)
 		return COPUS_OK;
 	if (ctx->cfg.publish == NULL && ctx->info.job_id == 0) {
 		copus__log(ctx, 1, "not in a Slurm job: no hints");

@@ -297,6 +297,31 @@ static void _set_gpu_type(copus_ctx *ctx, const char *t)
 }
 
 /* Environment parameters of the rescale, read once. */
+/*
+ * The runtime's switches in the environment: COPUS_DEBUG (0, 1, 2),
+ * COPUS_HINTS and COPUS_NO_PMIX (0 or 1). Any other value is an error that
+ * names the variable, rather than a guess at what was meant.
+ */
+static int _switches(copus_ctx *ctx)
+{
+	bool found;
+	int rc, v;
+
+	rc = _env_int(ctx, "COPUS_DEBUG", 0, 2, &v, &found);
+	if (rc != COPUS_OK)
+		return rc;
+	ctx->verbose = found ? v : 0;
+	rc = _env_int(ctx, "COPUS_HINTS", 0, 1, &v, &found);
+	if (rc != COPUS_OK)
+		return rc;
+	ctx->no_hints = found && v == 0;
+	rc = _env_int(ctx, "COPUS_NO_PMIX", 0, 1, &v, &found);
+	if (rc != COPUS_OK)
+		return rc;
+	ctx->no_pmix = found && v == 1;
+	return COPUS_OK;
+}
+
 static int _rescale_params(copus_ctx *ctx)
 {
 	const char *s;
@@ -404,6 +429,8 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		ctx->cfg.noise_decay = DEFAULT_NOISE_DECAY;
 
 	rc = _read_env(ctx);
+	if (rc == COPUS_OK)
+		rc = _switches(ctx);
 	if (rc != COPUS_OK)
 		goto fail;
 	if (copus_plan_degrees_of_world(ctx->info.world, cfg->pipeline_degree,
@@ -452,6 +479,7 @@ fail:
 	if (ctx->info.rank < 0)
 		ctx->info.rank = 0;
 	copus__log(ctx, 0, "init failed: %s", copus_errmsg(ctx));
+	copus__init_failed(ctx);
 	copus__publisher_stop(ctx);
 	copus__signals_restore(ctx);
 	copus__ckpt_files_free(ctx);

@@ -27,7 +27,7 @@ static const char *const slurm_vars[] = {
 	"SLURM_GPUS_ON_NODE", "CUDA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE",
 	"LOCAL_RANK", "COPUS_CKPT_DIR", "COPUS_SIGNAL", "COPUS_REQUEUE_EXIT",
 	"COPUS_GPU_TYPE", "COPUS_SCONTROL", "PMIX_NAMESPACE", "COPUS_HINTS",
-	"COPUS_CKPT_INTERVAL",
+	"COPUS_CKPT_INTERVAL", "COPUS_DEBUG", "COPUS_NO_PMIX",
 };
 
 static void clear_env(void)
@@ -150,7 +150,11 @@ static void expect_init_error(copus_config *c, int want, const char *needle)
 			needle);
 	CU_ASSERT_EQUAL(rc, want);
 	CU_ASSERT_PTR_NULL(ctx);
-	(void)needle;
+	/* The context is gone; the reason is not. */
+	if (strstr(copus_errmsg(NULL), needle) == NULL)
+		fprintf(stderr, "copus_errmsg(NULL) = \"%s\" does not name %s\n",
+			copus_errmsg(NULL), needle);
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(NULL), needle));
 }
 
 static void test_bad_config(void)
@@ -238,6 +242,16 @@ static void test_bad_environment(void)
 	clear_env();
 	c.ckpt_interval = NAN;
 	expect_init_error(&c, COPUS_EINVAL, "ckpt_interval");
+	c.ckpt_interval = 0;
+	clear_env();
+	setenv("COPUS_DEBUG", "yes", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_DEBUG");
+	clear_env();
+	setenv("COPUS_HINTS", "maybe", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_HINTS");
+	clear_env();
+	setenv("COPUS_NO_PMIX", "x", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_NO_PMIX");
 	clear_env();
 }
 

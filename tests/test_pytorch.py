@@ -184,8 +184,10 @@ def bad_arguments():
                             max_local=8)
         check(False, "Runtime(init_batch=0) raises CopusError")
     except copus_torch.CopusError as e:
-        check("invalid argument" in str(e),
-              "Runtime(init_batch=0) raises CopusError (%s)" % e)
+        # The reason names what is wrong, not only "invalid argument".
+        check("init_batch" in str(e),
+              "Runtime(init_batch=0) raises CopusError naming init_batch (%s)"
+              % e)
     rt = copus_torch.Runtime(init_batch=8, max_batch=8, min_local=1,
                              max_local=8)
     try:

@@ -237,9 +237,10 @@ class Runtime:
         self.ctx = ctypes.c_void_p()
         rc = lib.copus_init(ctypes.byref(cfg), ctypes.byref(self.ctx))
         if rc != COPUS_OK:
+            # The context is gone: libcopus keeps the reason per thread.
+            why = lib.copus_errmsg(None).decode()
             raise CopusError("copus_init: %s%s" % (
-                lib.copus_strerror(rc).decode(),
-                ": " + self.error if self.error else ""))
+                why, " (%s)" % self.error if self.error else ""))
 
     def _check(self, rc, what):
         if rc != COPUS_OK:

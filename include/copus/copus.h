@@ -44,10 +44,10 @@
  *   COPUS_GPU_TYPE            GPU type named in hints ("default")
  *   COPUS_SIGNAL              rescale signal, a number or USR1, USR2, ...
  *   COPUS_REQUEUE_EXIT        exit code after a rescale checkpoint (75)
- *   COPUS_HINTS=0             publish no hints
+ *   COPUS_HINTS=0|1           0: publish no hints (default 1)
  *   COPUS_SCONTROL            the scontrol program used for hints
- *   COPUS_NO_PMIX             bootstrap through cfg.bcast even under PMIx
- *   COPUS_DEBUG=1|2           log what the runtime does (stderr)
+ *   COPUS_NO_PMIX=0|1         1: bootstrap through cfg.bcast even under PMIx
+ *   COPUS_DEBUG=0|1|2         log what the runtime does (stderr)
  * A malformed value is an error of copus_init that names the variable.
  *
  * Checkpoints: with one saving rank (the default), every rank of the
@@ -233,7 +233,10 @@ int copus_init(const copus_config *cfg, copus_ctx **out);
 /* Flush the last hint, restore the signal handlers, free the context. */
 int copus_finalize(copus_ctx *ctx);
 
-/* The last error of the context, a sentence; never NULL. */
+/*
+ * The last error of the context, a sentence; never NULL. With ctx NULL:
+ * why this thread's last copus_init failed (its context is gone).
+ */
 const char *copus_errmsg(const copus_ctx *ctx);
 
 int copus_info(const copus_ctx *ctx, copus_job_info *out);
