@@ -68,29 +68,12 @@ const char plugin_name[] = "copus co-adaptive GPU scheduler";
 const char plugin_type[] = "sched/copus";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-static pthread_t _thread;
-static pthread_mutex_t _thread_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t _term_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t _term_cond = PTHREAD_COND_INITIALIZER;
-static bool _stop;
-static bool _reconfig;
-/* A job's request was just set for its decided cell: start it at once. */
-static bool _again;
-static struct copus__params _params;
-/* The core policy; only the plugin's thread uses it. */
-static copus_policy *_policy;
-/*
- * The predictor of a job's total work (GPU-seconds) from its name, user,
- * request and batch, trained on the jobs that completed (kept across
- * restarts in copus_history); only the plugin's thread uses it.
- */
-static copus_predictor *_predictor;
-
 /*
  * What the plugin remembers about a job between rounds (only the plugin's
  * thread touches it): its original request, its last good hint, the
  * progress rate seen in its current run, the service it received. Kept
- * sorted by id; entries of jobs that left the queue are dropped.
+ * sorted by id (copus_sched.info); entries of jobs that left the queue are
+ * dropped.
  */
 struct _info {
 	uint32_t id;
@@ -108,65 +91,6 @@ struct _info {
 	double base_prog, base_t, rate;	/* first hint of that run, rate */
 	char reason[64];		/* last decision's reason */
 };
-static struct _info *_info;
-static int _ninfo, _info_cap;
-
-static int _info_cmp(const void *a, const void *b)
-{
-	const struct _info *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static struct _info *_info_find(uint32_t id)
-{
-	struct _info key = { .id = id };
-
-	if (!_ninfo)
-		return NULL;
-	return bsearch(&key, _info, _ninfo, sizeof(*_info), _info_cmp);
-}
-
-/* The entry of a job, created (zeroed, sorted in) when missing. */
-static struct _info *_info_get(uint32_t id)
-{
-	struct _info *x = _info_find(id);
-	int lo = 0, hi = _ninfo;
-
-	if (x)
-		return x;
-	if (_ninfo == _info_cap) {
-		_info_cap = _info_cap ? 2 * _info_cap : 256;
-		xrecalloc(_info, _info_cap, sizeof(*_info));
-	}
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-
-		if (_info[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	memmove(&_info[lo + 1], &_info[lo], (_ninfo - lo) * sizeof(*_info));
-	memset(&_info[lo], 0, sizeof(*_info));
-	_info[lo].id = id;
-	_ninfo++;
-	return &_info[lo];
-}
-
-/* Forgets the jobs not seen in the last snapshot, clears the marks. */
-static void _info_sweep(void)
-{
-	int i, n = 0;
-
-	for (i = 0; i < _ninfo; i++) {
-		if (!_info[i].seen)
-			continue;
-		_info[i].seen = false;
-		_info[n++] = _info[i];
-	}
-	_ninfo = n;
-}
 
 /*
  * A rescale in flight: the job was asked to checkpoint
@@ -174,7 +98,8 @@ static void _info_sweep(void)
  * requeues it; a job that exits with 75 is requeued by Slurm itself
  * (RequeueExit=75). Once it is pending, the policy decides its new cell and
  * the plugin sets it, no earlier than _RELEASE_GAP seconds after the job
- * ended. Only the plugin's thread touches this table.
+ * ended. Only the plugin's thread touches the table
+ * (copus_sched.rescales).
  */
 #define _RESCALE_MAX 256
 /*
@@ -195,34 +120,149 @@ struct _rescale {
 	bool requeue_sent;		/* the plugin requeued it */
 	time_t pending_since;		/* first seen requeued (not saved) */
 };
-static struct _rescale _rescales[_RESCALE_MAX];
-static int _nrescales;
-static bool _state_dirty;
 
-static struct _rescale *_rescale_find(uint32_t id)
+/*
+ * The last request set for a pending job, so that a request Slurm accepts
+ * but does not reflect (or a job it then finds never runnable) is not set
+ * again every round: an identical request waits a whole interval, and does
+ * not trigger an immediate round.
+ */
+#define _RESIZE_MEMO 1024
+struct _resize_memo {
+	uint32_t id;
+	char tres[64];
+	uint32_t nodes;
+	time_t when;
+};
+
+/*
+ * The plugin's state. init(), fini() and sched_p_reconfig() run in
+ * slurmctld's threads and touch only the agent's control, under its locks;
+ * the rest belongs to the plugin's own thread, which hands it to each phase
+ * of a round. The one instance is _sched.
+ */
+struct copus_sched {
+	/* The agent's control. */
+	pthread_t thread;		/* under thread_lock */
+	pthread_mutex_t thread_lock;
+	pthread_mutex_t term_lock;
+	pthread_cond_t term_cond;	/* signalled under term_lock */
+	bool stop;			/* under term_lock: fini() */
+	bool reconfig;			/* under term_lock: re-read the keys */
+	/* A job's request was just set for its decided cell: start it at
+	 * once. */
+	bool again;
+
+	struct copus__params params;
+	/* The core policy. */
+	copus_policy *policy;
+	/*
+	 * The predictor of a job's total work (GPU-seconds) from its name,
+	 * user, request and batch, trained on the jobs that completed (kept
+	 * across restarts in copus_history).
+	 */
+	copus_predictor *predictor;
+	struct _info *info;		/* the jobs, sorted by id */
+	int ninfo, info_cap;
+	struct _rescale rescales[_RESCALE_MAX];
+	int nrescales;
+	/* copus_state would differ from the file: save it. */
+	bool state_dirty;
+	/* Lines in the history file (after the first) since it was last
+	 * read. */
+	long history_lines;
+	struct _resize_memo resize_memo[_RESIZE_MEMO];
+};
+
+static struct copus_sched _sched = {
+	.thread_lock = PTHREAD_MUTEX_INITIALIZER,
+	.term_lock = PTHREAD_MUTEX_INITIALIZER,
+	.term_cond = PTHREAD_COND_INITIALIZER,
+};
+
+static int _info_cmp(const void *a, const void *b)
+{
+	const struct _info *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static struct _info *_info_find(struct copus_sched *s, uint32_t id)
+{
+	struct _info key = { .id = id };
+
+	if (!s->ninfo)
+		return NULL;
+	return bsearch(&key, s->info, s->ninfo, sizeof(*s->info), _info_cmp);
+}
+
+/* The entry of a job, created (zeroed, sorted in) when missing. */
+static struct _info *_info_get(struct copus_sched *s, uint32_t id)
+{
+	struct _info *x = _info_find(s, id);
+	int lo = 0, hi = s->ninfo;
+
+	if (x)
+		return x;
+	if (s->ninfo == s->info_cap) {
+		s->info_cap = s->info_cap ? 2 * s->info_cap : 256;
+		xrecalloc(s->info, s->info_cap, sizeof(*s->info));
+	}
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (s->info[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&s->info[lo + 1], &s->info[lo],
+		(s->ninfo - lo) * sizeof(*s->info));
+	memset(&s->info[lo], 0, sizeof(*s->info));
+	s->info[lo].id = id;
+	s->ninfo++;
+	return &s->info[lo];
+}
+
+/* Forgets the jobs not seen in the last snapshot, clears the marks. */
+static void _info_sweep(struct copus_sched *s)
+{
+	int i, n = 0;
+
+	for (i = 0; i < s->ninfo; i++) {
+		if (!s->info[i].seen)
+			continue;
+		s->info[i].seen = false;
+		s->info[n++] = s->info[i];
+	}
+	s->ninfo = n;
+}
+
+static struct _rescale *_rescale_find(struct copus_sched *s,
+				       uint32_t id)
 {
 	int i;
 
-	for (i = 0; i < _nrescales; i++)
-		if (_rescales[i].id == id)
-			return &_rescales[i];
+	for (i = 0; i < s->nrescales; i++)
+		if (s->rescales[i].id == id)
+			return &s->rescales[i];
 	return NULL;
 }
 
-static bool _rescales_active(void)
+static bool _rescales_active(struct copus_sched *s)
 {
 	int i;
 
-	for (i = 0; i < _nrescales; i++)
-		if (!_rescales[i].gave_up)
+	for (i = 0; i < s->nrescales; i++)
+		if (!s->rescales[i].gave_up)
 			return true;
 	return false;
 }
 
-static void _rescale_drop(struct _rescale *x)
+static void _rescale_drop(struct copus_sched *s, struct _rescale *x)
 {
-	*x = _rescales[--_nrescales];
-	_state_dirty = true;
+	*x = s->rescales[--s->nrescales];
+	s->state_dirty = true;
 }
 
 /*
@@ -269,13 +309,13 @@ static int _replace_end(FILE *f, const char *path)
  * is still given its new cell when it comes back. The hints themselves
  * need no saving: they live in the jobs' Comments, which Slurm saves.
  */
-static void _state_save(const char *dir)
+static void _state_save(struct copus_sched *s, const char *dir)
 {
 	char *path;
 	FILE *f;
 	int i;
 
-	if (!_state_dirty || !dir)
+	if (!s->state_dirty || !dir)
 		return;
 	path = xstrdup_printf("%s/%s", dir, _STATE_FILE);
 	if (!(f = _replace_begin(path))) {
@@ -283,25 +323,25 @@ static void _state_save(const char *dir)
 		return;
 	}
 	fprintf(f, "%s\n", _STATE_MAGIC);
-	for (i = 0; i < _nrescales; i++) {
-		const struct _rescale *x = &_rescales[i];
+	for (i = 0; i < s->nrescales; i++) {
+		const struct _rescale *x = &s->rescales[i];
 
 		fprintf(f, "rescale %u %lld %d %d %s %d %d\n", x->id,
 			(long long)x->asked, x->from, x->to,
 			x->type[0] ? x->type : "-", x->gave_up ? 1 : 0, x->rc);
 	}
 	/* A job already learned from is in copus_history: not again. */
-	for (i = 0; i < _ninfo; i++)
-		if (_info[i].req_gpus > 0 && !_info[i].learned)
-			fprintf(f, "job %u %d %d %.0f %.9g\n", _info[i].id,
-				_info[i].req_gpus, _info[i].max_had,
-				_info[i].attained, _info[i].rate);
+	for (i = 0; i < s->ninfo; i++)
+		if (s->info[i].req_gpus > 0 && !s->info[i].learned)
+			fprintf(f, "job %u %d %d %.0f %.9g\n", s->info[i].id,
+				s->info[i].req_gpus, s->info[i].max_had,
+				s->info[i].attained, s->info[i].rate);
 	if (_replace_end(f, path) == 0)
-		_state_dirty = false;
+		s->state_dirty = false;
 	xfree(path);
 }
 
-static void _state_load(const char *dir)
+static void _state_load(struct copus_sched *s, const char *dir)
 {
 	char *path, line[256], type[16];
 	FILE *f;
@@ -315,7 +355,7 @@ static void _state_load(const char *dir)
 		xfree(path);
 		return;
 	}
-	_nrescales = 0;
+	s->nrescales = 0;
 	while (fgets(line, sizeof(line), f)) {
 		struct _rescale x;
 		long long asked;
@@ -349,7 +389,7 @@ static void _state_load(const char *dir)
 				      line);
 				continue;
 			}
-			struct _info *in = _info_get(id);
+			struct _info *in = _info_get(s, id);
 
 			in->req_gpus = req;
 			in->max_had = had;
@@ -367,7 +407,7 @@ static void _state_load(const char *dir)
 		    x.id == 0 || asked < 0 || x.from < 1 || x.to < 0 ||
 		    x.from > COPUS__GPUS_MAX || x.to > COPUS__GPUS_MAX ||
 		    (gave_up != 0 && gave_up != 1) ||
-		    _nrescales == _RESCALE_MAX) {
+		    s->nrescales == _RESCALE_MAX) {
 			error("%s: %s:%d: bad rescale record '%.60s'; "
 			      "ignoring it", plugin_type, path, lineno, line);
 			continue;
@@ -376,12 +416,12 @@ static void _state_load(const char *dir)
 		x.gave_up = gave_up;
 		if (strcmp(type, "-"))
 			snprintf(x.type, sizeof(x.type), "%s", type);
-		_rescales[_nrescales++] = x;
+		s->rescales[s->nrescales++] = x;
 	}
 	fclose(f);
-	if (_nrescales || njobs)
+	if (s->nrescales || njobs)
 		info("%s: recovered %d rescale(s) in flight and %d job "
-		     "record(s) from %s", plugin_type, _nrescales, njobs,
+		     "record(s) from %s", plugin_type, s->nrescales, njobs,
 		     path);
 	xfree(path);
 }
@@ -458,35 +498,36 @@ static void _report_param(const char *msg, void *arg)
 	error("%s: %s", plugin_type, msg);
 }
 
-static void _load_params(void)
+static void _load_params(struct copus_sched *s)
 {
-	copus__params_parse(slurm_conf.sched_params, &_params, _report_param,
+	copus__params_parse(slurm_conf.sched_params, &s->params, _report_param,
 			    NULL);
 	info("%s: policy %s, interval %ds, restart delay %ds, restart cost "
 	     "%ds, checkpoint deadline %ds, fairness %.2f, at most %d pending "
-	     "jobs per round", plugin_type, _params.policy, _params.interval,
-	     _params.restart_delay, _params.restart_cost,
-	     _params.ckpt_deadline, _params.fairness, _params.max_jobs);
+	     "jobs per round", plugin_type, s->params.policy,
+	     s->params.interval, s->params.restart_delay,
+	     s->params.restart_cost, s->params.ckpt_deadline,
+	     s->params.fairness, s->params.max_jobs);
 }
 
 /* (Re)creates the core policy from the parameters. */
-static void _policy_setup(void)
+static void _policy_setup(struct copus_sched *s)
 {
 	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
 	copus_policy *p = NULL;
 	int rc;
 
-	prm.interval = _params.interval;
-	prm.restart_delay = _params.restart_cost;
-	prm.fairness_p = _params.fairness;
+	prm.interval = s->params.interval;
+	prm.restart_delay = s->params.restart_cost;
+	prm.fairness_p = s->params.fairness;
 	/* Slurm gives every node of a job the same GPU count. */
 	prm.equal_per_node = true;
-	rc = copus_policy_create(_params.policy, &prm, &p);
+	rc = copus_policy_create(s->params.policy, &prm, &p);
 	if (rc != COPUS_OK) {
 		error("%s: SchedulerParameters: copus_policy=%s: %s; using "
-		      "copus", plugin_type, _params.policy,
+		      "copus", plugin_type, s->params.policy,
 		      copus_strerror(rc));
-		snprintf(_params.policy, sizeof(_params.policy), "copus");
+		snprintf(s->params.policy, sizeof(s->params.policy), "copus");
 		rc = copus_policy_create("copus", &prm, &p);
 		if (rc != COPUS_OK) {
 			error("%s: cannot create the copus policy: %s",
@@ -494,9 +535,9 @@ static void _policy_setup(void)
 			return;
 		}
 	}
-	if (_policy)
-		copus_policy_destroy(_policy);
-	_policy = p;
+	if (s->policy)
+		copus_policy_destroy(s->policy);
+	s->policy = p;
 }
 
 /* The value of NAME in the job's control environment (SPANK options). */
@@ -715,7 +756,8 @@ static uint64_t _hash(const char *s)
  * one replaces the last good one (and feeds the progress rate), a rejected
  * or clamped one is logged once with the parser's message.
  */
-static void _job_hint(job_record_t *job_ptr, struct _info *in)
+static void _job_hint(struct copus_sched *s, job_record_t *job_ptr,
+		      struct _info *in)
 {
 	const char *c = job_ptr->comment;
 	char err[256];
@@ -761,7 +803,7 @@ static void _job_hint(job_record_t *job_ptr, struct _info *in)
 
 		/* The rate is saved: again when it moves by a fifth. */
 		if (fabs(rate - in->rate) > 0.2 * in->rate)
-			_state_dirty = true;
+			s->state_dirty = true;
 		in->rate = rate;
 	}
 	in->hint = h;
@@ -881,16 +923,17 @@ static void _round_free(struct _round *r)
 }
 
 /* What the plugin keeps of a job seen in this round. */
-static struct _info *_job_info(job_record_t *job_ptr, struct _rj *j,
+static struct _info *_job_info(struct copus_sched *s,
+			       job_record_t *job_ptr, struct _rj *j,
 			       time_t now)
 {
-	struct _info *in = _info_get(job_ptr->job_id);
+	struct _info *in = _info_get(s, job_ptr->job_id);
 
 	in->seen = true;
 	if (!in->req_gpus) {
 		in->req_gpus = j->running && j->rigid ? j->cur_gpus :
 			       j->gpn_req * j->nodes_req;
-		_state_dirty = true;
+		s->state_dirty = true;
 	}
 	if (j->running) {
 		if (in->last && now > in->last)
@@ -900,12 +943,12 @@ static struct _info *_job_info(job_record_t *job_ptr, struct _rj *j,
 		in->last_gpus = j->cur_gpus;
 		if (j->cur_gpus > in->max_had) {
 			in->max_had = j->cur_gpus;
-			_state_dirty = true;
+			s->state_dirty = true;
 		}
 	} else {
 		in->last = 0;
 	}
-	_job_hint(job_ptr, in);
+	_job_hint(s, job_ptr, in);
 	return in;
 }
 
@@ -926,9 +969,10 @@ static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
  * (the GPU-seconds counted, plus its last stretch) is queued for the
  * predictor, once.
  */
-static void _learn(struct _round *r, job_record_t *job_ptr)
+static void _learn(struct copus_sched *s, struct _round *r,
+		   job_record_t *job_ptr)
 {
-	struct _info *in = _info_find(job_ptr->job_id);
+	struct _info *in = _info_find(s, job_ptr->job_id);
 	copus_history_entry *o;
 	double work;
 
@@ -938,7 +982,7 @@ static void _learn(struct _round *r, job_record_t *job_ptr)
 	if (in->learned)
 		return;
 	in->learned = true;
-	_state_dirty = true;
+	s->state_dirty = true;
 	work = in->attained;
 	if (in->last && job_ptr->end_time > in->last)
 		work += (double)in->last_gpus *
@@ -953,8 +997,8 @@ static void _learn(struct _round *r, job_record_t *job_ptr)
 	o->work = work;
 }
 
-static void _snapshot_running(struct _round *r, job_record_t *job_ptr,
-			      int *cap)
+static void _snapshot_running(struct copus_sched *s, struct _round *r,
+			      job_record_t *job_ptr, int *cap)
 {
 	struct _rj *j = _rj_new(r, cap);
 	struct _rescale *x;
@@ -988,8 +1032,8 @@ static void _snapshot_running(struct _round *r, job_record_t *job_ptr,
 	j->restarts = job_ptr->restart_cnt;
 	j->nodelist = xstrdup(job_ptr->nodes);
 	_job_attrs(job_ptr, j->app, sizeof(j->app), j->user, sizeof(j->user));
-	in = _job_info(job_ptr, j, r->when);
-	x = _rescale_find(j->id);
+	in = _job_info(s, job_ptr, j, r->when);
+	x = _rescale_find(s, j->id);
 	if (x && !x->gave_up) {
 		j->in_rescale = true;
 		if (in->have_hint && in->hint.state == COPUS_STATE_CHECKPOINTED &&
@@ -1007,7 +1051,7 @@ static void _snapshot_running(struct _round *r, job_record_t *job_ptr,
  * reason, so the job lock is a write lock here (as in Slurm's own
  * scheduler); nodes and partitions are only read.
  */
-static void _snapshot(struct _round *r)
+static void _snapshot(struct copus_sched *s, struct _round *r)
 {
 	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK,
 				   READ_LOCK };
@@ -1050,18 +1094,18 @@ static void _snapshot(struct _round *r)
 		if (!d)
 			continue;
 		if (IS_JOB_RUNNING(job_ptr)) {
-			_snapshot_running(r, job_ptr, &cap);
+			_snapshot_running(s, r, job_ptr, &cap);
 			continue;
 		}
 		if (IS_JOB_COMPLETE(job_ptr) && !IS_JOB_COMPLETING(job_ptr)) {
-			_learn(r, job_ptr);
+			_learn(s, r, job_ptr);
 			continue;
 		}
 		if (!IS_JOB_PENDING(job_ptr))
 			continue;
-		if ((in = _info_find(job_ptr->job_id)))
+		if ((in = _info_find(s, job_ptr->job_id)))
 			in->seen = true;
-		x = _rescale_find(job_ptr->job_id);
+		x = _rescale_find(s, job_ptr->job_id);
 		if (x && !x->gave_up) {
 			/* Requeued for a rescale: the policy decides its
 			 * new cell even before it may start again. */
@@ -1069,12 +1113,12 @@ static void _snapshot(struct _round *r)
 			    job_ptr->priority == 0 || !job_ptr->part_ptr)
 				continue;
 			startable = _job_startable(job_ptr);
-		} else if (r->npending < _params.max_jobs &&
+		} else if (r->npending < s->params.max_jobs &&
 			   _slurm_requeued(job_ptr, r->when)) {
 			startable = false;
 			requeued = true;
 		} else {
-			if (r->npending >= _params.max_jobs ||
+			if (r->npending >= s->params.max_jobs ||
 			    !_job_startable(job_ptr))
 				continue;
 			startable = true;
@@ -1117,7 +1161,7 @@ static void _snapshot(struct _round *r)
 				j->eligible[i] = 0;
 		}
 		if (j->gpn_req > 0)
-			_job_info(job_ptr, j, r->when);
+			_job_info(s, job_ptr, j, r->when);
 		r->npending++;
 	}
 	list_iterator_destroy(it);
@@ -1136,13 +1180,11 @@ static void _snapshot(struct _round *r)
 	xfree(managed);
 }
 
-/* The round whose jobs _rj_order sorts (only the plugin's thread sorts). */
-static const struct _rj *_order_rj;
-
+/* Sorts pointers to a round's jobs: partition, priority, submission, id. */
 static int _rj_order(const void *a, const void *b)
 {
-	const struct _rj *rj = _order_rj;
-	const struct _rj *x = &rj[*(const int *)a], *y = &rj[*(const int *)b];
+	const struct _rj *x = *(const struct _rj *const *)a;
+	const struct _rj *y = *(const struct _rj *const *)b;
 
 	if (x->part != y->part)
 		return x->part < y->part ? -1 : 1;
@@ -1167,11 +1209,12 @@ static bool _ever_fits(struct _round *r, const struct _rj *j, int64_t mask)
 }
 
 /* Fills the policy's input entry of rj[i]. */
-static void _input_job(struct _round *r, int i, uint32_t mask)
+static void _input_job(struct copus_sched *s, struct _round *r, int i,
+		       uint32_t mask)
 {
 	struct _rj *j = &r->rj[i];
 	copus_job *c = &r->jobs[r->njobs];
-	struct _info *in = _info_find(j->id);
+	struct _info *in = _info_find(s, j->id);
 
 	memset(c, 0, sizeof(*c));
 	c->id = j->id;
@@ -1231,10 +1274,8 @@ static void _input_job(struct _round *r, int i, uint32_t mask)
 #define _HISTORY_FILE "copus_history"
 #define _HISTORY_KEEP 4096
 
-/* Lines in the history file (after the first) since it was last read. */
-static long _history_lines;
-
-static void _history_load(const char *dir, bool learn);
+static void _history_load(struct copus_sched *s, const char *dir,
+			  bool learn);
 
 /* One history line. */
 static void _history_fmt(char **buf, const copus_history_entry *o)
@@ -1245,8 +1286,8 @@ static void _history_fmt(char **buf, const copus_history_entry *o)
 		xstrcat(*buf, line);
 }
 
-static void _history_append(const char *dir, const copus_history_entry *o,
-			    int n)
+static void _history_append(struct copus_sched *s, const char *dir,
+			    const copus_history_entry *o, int n)
 {
 	char *path, *buf = NULL;
 	int fd, i;
@@ -1275,14 +1316,14 @@ static void _history_append(const char *dir, const copus_history_entry *o,
 	if (write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf) || fsync(fd))
 		error("%s: cannot record completed jobs in %s: %m",
 		      plugin_type, path);
-	_history_lines += n;
+	s->history_lines += n;
 out:
 	if (fd >= 0)
 		close(fd);
 	xfree(buf);
 	xfree(path);
-	if (_history_lines > 2 * _HISTORY_KEEP)
-		_history_load(dir, false);
+	if (s->history_lines > 2 * _HISTORY_KEEP)
+		_history_load(s, dir, false);
 }
 
 /*
@@ -1290,7 +1331,8 @@ out:
  * rewrites the file with the kept jobs when it holds more than twice as
  * many lines.
  */
-static void _history_load(const char *dir, bool learn)
+static void _history_load(struct copus_sched *s, const char *dir,
+			  bool learn)
 {
 	char *path, *buf = NULL, line[256];
 	copus_history_entry *ring = NULL;
@@ -1300,7 +1342,7 @@ static void _history_load(const char *dir, bool learn)
 	int lineno = 0, n, i, rc;
 	FILE *f;
 
-	if (!dir || (learn && !_predictor))
+	if (!dir || (learn && !s->predictor))
 		return;
 	path = xstrdup_printf("%s/%s", dir, _HISTORY_FILE);
 	if (!(f = fopen(path, "r"))) {
@@ -1319,7 +1361,7 @@ static void _history_load(const char *dir, bool learn)
 				error("%s: %s line 1: not a copus history "
 				      "(expected \"%s\"); not used",
 				      plugin_type, path, COPUS_HISTORY_MAGIC);
-				_history_lines = 0;
+				s->history_lines = 0;
 				goto out;
 			}
 			continue;
@@ -1337,7 +1379,7 @@ static void _history_load(const char *dir, bool learn)
 		ring[total++ % _HISTORY_KEEP] = o;
 	}
 	n = total < _HISTORY_KEEP ? (int)total : _HISTORY_KEEP;
-	_history_lines = total + bad;
+	s->history_lines = total + bad;
 	attrs = xcalloc(n + 1, sizeof(*attrs));
 	work = xcalloc(n + 1, sizeof(*work));
 	for (i = 0; i < n; i++) {
@@ -1346,11 +1388,11 @@ static void _history_load(const char *dir, bool learn)
 
 		attrs[i] = copus_history_attrs(o);
 		work[i] = o->work;
-		if (_history_lines > 2 * _HISTORY_KEEP)
+		if (s->history_lines > 2 * _HISTORY_KEEP)
 			_history_fmt(&buf, o);
 	}
 	if (learn) {
-		rc = copus_predictor_add_many(_predictor, attrs, work,
+		rc = copus_predictor_add_many(s->predictor, attrs, work,
 					      (size_t)n);
 		if (rc != COPUS_OK)
 			error("%s: %s: the predictor refused the history: %s",
@@ -1359,13 +1401,13 @@ static void _history_load(const char *dir, bool learn)
 			info("%s: predictor: %d completed job(s) from %s (%ld "
 			     "line(s) skipped)", plugin_type, n, path, bad);
 	}
-	if (_history_lines > 2 * _HISTORY_KEEP) {
+	if (s->history_lines > 2 * _HISTORY_KEEP) {
 		FILE *w = _replace_begin(path);
 
 		if (w) {
 			fprintf(w, "%s\n%s", COPUS_HISTORY_MAGIC, buf ? buf : "");
 			if (_replace_end(w, path) == 0)
-				_history_lines = n;
+				s->history_lines = n;
 		}
 	}
 out:
@@ -1383,28 +1425,29 @@ out:
  * GPU-seconds received, in seconds on the job's request. Nothing before the
  * predictor has seen a completed job (the jobs stay "unknown").
  */
-static void _predict(struct _round *r)
+static void _predict(struct copus_sched *s, struct _round *r)
 {
 	copus_job_attrs *attrs = NULL;
 	double *done = NULL, *left = NULL;
 	int *which = NULL, i, n = 0, rc;
 
-	if (!_predictor)
+	if (!s->predictor)
 		return;
 	for (i = 0; i < r->nobs; i++) {
 		copus_job_attrs a = copus_history_attrs(&r->obs[i]);
 
-		rc = copus_predictor_add(_predictor, &a, r->obs[i].work);
+		rc = copus_predictor_add(s->predictor, &a, r->obs[i].work);
 		if (rc != COPUS_OK)
 			verbose("%s: predictor: cannot learn a job of %s: %s",
 				plugin_type, r->obs[i].app, copus_strerror(rc));
 	}
-	_history_append(r->state_dir, r->obs, r->nobs);
+	_history_append(s, r->state_dir, r->obs, r->nobs);
 	if (r->nobs)
 		debug("%s: predictor: %zu completed job(s) known, trained %zu "
-		      "time(s)", plugin_type, copus_predictor_count(_predictor),
-		      copus_predictor_trainings(_predictor));
-	if (!copus_predictor_count(_predictor) || !r->njobs)
+		      "time(s)", plugin_type,
+		      copus_predictor_count(s->predictor),
+		      copus_predictor_trainings(s->predictor));
+	if (!copus_predictor_count(s->predictor) || !r->njobs)
 		return;
 	attrs = xcalloc(r->njobs, sizeof(*attrs));
 	done = xcalloc(r->njobs, sizeof(*done));
@@ -1423,7 +1466,7 @@ static void _predict(struct _round *r)
 		done[n] = c->attained;
 		which[n++] = i;
 	}
-	if (n && (rc = copus_predictor_remaining_many(_predictor, attrs, done,
+	if (n && (rc = copus_predictor_remaining_many(s->predictor, attrs, done,
 						      n, left)) == COPUS_OK) {
 		for (i = 0; i < n; i++)
 			if (isfinite(left[i]) && left[i] >= 0.0)
@@ -1485,9 +1528,10 @@ static bool _reserve(struct _round *r, const struct _rj *j, int64_t mask,
  * policy can start at once, so the policy cannot start one before a job of
  * higher priority; the others wait with a reason.
  */
-static void _build_input(struct _round *r)
+static void _build_input(struct copus_sched *s, struct _round *r)
 {
-	int *order, n = 0, i, t, part = -1, *avail;
+	struct _rj **order;
+	int n = 0, i, t, part = -1, *avail;
 	bool blocked = false, head = true;
 
 	for (t = 0; t < r->ntypes; t++)
@@ -1510,7 +1554,7 @@ static void _build_input(struct _round *r)
 			/* It runs where it runs: its own type is allowed. */
 			if (mask > 0)
 				mask |= 1LL << j->alloc_type;
-			_input_job(r, i, mask < 0 ? 0 : (uint32_t)mask);
+			_input_job(s, r, i, mask < 0 ? 0 : (uint32_t)mask);
 			continue;
 		}
 		if (j->gpn_req == 0) {
@@ -1534,17 +1578,16 @@ static void _build_input(struct _round *r)
 			continue;
 		}
 		if (!j->rigid) {
-			_input_job(r, i, (uint32_t)mask);
+			_input_job(s, r, i, (uint32_t)mask);
 			continue;
 		}
-		order[n++] = i;
+		order[n++] = j;
 	}
-	_order_rj = r->rj;
 	qsort(order, n, sizeof(*order), _rj_order);
 	avail = xcalloc(r->nnodes + 1, sizeof(*avail));
 	memcpy(avail, r->free, r->nnodes * sizeof(*avail));
 	for (i = 0; i < n; i++) {
-		struct _rj *j = &r->rj[order[i]];
+		struct _rj *j = order[i];
 		int64_t mask = _type_mask(r, j);
 
 		if (j->part != part) {
@@ -1556,7 +1599,7 @@ static void _build_input(struct _round *r)
 			/* The first job that does not fit ends the list. */
 			blocked = true;
 			if (head) {
-				_input_job(r, order[i], (uint32_t)mask);
+				_input_job(s, r, j - r->rj, (uint32_t)mask);
 				continue;
 			}
 		}
@@ -1566,22 +1609,22 @@ static void _build_input(struct _round *r)
 				    "partition starts first";
 			continue;
 		}
-		_input_job(r, order[i], (uint32_t)mask);
+		_input_job(s, r, j - r->rj, (uint32_t)mask);
 	}
 	xfree(avail);
 	xfree(order);
-	_predict(r);
+	_predict(s, r);
 }
 
 /* Phase 2: the decision, outside every lock. */
-static void _decide(struct _round *r)
+static void _decide(struct copus_sched *s, struct _round *r)
 {
 	copus_cluster c;
 	long bad = -1;
 	int rc;
 
-	_build_input(r);
-	if (!r->njobs || !_policy)
+	_build_input(s, r);
+	if (!r->njobs || !s->policy)
 		return;
 	memset(&c, 0, sizeof(c));
 	c.num_nodes = r->nnodes;
@@ -1589,12 +1632,12 @@ static void _decide(struct _round *r)
 	c.num_types = r->ntypes;
 	c.type_names = r->type_ptrs;
 	r->dec = xcalloc(r->njobs + 1, sizeof(*r->dec));
-	rc = copus_policy_decide(_policy, &c, r->jobs, r->njobs,
+	rc = copus_policy_decide(s->policy, &c, r->jobs, r->njobs,
 				 (double)r->when, r->dec);
 	if (rc != COPUS_OK) {
 		copus_policy_check_input(&c, r->jobs, r->njobs, &bad);
 		snprintf(r->error, sizeof(r->error), "the %s policy failed "
-			 "(%s) on job %u", _params.policy, copus_strerror(rc),
+			 "(%s) on job %u", s->params.policy, copus_strerror(rc),
 			 bad >= 0 ? (unsigned)r->jobs[bad].id : 0u);
 		error("%s: %s; nothing decided this round", plugin_type,
 		      r->error);
@@ -1609,9 +1652,9 @@ static void _decide(struct _round *r)
  * does not fit otherwise). Other policies may place a job anew every round;
  * for them such a move is not worth a restart and is left undone.
  */
-static bool _policy_moves(void)
+static bool _policy_moves(struct copus_sched *s)
 {
-	return copus_policy_traits(_policy)->moves_jobs;
+	return copus_policy_traits(s->policy)->moves_jobs;
 }
 
 static bool _rj_same_cell(struct _round *r, const struct _rj *j)
@@ -1621,15 +1664,15 @@ static bool _rj_same_cell(struct _round *r, const struct _rj *j)
 }
 
 /* Turns the decisions into actions and reasons (no locks). */
-static void _plan(struct _round *r)
+static void _plan(struct copus_sched *s, struct _round *r)
 {
 	int i;
 
 	for (i = 0; r->decided && i < r->njobs; i++) {
 		const copus_decision *d = &r->dec[i];
 		struct _rj *j = &r->rj[r->rj_of[i]];
-		struct _info *in = _info_find(j->id);
-		struct _rescale *x = _rescale_find(j->id);
+		struct _info *in = _info_find(s, j->id);
+		struct _rescale *x = _rescale_find(s, j->id);
 
 		if (in)
 			snprintf(in->reason, sizeof(in->reason), "%s",
@@ -1648,8 +1691,8 @@ static void _plan(struct _round *r)
 				continue;
 			}
 			if (x || (d->gpu_type >= 0 && _rj_same_cell(r, j) &&
-				  !_policy_moves()) ||
-			    r->when - j->start < _params.restart_delay)
+				  !_policy_moves(s)) ||
+			    r->when - j->start < s->params.restart_delay)
 				continue;
 			j->action = _ASK;
 			continue;
@@ -1691,7 +1734,7 @@ static void _plan(struct _round *r)
 
 		if (!j->running || !j->in_rescale || j->action != _NONE)
 			continue;
-		x = _rescale_find(j->id);
+		x = _rescale_find(s, j->id);
 		if (j->checkpointed && x && !x->requeue_sent)
 			j->action = _REQUEUE;
 	}
@@ -1843,35 +1886,21 @@ static void _act(struct _round *r)
 	}
 }
 
-/*
- * The last request set for a pending job, so that a request Slurm accepts
- * but does not reflect (or a job it then finds never runnable) is not set
- * again every round: an identical request waits a whole interval, and does
- * not trigger an immediate round.
- */
-#define _RESIZE_MEMO 1024
-static struct {
-	uint32_t id;
-	char tres[64];
-	uint32_t nodes;
-	time_t when;
-} _resize_memo[_RESIZE_MEMO];
-
 /* True when (id, tres, nodes) was requested within the last interval. */
-static bool _resize_repeated(uint32_t id, const char *tres, uint32_t nodes,
-			     time_t now)
+static bool _resize_repeated(struct copus_sched *s, uint32_t id,
+			     const char *tres, uint32_t nodes, time_t now)
 {
 	unsigned k = id % _RESIZE_MEMO;
 
-	if (_resize_memo[k].id == id && _resize_memo[k].nodes == nodes &&
-	    !strcmp(_resize_memo[k].tres, tres) &&
-	    now - _resize_memo[k].when < _params.interval)
+	if (s->resize_memo[k].id == id && s->resize_memo[k].nodes == nodes &&
+	    !strcmp(s->resize_memo[k].tres, tres) &&
+	    now - s->resize_memo[k].when < s->params.interval)
 		return true;
-	_resize_memo[k].id = id;
-	_resize_memo[k].nodes = nodes;
-	snprintf(_resize_memo[k].tres, sizeof(_resize_memo[k].tres), "%s",
+	s->resize_memo[k].id = id;
+	s->resize_memo[k].nodes = nodes;
+	snprintf(s->resize_memo[k].tres, sizeof(s->resize_memo[k].tres), "%s",
 		 tres);
-	_resize_memo[k].when = now;
+	s->resize_memo[k].when = now;
 	return false;
 }
 
@@ -1929,14 +1958,14 @@ static void _clear_gpu_request(uint32_t id)
  * new requests for pending elastic jobs, checkpoint requests, requeues of
  * checkpointed jobs, and the rescale table's bookkeeping.
  */
-static void _requests(struct _round *r)
+static void _requests(struct copus_sched *s, struct _round *r)
 {
 	time_t now = time(NULL);
 	int i;
 
 	for (i = 0; i < r->nrj; i++) {
 		struct _rj *j = &r->rj[i];
-		struct _rescale *x = _rescale_find(j->id);
+		struct _rescale *x = _rescale_find(s, j->id);
 		job_desc_msg_t desc;
 		char tres[64];
 
@@ -1944,7 +1973,7 @@ static void _requests(struct _round *r)
 		case _RESIZE:
 			snprintf(tres, sizeof(tres), "gres:gpu:%s:%d",
 				 r->types[j->dtype], j->per_node);
-			if (_resize_repeated(j->id, tres,
+			if (_resize_repeated(s, j->id, tres,
 					     (uint32_t)j->num_nodes, now)) {
 				debug("%s: JobId=%u: %d node(s) x %s was set "
 				      "already; waiting", plugin_type, j->id,
@@ -1974,11 +2003,11 @@ static void _requests(struct _round *r)
 				info("%s: JobId=%u set to %d node(s) x %s%s",
 				     plugin_type, j->id, j->num_nodes, tres,
 				     x ? " after its checkpoint" : "");
-				_again = true;
+				s->again = true;
 			}
 			break;
 		case _ASK:
-			if (_nrescales == _RESCALE_MAX)
+			if (s->nrescales == _RESCALE_MAX)
 				break;
 			if (slurm_kill_job(j->id, COPUS_RESCALE_SIGNAL,
 					   KILL_FULL_JOB) != SLURM_SUCCESS) {
@@ -1986,8 +2015,8 @@ static void _requests(struct _round *r)
 				      "checkpoint: %m", plugin_type, j->id);
 				break;
 			}
-			x = &_rescales[_nrescales++];
-			_state_dirty = true;
+			x = &s->rescales[s->nrescales++];
+			s->state_dirty = true;
 			memset(x, 0, sizeof(*x));
 			x->id = j->id;
 			x->asked = now;
@@ -2020,8 +2049,8 @@ static void _requests(struct _round *r)
 		}
 	}
 	/* The rescale table: restarted, vanished, late and stale entries. */
-	for (i = 0; i < _nrescales;) {
-		struct _rescale *x = &_rescales[i];
+	for (i = 0; i < s->nrescales;) {
+		struct _rescale *x = &s->rescales[i];
 		struct _rj *j = NULL;
 		int k;
 
@@ -2029,9 +2058,9 @@ static void _requests(struct _round *r)
 			if (r->rj[k].id == x->id)
 				j = &r->rj[k];
 		if (x->gave_up) {
-			if (now - x->asked > _params.ckpt_deadline +
-					     _params.restart_delay)
-				_rescale_drop(x);
+			if (now - x->asked > s->params.ckpt_deadline +
+					     s->params.restart_delay)
+				_rescale_drop(s, x);
 			else
 				i++;
 			continue;
@@ -2042,22 +2071,22 @@ static void _requests(struct _round *r)
 			     "after it was asked to checkpoint", plugin_type,
 			     x->id, j->cur_gpus, r->types[j->alloc_type],
 			     (long)(j->start - x->asked));
-			_rescale_drop(x);
+			_rescale_drop(s, x);
 			continue;
 		}
 		if (j && j->running && !j->checkpointed &&
-		    now - x->asked > _params.ckpt_deadline) {
+		    now - x->asked > s->params.ckpt_deadline) {
 			info("%s: JobId=%u did not checkpoint within %ds; "
 			     "left running with %d GPU(s)", plugin_type,
-			     x->id, _params.ckpt_deadline, x->from);
+			     x->id, s->params.ckpt_deadline, x->from);
 			x->gave_up = true;
-			_state_dirty = true;
+			s->state_dirty = true;
 			i++;
 			continue;
 		}
-		if (!j && now - x->asked > 2 * _params.ckpt_deadline + 60) {
+		if (!j && now - x->asked > 2 * s->params.ckpt_deadline + 60) {
 			/* Gone, held or finished: nothing left to do. */
-			_rescale_drop(x);
+			_rescale_drop(s, x);
 			continue;
 		}
 		i++;
@@ -2080,7 +2109,7 @@ static void _kind(const struct _rj *j, char *buf, size_t len)
  * replaced atomically (written beside, flushed, renamed) so that a reader
  * never sees half a file.
  */
-static void _write_status(struct _round *r)
+static void _write_status(struct copus_sched *s, struct _round *r)
 {
 	char *path = NULL, when[32], kind[32], nodes[256];
 	char speed[16], left[16];
@@ -2099,8 +2128,8 @@ static void _write_status(struct _round *r)
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	fprintf(f, "# sched/copus round at %s (every %d s, policy %s): %d "
 		"pending considered, %d running; took %.3f ms (snapshot %.3f, "
-		"decision %.3f, actions %.3f)%s%s\n", when, _params.interval,
-		_params.policy, r->npending, r->nrunning,
+		"decision %.3f, actions %.3f)%s%s\n", when, s->params.interval,
+		s->params.policy, r->npending, r->nrunning,
 		r->t_snap + r->t_decide + r->t_act, r->t_snap, r->t_decide,
 		r->t_act, r->error[0] ? "; " : "", r->error);
 	fprintf(f, "JOBID\tSTATE\tKIND\tTYPE\tGPUS\tNODES\tSPEEDUP\t"
@@ -2149,11 +2178,11 @@ static void _write_status(struct _round *r)
 		snprintf(speed, sizeof(speed), "-");
 		snprintf(left, sizeof(left), "-");
 		if (c && c->models && t >= 0 && c->models[t] && nn > 0) {
-			double s = copus__model_speedup(c->models[t], nn,
-							gpus / nn);
+			double up = copus__model_speedup(c->models[t], nn,
+							 gpus / nn);
 
-			if (s > 0)
-				snprintf(speed, sizeof(speed), "%.2f", s);
+			if (up > 0)
+				snprintf(speed, sizeof(speed), "%.2f", up);
 		}
 		if (c && c->remaining >= 0)
 			snprintf(left, sizeof(left), "%.0fs", c->remaining);
@@ -2182,29 +2211,30 @@ static double _ms_since(struct timespec *t0)
 	return ms;
 }
 
-static void _round(void)
+static void _round(struct copus_sched *s)
 {
 	struct _round r;
 	struct timespec t;
 
 	memset(&r, 0, sizeof(r));
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	_snapshot(&r);
-	_info_sweep();
+	_snapshot(s, &r);
+	_info_sweep(s);
 	r.t_snap = _ms_since(&t);
-	_decide(&r);
-	_plan(&r);
+	_decide(s, &r);
+	_plan(s, &r);
 	r.t_decide = _ms_since(&t);
 	_act(&r);
 	r.t_act = _ms_since(&t);
-	_requests(&r);
-	_state_save(r.state_dir);
-	_write_status(&r);
+	_requests(s, &r);
+	_state_save(s, r.state_dir);
+	_write_status(s, &r);
 	_round_free(&r);
 }
 
 static void *_agent(void *arg)
 {
+	struct copus_sched *s = arg;
 	struct timespec ts;
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK,
 				  NO_LOCK };
@@ -2212,102 +2242,109 @@ static void *_agent(void *arg)
 	int i;
 
 	lock_slurmctld(conf);
-	_load_params();
+	_load_params(s);
 	dir = xstrdup(slurm_conf.state_save_location);
 	unlock_slurmctld(conf);
-	_policy_setup();
-	if ((i = copus_predictor_create(NULL, &_predictor)) != COPUS_OK)
+	_policy_setup(s);
+	if ((i = copus_predictor_create(NULL, &s->predictor)) != COPUS_OK)
 		error("%s: no predictor of remaining times: %s", plugin_type,
 		      copus_strerror(i));
-	_state_load(dir);
-	_history_load(dir, true);
+	_state_load(s, dir);
+	_history_load(s, dir, true);
 	xfree(dir);
 	while (1) {
-		slurm_mutex_lock(&_term_lock);
-		if (!_stop && !_again) {
+		slurm_mutex_lock(&s->term_lock);
+		if (!s->stop && !s->again) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			/*
 			 * While a rescale is in flight, rounds come four times
 			 * a second: the job's checkpoint is noticed, and the
 			 * job restarted, within a moment, not an interval.
 			 */
-			if (_rescales_active()) {
+			if (_rescales_active(s)) {
 				ts.tv_nsec += 250000000L;
 				if (ts.tv_nsec >= 1000000000L) {
 					ts.tv_sec++;
 					ts.tv_nsec -= 1000000000L;
 				}
 			} else {
-				ts.tv_sec += _params.interval;
+				ts.tv_sec += s->params.interval;
 			}
-			pthread_cond_timedwait(&_term_cond, &_term_lock, &ts);
+			pthread_cond_timedwait(&s->term_cond, &s->term_lock,
+					       &ts);
 		}
-		_again = false;
-		if (_stop) {
-			slurm_mutex_unlock(&_term_lock);
+		s->again = false;
+		if (s->stop) {
+			slurm_mutex_unlock(&s->term_lock);
 			break;
 		}
-		if (_reconfig) {
-			_reconfig = false;
-			slurm_mutex_unlock(&_term_lock);
+		if (s->reconfig) {
+			s->reconfig = false;
+			slurm_mutex_unlock(&s->term_lock);
 			lock_slurmctld(conf);
-			_load_params();
+			_load_params(s);
 			unlock_slurmctld(conf);
-			_policy_setup();
+			_policy_setup(s);
 		} else {
-			slurm_mutex_unlock(&_term_lock);
+			slurm_mutex_unlock(&s->term_lock);
 		}
-		_round();
+		_round(s);
 	}
-	if (_policy)
-		copus_policy_destroy(_policy);
-	_policy = NULL;
-	if (_predictor)
-		copus_predictor_destroy(_predictor);
-	_predictor = NULL;
-	xfree(_info);
-	_ninfo = _info_cap = 0;
+	if (s->policy)
+		copus_policy_destroy(s->policy);
+	s->policy = NULL;
+	if (s->predictor)
+		copus_predictor_destroy(s->predictor);
+	s->predictor = NULL;
+	xfree(s->info);
+	s->ninfo = s->info_cap = 0;
 	return NULL;
 }
 
 extern int init(void)
 {
+	struct copus_sched *s = &_sched;
+
 	if (slurmctld_config.scheduling_disabled)
 		return SLURM_SUCCESS;
-	slurm_mutex_lock(&_thread_lock);
-	if (_thread) {
-		slurm_mutex_unlock(&_thread_lock);
+	slurm_mutex_lock(&s->thread_lock);
+	if (s->thread) {
+		slurm_mutex_unlock(&s->thread_lock);
 		error("%s: scheduler thread already running", plugin_type);
 		return SLURM_ERROR;
 	}
-	_stop = false;
-	slurm_thread_create(&_thread, _agent, NULL);
-	slurm_mutex_unlock(&_thread_lock);
+	s->stop = false;
+	slurm_thread_create(&s->thread, _agent, s);
+	slurm_mutex_unlock(&s->thread_lock);
 	info("%s: loaded", plugin_type);
 	return SLURM_SUCCESS;
 }
 
 extern void fini(void)
 {
-	slurm_mutex_lock(&_thread_lock);
-	if (_thread) {
-		slurm_mutex_lock(&_term_lock);
-		_stop = true;
-		pthread_cond_signal(&_term_cond);
-		slurm_mutex_unlock(&_term_lock);
-		pthread_join(_thread, NULL);
-		_thread = 0;
+	struct copus_sched *s = &_sched;
+
+	slurm_mutex_lock(&s->thread_lock);
+	if (s->thread) {
+		slurm_mutex_lock(&s->term_lock);
+		s->stop = true;
+		pthread_cond_signal(&s->term_cond);
+		slurm_mutex_unlock(&s->term_lock);
+		pthread_join(s->thread, NULL);
+		s->thread = 0;
 		info("%s: stopped", plugin_type);
 	}
-	slurm_mutex_unlock(&_thread_lock);
+	slurm_mutex_unlock(&s->thread_lock);
 }
 
 /* Called after "scontrol reconfigure": re-read the copus_ keys. */
 extern int sched_p_reconfig(void)
 {
-	slurm_mutex_lock(&_term_lock);
-	_reconfig = true;
-	pthread_cond_signal(&_term_cond);
-	slurm_mutex_unlock(&_term_lock);
+	struct copus_sched *s = &_sched;
+
+	slurm_mutex_lock(&s->term_lock);
+	s->reconfig = true;
+	pthread_cond_signal(&s->term_cond);
+	slurm_mutex_unlock(&s->term_lock);
 	return SLURM_SUCCESS;
 }
