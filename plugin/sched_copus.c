@@ -196,7 +196,10 @@ static struct _info *_info_find(struct copus_sched *s, uint32_t id)
 	return bsearch(&key, s->info, s->ninfo, sizeof(*s->info), _info_cmp);
 }
 
-/* The entry of a job, created (zeroed, sorted in) when missing. */
+/*
+ * The entry of a job, created (zeroed, sorted in) when missing; NULL when
+ * there is no memory for it.
+ */
 static struct _info *_info_get(struct copus_sched *s, uint32_t id)
 {
 	struct _info *x = _info_find(s, id);
@@ -205,8 +208,12 @@ static struct _info *_info_get(struct copus_sched *s, uint32_t id)
 	if (x)
 		return x;
 	if (s->ninfo == s->info_cap) {
-		s->info_cap = s->info_cap ? 2 * s->info_cap : 256;
-		xrecalloc(s->info, s->info_cap, sizeof(*s->info));
+		int cap = s->info_cap ? 2 * s->info_cap : 256;
+
+		if (!(x = realloc(s->info, cap * sizeof(*x))))
+			return NULL;
+		s->info = x;
+		s->info_cap = cap;
 	}
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
@@ -391,6 +398,8 @@ static void _state_load(struct copus_sched *s, const char *dir)
 			}
 			struct _info *in = _info_get(s, id);
 
+			if (!in)
+				continue;
 			in->req_gpus = req;
 			in->max_had = had;
 			in->attained = att;
@@ -477,10 +486,6 @@ struct _round {
 	const char *type_ptrs[COPUS_MAX_GPU_TYPES];
 	struct _rj *rj;
 	int nrj, npending, nrunning;
-	part_record_t **parts;		/* partition of each index (compared
-					 * only, never dereferenced unlocked) */
-	int nparts;
-	int *part_free;			/* free GPUs per partition index */
 	copus_job *jobs;		/* the policy's input */
 	copus_model *models;		/* ntypes per input job */
 	const copus_model **model_ptrs;
@@ -491,6 +496,7 @@ struct _round {
 	copus_decision *dec;
 	int decided;			/* the policy ran */
 	char error[160];		/* why it did not */
+	int predict_rc;			/* why the predictor gave nothing */
 };
 
 static void _report_param(const char *msg, void *arg)
@@ -637,22 +643,25 @@ static void _job_alloc(struct _round *r, job_record_t *job_ptr,
 	xfree(per);
 }
 
-static int _part_index(struct _round *r, part_record_t *part_ptr)
+/*
+ * The partitions of a snapshot's jobs, numbered as they come: the round
+ * compares a job's partition by its number only.
+ */
+struct _parts {
+	part_record_t **v;
+	int n;
+};
+
+static int _part_index(struct _parts *parts, part_record_t *part_ptr)
 {
 	int i;
 
-	for (i = 0; i < r->nparts; i++)
-		if (r->parts[i] == part_ptr)
+	for (i = 0; i < parts->n; i++)
+		if (parts->v[i] == part_ptr)
 			return i;
-	xrecalloc(r->parts, r->nparts + 1, sizeof(*r->parts));
-	xrecalloc(r->part_free, r->nparts + 1, sizeof(*r->part_free));
-	r->parts[r->nparts] = part_ptr;
-	if (part_ptr->node_bitmap)
-		for (i = 0; i < r->nnodes; i++)
-			if (bit_test(part_ptr->node_bitmap, i) &&
-			    r->nodes[i].usable)
-				r->part_free[r->nparts] += r->free[i];
-	return r->nparts++;
+	xrecalloc(parts->v, parts->n + 1, sizeof(*parts->v));
+	parts->v[parts->n] = part_ptr;
+	return parts->n++;
 }
 
 /*
@@ -899,7 +908,8 @@ static void _rj_free(struct _rj *j)
 	xfree(j->eligible);
 }
 
-static void _round_free(struct _round *r)
+/* Frees the snapshot's copies (after _decision_free()). */
+static void _snapshot_free(struct _round *r)
 {
 	int i;
 
@@ -911,24 +921,38 @@ static void _round_free(struct _round *r)
 	xfree(r->cfg);
 	xfree(r->state_dir);
 	xfree(r->nodes);
-	xfree(r->parts);
-	xfree(r->part_free);
-	xfree(r->jobs);
-	xfree(r->models);
-	xfree(r->model_ptrs);
-	xfree(r->rj_of);
 	xfree(r->obs);
-	xfree(r->dec);
 	memset(r, 0, sizeof(*r));
 }
 
-/* What the plugin keeps of a job seen in this round. */
+/* Frees what the decision allocated (the snapshot's copies stay). */
+static void _decision_free(struct _round *r)
+{
+	free(r->jobs);
+	free(r->models);
+	free(r->model_ptrs);
+	free(r->rj_of);
+	free(r->dec);
+	r->jobs = NULL;
+	r->models = NULL;
+	r->model_ptrs = NULL;
+	r->rj_of = NULL;
+	r->dec = NULL;
+	r->njobs = 0;
+}
+
+/*
+ * What the plugin keeps of a job seen in this round; NULL when there is no
+ * memory for it.
+ */
 static struct _info *_job_info(struct copus_sched *s,
 			       job_record_t *job_ptr, struct _rj *j,
 			       time_t now)
 {
 	struct _info *in = _info_get(s, job_ptr->job_id);
 
+	if (!in)
+		return NULL;
 	in->seen = true;
 	if (!in->req_gpus) {
 		in->req_gpus = j->running && j->rigid ? j->cur_gpus :
@@ -1036,7 +1060,8 @@ static void _snapshot_running(struct copus_sched *s, struct _round *r,
 	x = _rescale_find(s, j->id);
 	if (x && !x->gave_up) {
 		j->in_rescale = true;
-		if (in->have_hint && in->hint.state == COPUS_STATE_CHECKPOINTED &&
+		if (in && in->have_hint &&
+		    in->hint.state == COPUS_STATE_CHECKPOINTED &&
 		    in->hint.restart_count == j->restarts &&
 		    (x->rc < 0 || x->rc == j->restarts)) {
 			j->checkpointed = true;
@@ -1055,6 +1080,7 @@ static void _snapshot(struct copus_sched *s, struct _round *r)
 {
 	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK,
 				   READ_LOCK };
+	struct _parts parts = { 0 };
 	node_record_t *node_ptr;
 	job_record_t *job_ptr;
 	ListIterator it;
@@ -1129,7 +1155,7 @@ static void _snapshot(struct copus_sched *s, struct _round *r)
 		j->submit = d->submit_time;
 		j->end = job_ptr->end_time;
 		j->restarts = job_ptr->restart_cnt;
-		j->part = _part_index(r, job_ptr->part_ptr);
+		j->part = _part_index(&parts, job_ptr->part_ptr);
 		j->nodes_req = d->min_nodes ? (int)d->min_nodes : 1;
 		_job_gpus(job_ptr, j);
 		_job_options(job_ptr, j);
@@ -1178,6 +1204,7 @@ static void _snapshot(struct copus_sched *s, struct _round *r)
 		if (r->nodes[i].gpus > r->free[i] + managed[i])
 			r->nodes[i].gpus = r->free[i] + managed[i];
 	xfree(managed);
+	xfree(parts.v);
 }
 
 /* Sorts pointers to a round's jobs: partition, priority, submission, id. */
@@ -1420,39 +1447,55 @@ out:
 }
 
 /*
- * Learns from the jobs that completed, then predicts the remaining time of
- * the input jobs whose hints give none: the predicted total work minus the
- * GPU-seconds received, in seconds on the job's request. Nothing before the
- * predictor has seen a completed job (the jobs stay "unknown").
+ * Gives the predictor the jobs that completed (obs, from the snapshot) and
+ * appends them to copus_history.
  */
-static void _predict(struct copus_sched *s, struct _round *r)
+static void _history_learn(struct copus_sched *s, const char *dir,
+			   const copus_history_entry *obs, int nobs)
 {
-	copus_job_attrs *attrs = NULL;
-	double *done = NULL, *left = NULL;
-	int *which = NULL, i, n = 0, rc;
+	int i, rc;
 
 	if (!s->predictor)
 		return;
-	for (i = 0; i < r->nobs; i++) {
-		copus_job_attrs a = copus_history_attrs(&r->obs[i]);
+	for (i = 0; i < nobs; i++) {
+		copus_job_attrs a = copus_history_attrs(&obs[i]);
 
-		rc = copus_predictor_add(s->predictor, &a, r->obs[i].work);
+		rc = copus_predictor_add(s->predictor, &a, obs[i].work);
 		if (rc != COPUS_OK)
 			verbose("%s: predictor: cannot learn a job of %s: %s",
-				plugin_type, r->obs[i].app, copus_strerror(rc));
+				plugin_type, obs[i].app, copus_strerror(rc));
 	}
-	_history_append(s, r->state_dir, r->obs, r->nobs);
-	if (r->nobs)
+	_history_append(s, dir, obs, nobs);
+	if (nobs)
 		debug("%s: predictor: %zu completed job(s) known, trained %zu "
 		      "time(s)", plugin_type,
 		      copus_predictor_count(s->predictor),
 		      copus_predictor_trainings(s->predictor));
-	if (!copus_predictor_count(s->predictor) || !r->njobs)
+}
+
+/*
+ * Predicts the remaining time of the input jobs whose hints give none: the
+ * predicted total work minus the GPU-seconds received, in seconds on the
+ * job's request. Nothing before the predictor has seen a completed job (the
+ * jobs stay "unknown"). r->predict_rc tells why the predictor gave nothing.
+ */
+static void _predict(struct copus_sched *s, struct _round *r)
+{
+	copus_job_attrs *attrs;
+	double *done, *left;
+	int *which, i, n = 0;
+
+	if (!s->predictor || !copus_predictor_count(s->predictor) ||
+	    !r->njobs)
 		return;
-	attrs = xcalloc(r->njobs, sizeof(*attrs));
-	done = xcalloc(r->njobs, sizeof(*done));
-	left = xcalloc(r->njobs, sizeof(*left));
-	which = xcalloc(r->njobs, sizeof(*which));
+	attrs = calloc(r->njobs, sizeof(*attrs));
+	done = calloc(r->njobs, sizeof(*done));
+	left = calloc(r->njobs, sizeof(*left));
+	which = calloc(r->njobs, sizeof(*which));
+	if (!attrs || !done || !left || !which) {
+		r->predict_rc = COPUS_ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < r->njobs; i++) {
 		copus_job *c = &r->jobs[i];
 		const struct _rj *j = &r->rj[r->rj_of[i]];
@@ -1466,30 +1509,30 @@ static void _predict(struct copus_sched *s, struct _round *r)
 		done[n] = c->attained;
 		which[n++] = i;
 	}
-	if (n && (rc = copus_predictor_remaining_many(s->predictor, attrs, done,
-						      n, left)) == COPUS_OK) {
+	if (n)
+		r->predict_rc = copus_predictor_remaining_many(s->predictor,
+							       attrs, done, n,
+							       left);
+	if (n && r->predict_rc == COPUS_OK)
 		for (i = 0; i < n; i++)
 			if (isfinite(left[i]) && left[i] >= 0.0)
 				r->jobs[which[i]].remaining =
 					left[i] / r->jobs[which[i]].req_gpus;
-	} else if (n) {
-		verbose("%s: predictor: %s", plugin_type, copus_strerror(rc));
-	}
-	xfree(attrs);
-	xfree(done);
-	xfree(left);
-	xfree(which);
+out:
+	free(attrs);
+	free(done);
+	free(left);
+	free(which);
 }
 
 /*
  * Whether a rigid job fits the free GPUs left in avail[] (usable nodes it
  * may use, of a type it accepts), best fit; if so they are taken from
- * avail[].
+ * avail[]. pick: room for the nodes picked, one per node at most.
  */
 static bool _reserve(struct _round *r, const struct _rj *j, int64_t mask,
-		     int *avail)
+		     int *avail, int *pick)
 {
-	int *pick = xcalloc(j->nodes_req + 1, sizeof(*pick));
 	int k, i, got = 0;
 
 	for (k = 0; k < j->nodes_req; k++) {
@@ -1515,7 +1558,6 @@ static bool _reserve(struct _round *r, const struct _rj *j, int64_t mask,
 	if (got == j->nodes_req)
 		for (k = 0; k < got; k++)
 			avail[pick[k]] -= j->gpn_req;
-	xfree(pick);
 	return got == j->nodes_req;
 }
 
@@ -1531,18 +1573,26 @@ static bool _reserve(struct _round *r, const struct _rj *j, int64_t mask,
 static void _build_input(struct copus_sched *s, struct _round *r)
 {
 	struct _rj **order;
-	int n = 0, i, t, part = -1, *avail;
+	int n = 0, i, t, part = -1, *avail, *pick;
 	bool blocked = false, head = true;
 
 	for (t = 0; t < r->ntypes; t++)
 		r->type_ptrs[t] = r->types[t];
-	r->jobs = xcalloc(r->nrj + 1, sizeof(*r->jobs));
-	r->rj_of = xcalloc(r->nrj + 1, sizeof(*r->rj_of));
-	r->models = xcalloc((size_t)(r->nrj + 1) * r->ntypes,
-			    sizeof(*r->models));
-	r->model_ptrs = xcalloc((size_t)(r->nrj + 1) * r->ntypes,
-				sizeof(*r->model_ptrs));
-	order = xcalloc(r->nrj + 1, sizeof(*order));
+	r->jobs = calloc(r->nrj + 1, sizeof(*r->jobs));
+	r->rj_of = calloc(r->nrj + 1, sizeof(*r->rj_of));
+	r->models = calloc((size_t)(r->nrj + 1) * r->ntypes,
+			   sizeof(*r->models));
+	r->model_ptrs = calloc((size_t)(r->nrj + 1) * r->ntypes,
+			       sizeof(*r->model_ptrs));
+	order = calloc(r->nrj + 1, sizeof(*order));
+	avail = calloc(r->nnodes + 1, sizeof(*avail));
+	pick = calloc(r->nnodes + 1, sizeof(*pick));
+	if (!r->jobs || !r->rj_of || !r->models || !r->model_ptrs || !order ||
+	    !avail || !pick) {
+		snprintf(r->error, sizeof(r->error), "out of memory for the "
+			 "policy's input");
+		goto out;
+	}
 	for (i = 0; i < r->nrj; i++) {
 		struct _rj *j = &r->rj[i];
 		int64_t mask;
@@ -1584,7 +1634,6 @@ static void _build_input(struct copus_sched *s, struct _round *r)
 		order[n++] = j;
 	}
 	qsort(order, n, sizeof(*order), _rj_order);
-	avail = xcalloc(r->nnodes + 1, sizeof(*avail));
 	memcpy(avail, r->free, r->nnodes * sizeof(*avail));
 	for (i = 0; i < n; i++) {
 		struct _rj *j = order[i];
@@ -1595,7 +1644,7 @@ static void _build_input(struct copus_sched *s, struct _round *r)
 			blocked = false;
 			head = true;
 		}
-		if (!blocked && !_reserve(r, j, mask, avail)) {
+		if (!blocked && !_reserve(r, j, mask, avail, pick)) {
 			/* The first job that does not fit ends the list. */
 			blocked = true;
 			if (head) {
@@ -1611,12 +1660,17 @@ static void _build_input(struct copus_sched *s, struct _round *r)
 		}
 		_input_job(s, r, j - r->rj, (uint32_t)mask);
 	}
-	xfree(avail);
-	xfree(order);
 	_predict(s, r);
+out:
+	free(pick);
+	free(avail);
+	free(order);
 }
 
-/* Phase 2: the decision, outside every lock. */
+/*
+ * Phase 2: the decision, outside every lock. Why the policy did not run,
+ * if it did not, is in r->error.
+ */
 static void _decide(struct copus_sched *s, struct _round *r)
 {
 	copus_cluster c;
@@ -1631,7 +1685,12 @@ static void _decide(struct copus_sched *s, struct _round *r)
 	c.nodes = r->nodes;
 	c.num_types = r->ntypes;
 	c.type_names = r->type_ptrs;
-	r->dec = xcalloc(r->njobs + 1, sizeof(*r->dec));
+	r->dec = calloc(r->njobs + 1, sizeof(*r->dec));
+	if (!r->dec) {
+		snprintf(r->error, sizeof(r->error), "out of memory for the "
+			 "decisions");
+		return;
+	}
 	rc = copus_policy_decide(s->policy, &c, r->jobs, r->njobs,
 				 (double)r->when, r->dec);
 	if (rc != COPUS_OK) {
@@ -1639,8 +1698,6 @@ static void _decide(struct copus_sched *s, struct _round *r)
 		snprintf(r->error, sizeof(r->error), "the %s policy failed "
 			 "(%s) on job %u", s->params.policy, copus_strerror(rc),
 			 bad >= 0 ? (unsigned)r->jobs[bad].id : 0u);
-		error("%s: %s; nothing decided this round", plugin_type,
-		      r->error);
 		return;
 	}
 	r->decided = 1;
@@ -2221,15 +2278,23 @@ static void _round(struct copus_sched *s)
 	_snapshot(s, &r);
 	_info_sweep(s);
 	r.t_snap = _ms_since(&t);
+	_history_learn(s, r.state_dir, r.obs, r.nobs);
 	_decide(s, &r);
 	_plan(s, &r);
+	if (r.predict_rc != COPUS_OK)
+		verbose("%s: predictor: %s", plugin_type,
+			copus_strerror(r.predict_rc));
+	if (r.error[0])
+		error("%s: %s; nothing decided this round", plugin_type,
+		      r.error);
 	r.t_decide = _ms_since(&t);
 	_act(&r);
 	r.t_act = _ms_since(&t);
 	_requests(s, &r);
 	_state_save(s, r.state_dir);
 	_write_status(s, &r);
-	_round_free(&r);
+	_decision_free(&r);
+	_snapshot_free(&r);
 }
 
 static void *_agent(void *arg)
@@ -2296,7 +2361,8 @@ static void *_agent(void *arg)
 	if (s->predictor)
 		copus_predictor_destroy(s->predictor);
 	s->predictor = NULL;
-	xfree(s->info);
+	free(s->info);
+	s->info = NULL;
 	s->ninfo = s->info_cap = 0;
 	return NULL;
 }
