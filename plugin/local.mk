@@ -41,7 +41,8 @@ plugin_sched_copus_la_LIBADD = core/libcopus-core.la
 
 # The plugin's Slurm-free parts, unit-tested without slurmctld: the
 # parameters, the job options and hint models (test-plugin-sched), and the
-# round's decision (test-plugin-round).
+# round's decision (test-plugin-round). PLUGIN_ROUND_SOURCES: the round and
+# the Slurm-free files it needs.
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/memo.c \
 	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \
 	plugin/options.h
@@ -50,6 +51,11 @@ tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h
 tests_test_plugin_sched_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_sched_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test-plugin-round
+tests_test_plugin_round_SOURCES = tests/test-plugin-round.c \
+	$(PLUGIN_ROUND_SOURCES) tests/harness.h
+tests_test_plugin_round_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
+tests_test_plugin_round_LDADD = $(TEST_LIBS)
 
 # copusctl: sched/copus's status file as a table (public libslurm API).
 bin_PROGRAMS += plugin/copusctl
