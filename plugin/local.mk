@@ -20,8 +20,16 @@ plugin_spank_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 if HAVE_SLURM_SRC
 slurmplugin_LTLIBRARIES += plugin/sched_copus.la
 endif
-plugin_sched_copus_la_SOURCES = plugin/sched_copus.c plugin/sched.c \
-	plugin/sched.h plugin/options.h plugin/slurm-config/config.h
+plugin_sched_copus_la_SOURCES = \
+	plugin/sched_copus.c plugin/sched_copus.h \
+	plugin/snapshot.c plugin/snapshot.h \
+	plugin/round.c plugin/round.h \
+	plugin/actions.c plugin/actions.h \
+	plugin/rescale.c plugin/rescale.h \
+	plugin/statefile.c plugin/statefile.h \
+	plugin/memo.c plugin/memo.h \
+	plugin/params.c plugin/params.h \
+	plugin/options.h plugin/slurm-config/config.h
 plugin_sched_copus_la_CPPFLAGS = -DHAVE_CONFIG_H \
 	-I$(top_srcdir)/plugin/slurm-config -I$(SLURM_SRC) \
 	-I$(SLURM_SRC)/src/common -I$(top_srcdir)/include
@@ -31,12 +39,23 @@ plugin_sched_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 # from slurmctld.
 plugin_sched_copus_la_LIBADD = core/libcopus-core.la
 
-# The plugin's Slurm-free parts (parameters, hint models), unit-tested.
+# The plugin's Slurm-free parts, unit-tested without slurmctld: the
+# parameters, the job options and hint models (test-plugin-sched), and the
+# round's decision (test-plugin-round). PLUGIN_ROUND_SOURCES: the round and
+# the Slurm-free files it needs.
+PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/memo.c \
+	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \
+	plugin/options.h
 check_PROGRAMS += tests/test-plugin-sched
-tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c plugin/sched.c \
-	plugin/sched.h plugin/options.h tests/harness.h
+tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
+	$(PLUGIN_ROUND_SOURCES) tests/harness.h
 tests_test_plugin_sched_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_sched_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test-plugin-round
+tests_test_plugin_round_SOURCES = tests/test-plugin-round.c \
+	$(PLUGIN_ROUND_SOURCES) tests/harness.h
+tests_test_plugin_round_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
+tests_test_plugin_round_LDADD = $(TEST_LIBS)
 
 # copusctl: sched/copus's status file as a table (public libslurm API).
 bin_PROGRAMS += plugin/copusctl

@@ -8,7 +8,8 @@
 #include "copus/error.h"
 #include "harness.h"
 #include "options.h"
-#include "sched.h"
+#include "params.h"
+#include "round.h"
 
 static char _last[256];
 static int _reports;

@@ -1,15 +1,14 @@
 /*
- * sched/copus internals without Slurm: SchedulerParameters and what the
- * plugin derives from hints (see sched.h).
+ * sched/copus's SchedulerParameters keys (see params.h).
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "copus/error.h"
-#include "sched.h"
+#include "params.h"
 
 void copus__params_default(struct copus__params *p)
 {
@@ -168,70 +167,4 @@ int copus__params_parse(const char *sched_params, struct copus__params *p,
 		s = comma ? comma + 1 : NULL;
 	}
 	return errors;
-}
-
-int copus__hint_models(const copus_hint *h, const char *const *type_names,
-		       int ntypes, copus_model *models,
-		       const copus_model **ptrs)
-{
-	const copus_perf_params *dflt = NULL;
-	int t, i, n = 0;
-
-	for (i = 0; i < h->n_perf; i++)
-		if (!strcmp(h->perf[i].type, "default"))
-			dflt = &h->perf[i].perf;
-	for (t = 0; t < ntypes; t++) {
-		const copus_perf_params *pp = dflt;
-
-		ptrs[t] = NULL;
-		for (i = 0; type_names && type_names[t] && i < h->n_perf; i++)
-			if (!strcmp(h->perf[i].type, type_names[t]))
-				pp = &h->perf[i].perf;
-		if (!pp)
-			continue;
-		memset(&models[t], 0, sizeof(models[t]));
-		models[t].perf = *pp;
-		models[t].grad = h->grad;
-		models[t].limits = h->limits;
-		if (copus_model_check(&models[t]) != COPUS_OK)
-			continue;
-		ptrs[t] = &models[t];
-		n++;
-	}
-	return n;
-}
-
-double copus__remaining(const copus_hint *h, double rate)
-{
-	double left;
-
-	if (!(h->target > 0.0) || !(rate > 0.0) || !isfinite(rate))
-		return -1.0;
-	left = h->target - h->progress;
-	if (left <= 0.0)
-		return 0.0;
-	return left / rate;
-}
-
-int copus__slots_per_node(const copus_slot *slots, int n)
-{
-	int i, least = 0;
-
-	for (i = 0; slots && i < n; i++)
-		if (i == 0 || slots[i].gpus < least)
-			least = slots[i].gpus;
-	return least > 0 ? least : 0;
-}
-
-double copus__model_speedup(const copus_model *m, int nodes, int per_node)
-{
-	copus_batch_plan one, many;
-
-	if (!m || nodes < 1 || per_node < 1)
-		return 0.0;
-	if (copus_best_batch(m, 1, 1, &one) != COPUS_OK ||
-	    copus_best_batch(m, nodes, nodes * per_node, &many) != COPUS_OK ||
-	    !(one.goodput > 0.0) || !isfinite(many.goodput))
-		return 0.0;
-	return many.goodput / one.goodput;
 }

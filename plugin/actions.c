@@ -1,0 +1,182 @@
+/*
+ * Phase 3 of a sched/copus round (see actions.h): starts and reasons under
+ * slurmctld's write locks.
+ */
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/bitstring.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/job_scheduler.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/node_scheduler.h"
+#include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/srun_comm.h"
+#include "src/slurmctld/state_save.h"
+
+#include "options.h"
+#include "round.h"
+#include "sched_copus.h"
+#include "snapshot.h"
+
+static void _set_reason(job_record_t *job_ptr, uint32_t reason,
+			const char *desc);
+static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
+		  bitstr_t *allow);
+static bitstr_t *_allowed(struct copus__round *r,
+			  const struct copus__round_job *j);
+
+void copus__act(struct copus__round *r)
+{
+	/* Jobs and nodes written (a start allocates), the rest read. */
+	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, WRITE_LOCK,
+				   READ_LOCK, READ_LOCK };
+	int i, started = 0;
+
+	lock_slurmctld(locks);
+	if (node_record_count != r->nnodes) {
+		/* Nodes were reconfigured during the decision: next round. */
+		unlock_slurmctld(locks);
+		return;
+	}
+	for (i = 0; i < r->nrj; i++) {
+		struct copus__round_job *j = &r->rj[i];
+		job_record_t *job_ptr;
+		bitstr_t *allow = NULL;
+
+		if (j->running || (j->action != COPUS__ACT_START && !j->reason))
+			continue;
+		job_ptr = find_job_record(j->id);
+		/* Jobs change while the locks are free: check again. */
+		if (!job_ptr || !IS_JOB_PENDING(job_ptr) ||
+		    job_ptr->priority == 0 || IS_JOB_COMPLETING(job_ptr) ||
+		    !job_ptr->details || !job_ptr->part_ptr) {
+			j->action = COPUS__ACT_NONE;
+			continue;
+		}
+		if (j->action != COPUS__ACT_START) {
+			_set_reason(job_ptr, j->never ? FAIL_BAD_CONSTRAINTS :
+				    strstr(j->reason, "higher priority") ?
+				    WAIT_PRIORITY : WAIT_RESOURCES, j->reason);
+			continue;
+		}
+		if (j->job >= 0)
+			allow = _allowed(r, j);
+		if (_start(job_ptr, j, allow) == SLURM_SUCCESS) {
+			started++;
+		} else {
+			j->action = COPUS__ACT_NONE;
+			_set_reason(job_ptr, WAIT_RESOURCES,
+				    "copus: its decided nodes were not free");
+		}
+		FREE_NULL_BITMAP(allow);
+	}
+	unlock_slurmctld(locks);
+	if (started) {
+		/* Save the started jobs at once, as Slurm's own scheduler
+		 * does: a slurmctld that dies before its periodic save would
+		 * otherwise recover them as pending while they run. */
+		schedule_node_save();
+		schedule_job_save();
+		debug("%s: round started %d job(s)", plugin_type, started);
+	}
+}
+
+static void _set_reason(job_record_t *job_ptr, uint32_t reason,
+			const char *desc)
+{
+	if (job_ptr->state_reason == reason && job_ptr->state_desc &&
+	    !xstrcmp(job_ptr->state_desc, desc))
+		return;
+	job_ptr->state_reason = reason;
+	xfree(job_ptr->state_desc);
+	job_ptr->state_desc = xstrdup(desc);
+	last_job_update = time(NULL);
+}
+
+/*
+ * Starts one job on the decided nodes, as backfill's _start_job() does.
+ * allow: the nodes it may use (NULL: wherever Slurm places it).
+ */
+static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
+		  bitstr_t *allow)
+{
+	bitstr_t *orig_exc = NULL, *avoid = NULL;
+	int rc;
+
+	if (allow) {
+		avoid = bit_copy(allow);
+		bit_not(avoid);
+		if (job_ptr->details->exc_node_bitmap) {
+			orig_exc = bit_copy(job_ptr->details->exc_node_bitmap);
+			bit_or(job_ptr->details->exc_node_bitmap, avoid);
+		} else {
+			job_ptr->details->exc_node_bitmap = bit_copy(avoid);
+		}
+	}
+	rc = select_nodes(job_ptr, false, NULL, NULL, false,
+			  SLURMDB_JOB_FLAG_SCHED);
+	if (allow) {
+		/* select_nodes() may have replaced the bitmap: restore. */
+		FREE_NULL_BITMAP(job_ptr->details->exc_node_bitmap);
+		job_ptr->details->exc_node_bitmap = orig_exc;
+		FREE_NULL_BITMAP(avoid);
+	}
+	if (rc != SLURM_SUCCESS) {
+		verbose("%s: %pJ could not start on the chosen nodes: %s",
+			plugin_type, job_ptr, slurm_strerror(rc));
+		return rc;
+	}
+	last_job_update = time(NULL);
+	if (j->emax)
+		info("%s: started %pJ (elastic %d-%d GPUs%s%s) in %s on %s",
+		     plugin_type, job_ptr, j->emin, j->emax,
+		     j->ntypes ? ", types " : "",
+		     j->ntypes ? copus__spank_env(job_ptr, COPUS__ENV_TYPES) :
+				 "",
+		     job_ptr->part_ptr->name, job_ptr->nodes);
+	else
+		info("%s: started %pJ in %s on %s", plugin_type, job_ptr,
+		     job_ptr->part_ptr->name, job_ptr->nodes);
+	if (job_ptr->batch_flag == 0)
+		srun_allocate(job_ptr);
+	else if (!IS_JOB_CONFIGURING(job_ptr))
+		launch_job(job_ptr);
+	return SLURM_SUCCESS;
+}
+
+/* The nodes a pending job may start on for its decision. */
+static bitstr_t *_allowed(struct copus__round *r,
+			  const struct copus__round_job *j)
+{
+	const copus_decision *d = &r->dec[j->job];
+	bitstr_t *b = bit_alloc(node_record_count);
+	bool exact = d->num_slots == j->nodes_req;
+	int k;
+
+	for (k = 0; exact && k < d->num_slots; k++)
+		if (d->slots[k].gpus < j->gpn_req ||
+		    !j->eligible[d->slots[k].node])
+			exact = false;
+	if (exact) {
+		for (k = 0; k < d->num_slots; k++)
+			bit_set(b, d->slots[k].node);
+		return b;
+	}
+	/*
+	 * A rigid job placed other than it asked (for example 4 GPUs on two
+	 * nodes for 2 nodes x 2, or on a node outside its partition): any
+	 * node of the decided type it may use, Slurm picks.
+	 */
+	for (k = 0; k < r->nnodes; k++)
+		if (j->eligible[k] && r->nodes[k].gpu_type == j->dtype)
+			bit_set(b, k);
+	return b;
+}

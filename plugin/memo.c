@@ -1,0 +1,102 @@
+/*
+ * The tables of memo.h: the per-job records (sorted by id) and the rescales
+ * in flight. Plain C, no Slurm, so that the round's tests link it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memo.h"
+#include "sched_copus.h"
+
+static int _memo_cmp(const void *a, const void *b)
+{
+	const struct copus__memo *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+struct copus__memo *copus__memo_find(struct copus__sched *s, uint32_t id)
+{
+	struct copus__memo key = { .id = id };
+
+	if (!s->nmemo)
+		return NULL;
+	return bsearch(&key, s->memo, s->nmemo, sizeof(*s->memo), _memo_cmp);
+}
+
+struct copus__memo *copus__memo_get(struct copus__sched *s, uint32_t id)
+{
+	struct copus__memo *x = copus__memo_find(s, id);
+	int lo = 0, hi = s->nmemo;
+
+	if (x)
+		return x;
+	if (s->nmemo == s->memo_cap) {
+		int cap = s->memo_cap ? 2 * s->memo_cap : 256;
+
+		if (!(x = realloc(s->memo, cap * sizeof(*x))))
+			return NULL;
+		s->memo = x;
+		s->memo_cap = cap;
+	}
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (s->memo[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&s->memo[lo + 1], &s->memo[lo],
+		(s->nmemo - lo) * sizeof(*s->memo));
+	memset(&s->memo[lo], 0, sizeof(*s->memo));
+	s->memo[lo].id = id;
+	s->nmemo++;
+	return &s->memo[lo];
+}
+
+void copus__memo_sweep(struct copus__sched *s)
+{
+	int i, n = 0;
+
+	for (i = 0; i < s->nmemo; i++) {
+		if (!s->memo[i].seen)
+			continue;
+		s->memo[i].seen = false;
+		s->memo[n++] = s->memo[i];
+	}
+	s->nmemo = n;
+}
+
+void copus__memo_free(struct copus__sched *s)
+{
+	free(s->memo);
+	s->memo = NULL;
+	s->nmemo = s->memo_cap = 0;
+}
+
+struct copus__rescale *copus__rescale_find(struct copus__sched *s, uint32_t id)
+{
+	int i;
+
+	for (i = 0; i < s->nrescales; i++)
+		if (s->rescales[i].id == id)
+			return &s->rescales[i];
+	return NULL;
+}
+
+bool copus__rescales_active(struct copus__sched *s)
+{
+	int i;
+
+	for (i = 0; i < s->nrescales; i++)
+		if (!s->rescales[i].gave_up)
+			return true;
+	return false;
+}
+
+void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x)
+{
+	*x = s->rescales[--s->nrescales];
+	s->state_dirty = true;
+}

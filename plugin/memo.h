@@ -1,0 +1,87 @@
+/*
+ * What sched/copus remembers between rounds: a record per job and the
+ * rescales in flight. Plain C, no Slurm. Included by sched_copus.h, whose
+ * state holds both tables, and by memo.c.
+ */
+#ifndef COPUS_PLUGIN_MEMO_H
+#define COPUS_PLUGIN_MEMO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "copus/hint.h"
+
+struct copus__sched;
+
+/*
+ * What the plugin remembers about a job between rounds (only the plugin's
+ * thread touches it): its original request, its last good hint, the
+ * progress rate seen in its current run, the service it received. Kept
+ * sorted by id (copus__sched.memo); entries of jobs that left the queue are
+ * dropped.
+ */
+struct copus__memo {
+	uint32_t id;
+	bool seen;			/* in this round's snapshot */
+	int req_gpus;			/* the request when first seen */
+	int max_had;			/* most GPUs it has held */
+	double attained;		/* GPU-seconds */
+	time_t last;			/* when attained was last counted */
+	int last_gpus;			/* GPUs it held then */
+	bool learned;			/* given to the predictor */
+	uint64_t comment_hash;		/* the Comment last parsed */
+	bool have_hint;
+	copus_hint hint;		/* last good hint */
+	int rate_rc;			/* run the rate was measured in */
+	double base_prog, base_t, rate;	/* first hint of that run, rate */
+	char reason[64];		/* last decision's reason */
+};
+
+/*
+ * A rescale in flight: the job was asked to checkpoint
+ * (COPUS_RESCALE_SIGNAL). When it reports st="checkpointed" the plugin
+ * requeues it; a job that exits with 75 is requeued by Slurm itself
+ * (RequeueExit=75). Once it is pending, the policy decides its new cell and
+ * the plugin sets it, no earlier than COPUS__RELEASE_GAP seconds after the
+ * job ended. Only the plugin's thread touches the table
+ * (copus__sched.rescales).
+ */
+#define COPUS__RESCALE_MAX 256
+struct copus__rescale {
+	uint32_t id;
+	time_t asked;
+	int rc;				/* restart count when asked */
+	int from, to;			/* GPUs in total */
+	char type[16];			/* the decided type */
+	bool gave_up;			/* no answer: not asked again until
+					 * the restart delay has passed */
+	bool requeue_sent;		/* the plugin requeued it */
+	time_t pending_since;		/* first seen requeued (not saved) */
+};
+
+/* The record of a job, or NULL. */
+struct copus__memo *copus__memo_find(struct copus__sched *s, uint32_t id);
+
+/*
+ * The record of a job, created (zeroed, sorted in) when missing; NULL when
+ * there is no memory for it.
+ */
+struct copus__memo *copus__memo_get(struct copus__sched *s, uint32_t id);
+
+/* Forgets the jobs not seen in the last snapshot, clears the marks. */
+void copus__memo_sweep(struct copus__sched *s);
+
+/* Forgets every job. */
+void copus__memo_free(struct copus__sched *s);
+
+/* The rescale in flight of a job, or NULL. */
+struct copus__rescale *copus__rescale_find(struct copus__sched *s, uint32_t id);
+
+/* Whether a rescale in flight waits for its job (one not given up). */
+bool copus__rescales_active(struct copus__sched *s);
+
+/* Drops a rescale from the table (which copus_state then saves). */
+void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x);
+
+#endif /* COPUS_PLUGIN_MEMO_H */

@@ -1,0 +1,239 @@
+/*
+ * Phase 4 of a sched/copus round (see rescale.h): new requests for pending
+ * elastic jobs, checkpoint requests, requeues of checkpointed jobs, and the
+ * rescale table's bookkeeping, through slurmctld's RPCs.
+ *
+ * A rescale: the policy moves a running elastic job to a new cell; the
+ * plugin asks it to checkpoint (COPUS_RESCALE_SIGNAL) and records the
+ * request (memo.h); when the job reports st="checkpointed" the plugin
+ * requeues it (a job that exits with 75 is requeued by Slurm itself,
+ * RequeueExit=75); once it is pending, the policy decides its new cell and
+ * the plugin sets it. A job that does not checkpoint in time is left
+ * running and not asked again until the restart delay has passed.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/gres.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "copus/hint.h"
+#include "rescale.h"
+#include "round.h"
+#include "sched_copus.h"
+
+static bool _resize_repeated(struct copus__sched *s, uint32_t id,
+			     const char *tres, uint32_t nodes, time_t now);
+static int _gres_unrequested(void *x, void *key);
+static void _clear_gpu_request(uint32_t id);
+
+void copus__requests(struct copus__sched *s, struct copus__round *r)
+{
+	time_t now = time(NULL);
+	int i;
+
+	for (i = 0; i < r->nrj; i++) {
+		struct copus__round_job *j = &r->rj[i];
+		struct copus__rescale *x = copus__rescale_find(s, j->id);
+		job_desc_msg_t desc;
+		char tres[64];
+
+		switch (j->action) {
+		case COPUS__ACT_RESIZE:
+			snprintf(tres, sizeof(tres), "gres:gpu:%s:%d",
+				 r->types[j->dtype], j->per_node);
+			if (_resize_repeated(s, j->id, tres,
+					     (uint32_t)j->num_nodes, now)) {
+				debug("%s: JobId=%u: %d node(s) x %s was set "
+				      "already; waiting", plugin_type, j->id,
+				      j->num_nodes, tres);
+				break;
+			}
+			/*
+			 * An update merges a GPU request into the old one: a
+			 * new type, or a request that was not a plain count
+			 * per node (--gpus, --gpus-per-task), is set on a
+			 * cleared request.
+			 */
+			if (strcmp(j->type_req, r->types[j->dtype]) ||
+			    j->gpu_entries > 1 || j->gpu_entries_other)
+				_clear_gpu_request(j->id);
+			slurm_init_job_desc_msg(&desc);
+			desc.job_id = j->id;
+			desc.tres_per_node = tres;
+			desc.min_nodes = desc.max_nodes = j->num_nodes;
+			/* Without this a requeued job waits two minutes. */
+			desc.begin_time = now;
+			if (slurm_update_job(&desc) != SLURM_SUCCESS)
+				error("%s: JobId=%u: cannot set its request to "
+				      "%d node(s) x %s: %m", plugin_type, j->id,
+				      j->num_nodes, tres);
+			else {
+				info("%s: JobId=%u set to %d node(s) x %s%s",
+				     plugin_type, j->id, j->num_nodes, tres,
+				     x ? " after its checkpoint" : "");
+				s->again = true;
+			}
+			break;
+		case COPUS__ACT_ASK:
+			if (s->nrescales == COPUS__RESCALE_MAX)
+				break;
+			if (slurm_kill_job(j->id, COPUS_RESCALE_SIGNAL,
+					   KILL_FULL_JOB) != SLURM_SUCCESS) {
+				error("%s: JobId=%u: cannot ask it to "
+				      "checkpoint: %m", plugin_type, j->id);
+				break;
+			}
+			x = &s->rescales[s->nrescales++];
+			s->state_dirty = true;
+			memset(x, 0, sizeof(*x));
+			x->id = j->id;
+			x->asked = now;
+			x->rc = j->restarts;
+			x->from = j->cur_gpus;
+			x->to = j->dtype >= 0 ? j->per_node * j->num_nodes : 0;
+			snprintf(x->type, sizeof(x->type), "%s",
+				 j->dtype >= 0 ? r->types[j->dtype] : "-");
+			info("%s: JobId=%u asked to checkpoint to go from %d %s "
+			     "GPU(s) to %d %s GPU(s) on %d node(s) (%s)",
+			     plugin_type, j->id, j->cur_gpus,
+			     r->types[j->alloc_type], x->to, x->type,
+			     j->num_nodes, r->dec[j->job].reason);
+			break;
+		case COPUS__ACT_REQUEUE:
+			if (!x)
+				break;
+			x->requeue_sent = true;
+			if (slurm_requeue(j->id, 0) != SLURM_SUCCESS &&
+			    errno != ESLURM_JOB_PENDING)
+				verbose("%s: JobId=%u: requeue: %m (it may "
+					"have requeued itself)", plugin_type,
+					j->id);
+			info("%s: JobId=%u checkpointed at step %lld %lds "
+			     "after the request; requeued", plugin_type, j->id,
+			     (long long)j->ckpt_step, (long)(now - x->asked));
+			break;
+		default:
+			break;
+		}
+	}
+	/* The rescale table: restarted, vanished, late and stale entries. */
+	for (i = 0; i < s->nrescales;) {
+		struct copus__rescale *x = &s->rescales[i];
+		struct copus__round_job *j = NULL;
+		int k;
+
+		for (k = 0; k < r->nrj && !j; k++)
+			if (r->rj[k].id == x->id)
+				j = &r->rj[k];
+		if (x->gave_up) {
+			if (now - x->asked > s->params.ckpt_deadline +
+					     s->params.restart_delay)
+				copus__rescale_drop(s, x);
+			else
+				i++;
+			continue;
+		}
+		if (j && j->running &&
+		    (x->rc >= 0 ? j->restarts > x->rc : j->start > x->asked)) {
+			info("%s: JobId=%u restarted with %d %s GPU(s) %lds "
+			     "after it was asked to checkpoint", plugin_type,
+			     x->id, j->cur_gpus, r->types[j->alloc_type],
+			     (long)(j->start - x->asked));
+			copus__rescale_drop(s, x);
+			continue;
+		}
+		if (j && j->running && !j->checkpointed &&
+		    now - x->asked > s->params.ckpt_deadline) {
+			info("%s: JobId=%u did not checkpoint within %ds; "
+			     "left running with %d GPU(s)", plugin_type,
+			     x->id, s->params.ckpt_deadline, x->from);
+			x->gave_up = true;
+			s->state_dirty = true;
+			i++;
+			continue;
+		}
+		if (!j && now - x->asked > 2 * s->params.ckpt_deadline + 60) {
+			/* Gone, held or finished: nothing left to do. */
+			copus__rescale_drop(s, x);
+			continue;
+		}
+		i++;
+	}
+}
+
+/* True when (id, tres, nodes) was requested within the last interval. */
+static bool _resize_repeated(struct copus__sched *s, uint32_t id,
+			     const char *tres, uint32_t nodes, time_t now)
+{
+	unsigned k = id % COPUS__RESIZE_MEMO;
+
+	if (s->resize_memo[k].id == id && s->resize_memo[k].nodes == nodes &&
+	    !strcmp(s->resize_memo[k].tres, tres) &&
+	    now - s->resize_memo[k].when < s->params.interval)
+		return true;
+	s->resize_memo[k].id = id;
+	s->resize_memo[k].nodes = nodes;
+	snprintf(s->resize_memo[k].tres, sizeof(s->resize_memo[k].tres), "%s",
+		 tres);
+	s->resize_memo[k].when = now;
+	return false;
+}
+
+/* A GPU request entry with no count left (list_delete_all callback). */
+static int _gres_unrequested(void *x, void *key)
+{
+	gres_state_t *gs = x;
+	gres_job_state_t *g = gs->gres_data;
+
+	return g && !g->gres_per_job && !g->gres_per_node &&
+	       !g->gres_per_socket && !g->gres_per_task;
+}
+
+/*
+ * Clears a pending job's GPU request so that a request of another GPU type
+ * (or an untyped one) can be set. A job update that clears tres_per_node
+ * keeps every entry of gres_list_req with a count of zero, and a zero entry
+ * of the old type still makes the job need that type on every node: a job
+ * moved from a100 to t4 would be "never runnable" on the t4 nodes. The
+ * update clears the counts (and Slurm's own bookkeeping); the entries left
+ * with no count are then dropped under the job write lock.
+ */
+static void _clear_gpu_request(uint32_t id)
+{
+	slurmctld_lock_t locks = { NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK,
+				   NO_LOCK };
+	job_desc_msg_t desc;
+	job_record_t *job_ptr;
+	int dropped = 0;
+
+	slurm_init_job_desc_msg(&desc);
+	desc.job_id = id;
+	desc.tres_per_node = "";
+	desc.tres_per_job = "";
+	if (slurm_update_job(&desc) != SLURM_SUCCESS) {
+		verbose("%s: JobId=%u: cannot clear its GPU request: %m",
+			plugin_type, id);
+		return;
+	}
+	lock_slurmctld(locks);
+	job_ptr = find_job_record(id);
+	if (job_ptr && IS_JOB_PENDING(job_ptr) && job_ptr->gres_list_req) {
+		dropped = list_delete_all(job_ptr->gres_list_req,
+					  _gres_unrequested, NULL);
+		if (!list_count(job_ptr->gres_list_req))
+			FREE_NULL_LIST(job_ptr->gres_list_req);
+	}
+	unlock_slurmctld(locks);
+	debug("%s: JobId=%u: GPU request cleared (%d entr%s dropped)",
+	      plugin_type, id, dropped, dropped == 1 ? "y" : "ies");
+}

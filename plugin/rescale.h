@@ -1,0 +1,20 @@
+/*
+ * Phase 4 of a sched/copus round, outside every lock: the requests made
+ * through slurmctld's own RPCs, as scontrol would, and the rescale
+ * protocol. Included by sched_copus.c.
+ */
+#ifndef COPUS_PLUGIN_RESCALE_H
+#define COPUS_PLUGIN_RESCALE_H
+
+struct copus__round;
+struct copus__sched;
+
+/*
+ * Sets a pending elastic job's request to its decided cell, asks a running
+ * elastic job to checkpoint, requeues a job that reported its checkpoint,
+ * and keeps the table of rescales in flight: restarted, vanished, late and
+ * stale entries.
+ */
+void copus__requests(struct copus__sched *s, struct copus__round *r);
+
+#endif /* COPUS_PLUGIN_RESCALE_H */

@@ -1,0 +1,573 @@
+/*
+ * Phase 2 of a sched/copus round, the decision (see round.h): from the
+ * snapshot's plain copies to the policy's input, the predictor's remaining
+ * times, the policy's decisions, and an action and a reason per job. No
+ * Slurm header, no Slurm call, no lock: tests/test-plugin-round runs it
+ * without slurmctld.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "copus/error.h"
+#include "copus/hint.h"
+#include "copus/policy.h"
+#include "copus/predict.h"
+#include "round.h"
+#include "sched_copus.h"
+
+/* The policy's input */
+static int64_t _type_mask(struct copus__round *r,
+			  const struct copus__round_job *j);
+static bool _ever_fits(struct copus__round *r, const struct copus__round_job *j,
+		       int64_t mask);
+static int _rj_order(const void *a, const void *b);
+static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
+		     int64_t mask, int *avail, int *pick);
+static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
+		       uint32_t mask);
+static void _build_input(struct copus__sched *s, struct copus__round *r);
+static void _predict(struct copus__sched *s, struct copus__round *r);
+
+/* The policy's decisions */
+static void _decide(struct copus__sched *s, struct copus__round *r);
+
+/* Decisions into actions and reasons */
+static bool _policy_moves(struct copus__sched *s);
+static bool _rj_same_cell(struct copus__round *r,
+			  const struct copus__round_job *j);
+static void _plan(struct copus__sched *s, struct copus__round *r);
+
+void copus__round_decide(struct copus__sched *s, struct copus__round *r)
+{
+	_build_input(s, r);
+	_decide(s, r);
+	_plan(s, r);
+}
+
+void copus__round_free(struct copus__round *r)
+{
+	free(r->jobs);
+	free(r->models);
+	free(r->model_ptrs);
+	free(r->rj_of);
+	free(r->dec);
+	r->jobs = NULL;
+	r->models = NULL;
+	r->model_ptrs = NULL;
+	r->rj_of = NULL;
+	r->dec = NULL;
+	r->njobs = 0;
+}
+
+int copus__type_index(const struct copus__round *r, const char *name)
+{
+	int t;
+
+	for (t = 0; t < r->ntypes; t++)
+		if (!strcmp(r->types[t], name))
+			return t;
+	return -1;
+}
+
+/* The mask of GPU types a job accepts (0: any; -1: none here). */
+static int64_t _type_mask(struct copus__round *r,
+			  const struct copus__round_job *j)
+{
+	uint32_t m = 0;
+	int k, t;
+
+	if (j->ntypes) {
+		for (k = 0; k < j->ntypes; k++)
+			if ((t = copus__type_index(r, j->types[k])) >= 0)
+				m |= 1u << t;
+		/* None of its types exists here: it can never run. */
+		return m ? (int64_t)m : -1;
+	}
+	if (j->type_req[0]) {
+		t = copus__type_index(r, j->type_req);
+		return t >= 0 ? (int64_t)(1u << t) : -1;
+	}
+	return 0;
+}
+
+/* Sorts pointers to a round's jobs: partition, priority, submission, id. */
+static int _rj_order(const void *a, const void *b)
+{
+	const struct copus__round_job *x =
+		*(const struct copus__round_job *const *)a;
+	const struct copus__round_job *y =
+		*(const struct copus__round_job *const *)b;
+
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Whether a rigid pending job could ever run on its eligible nodes. */
+static bool _ever_fits(struct copus__round *r, const struct copus__round_job *j,
+		       int64_t mask)
+{
+	int i, n = 0;
+
+	for (i = 0; i < r->nnodes; i++) {
+		if (j->eligible[i] && r->cfg[i] >= j->gpn_req &&
+		    (!mask || (mask & (1LL << r->nodes[i].gpu_type))))
+			n++;
+	}
+	return n >= j->nodes_req;
+}
+
+/* Fills the policy's input entry of rj[i]. */
+static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
+		       uint32_t mask)
+{
+	struct copus__round_job *j = &r->rj[i];
+	copus_job *c = &r->jobs[r->njobs];
+	struct copus__memo *in = copus__memo_find(s, j->id);
+
+	memset(c, 0, sizeof(*c));
+	c->id = j->id;
+	c->elastic = !j->rigid;
+	if (j->rigid) {
+		c->req_gpus = j->running ? j->cur_gpus :
+					   j->gpn_req * j->nodes_req;
+		c->min_gpus = c->max_gpus = c->req_gpus;
+	} else {
+		c->min_gpus = j->emin;
+		c->max_gpus = j->emax;
+		c->req_gpus = in && in->req_gpus > 0 ? in->req_gpus :
+			      j->gpn_req * j->nodes_req;
+		if (c->req_gpus < 1)
+			c->req_gpus = j->emin;
+	}
+	c->type_mask = mask;
+	c->submit_time = (double)j->submit;
+	c->restarts = j->restarts;
+	c->attained = in ? in->attained : 0.0;
+	c->priority = (double)j->priority;
+	c->remaining = -1.0;
+	c->max_gpus_had = in ? in->max_had : 0;
+	if (in && in->have_hint) {
+		const copus_model **ptrs = &r->model_ptrs[(size_t)r->njobs *
+							  r->ntypes];
+
+		c->req_batch = in->hint.limits.init_batch;
+		c->remaining = copus__remaining(&in->hint, in->rate);
+		if (copus__hint_models(&in->hint, r->type_ptrs, r->ntypes,
+				       &r->models[(size_t)r->njobs * r->ntypes],
+				       ptrs) > 0)
+			c->models = (const copus_model *const *)ptrs;
+	}
+	if (j->running) {
+		c->alloc = j->alloc;
+		c->alloc_slots = j->nalloc;
+		c->alloc_type = j->alloc_type;
+	} else {
+		c->alloc_type = -1;
+	}
+	j->job = r->njobs;
+	r->rj_of[r->njobs++] = i;
+}
+
+/*
+ * Predicts the remaining time of the input jobs whose hints give none: the
+ * predicted total work minus the GPU-seconds received, in seconds on the
+ * job's request. Nothing before the predictor has seen a completed job (the
+ * jobs stay "unknown"). r->predict_rc tells why the predictor gave nothing.
+ */
+static void _predict(struct copus__sched *s, struct copus__round *r)
+{
+	copus_job_attrs *attrs;
+	double *done, *left;
+	int *which, i, n = 0;
+
+	if (!s->predictor || !copus_predictor_count(s->predictor) ||
+	    !r->njobs)
+		return;
+	attrs = calloc(r->njobs, sizeof(*attrs));
+	done = calloc(r->njobs, sizeof(*done));
+	left = calloc(r->njobs, sizeof(*left));
+	which = calloc(r->njobs, sizeof(*which));
+	if (!attrs || !done || !left || !which) {
+		r->predict_rc = COPUS_ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < r->njobs; i++) {
+		copus_job *c = &r->jobs[i];
+		const struct copus__round_job *j = &r->rj[r->rj_of[i]];
+
+		if (c->remaining >= 0.0)
+			continue;
+		attrs[n].application = j->app;
+		attrs[n].user = j->user;
+		attrs[n].gpus = c->req_gpus;
+		attrs[n].batch = c->req_batch;
+		done[n] = c->attained;
+		which[n++] = i;
+	}
+	if (n)
+		r->predict_rc = copus_predictor_remaining_many(s->predictor,
+							       attrs, done, n,
+							       left);
+	if (n && r->predict_rc == COPUS_OK)
+		for (i = 0; i < n; i++)
+			if (isfinite(left[i]) && left[i] >= 0.0)
+				r->jobs[which[i]].remaining =
+					left[i] / r->jobs[which[i]].req_gpus;
+out:
+	free(attrs);
+	free(done);
+	free(left);
+	free(which);
+}
+
+/*
+ * Whether a rigid job fits the free GPUs left in avail[] (usable nodes it
+ * may use, of a type it accepts), best fit; if so they are taken from
+ * avail[]. pick: room for the nodes picked, one per node at most.
+ */
+static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
+		     int64_t mask, int *avail, int *pick)
+{
+	int k, i, got = 0;
+
+	for (k = 0; k < j->nodes_req; k++) {
+		int best = -1;
+
+		for (i = 0; i < r->nnodes; i++) {
+			bool taken = false;
+			int m;
+
+			for (m = 0; m < got; m++)
+				taken |= pick[m] == i;
+			if (taken || !r->nodes[i].usable || !j->eligible[i] ||
+			    avail[i] < j->gpn_req ||
+			    (mask && !(mask & (1LL << r->nodes[i].gpu_type))))
+				continue;
+			if (best < 0 || avail[i] < avail[best])
+				best = i;
+		}
+		if (best < 0)
+			break;
+		pick[got++] = best;
+	}
+	if (got == j->nodes_req)
+		for (k = 0; k < got; k++)
+			avail[pick[k]] -= j->gpn_req;
+	return got == j->nodes_req;
+}
+
+/*
+ * Builds the policy's input: every running GPU job, every pending elastic
+ * job, and per partition the rigid pending jobs in priority order as long
+ * as they fit the free GPUs together (each the GPUs of its type on nodes it
+ * may use), plus the first that does not when it heads its partition (the
+ * policy may shrink elastic jobs for it). All the rigid jobs handed to the
+ * policy can start at once, so the policy cannot start one before a job of
+ * higher priority; the others wait with a reason.
+ */
+static void _build_input(struct copus__sched *s, struct copus__round *r)
+{
+	struct copus__round_job **order;
+	int n = 0, i, t, part = -1, *avail, *pick;
+	bool blocked = false, head = true;
+
+	for (t = 0; t < r->ntypes; t++)
+		r->type_ptrs[t] = r->types[t];
+	r->jobs = calloc(r->nrj + 1, sizeof(*r->jobs));
+	r->rj_of = calloc(r->nrj + 1, sizeof(*r->rj_of));
+	r->models = calloc((size_t)(r->nrj + 1) * r->ntypes,
+			   sizeof(*r->models));
+	r->model_ptrs = calloc((size_t)(r->nrj + 1) * r->ntypes,
+			       sizeof(*r->model_ptrs));
+	order = calloc(r->nrj + 1, sizeof(*order));
+	avail = calloc(r->nnodes + 1, sizeof(*avail));
+	pick = calloc(r->nnodes + 1, sizeof(*pick));
+	if (!r->jobs || !r->rj_of || !r->models || !r->model_ptrs || !order ||
+	    !avail || !pick) {
+		snprintf(r->error, sizeof(r->error), "out of memory for the "
+			 "policy's input");
+		goto out;
+	}
+	for (i = 0; i < r->nrj; i++) {
+		struct copus__round_job *j = &r->rj[i];
+		int64_t mask;
+
+		if (j->running && j->rigid)
+			continue;
+		if (j->running) {
+			mask = _type_mask(r, j);
+			/* It runs where it runs: its own type is allowed. */
+			if (mask > 0)
+				mask |= 1LL << j->alloc_type;
+			_input_job(s, r, i, mask < 0 ? 0 : (uint32_t)mask);
+			continue;
+		}
+		if (j->gpn_req == 0) {
+			/* No GPUs: Slurm places it. */
+			j->action = COPUS__ACT_START;
+			continue;
+		}
+		mask = _type_mask(r, j);
+		if (mask < 0) {
+			j->reason = "copus: none of its GPU types is in the "
+				    "cluster";
+			j->never = true;
+			continue;
+		}
+		if (j->rigid && !_ever_fits(r, j, mask)) {
+			snprintf(j->reason_buf, sizeof(j->reason_buf),
+				 "copus: no %d node(s) it may use have %d "
+				 "GPU(s) of its type each", j->nodes_req,
+				 j->gpn_req);
+			j->reason = j->reason_buf;
+			j->never = true;
+			continue;
+		}
+		if (!j->rigid) {
+			_input_job(s, r, i, (uint32_t)mask);
+			continue;
+		}
+		order[n++] = j;
+	}
+	qsort(order, n, sizeof(*order), _rj_order);
+	memcpy(avail, r->free, r->nnodes * sizeof(*avail));
+	for (i = 0; i < n; i++) {
+		struct copus__round_job *j = order[i];
+		int64_t mask = _type_mask(r, j);
+
+		if (j->part != part) {
+			part = j->part;
+			blocked = false;
+			head = true;
+		}
+		if (!blocked && !_reserve(r, j, mask, avail, pick)) {
+			/* The first job that does not fit ends the list. */
+			blocked = true;
+			if (head) {
+				_input_job(s, r, j - r->rj, (uint32_t)mask);
+				continue;
+			}
+		}
+		head = false;
+		if (blocked) {
+			j->reason = "copus: a job of higher priority in the "
+				    "partition starts first";
+			continue;
+		}
+		_input_job(s, r, j - r->rj, (uint32_t)mask);
+	}
+	_predict(s, r);
+out:
+	free(pick);
+	free(avail);
+	free(order);
+}
+
+/*
+ * Runs the policy on the input. Why it did not run, if it did not, is in
+ * r->error.
+ */
+static void _decide(struct copus__sched *s, struct copus__round *r)
+{
+	copus_cluster c;
+	long bad = -1;
+	int rc;
+
+	if (!r->njobs || !s->policy)
+		return;
+	memset(&c, 0, sizeof(c));
+	c.num_nodes = r->nnodes;
+	c.nodes = r->nodes;
+	c.num_types = r->ntypes;
+	c.type_names = r->type_ptrs;
+	r->dec = calloc(r->njobs + 1, sizeof(*r->dec));
+	if (!r->dec) {
+		snprintf(r->error, sizeof(r->error), "out of memory for the "
+			 "decisions");
+		return;
+	}
+	rc = copus_policy_decide(s->policy, &c, r->jobs, r->njobs,
+				 (double)r->when, r->dec);
+	if (rc != COPUS_OK) {
+		copus_policy_check_input(&c, r->jobs, r->njobs, &bad);
+		snprintf(r->error, sizeof(r->error), "the %s policy failed "
+			 "(%s) on job %u", s->params.policy, copus_strerror(rc),
+			 bad >= 0 ? (unsigned)r->jobs[bad].id : 0u);
+		return;
+	}
+	r->decided = 1;
+}
+
+/*
+ * Whether the policy moves a running job to other nodes in the same shape
+ * only when that is worth its restart (copus: to make room for a job that
+ * does not fit otherwise). Other policies may place a job anew every round;
+ * for them such a move is not worth a restart and is left undone.
+ */
+static bool _policy_moves(struct copus__sched *s)
+{
+	return copus_policy_traits(s->policy)->moves_jobs;
+}
+
+static bool _rj_same_cell(struct copus__round *r,
+			  const struct copus__round_job *j)
+{
+	return j->per_node * j->num_nodes == j->cur_gpus &&
+	       j->num_nodes == j->nalloc && j->dtype == j->alloc_type;
+}
+
+/* Turns the decisions into actions and reasons (no locks). */
+static void _plan(struct copus__sched *s, struct copus__round *r)
+{
+	int i;
+
+	for (i = 0; r->decided && i < r->njobs; i++) {
+		const copus_decision *d = &r->dec[i];
+		struct copus__round_job *j = &r->rj[r->rj_of[i]];
+		struct copus__memo *in = copus__memo_find(s, j->id);
+		struct copus__rescale *x = copus__rescale_find(s, j->id);
+
+		if (in)
+			snprintf(in->reason, sizeof(in->reason), "%s",
+				 d->reason);
+		j->dtype = d->gpu_type;
+		j->per_node = copus__slots_per_node(d->slots, d->num_slots);
+		j->num_nodes = d->num_slots;
+		if (j->running) {
+			/* Queued (d->gpu_type < 0): it checkpoints and waits
+			 * in the queue for the policy to start it again. */
+			if (!d->changed || (d->gpu_type >= 0 && j->per_node < 1))
+				continue;
+			if (j->checkpointed) {
+				if (x && !x->requeue_sent)
+					j->action = COPUS__ACT_REQUEUE;
+				continue;
+			}
+			if (x || (d->gpu_type >= 0 && _rj_same_cell(r, j) &&
+				  !_policy_moves(s)) ||
+			    r->when - j->start < s->params.restart_delay)
+				continue;
+			j->action = COPUS__ACT_ASK;
+			continue;
+		}
+		if (d->gpu_type < 0) {
+			snprintf(j->reason_buf, sizeof(j->reason_buf),
+				 "copus: %s", d->reason);
+			j->reason = j->reason_buf;
+			continue;
+		}
+		if (j->rigid ||
+		    (j->per_node == j->gpn_req && j->num_nodes == j->nodes_req &&
+		     (!j->type_req[0] ||
+		      !strcmp(j->type_req, r->types[j->dtype])))) {
+			if (!j->waits_release) {
+				j->action = COPUS__ACT_START;
+				continue;
+			}
+		}
+		if (j->restarts > 0 && r->when < j->end + COPUS__RELEASE_GAP) {
+			j->reason = "copus: requeued, restarts in a moment";
+			continue;
+		}
+		if (j->rigid) {
+			j->reason = "copus: waiting for its begin time";
+			continue;
+		}
+		j->action = COPUS__ACT_RESIZE;
+		snprintf(j->reason_buf, sizeof(j->reason_buf),
+			 "copus: starts with %d %s GPU(s) on %d node(s)",
+			 j->per_node * j->num_nodes, r->types[j->dtype],
+			 j->num_nodes);
+		j->reason = j->reason_buf;
+	}
+	/* Running jobs the policy ran without: rescale bookkeeping. */
+	for (i = 0; i < r->nrj; i++) {
+		struct copus__round_job *j = &r->rj[i];
+		struct copus__rescale *x;
+
+		if (!j->running || !j->in_rescale ||
+		    j->action != COPUS__ACT_NONE)
+			continue;
+		x = copus__rescale_find(s, j->id);
+		if (j->checkpointed && x && !x->requeue_sent)
+			j->action = COPUS__ACT_REQUEUE;
+	}
+}
+
+/*
+ * What a job's hint comes to for the policy, and a decision for Slurm
+ * (round.h; also tested by tests/test-plugin-sched).
+ */
+
+int copus__hint_models(const copus_hint *h, const char *const *type_names,
+		       int ntypes, copus_model *models,
+		       const copus_model **ptrs)
+{
+	const copus_perf_params *dflt = NULL;
+	int t, i, n = 0;
+
+	for (i = 0; i < h->n_perf; i++)
+		if (!strcmp(h->perf[i].type, "default"))
+			dflt = &h->perf[i].perf;
+	for (t = 0; t < ntypes; t++) {
+		const copus_perf_params *pp = dflt;
+
+		ptrs[t] = NULL;
+		for (i = 0; type_names && type_names[t] && i < h->n_perf; i++)
+			if (!strcmp(h->perf[i].type, type_names[t]))
+				pp = &h->perf[i].perf;
+		if (!pp)
+			continue;
+		memset(&models[t], 0, sizeof(models[t]));
+		models[t].perf = *pp;
+		models[t].grad = h->grad;
+		models[t].limits = h->limits;
+		if (copus_model_check(&models[t]) != COPUS_OK)
+			continue;
+		ptrs[t] = &models[t];
+		n++;
+	}
+	return n;
+}
+
+double copus__remaining(const copus_hint *h, double rate)
+{
+	double left;
+
+	if (!(h->target > 0.0) || !(rate > 0.0) || !isfinite(rate))
+		return -1.0;
+	left = h->target - h->progress;
+	if (left <= 0.0)
+		return 0.0;
+	return left / rate;
+}
+
+int copus__slots_per_node(const copus_slot *slots, int n)
+{
+	int i, least = 0;
+
+	for (i = 0; slots && i < n; i++)
+		if (i == 0 || slots[i].gpus < least)
+			least = slots[i].gpus;
+	return least > 0 ? least : 0;
+}
+
+double copus__model_speedup(const copus_model *m, int nodes, int per_node)
+{
+	copus_batch_plan one, many;
+
+	if (!m || nodes < 1 || per_node < 1)
+		return 0.0;
+	if (copus_best_batch(m, 1, 1, &one) != COPUS_OK ||
+	    copus_best_batch(m, nodes, nodes * per_node, &many) != COPUS_OK ||
+	    !(one.goodput > 0.0) || !isfinite(many.goodput))
+		return 0.0;
+	return many.goodput / one.goodput;
+}

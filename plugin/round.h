@@ -1,0 +1,171 @@
+/*
+ * What a round of sched/copus works on, and its phase 2, the decision.
+ *
+ * The snapshot (snapshot.c) copies Slurm's jobs and nodes into these plain
+ * structs under slurmctld's locks; the decision (round.c) then runs with no
+ * lock and no Slurm call: the policy's input, the predictor, the policy,
+ * and the decisions turned into actions; the actions (actions.c) and the
+ * requests (rescale.c) carry them out, and statefile.c writes the round to
+ * copus_status. Plain C, no Slurm: included by those files and
+ * sched_copus.c, and by tests/test-plugin-round.c and
+ * tests/test-plugin-sched.c.
+ */
+#ifndef COPUS_PLUGIN_ROUND_H
+#define COPUS_PLUGIN_ROUND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "copus/hint.h"
+#include "copus/model.h"
+#include "copus/policy.h"
+#include "copus/predict.h"
+#include "options.h"
+
+struct copus__sched;
+
+/*
+ * slurmd refuses a job credential created in the same second as the
+ * revocation of the previous run's (slurm_cred.c: ctime <= revoked) and the
+ * job then fails for good, so a requeued job is released two seconds after
+ * its end at the earliest.
+ */
+#define COPUS__RELEASE_GAP 2
+
+/* What the round does with a job (the plan of phase 2). */
+enum copus__action {
+	COPUS__ACT_NONE,
+	COPUS__ACT_START,	/* start it on the decided nodes */
+	COPUS__ACT_RESIZE,	/* set its request to the decided cell */
+	COPUS__ACT_ASK,		/* ask it to checkpoint (rescale) */
+	COPUS__ACT_REQUEUE,	/* requeue it after its checkpoint */
+};
+
+/*
+ * One job of a round: what the snapshot copied of it under the locks, then
+ * what the decision made of it.
+ */
+struct copus__round_job {
+	uint32_t id;
+	bool running;
+	bool rigid;
+	bool in_rescale;		/* in the rescale table, not given up */
+	bool waits_release;		/* requeued for a rescale, not yet
+					 * allowed to start again */
+	bool checkpointed;		/* its hint says so, in this run */
+	int64_t ckpt_step;
+	int part;			/* partition index */
+	uint32_t priority;
+	time_t submit, start, end;
+	int restarts;
+	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
+	char type_req[16];		/* its GPU type ("" = any) */
+	int gpu_entries;		/* GPU request entries, and those */
+	int gpu_entries_other;		/* not a plain count per node */
+	int emin, emax;			/* elastic bounds; 0 when rigid */
+	char types[COPUS__TYPES_MAX][16]; /* --gpu-types */
+	int ntypes;
+	copus_slot *alloc;		/* running: its GPUs per node */
+	int nalloc, alloc_type, cur_gpus;
+	char *nodelist;
+	char app[64], user[16];		/* the predictor's attributes */
+	uint8_t *eligible;		/* pending: nodes it may use */
+
+	/* The decision's (phase 2). */
+	bool never;			/* can never run here as it asks */
+	const char *reason;		/* set when it is not given to the
+					 * policy */
+	int job;			/* index in the policy's input, -1 */
+	enum copus__action action;
+	int per_node, num_nodes, dtype;
+	char reason_buf[96];
+};
+
+/*
+ * What a round works on: the copies of phase 1, which the snapshot
+ * allocates and frees, and the decisions, which the decision allocates and
+ * frees.
+ */
+struct copus__round {
+	time_t when;
+	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
+	char *state_dir;		/* StateSaveLocation */
+	int nnodes;
+	copus_node *nodes;
+	char (*names)[64];		/* node names */
+	int *free;			/* GPUs not allocated, per node */
+	int *cfg;			/* GPUs configured, per node */
+	int ntypes;
+	char types[COPUS_MAX_GPU_TYPES][16];
+	struct copus__round_job *rj;
+	int nrj, npending, nrunning;
+	copus_history_entry *obs;	/* jobs that completed, to learn */
+	int nobs;
+
+	/* The decision's (phase 2). */
+	const char *type_ptrs[COPUS_MAX_GPU_TYPES];
+	copus_job *jobs;		/* the policy's input */
+	copus_model *models;		/* ntypes per input job */
+	const copus_model **model_ptrs;
+	int *rj_of;			/* rj index of each input job */
+	int njobs;
+	copus_decision *dec;
+	int decided;			/* the policy ran */
+	char error[160];		/* why it did not */
+	int predict_rc;			/* why the predictor gave nothing */
+};
+
+/*
+ * Phase 2, outside every lock: builds the policy's input from the
+ * snapshot's copies in r (with the jobs' records and the rescales in flight
+ * in s), predicts remaining times, runs the policy and turns its decisions
+ * into an action and a reason per job. Why the policy did not run, if it
+ * did not, is in r->error; why the predictor gave nothing, in
+ * r->predict_rc.
+ */
+void copus__round_decide(struct copus__sched *s, struct copus__round *r);
+
+/* Frees what copus__round_decide() allocated; the snapshot's copies stay. */
+void copus__round_free(struct copus__round *r);
+
+/* The index of a GPU type among the round's types, or -1. */
+int copus__type_index(const struct copus__round *r, const char *name);
+
+/*
+ * The per-type goodput models of a job from its last good hint: models[t]
+ * (t < ntypes) gets the hint's throughput parameters for type_names[t], or
+ * those published as "default" when the job has none for that type, with
+ * the hint's gradient statistics and batch limits; ptrs[t] points to it, or
+ * is NULL when the hint says nothing about type t or the model does not
+ * pass copus_model_check(). Returns the number of types with a model.
+ */
+int copus__hint_models(const copus_hint *h, const char *const *type_names,
+		       int ntypes, copus_model *models,
+		       const copus_model **ptrs);
+
+/*
+ * Seconds the job still needs, from its hint's progress and target and the
+ * progress rate observed since its current run's first hint (rate, in
+ * progress units per second): -1 when the target is unknown or the rate is
+ * not positive.
+ */
+double copus__remaining(const copus_hint *h, double rate);
+
+/*
+ * How a decision is asked of Slurm 22.05, which gives every node of a job
+ * the same GPU count (tres_per_node): the GPUs per node are the fewest the
+ * decision puts on any of its nodes. Returns that count (0 when there is no
+ * slot); a decision with unequal counts is thus applied a little smaller
+ * than decided, never larger.
+ */
+int copus__slots_per_node(const copus_slot *slots, int n);
+
+/*
+ * Goodput speedup of the model on nodes x per_node GPUs over one GPU, each
+ * with its best batch; 0 when it cannot be computed.
+ */
+double copus__model_speedup(const copus_model *m, int nodes, int per_node);
+
+#endif /* COPUS_PLUGIN_ROUND_H */

@@ -1,0 +1,75 @@
+/*
+ * sched/copus: the plugin's state, handed to each phase of a round. Included
+ * by every file of the scheduler plugin and by tests/test-plugin-round.c;
+ * plain C, no Slurm.
+ */
+#ifndef COPUS_PLUGIN_SCHED_COPUS_H
+#define COPUS_PLUGIN_SCHED_COPUS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "copus/policy.h"
+#include "copus/predict.h"
+#include "memo.h"
+#include "params.h"
+
+/* "sched/copus": slurmctld's name of the plugin, which starts its messages. */
+extern const char plugin_type[];
+
+/*
+ * The last request set for a pending job (rescale.c), so that a request
+ * Slurm accepts but does not reflect (or a job it then finds never
+ * runnable) is not set again every round: an identical request waits a
+ * whole interval, and does not trigger an immediate round.
+ */
+#define COPUS__RESIZE_MEMO 1024
+struct copus__resize_memo {
+	uint32_t id;
+	char tres[64];
+	uint32_t nodes;
+	time_t when;
+};
+
+/*
+ * The plugin's state. init(), fini() and sched_p_reconfig() run in
+ * slurmctld's threads and touch only the agent's control, under its locks;
+ * the rest belongs to the plugin's own thread, which hands it to each phase
+ * of a round. The one instance is _sched in sched_copus.c.
+ */
+struct copus__sched {
+	/* The agent's control. */
+	pthread_t thread;		/* under thread_lock */
+	pthread_mutex_t thread_lock;
+	pthread_mutex_t term_lock;
+	pthread_cond_t term_cond;	/* signalled under term_lock */
+	bool stop;			/* under term_lock: fini() */
+	bool reconfig;			/* under term_lock: re-read the keys */
+	/* A job's request was just set for its decided cell: start it at
+	 * once. */
+	bool again;
+
+	struct copus__params params;
+	/* The core policy. */
+	copus_policy *policy;
+	/*
+	 * The predictor of a job's total work (GPU-seconds) from its name,
+	 * user, request and batch, trained on the jobs that completed (kept
+	 * across restarts in copus_history).
+	 */
+	copus_predictor *predictor;
+	struct copus__memo *memo;	/* the jobs' records, sorted by id */
+	int nmemo, memo_cap;
+	struct copus__rescale rescales[COPUS__RESCALE_MAX];
+	int nrescales;
+	/* copus_state would differ from the file: save it. */
+	bool state_dirty;
+	/* Lines in the history file (after the first) since it was last
+	 * read. */
+	long history_lines;
+	struct copus__resize_memo resize_memo[COPUS__RESIZE_MEMO];
+};
+
+#endif /* COPUS_PLUGIN_SCHED_COPUS_H */

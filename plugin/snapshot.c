@@ -1,0 +1,677 @@
+/*
+ * Phase 1 of a sched/copus round (see snapshot.h): under slurmctld's locks,
+ * copy what the decision needs into the round's plain structs, and bring
+ * each job's record up to date (its service, its hint, its completion).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/bitstring.h"
+#include "src/common/gres.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/read_config.h"
+#include "src/common/slurm_cred.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/job_scheduler.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "copus/error.h"
+#include "copus/hint.h"
+#include "copus/predict.h"
+#include "options.h"
+#include "round.h"
+#include "sched_copus.h"
+#include "snapshot.h"
+
+/*
+ * The partitions of a snapshot's jobs, numbered as they come: the round
+ * compares a job's partition by its number only.
+ */
+struct _parts {
+	part_record_t **v;
+	int n;
+};
+
+/* Nodes and partitions */
+static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i);
+static int _part_index(struct _parts *parts, part_record_t *part_ptr);
+
+/* A job's request, options and allocation */
+static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j);
+static void _job_options(job_record_t *job_ptr, struct copus__round_job *j);
+static void _job_alloc(struct copus__round *r, job_record_t *job_ptr,
+		       struct copus__round_job *j);
+static bool _job_startable(job_record_t *job_ptr);
+static bool _slurm_requeued(job_record_t *job_ptr, time_t now);
+static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
+		       char *user, size_t ulen);
+
+/* A job's record: its service, its hint, its completion */
+static uint64_t _hash(const char *s);
+static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
+		      struct copus__memo *in);
+static struct copus__memo *_job_info(struct copus__sched *s,
+				     job_record_t *job_ptr,
+				     struct copus__round_job *j, time_t now);
+static void _learn(struct copus__sched *s, struct copus__round *r,
+		   job_record_t *job_ptr);
+
+/* The round's jobs */
+static struct copus__round_job *_rj_new(struct copus__round *r, int *cap);
+static void _rj_free(struct copus__round_job *j);
+static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
+			      job_record_t *job_ptr, int *cap);
+
+/*
+ * Phase 1. job_independent() may update a job's dependency state and
+ * reason, so the job lock is a write lock here (as in Slurm's own
+ * scheduler); nodes and partitions are only read.
+ */
+void copus__snapshot(struct copus__sched *s, struct copus__round *r)
+{
+	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK,
+				   READ_LOCK };
+	struct _parts parts = { 0 };
+	node_record_t *node_ptr;
+	job_record_t *job_ptr;
+	ListIterator it;
+	int i, k, cap = 0, *managed;
+
+	lock_slurmctld(locks);
+	r->when = time(NULL);
+	r->state_dir = xstrdup(slurm_conf.state_save_location);
+	r->nnodes = node_record_count;
+	r->nodes = xcalloc(r->nnodes + 1, sizeof(*r->nodes));
+	r->names = xcalloc(r->nnodes + 1, sizeof(*r->names));
+	r->free = xcalloc(r->nnodes + 1, sizeof(*r->free));
+	r->cfg = xcalloc(r->nnodes + 1, sizeof(*r->cfg));
+	managed = xcalloc(r->nnodes + 1, sizeof(*managed));
+	for (i = 0; (node_ptr = next_node(&i)); i++) {
+		snprintf(r->names[i], sizeof(r->names[i]), "%s",
+			 node_ptr->name);
+		_node_gpus(r, node_ptr, i);
+		r->nodes[i].usable = avail_node_bitmap &&
+				     bit_test(avail_node_bitmap, i) &&
+				     !IS_NODE_DRAIN(node_ptr) &&
+				     !IS_NODE_FAIL(node_ptr) &&
+				     !IS_NODE_NO_RESPOND(node_ptr);
+	}
+	if (r->ntypes == 0) {
+		r->ntypes = 1;
+		snprintf(r->types[0], sizeof(r->types[0]), "gpu");
+	}
+	it = list_iterator_create(job_list);
+	while ((job_ptr = list_next(it))) {
+		struct job_details *d = job_ptr->details;
+		struct copus__rescale *x;
+		struct copus__memo *in;
+		struct copus__round_job *j;
+		bool startable, requeued = false;
+
+		if (!d)
+			continue;
+		if (IS_JOB_RUNNING(job_ptr)) {
+			_snapshot_running(s, r, job_ptr, &cap);
+			continue;
+		}
+		if (IS_JOB_COMPLETE(job_ptr) && !IS_JOB_COMPLETING(job_ptr)) {
+			_learn(s, r, job_ptr);
+			continue;
+		}
+		if (!IS_JOB_PENDING(job_ptr))
+			continue;
+		if ((in = copus__memo_find(s, job_ptr->job_id)))
+			in->seen = true;
+		x = copus__rescale_find(s, job_ptr->job_id);
+		if (x && !x->gave_up) {
+			/* Requeued for a rescale: the policy decides its
+			 * new cell even before it may start again. */
+			if (IS_JOB_COMPLETING(job_ptr) ||
+			    job_ptr->priority == 0 || !job_ptr->part_ptr)
+				continue;
+			startable = _job_startable(job_ptr);
+		} else if (r->npending < s->params.max_jobs &&
+			   _slurm_requeued(job_ptr, r->when)) {
+			startable = false;
+			requeued = true;
+		} else {
+			if (r->npending >= s->params.max_jobs ||
+			    !_job_startable(job_ptr))
+				continue;
+			startable = true;
+		}
+		j = _rj_new(r, &cap);
+		j->id = job_ptr->job_id;
+		j->priority = job_ptr->priority;
+		j->submit = d->submit_time;
+		j->end = job_ptr->end_time;
+		j->restarts = job_ptr->restart_cnt;
+		j->part = _part_index(&parts, job_ptr->part_ptr);
+		j->nodes_req = d->min_nodes ? (int)d->min_nodes : 1;
+		_job_gpus(job_ptr, j);
+		_job_options(job_ptr, j);
+		_job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
+			   sizeof(j->user));
+		/* Slurm's requeue sets the submit time to when it was. */
+		if (requeued && j->end < d->submit_time)
+			j->end = d->submit_time;
+		j->in_rescale = x && !x->gave_up;
+		if (j->in_rescale) {
+			if (!x->pending_since)
+				x->pending_since = r->when;
+			/* Requeue sets end_time; should it not, use when the
+			 * plugin first saw the job requeued. */
+			if (!j->end)
+				j->end = x->pending_since;
+		}
+		j->waits_release = !startable;
+		j->eligible = xcalloc(r->nnodes + 1, 1);
+		for (i = 0; i < r->nnodes; i++) {
+			j->eligible[i] =
+				bit_test(job_ptr->part_ptr->node_bitmap, i) &&
+				!(d->exc_node_bitmap &&
+				  bit_test(d->exc_node_bitmap, i)) &&
+				!(d->req_node_bitmap &&
+				  !bit_test(d->req_node_bitmap, i));
+			if (job_ptr->resv_ptr && job_ptr->resv_ptr->node_bitmap &&
+			    !bit_test(job_ptr->resv_ptr->node_bitmap, i))
+				j->eligible[i] = 0;
+		}
+		if (j->gpn_req > 0)
+			_job_info(s, job_ptr, j, r->when);
+		r->npending++;
+	}
+	list_iterator_destroy(it);
+	unlock_slurmctld(locks);
+	/*
+	 * The policy may use the free GPUs and those of the elastic jobs it
+	 * moves. Running rigid jobs are never moved, so it does not see them
+	 * (it would otherwise be free to queue them): their GPUs are taken.
+	 */
+	for (i = 0; i < r->nrj; i++)
+		for (k = 0; !r->rj[i].rigid && k < r->rj[i].nalloc; k++)
+			managed[r->rj[i].alloc[k].node] += r->rj[i].alloc[k].gpus;
+	for (i = 0; i < r->nnodes; i++)
+		if (r->nodes[i].gpus > r->free[i] + managed[i])
+			r->nodes[i].gpus = r->free[i] + managed[i];
+	xfree(managed);
+	xfree(parts.v);
+}
+
+static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
+			      job_record_t *job_ptr, int *cap)
+{
+	struct copus__round_job *j = _rj_new(r, cap);
+	struct copus__rescale *x;
+	struct copus__memo *in;
+	int k;
+
+	j->id = job_ptr->job_id;
+	j->running = true;
+	j->nodes_req = job_ptr->node_cnt ? (int)job_ptr->node_cnt : 1;
+	_job_gpus(job_ptr, j);
+	_job_options(job_ptr, j);
+	_job_alloc(r, job_ptr, j);
+	if (j->nalloc == 0) {
+		/* No GPUs: nothing for the policy. */
+		_rj_free(j);
+		r->nrj--;
+		return;
+	}
+	j->alloc_type = r->nodes[j->alloc[0].node].gpu_type;
+	for (k = 1; k < j->nalloc; k++)
+		if (r->nodes[j->alloc[k].node].gpu_type != j->alloc_type) {
+			/* Mixed types (not the plugin's doing): the policy
+			 * cannot describe it; its GPUs count as taken. */
+			_rj_free(j);
+			r->nrj--;
+			return;
+		}
+	j->priority = job_ptr->priority;
+	j->submit = job_ptr->details->submit_time;
+	j->start = job_ptr->start_time;
+	j->restarts = job_ptr->restart_cnt;
+	j->nodelist = xstrdup(job_ptr->nodes);
+	_job_attrs(job_ptr, j->app, sizeof(j->app), j->user, sizeof(j->user));
+	in = _job_info(s, job_ptr, j, r->when);
+	x = copus__rescale_find(s, j->id);
+	if (x && !x->gave_up) {
+		j->in_rescale = true;
+		if (in && in->have_hint &&
+		    in->hint.state == COPUS_STATE_CHECKPOINTED &&
+		    in->hint.restart_count == j->restarts &&
+		    (x->rc < 0 || x->rc == j->restarts)) {
+			j->checkpointed = true;
+			j->ckpt_step = in->hint.step;
+		}
+	}
+	r->nrunning++;
+}
+
+static struct copus__round_job *_rj_new(struct copus__round *r, int *cap)
+{
+	struct copus__round_job *j;
+
+	if (r->nrj == *cap) {
+		*cap = *cap ? 2 * *cap : 64;
+		xrecalloc(r->rj, *cap, sizeof(*r->rj));
+	}
+	j = &r->rj[r->nrj++];
+	memset(j, 0, sizeof(*j));
+	j->job = -1;
+	return j;
+}
+
+static void _rj_free(struct copus__round_job *j)
+{
+	xfree(j->alloc);
+	xfree(j->nodelist);
+	xfree(j->eligible);
+}
+
+void copus__snapshot_free(struct copus__round *r)
+{
+	int i;
+
+	for (i = 0; i < r->nrj; i++)
+		_rj_free(&r->rj[i]);
+	xfree(r->rj);
+	xfree(r->names);
+	xfree(r->free);
+	xfree(r->cfg);
+	xfree(r->state_dir);
+	xfree(r->nodes);
+	xfree(r->obs);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The node's GPUs: configured, allocated, type (first type only). */
+static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i)
+{
+	char type[16] = "gpu";
+	int avail = 0, alloc = 0, t;
+	ListIterator it;
+	gres_state_t *gs;
+
+	if (node_ptr->gres_list) {
+		it = list_iterator_create(node_ptr->gres_list);
+		while ((gs = list_next(it))) {
+			gres_node_state_t *g = gs->gres_data;
+
+			if (!gs->gres_name || strcmp(gs->gres_name, "gpu") ||
+			    !g)
+				continue;
+			avail += (int)g->gres_cnt_avail;
+			alloc += (int)g->gres_cnt_alloc;
+			if (g->type_cnt > 0 && g->type_name &&
+			    g->type_name[0] && g->type_name[0][0])
+				snprintf(type, sizeof(type), "%s",
+					 g->type_name[0]);
+		}
+		list_iterator_destroy(it);
+	}
+	r->nodes[i].gpus = avail;
+	r->cfg[i] = avail;
+	r->free[i] = avail > alloc ? avail - alloc : 0;
+	t = copus__type_index(r, type);
+	if (t < 0 && avail > 0 && r->ntypes < COPUS_MAX_GPU_TYPES) {
+		t = r->ntypes++;
+		snprintf(r->types[t], sizeof(r->types[t]), "%s", type);
+	}
+	r->nodes[i].gpu_type = t < 0 ? 0 : t;
+	if (t < 0)
+		r->nodes[i].gpus = 0;
+}
+
+static int _part_index(struct _parts *parts, part_record_t *part_ptr)
+{
+	int i;
+
+	for (i = 0; i < parts->n; i++)
+		if (parts->v[i] == part_ptr)
+			return i;
+	xrecalloc(parts->v, parts->n + 1, sizeof(*parts->v));
+	parts->v[parts->n] = part_ptr;
+	return parts->n++;
+}
+
+const char *copus__spank_env(job_record_t *job_ptr, const char *name)
+{
+	size_t len = strlen(name);
+	uint32_t i;
+
+	for (i = 0; i < job_ptr->spank_job_env_size; i++) {
+		const char *e = job_ptr->spank_job_env[i];
+
+		if (!e)
+			continue;
+		if (!strncmp(e, "SPANK_", 6) && !strncmp(e + 6, name, len) &&
+		    e[6 + len] == '=')
+			return e + 7 + len;
+		if (!strncmp(e, name, len) && e[len] == '=')
+			return e + len + 1;
+	}
+	return NULL;
+}
+
+/* GPUs per node and type of a job's request (gres_list_req). */
+static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j)
+{
+	ListIterator it;
+	gres_state_t *gs;
+
+	if (!job_ptr->gres_list_req)
+		return;
+	it = list_iterator_create(job_ptr->gres_list_req);
+	while ((gs = list_next(it))) {
+		gres_job_state_t *g = gs->gres_data;
+		uint64_t per_node = 0;
+
+		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g)
+			continue;
+		if (g->gres_per_node)
+			per_node = g->gres_per_node;
+		else if (g->gres_per_job)
+			per_node = (g->gres_per_job + j->nodes_req - 1) /
+				   j->nodes_req;
+		else if (g->gres_per_task)
+			per_node = g->gres_per_task *
+				   (job_ptr->details->num_tasks ?
+				    job_ptr->details->num_tasks : 1) /
+				   j->nodes_req;
+		j->gpn_req += (int)per_node;
+		j->gpu_entries++;
+		if (g->gres_per_job || g->gres_per_socket || g->gres_per_task)
+			j->gpu_entries_other++;
+		if (g->type_name)
+			snprintf(j->type_req, sizeof(j->type_req), "%s",
+				 g->type_name);
+	}
+	list_iterator_destroy(it);
+}
+
+/* The job's --elastic and --gpu-types, checked again (they are input). */
+static void _job_options(job_record_t *job_ptr, struct copus__round_job *j)
+{
+	const char *v;
+	char why[128];
+
+	if ((v = copus__spank_env(job_ptr, COPUS__ENV_ELASTIC)) &&
+	    copus__parse_elastic(v, &j->emin, &j->emax, why, sizeof(why)))
+		error("%s: %pJ: ignoring %s=%s: %s", plugin_type, job_ptr,
+		      COPUS__ENV_ELASTIC, v, why);
+	if ((v = copus__spank_env(job_ptr, COPUS__ENV_TYPES))) {
+		char list[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
+		char *save = NULL, *t;
+
+		if (copus__parse_types(v, list, sizeof(list), why,
+				       sizeof(why))) {
+			error("%s: %pJ: ignoring %s=%s: %s", plugin_type,
+			      job_ptr, COPUS__ENV_TYPES, v, why);
+			return;
+		}
+		for (t = strtok_r(list, ",", &save);
+		     t && j->ntypes < COPUS__TYPES_MAX;
+		     t = strtok_r(NULL, ",", &save))
+			snprintf(j->types[j->ntypes++], sizeof(j->types[0]),
+				 "%s", t);
+	}
+	j->rigid = j->emax == 0;
+}
+
+/* The GPUs a running job holds on each of its nodes (gres_list_alloc). */
+static void _job_alloc(struct copus__round *r, job_record_t *job_ptr,
+		       struct copus__round_job *j)
+{
+	ListIterator it;
+	gres_state_t *gs;
+	int *per = NULL, k, n, i;
+
+	if (!job_ptr->gres_list_alloc || !job_ptr->node_bitmap)
+		return;
+	n = bit_set_count(job_ptr->node_bitmap);
+	if (n <= 0)
+		return;
+	per = xcalloc(n, sizeof(*per));
+	it = list_iterator_create(job_ptr->gres_list_alloc);
+	while ((gs = list_next(it))) {
+		gres_job_state_t *g = gs->gres_data;
+
+		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g ||
+		    !g->gres_cnt_node_alloc)
+			continue;
+		for (k = 0; k < n && k < (int)g->node_cnt; k++)
+			per[k] += (int)g->gres_cnt_node_alloc[k];
+	}
+	list_iterator_destroy(it);
+	j->alloc = xcalloc(n, sizeof(*j->alloc));
+	k = 0;
+	for (i = 0; i < r->nnodes && k < n; i++) {
+		if (!bit_test(job_ptr->node_bitmap, i))
+			continue;
+		if (per[k] > 0) {
+			j->alloc[j->nalloc].node = i;
+			j->alloc[j->nalloc].gpus = per[k];
+			j->cur_gpus += per[k];
+			j->nalloc++;
+		}
+		k++;
+	}
+	xfree(per);
+}
+
+/*
+ * Whether a pending job may be started now as far as Slurm's rules go:
+ * not held, dependencies satisfied and begin time reached (job_independent
+ * also records the reason), within its partition's limits, partition up.
+ */
+static bool _job_startable(job_record_t *job_ptr)
+{
+	if (!IS_JOB_PENDING(job_ptr) || IS_JOB_COMPLETING(job_ptr) ||
+	    IS_JOB_REVOKED(job_ptr) || !job_ptr->details || !job_ptr->part_ptr)
+		return false;
+	if (job_ptr->priority == 0)	/* held */
+		return false;
+	if (job_ptr->het_job_id)	/* heterogeneous jobs: not handled */
+		return false;
+	if (!job_independent(job_ptr))
+		return false;
+	if (!(job_ptr->part_ptr->state_up & PARTITION_SCHED) ||
+	    !job_ptr->part_ptr->node_bitmap) {
+		job_ptr->state_reason = WAIT_PART_DOWN;
+		return false;
+	}
+	if (job_limits_check(&job_ptr, false) != WAIT_NO_REASON)
+		return false;
+	return true;
+}
+
+/*
+ * Whether a pending elastic job waits only for the begin time Slurm set when
+ * it requeued the job itself (its node failed, or an admin ran scontrol
+ * requeue): the requeue time plus the credential lifetime, about two
+ * minutes, so that its next launch credential postdates the revocation of
+ * the last one. An elastic job resumes from its checkpoint wherever it
+ * restarts, so the plugin treats it as one it requeued: the policy gives it
+ * a cell and the plugin releases it COPUS__RELEASE_GAP seconds after its end,
+ * which is all slurmd needs. Held jobs, rigid jobs and begin times that
+ * users set are left alone.
+ */
+static bool _slurm_requeued(job_record_t *job_ptr, time_t now)
+{
+	struct job_details *d = job_ptr->details;
+	int lifetime = 1200;
+	time_t wait;
+
+	if (!d || !job_ptr->restart_cnt || job_ptr->priority == 0 ||
+	    !job_ptr->part_ptr || IS_JOB_COMPLETING(job_ptr) ||
+	    IS_JOB_REVOKED(job_ptr) || job_ptr->het_job_id ||
+	    d->begin_time <= now ||
+	    (d->depend_list && list_count(d->depend_list)) ||
+	    !copus__spank_env(job_ptr, COPUS__ENV_ELASTIC))
+		return false;
+	(void) slurm_cred_ctx_get(slurmctld_config.cred_ctx,
+				  SLURM_CRED_OPT_EXPIRY_WINDOW, &lifetime);
+	/* Requeue: begin = now + lifetime + 1, submit = now (or now + 1). */
+	wait = d->begin_time - d->submit_time;
+	return wait >= lifetime && wait <= lifetime + 1;
+}
+
+/* The predictor's attributes of a job: its name and its user. */
+static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
+		       char *user, size_t ulen)
+{
+	snprintf(app, alen, "%s", job_ptr->name ? job_ptr->name : "");
+	/* One line each in the history file. */
+	for (; *app; app++)
+		if ((unsigned char)*app < ' ')
+			*app = ' ';
+	snprintf(user, ulen, "%u", (unsigned)job_ptr->user_id);
+}
+
+/* FNV-1a: tells whether a Comment changed since it was last parsed. */
+static uint64_t _hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/*
+ * Reads the job's hint from its Comment when the Comment changed: a good
+ * one replaces the last good one (and feeds the progress rate), a rejected
+ * or clamped one is logged once with the parser's message.
+ */
+static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
+		      struct copus__memo *in)
+{
+	const char *c = job_ptr->comment;
+	char err[256];
+	copus_hint h;
+	uint64_t hash;
+	int rc;
+
+	if (!c || !copus_hint_is_hint(c))
+		return;
+	hash = _hash(c);
+	if (hash == in->comment_hash)
+		return;
+	in->comment_hash = hash;
+	err[0] = '\0';
+	rc = copus_hint_parse(c, &h, err, sizeof(err));
+	if (rc != COPUS_OK) {
+		error("%s: %pJ: ignoring its hint (%s): %s; keeping the last "
+		      "good one", plugin_type, job_ptr, copus_strerror(rc),
+		      err[0] ? err : "rejected");
+		return;
+	}
+	if (h.job_id != job_ptr->job_id) {
+		error("%s: %pJ: ignoring its hint: it names job %u",
+		      plugin_type, job_ptr, h.job_id);
+		return;
+	}
+	if (h.clamped)
+		error("%s: %pJ: its hint had %d value(s) out of range, "
+		      "clamped into range", plugin_type, job_ptr, h.clamped);
+	/*
+	 * A new run (or the first hint this slurmctld sees) starts a new
+	 * measurement; the last rate stands until it has one, so that a job
+	 * just restarted keeps its predicted remaining time.
+	 */
+	if (h.restart_count != in->rate_rc || !in->have_hint ||
+	    h.progress < in->base_prog) {
+		in->rate_rc = h.restart_count;
+		in->base_prog = h.progress;
+		in->base_t = (double)h.time;
+	} else if ((double)h.time > in->base_t) {
+		double rate = (h.progress - in->base_prog) /
+			      ((double)h.time - in->base_t);
+
+		/* The rate is saved: again when it moves by a fifth. */
+		if (fabs(rate - in->rate) > 0.2 * in->rate)
+			s->state_dirty = true;
+		in->rate = rate;
+	}
+	in->hint = h;
+	in->have_hint = true;
+}
+
+/*
+ * What the plugin keeps of a job seen in this round; NULL when there is no
+ * memory for it.
+ */
+static struct copus__memo *_job_info(struct copus__sched *s,
+				     job_record_t *job_ptr,
+				     struct copus__round_job *j, time_t now)
+{
+	struct copus__memo *in = copus__memo_get(s, job_ptr->job_id);
+
+	if (!in)
+		return NULL;
+	in->seen = true;
+	if (!in->req_gpus) {
+		in->req_gpus = j->running && j->rigid ? j->cur_gpus :
+			       j->gpn_req * j->nodes_req;
+		s->state_dirty = true;
+	}
+	if (j->running) {
+		if (in->last && now > in->last)
+			in->attained += (double)j->cur_gpus *
+					(double)(now - in->last);
+		in->last = now;
+		in->last_gpus = j->cur_gpus;
+		if (j->cur_gpus > in->max_had) {
+			in->max_had = j->cur_gpus;
+			s->state_dirty = true;
+		}
+	} else {
+		in->last = 0;
+	}
+	_job_hint(s, job_ptr, in);
+	return in;
+}
+
+/*
+ * A job that completed (exit 0) while the plugin watched it: its total work
+ * (the GPU-seconds counted, plus its last stretch) is queued for the
+ * predictor, once.
+ */
+static void _learn(struct copus__sched *s, struct copus__round *r,
+		   job_record_t *job_ptr)
+{
+	struct copus__memo *in = copus__memo_find(s, job_ptr->job_id);
+	copus_history_entry *o;
+	double work;
+
+	if (!in)
+		return;
+	in->seen = true;
+	if (in->learned)
+		return;
+	in->learned = true;
+	s->state_dirty = true;
+	work = in->attained;
+	if (in->last && job_ptr->end_time > in->last)
+		work += (double)in->last_gpus *
+			(double)(job_ptr->end_time - in->last);
+	if (!(work > 0.0) || in->req_gpus < 1)
+		return;
+	xrecalloc(r->obs, r->nobs + 1, sizeof(*r->obs));
+	o = &r->obs[r->nobs++];
+	_job_attrs(job_ptr, o->app, sizeof(o->app), o->user, sizeof(o->user));
+	o->gpus = in->req_gpus;
+	o->batch = in->have_hint ? in->hint.limits.init_batch : 0.0;
+	o->work = work;
+}

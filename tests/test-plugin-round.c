@@ -1,0 +1,483 @@
+/*
+ * The decision phase of sched/copus (plugin/round.c), run on rounds built
+ * by hand the way the snapshot fills them: no root, no Slurm daemons, the
+ * copus policy as the plugin creates it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "copus/error.h"
+#include "copus/hint.h"
+#include "copus/policy.h"
+#include "harness.h"
+#include "round.h"
+#include "sched_copus.h"
+
+#define NODES 4
+#define JOBS 8
+#define NOW 1000000
+
+/* A round and the plugin state it is decided with. */
+static struct copus__sched _s;
+static struct copus__round _r;
+static copus_node _nodes[NODES];
+static char _names[NODES][64];
+static int _free[NODES], _cfg[NODES];
+static struct copus__round_job _rj[JOBS];
+static uint8_t _eligible[JOBS][NODES];
+static copus_slot _alloc[JOBS][NODES];
+
+/* A cluster of n nodes with gpus a100 GPUs each, all free and usable. */
+static void _cluster(int n, int gpus)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	int i;
+
+	if (_s.policy)
+		copus_policy_destroy(_s.policy);
+	copus__memo_free(&_s);
+	copus__round_free(&_r);
+	memset(&_s, 0, sizeof(_s));
+	memset(&_r, 0, sizeof(_r));
+	memset(_rj, 0, sizeof(_rj));
+	copus__params_default(&_s.params);
+	/* The policy as sched_copus.c creates it. */
+	prm.interval = _s.params.interval;
+	prm.restart_delay = _s.params.restart_cost;
+	prm.fairness_p = _s.params.fairness;
+	prm.equal_per_node = true;
+	ASSERT_STATUS(copus_policy_create("copus", &prm, &_s.policy), COPUS_OK);
+	_r.when = NOW;
+	_r.nnodes = n;
+	_r.nodes = _nodes;
+	_r.names = _names;
+	_r.free = _free;
+	_r.cfg = _cfg;
+	_r.ntypes = 1;
+	strcpy(_r.types[0], "a100");
+	_r.rj = _rj;
+	for (i = 0; i < n; i++) {
+		_nodes[i].gpu_type = 0;
+		_nodes[i].gpus = gpus;
+		_nodes[i].usable = true;
+		_free[i] = _cfg[i] = gpus;
+		snprintf(_names[i], sizeof(_names[i]), "n%d", i + 1);
+	}
+}
+
+static struct copus__round_job *_job(uint32_t id, int emin, int emax)
+{
+	struct copus__round_job *j = &_rj[_r.nrj++];
+
+	memset(j, 0, sizeof(*j));
+	j->id = id;
+	j->emin = emin;
+	j->emax = emax;
+	j->rigid = emax == 0;
+	j->priority = 1000 - id;
+	j->submit = NOW - 600 + id;
+	j->job = -1;
+	return j;
+}
+
+/*
+ * A pending job asking for nodes x gpn GPUs, elastic within [emin, emax]
+ * (0, 0: rigid), that may use every node.
+ */
+static struct copus__round_job *_pending(uint32_t id, int nodes, int gpn,
+					 int emin, int emax)
+{
+	struct copus__round_job *j = _job(id, emin, emax);
+	int i;
+
+	j->nodes_req = nodes;
+	j->gpn_req = gpn;
+	j->eligible = _eligible[j - _rj];
+	for (i = 0; i < _r.nnodes; i++)
+		j->eligible[i] = 1;
+	_r.npending++;
+	return j;
+}
+
+/*
+ * A job running since start with gpn GPUs on each of nodes nodes from
+ * node first on. Its GPUs are not free; those of an elastic job are the
+ * policy's to use, those of a rigid one are not (as the snapshot counts
+ * them).
+ */
+static struct copus__round_job *_running(uint32_t id, int first, int nodes,
+					 int gpn, int emin, int emax,
+					 time_t start)
+{
+	struct copus__round_job *j = _job(id, emin, emax);
+	int k;
+
+	j->running = true;
+	j->start = start;
+	j->nodes_req = nodes;
+	j->gpn_req = gpn;
+	j->alloc = _alloc[j - _rj];
+	for (k = 0; k < nodes; k++) {
+		j->alloc[k].node = first + k;
+		j->alloc[k].gpus = gpn;
+		_free[first + k] -= gpn;
+		if (j->rigid)
+			_nodes[first + k].gpus -= gpn;
+	}
+	j->nalloc = nodes;
+	j->cur_gpus = nodes * gpn;
+	_r.nrunning++;
+	return j;
+}
+
+/* Gives the job a record with a hint that has a model for a100. */
+static void _hint(const struct copus__round_job *j)
+{
+	char text[COPUS_HINT_MAX_LEN + 1], err[128];
+	struct copus__memo *in = copus__memo_get(&_s, j->id);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
+		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,"
+		 "\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,"
+		 "\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":10,"
+		 "\"tgt\":100000,\"perf\":{\"a100\":[0.02,0.002,0.05,0.002,"
+		 "0.005,0.0005,1.5]}}", j->id, j->restarts, NOW - 10);
+	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
+		      COPUS_OK);
+	in->have_hint = true;
+	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+}
+
+static void _decide(void)
+{
+	copus__round_decide(&_s, &_r);
+}
+
+static const char *const _action[] = {
+	[COPUS__ACT_NONE] = "none",
+	[COPUS__ACT_START] = "start",
+	[COPUS__ACT_RESIZE] = "resize",
+	[COPUS__ACT_ASK] = "ask",
+	[COPUS__ACT_REQUEUE] = "requeue",
+};
+
+/* What the round made of a job, for messages. */
+static void _show(const struct copus__round_job *j)
+{
+	fprintf(stderr, "job %u: %s, %d x %d GPUs, type %d, input %d, "
+		"reason '%s'%s%s\n", j->id, _action[j->action], j->num_nodes,
+		j->per_node, j->dtype, j->job, j->reason ? j->reason : "",
+		j->job >= 0 && _r.dec ? ", policy: " : "",
+		j->job >= 0 && _r.dec ? _r.dec[j->job].reason : "");
+}
+
+/* Fails with what the round made of the job when the action differs. */
+#define ASSERT_ACTION(j, want)                                                \
+	do {                                                                  \
+		if ((j)->action != (want)) {                                  \
+			fprintf(stderr, "%s:%d: expected %s; ",               \
+				__FILE__, __LINE__, _action[want]);           \
+			_show(j);                                             \
+		}                                                             \
+		CU_ASSERT_EQUAL((j)->action, (want));                         \
+	} while (0)
+
+/*
+ * Elastic jobs whose request lies outside their range (1 x 1 GPU for 2-3,
+ * 1 x 4 for 2-3): the policy gives each a cell within the range, and the
+ * round sets the request to it before the job starts.
+ */
+static void a_pending_elastic_job_gets_gpus_within_its_range(void)
+{
+	struct copus__round_job *small, *large;
+
+	_cluster(2, 4);
+	small = _pending(1, 1, 1, 2, 3);
+	large = _pending(2, 1, 4, 2, 3);
+	_decide();
+	CU_ASSERT_EQUAL(_r.decided, 1);
+	ASSERT_ACTION(small, COPUS__ACT_RESIZE);
+	ASSERT_ACTION(large, COPUS__ACT_RESIZE);
+	CU_ASSERT(small->per_node * small->num_nodes >= 2);
+	CU_ASSERT(small->per_node * small->num_nodes <= 3);
+	CU_ASSERT(large->per_node * large->num_nodes >= 2);
+	CU_ASSERT(large->per_node * large->num_nodes <= 3);
+	CU_ASSERT_EQUAL(small->dtype, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(large->reason, "copus: starts with"));
+}
+
+static void a_pending_elastic_job_on_its_request_starts_as_it_is(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	j = _pending(1, 1, 2, 1, 4);
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_START);
+	CU_ASSERT_EQUAL(j->per_node, 2);
+	CU_ASSERT_EQUAL(j->num_nodes, 1);
+	CU_ASSERT_PTR_NULL(j->reason);
+}
+
+static void a_running_rigid_job_is_never_moved(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	j = _running(1, 0, 1, 4, 0, 0, NOW - 1000);
+	_nodes[0].usable = false;
+	_decide();
+	/* The policy never sees it: its GPUs are simply taken. */
+	CU_ASSERT_EQUAL(j->job, -1);
+	CU_ASSERT_EQUAL(_r.njobs, 0);
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+}
+
+static void a_job_on_an_unusable_node_is_asked_to_move(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	j = _running(1, 0, 1, 4, 1, 4, NOW - 1000);
+	_nodes[0].usable = false;
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_ASK);
+	CU_ASSERT_EQUAL(_r.dec[j->job].num_slots, 1);
+	CU_ASSERT_EQUAL(_r.dec[j->job].slots[0].node, 1);
+}
+
+static void a_job_is_not_asked_again_within_its_restart_delay(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	j = _running(1, 0, 1, 4, 1, 4, NOW - _s.params.restart_delay + 1);
+	_nodes[0].usable = false;
+	_decide();
+	CU_ASSERT(_r.dec[j->job].changed);
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+}
+
+/*
+ * A job of exactly 4 GPUs on a node that went down: the same cell on the
+ * other node. The copus policy makes such a move when it is worth the
+ * restart; a policy that places jobs anew every round does not, and the
+ * round leaves that move undone.
+ */
+static void _same_shape_move(const char *policy, enum copus__action want)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	copus_policy_destroy(_s.policy);
+	prm.equal_per_node = true;
+	ASSERT_STATUS(copus_policy_create(policy, &prm, &_s.policy),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(copus_policy_traits(_s.policy)->moves_jobs,
+			want == COPUS__ACT_ASK);
+	j = _running(1, 0, 1, 4, 4, 4, NOW - 1000);
+	_nodes[0].usable = false;
+	_decide();
+	CU_ASSERT_FATAL(j->job >= 0 && _r.decided);
+	CU_ASSERT(_r.dec[j->job].changed);
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 4);
+	CU_ASSERT_EQUAL(j->num_nodes, 1);
+	ASSERT_ACTION(j, want);
+}
+
+static void a_same_shape_move_needs_a_policy_that_moves_jobs(void)
+{
+	_same_shape_move("copus", COPUS__ACT_ASK);
+	_same_shape_move("fifo", COPUS__ACT_NONE);
+}
+
+/*
+ * Two elastic jobs fill the cluster, each with twice its request; a rigid
+ * job of 2 GPUs waits. The policy takes the GPUs from the job whose hint
+ * says what they are worth (without a model a job's speedup counts as
+ * linear, so its extra GPUs look worth more), and only that job is asked
+ * to checkpoint, whichever of the two published the hint.
+ */
+static void _two_elastic_jobs_and_a_rigid_one(uint32_t hinted)
+{
+	struct copus__round_job *a, *b, *c, *with, *without;
+
+	_cluster(2, 4);
+	a = _running(1, 0, 1, 4, 1, 4, NOW - 1000);
+	b = _running(2, 1, 1, 4, 1, 4, NOW - 1000);
+	with = hinted == 1 ? a : b;
+	without = hinted == 1 ? b : a;
+	_hint(with);
+	copus__memo_get(&_s, 1)->req_gpus = 2;
+	copus__memo_get(&_s, 2)->req_gpus = 2;
+	copus__memo_get(&_s, 1)->attained = 40000;
+	copus__memo_get(&_s, 2)->attained = 40000;
+	c = _pending(3, 1, 2, 0, 0);
+	_decide();
+	ASSERT_ACTION(with, COPUS__ACT_ASK);
+	CU_ASSERT_EQUAL(with->per_node * with->num_nodes, 2);
+	ASSERT_ACTION(without, COPUS__ACT_NONE);
+	CU_ASSERT_FALSE(_r.dec[without->job].changed);
+	/* The rigid job is to start on the GPUs the shrink frees. */
+	ASSERT_ACTION(c, COPUS__ACT_START);
+}
+
+static void a_shrink_asks_the_job_with_a_hint_not_the_one_without(void)
+{
+	_two_elastic_jobs_and_a_rigid_one(1);
+	_two_elastic_jobs_and_a_rigid_one(2);
+}
+
+static void a_rescale_in_flight_is_not_asked_again(void)
+{
+	struct copus__round_job *j;
+	struct copus__rescale *x = &_s.rescales[0];
+
+	_cluster(2, 4);
+	j = _running(1, 0, 1, 4, 1, 4, NOW - 1000);
+	_nodes[0].usable = false;
+	memset(x, 0, sizeof(*x));
+	x->id = 1;
+	x->asked = NOW - 5;
+	x->rc = 0;
+	_s.nrescales = 1;
+	j->in_rescale = true;
+	_decide();
+	CU_ASSERT(_r.dec[j->job].changed);
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+}
+
+static void a_checkpointed_job_is_requeued_once(void)
+{
+	struct copus__round_job *j;
+	struct copus__rescale *x = &_s.rescales[0];
+
+	_cluster(2, 4);
+	j = _running(1, 0, 1, 4, 1, 4, NOW - 1000);
+	memset(x, 0, sizeof(*x));
+	x->id = 1;
+	x->asked = NOW - 5;
+	_s.nrescales = 1;
+	j->in_rescale = true;
+	j->checkpointed = true;
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_REQUEUE);
+	/* Once the plugin has requeued it, it waits. */
+	x->requeue_sent = true;
+	copus__round_free(&_r);
+	j->action = COPUS__ACT_NONE;
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+}
+
+static void a_requeued_job_is_resized_after_the_release_gap(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	j = _pending(1, 1, 1, 1, 4);
+	_hint(j);
+	j->restarts = 1;
+	j->in_rescale = true;
+	j->waits_release = true;
+	j->end = NOW - COPUS__RELEASE_GAP + 1;
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+	CU_ASSERT_STRING_EQUAL(j->reason,
+			       "copus: requeued, restarts in a moment");
+	copus__round_free(&_r);
+	j->reason = NULL;
+	j->end = NOW - COPUS__RELEASE_GAP;
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_RESIZE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j->reason, "copus: starts with"));
+}
+
+static void a_rigid_job_waits_for_one_of_higher_priority(void)
+{
+	struct copus__round_job *first, *second;
+
+	_cluster(2, 4);
+	first = _pending(1, 2, 4, 0, 0);
+	second = _pending(2, 1, 4, 0, 0);
+	_decide();
+	ASSERT_ACTION(first, COPUS__ACT_START);
+	/* The second does not fit beside the first: not even offered. */
+	CU_ASSERT_EQUAL(second->job, -1);
+	ASSERT_ACTION(second, COPUS__ACT_NONE);
+	CU_ASSERT_STRING_EQUAL(second->reason, "copus: a job of higher "
+			       "priority in the partition starts first");
+}
+
+static void a_job_that_can_never_run_here_says_why(void)
+{
+	struct copus__round_job *big, *typed;
+
+	_cluster(2, 4);
+	big = _pending(1, 3, 4, 0, 0);
+	typed = _pending(2, 1, 1, 1, 4);
+	strcpy(typed->types[0], "v100");
+	typed->ntypes = 1;
+	_decide();
+	CU_ASSERT(big->never);
+	CU_ASSERT_STRING_EQUAL(big->reason, "copus: no 3 node(s) it may use "
+			       "have 4 GPU(s) of its type each");
+	CU_ASSERT(typed->never);
+	CU_ASSERT_STRING_EQUAL(typed->reason, "copus: none of its GPU types "
+			       "is in the cluster");
+	CU_ASSERT_EQUAL(_r.njobs, 0);
+}
+
+static void a_job_without_gpus_is_left_to_slurm(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	j = _pending(1, 1, 0, 0, 0);
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_START);
+	CU_ASSERT_EQUAL(j->job, -1);
+}
+
+static void a_policy_failure_decides_nothing_and_names_the_job(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	j = _running(7, 0, 1, 4, 1, 4, NOW - 1000);
+	/* An allocation on a node the cluster does not have. */
+	j->alloc[0].node = 5;
+	_decide();
+	CU_ASSERT_EQUAL(_r.decided, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_r.error, "the copus policy failed"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(_r.error, "on job 7"));
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+}
+
+int main(void)
+{
+	static const struct test_case tests[] = {
+		TEST(a_pending_elastic_job_gets_gpus_within_its_range),
+		TEST(a_pending_elastic_job_on_its_request_starts_as_it_is),
+		TEST(a_running_rigid_job_is_never_moved),
+		TEST(a_job_on_an_unusable_node_is_asked_to_move),
+		TEST(a_job_is_not_asked_again_within_its_restart_delay),
+		TEST(a_same_shape_move_needs_a_policy_that_moves_jobs),
+		TEST(a_shrink_asks_the_job_with_a_hint_not_the_one_without),
+		TEST(a_rescale_in_flight_is_not_asked_again),
+		TEST(a_checkpointed_job_is_requeued_once),
+		TEST(a_requeued_job_is_resized_after_the_release_gap),
+		TEST(a_rigid_job_waits_for_one_of_higher_priority),
+		TEST(a_job_that_can_never_run_here_says_why),
+		TEST(a_job_without_gpus_is_left_to_slurm),
+		TEST(a_policy_failure_decides_nothing_and_names_the_job),
+	};
+	int rc = RUN_TESTS("plugin-round", tests);
+
+	copus_policy_destroy(_s.policy);
+	copus__memo_free(&_s);
+	copus__round_free(&_r);
+	return rc;
+}
