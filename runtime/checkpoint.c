@@ -27,11 +27,19 @@
 
 #include "internal.h"
 
+/* Free n file names and their array (NULL: nothing). */
+static void _names_free(char **names, int n)
+{
+	if (names == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
 void copus__ckpt_files_free(copus_ctx *ctx)
 {
-	for (int i = 0; i < ctx->n_ckpt_files; i++)
-		free(ctx->ckpt_files[i]);
-	free(ctx->ckpt_files);
+	_names_free(ctx->ckpt_files, ctx->n_ckpt_files);
 	ctx->ckpt_files = NULL;
 	ctx->n_ckpt_files = 0;
 }
@@ -392,11 +400,7 @@ out:
 	 */
 	if (rc != COPUS_OK && !saved && saver && ctx->cfg.save != NULL)
 		_unlink_uncommitted(ctx, step);
-	if (files != NULL) {
-		for (int i = 0; i < nfiles; i++)
-			free(files[i]);
-		free(files);
-	}
+	_names_free(files, nfiles);
 	free(sizes);
 	free(crcs);
 	free(got);
@@ -477,10 +481,7 @@ struct manifest {
 
 static void _manifest_free(struct manifest *m)
 {
-	if (m->files != NULL)
-		for (int i = 0; i < m->nfiles; i++)
-			free(m->files[i]);
-	free(m->files);
+	_names_free(m->files, m->nfiles);
 	free(m->sizes);
 	free(m->crcs);
 	memset(m, 0, sizeof(*m));
@@ -642,11 +643,7 @@ bad:
 			 "checkpoint manifest %s: field \"%s\" is missing or invalid",
 			 path, field);
 out:
-	if (files != NULL) {
-		for (int i = 0; i < nfiles; i++)
-			free(files[i]);
-		free(files);
-	}
+	_names_free(files, nfiles);
 	free(sizes);
 	free(crcs);
 	if (o != NULL)
