@@ -27,6 +27,10 @@
 
 #include "internal.h"
 
+/* Reading a manifest back (below the writing). */
+static int _read_file(copus_ctx *ctx, const char *path, char **out);
+static bool _get_num(struct json_object *o, const char *key, double *out);
+
 /* Free n file names and their array (NULL: nothing). */
 static void _names_free(char **names, int n)
 {
@@ -189,6 +193,8 @@ static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
 	json_object_object_add(o, "copus_ckpt",
 			       json_object_new_int(COPUS_MANIFEST_VERSION));
 	json_object_object_add(o, "job", json_object_new_int64(ctx->info.job_id));
+	json_object_object_add(o, "restart",
+			       json_object_new_int(ctx->info.restart_count));
 	json_object_object_add(o, "step", json_object_new_int64(step));
 	json_object_object_add(o, "samples",
 			       json_object_new_int64(ctx->info.samples));
@@ -264,6 +270,37 @@ static int _write_manifest(copus_ctx *ctx, const char *text)
 	return rc;
 }
 
+/*
+ * Does the directory hold the checkpoint of a later run of this job (a
+ * higher restart count)? Then this run is an old one still alive, on a node
+ * Slurm gave up on, and must not overwrite what the current run wrote.
+ */
+static int _check_current(copus_ctx *ctx)
+{
+	char path[4096], *text = NULL;
+	struct json_object *o;
+	double restart;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/" COPUS_MANIFEST, ctx->ckpt_dir);
+	rc = _read_file(ctx, path, &text);
+	if (rc == COPUS_ENODATA)
+		return COPUS_OK;
+	if (rc != COPUS_OK)
+		return rc;
+	o = json_tokener_parse(text);
+	free(text);
+	rc = COPUS_OK;
+	if (o != NULL && _get_num(o, "restart", &restart) &&
+	    restart > ctx->info.restart_count)
+		rc = copus__fail(ctx, COPUS_ESTATE,
+				 "the checkpoint in %s belongs to restart %.0f of this job; this run is restart %d, an old run: it does not overwrite it",
+				 ctx->ckpt_dir, restart, ctx->info.restart_count);
+	if (o != NULL)
+		json_object_put(o);
+	return rc;
+}
+
 int copus_checkpoint(copus_ctx *ctx)
 {
 	char name[256], **files = NULL, *text = NULL;
@@ -299,6 +336,8 @@ int copus_checkpoint(copus_ctx *ctx)
 		return COPUS_ENOMEM;
 	if (saver)
 		rc = _mkdirs(ctx, ctx->ckpt_dir);
+	if (rc == COPUS_OK && ctx->info.rank == 0)
+		rc = _check_current(ctx);
 	if (rc == COPUS_OK && saver && ctx->cfg.save != NULL)
 		rc = _save_app(ctx, step, name, sizeof(name), &size, &crc);
 
@@ -355,6 +394,9 @@ int copus_checkpoint(copus_ctx *ctx)
 					rc = COPUS_ENOMEM;
 			}
 		}
+		/* Once more: a later run may have started meanwhile. */
+		if (rc == COPUS_OK)
+			rc = _check_current(ctx);
 		if (rc == COPUS_OK) {
 			text = _manifest_text(ctx, step, files, sizes, crcs,
 					      nfiles);

@@ -1151,6 +1151,38 @@ static void test_all_ranks_refuse_a_layout_they_cannot_load(void)
 	remove_tmpdir();
 }
 
+/*
+ * An old run of the job still alive (its node was given up on, the job
+ * restarted elsewhere) never overwrites the current run's checkpoint.
+ */
+static void test_old_run_does_not_overwrite_the_current_checkpoint(void)
+{
+	struct run run = { .world = 1, .steps = 5, .signal_at = -1,
+			   .checkpoint_at = 5, .restart = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	/* Restart 0 reaches step 8 and tries to checkpoint: refused. */
+	run.restart = 0;
+	run.steps = 8;
+	run.checkpoint_at = 8;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 23);
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	CU_ASSERT(exists("ckpt-5.r0"));
+	CU_ASSERT_EQUAL(count_files("ckpt-8"), 0);
+	/* The current run (and any later one) checkpoints as before. */
+	run.restart = 2;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 8);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -1270,6 +1302,7 @@ int main(void)
 		TEST(test_leftovers_are_removed_at_start),
 		TEST(test_failed_checkpoint_leaves_no_files),
 		TEST(test_all_ranks_refuse_a_layout_they_cannot_load),
+		TEST(test_old_run_does_not_overwrite_the_current_checkpoint),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
 	};

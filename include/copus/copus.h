@@ -57,7 +57,10 @@
  * of ranks refuses the checkpoint on every rank. The manifest holds each
  * file's size and CRC-32; a file that does not match is refused, never
  * loaded. A new run removes what a crash or a failed checkpoint left in
- * the directory (temporary files, files no manifest names).
+ * the directory (temporary files, files no manifest names). The manifest
+ * names the restart count (SLURM_RESTART_COUNT) of the run that wrote it;
+ * an older run of the job that is still alive (on a node Slurm gave up on)
+ * is refused when it tries to checkpoint over it.
  */
 #ifndef COPUS_COPUS_H
 #define COPUS_COPUS_H
