@@ -137,6 +137,10 @@ int copus__publisher_start(copus_ctx *ctx)
 		copus__log(ctx, 1, "not in a Slurm job: no hints");
 		return COPUS_OK;
 	}
+	/* A hint names its job: the callback alone cannot make one. */
+	if (ctx->info.job_id == 0)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "config: a publish callback needs the job's id: set SLURM_JOB_ID or COPUS_JOB_ID (or COPUS_HINTS=0)");
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return COPUS_ENOMEM;

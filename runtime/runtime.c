@@ -118,6 +118,8 @@ static int _read_env(copus_ctx *ctx)
 						  NULL };
 	static const char *const local_vars[] = { "LOCAL_RANK", "SLURM_LOCALID",
 						  NULL };
+	static const char *const id_vars[] = { "SLURM_JOB_ID", "COPUS_JOB_ID",
+					       NULL };
 	static const char *const node_vars[] = { "SLURM_JOB_NUM_NODES",
 						 "SLURM_NNODES", NULL };
 	copus_config *c = &ctx->cfg;
@@ -126,18 +128,22 @@ static int _read_env(copus_ctx *ctx)
 	int v, rc;
 	const char *s;
 
+	/* Slurm's job id; another resource manager's in COPUS_JOB_ID. */
 	in->job_id = 0;
-	if ((s = getenv("SLURM_JOB_ID")) != NULL && *s != '\0') {
+	for (const char *const *name = id_vars; *name != NULL; name++) {
 		char *end;
 		unsigned long id;
 
+		if ((s = getenv(*name)) == NULL || *s == '\0')
+			continue;
 		errno = 0;
 		id = strtoul(s, &end, 10);
 		if (errno != 0 || *end != '\0' || id == 0 || id > UINT32_MAX)
 			return copus__fail(ctx, COPUS_EINVAL,
-					   "environment variable SLURM_JOB_ID=\"%.40s\" is not a job id",
-					   s);
+					   "environment variable %s=\"%.40s\" is not a job id",
+					   *name, s);
 		in->job_id = (uint32_t)id;
+		break;
 	}
 	in->restart_count = 0;
 	rc = _env_int(ctx, "SLURM_RESTART_COUNT", 0, COPUS_HINT_RESTART_MAX,

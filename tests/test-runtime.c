@@ -27,7 +27,7 @@ static const char *const slurm_vars[] = {
 	"SLURM_GPUS_ON_NODE", "CUDA_VISIBLE_DEVICES", "RANK", "WORLD_SIZE",
 	"LOCAL_RANK", "COPUS_CKPT_DIR", "COPUS_SIGNAL", "COPUS_REQUEUE_EXIT",
 	"COPUS_GPU_TYPE", "COPUS_SCONTROL", "PMIX_NAMESPACE", "COPUS_HINTS",
-	"COPUS_CKPT_INTERVAL", "COPUS_DEBUG", "COPUS_NO_PMIX",
+	"COPUS_CKPT_INTERVAL", "COPUS_DEBUG", "COPUS_NO_PMIX", "COPUS_JOB_ID",
 };
 
 static void clear_env(void)
@@ -491,6 +491,36 @@ static void test_hints_callback(void)
 	CU_ASSERT_STRING_EQUAL(h.perf[0].type, "default");
 	CU_ASSERT_EQUAL(h.clamped, 0);
 	copus_finalize(ctx);
+	clear_env();
+}
+
+/*
+ * Outside Slurm the callback is the channel: it gets the hints of the job
+ * COPUS_JOB_ID names; without any job id copus_init says what is missing
+ * instead of never calling it.
+ */
+static void test_hints_callback_outside_slurm(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_hint h;
+
+	clear_env();
+	c.publish = record_hint;
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_JOB_ID");
+	setenv("COPUS_JOB_ID", "12345", 1);
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(hints_seen, 1);
+	ASSERT_STATUS(copus_hint_parse(last_hint, &h, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(h.job_id, 12345);
+	copus_finalize(ctx);
+	clear_env();
+	setenv("COPUS_JOB_ID", "0", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_JOB_ID");
 	clear_env();
 }
 
@@ -1291,6 +1321,7 @@ int main(void)
 		TEST(test_plan),
 		TEST(test_pipeline_layers),
 		TEST(test_hints_callback),
+		TEST(test_hints_callback_outside_slurm),
 		TEST(test_hints_scontrol),
 		TEST(test_rescale_one_process),
 		TEST(test_rescale_three_ranks_to_two),

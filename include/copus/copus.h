@@ -34,8 +34,11 @@
  * thread at a time; one context per process (the signal flag is global).
  *
  * Environment (read once, by copus_init):
- *   SLURM_JOB_ID, SLURM_RESTART_COUNT, SLURM_JOB_NUM_NODES, SLURM_NTASKS,
- *   SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE   the allocation
+ *   SLURM_JOB_ID, SLURM_RESTART_COUNT, SLURM_JOB_NUM_NODES (or
+ *   SLURM_NNODES), SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID,
+ *   SLURM_GPUS_ON_NODE        the allocation
+ *   COPUS_JOB_ID              the job id when SLURM_JOB_ID is unset (another
+ *                             resource manager; hints name their job)
  *   RANK, WORLD_SIZE, LOCAL_RANK   (torchrun) take precedence over Slurm's
  *   CUDA_VISIBLE_DEVICES      GPUs per node when SLURM_GPUS_ON_NODE is unset
  *   COPUS_CKPT_DIR            checkpoint directory when cfg.ckpt_dir is NULL
@@ -146,7 +149,11 @@ typedef struct copus_config {
 	copus_bcast_cb bcast;
 	void *comm_arg;
 
-	/* Hints: NULL publishes through Slurm (scontrol) when in a job. */
+	/*
+	 * Hints: NULL publishes through Slurm (scontrol) when in a job; a
+	 * callback replaces that channel (for tests and other resource
+	 * managers) and needs the job's id (SLURM_JOB_ID or COPUS_JOB_ID).
+	 */
 	copus_publish_cb publish;
 	void *publish_arg;
 	/* Seconds between hints; at least COPUS_HINT_INTERVAL for Slurm. */
@@ -225,11 +232,11 @@ typedef struct copus_plan {
 } copus_plan;
 
 /*
- * Read the allocation (SLURM_JOB_ID, SLURM_RESTART_COUNT, SLURM_NNODES,
- * SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE or
- * CUDA_VISIBLE_DEVICES; RANK, WORLD_SIZE, LOCAL_RANK as set by torchrun as
- * a fallback), install the rescale signal handler, and restore the latest
- * checkpoint through cfg->load when one exists.
+ * Read the allocation from the environment listed at the top of this header
+ * (torchrun's RANK, WORLD_SIZE and LOCAL_RANK take precedence over Slurm's
+ * SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID; the node count is
+ * SLURM_JOB_NUM_NODES or SLURM_NNODES), install the rescale signal handler,
+ * and restore the latest checkpoint through cfg->load when one exists.
  */
 int copus_init(const copus_config *cfg, copus_ctx **out);
 
