@@ -325,6 +325,46 @@ static void consolidated_placement_takes_the_tightest_node_else_the_fewest(void)
 	copus__placer_release(&pl);
 }
 
+/*
+ * The placer answers the first size of a state by scanning the nodes and
+ * later sizes from sorted nodes: on random clusters both pick the same
+ * nodes and type, ties, unusable nodes, masks and multi-node marks included.
+ */
+static void first_and_later_sizes_are_placed_alike(void)
+{
+	enum { N = 24 };
+	copus_node nodes[N];
+	copus_cluster c = { N, nodes, 3, NULL };
+	int fr[N], dist[N], a[N], b[N], ta, tb;
+	struct copus__placer pl;
+	unsigned seed = 12345;
+
+	ASSERT_STATUS(copus__placer_init(&pl, N), COPUS_OK);
+	for (int trial = 0; trial < 20000; trial++) {
+		uint32_t mask = (uint32_t)(rand_r(&seed) % 8);
+		int k = 1 + rand_r(&seed) % 20, ra, rb;
+		const int *d = rand_r(&seed) % 2 ? dist : NULL;
+
+		for (int n = 0; n < N; n++) {
+			nodes[n].gpu_type = rand_r(&seed) % 3;
+			nodes[n].gpus = 1 + rand_r(&seed) % 8;
+			nodes[n].usable = rand_r(&seed) % 6 != 0;
+			fr[n] = rand_r(&seed) % (nodes[n].gpus + 1);
+			dist[n] = rand_r(&seed) % 4 == 0;
+		}
+		copus__placer_prep(&pl, &c, fr, d, mask);
+		ra = copus__placer_get(&pl, k, a, &ta);
+		copus__placer_prep(&pl, &c, fr, d, mask);
+		copus__placer_get(&pl, 1, b, &tb);
+		rb = copus__placer_get(&pl, k, b, &tb);
+		CU_ASSERT_EQUAL_FATAL(ra, rb);
+		if (ra == COPUS_OK)
+			CU_ASSERT_EQUAL_FATAL(ta, tb);
+		CU_ASSERT_FATAL(memcmp(a, b, sizeof(a)) == 0);
+	}
+	copus__placer_release(&pl);
+}
+
 static void rigid_jobs_keep_their_request(void)
 {
 	struct world w;
@@ -561,6 +601,7 @@ int main(void)
 		TEST(equal_per_node_gives_every_node_the_same),
 		TEST(equal_placement_splits_evenly),
 		TEST(consolidated_placement_takes_the_tightest_node_else_the_fewest),
+		TEST(first_and_later_sizes_are_placed_alike),
 		TEST(goodput_decides_how_many_gpus_a_job_uses),
 		TEST(restart_cost_holds_a_nearly_finished_job),
 		TEST(fairness_guard_lets_a_starved_job_in),

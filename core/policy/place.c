@@ -3,11 +3,13 @@
  * uses (a single node when one has room, else the fewest nodes of one
  * type), and its variant with the same GPUs on every node of a job.
  *
- * The placer sorts the nodes of each type once for a state of the free
- * GPUs (ascending for the tightest single node, descending for the
- * multi-node fill), so each size asked of that state costs a binary search
- * or a short walk: Pollux's search asks for every size of a job in turn,
- * and the copus policy shrinks a job one GPU at a time until it fits.
+ * The placer answers the first size asked of a state of the free GPUs by
+ * scanning the nodes of each type (linear in the nodes, as one placement
+ * should be: the copus policy places most jobs with one question). From the
+ * second size on, it sorts the nodes of each type once (ascending for the
+ * tightest single node, descending for the multi-node fill), so each further
+ * size costs a binary search or a short walk: Pollux's search asks for
+ * every size of a job in turn. Both ways pick the same nodes.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <stdbool.h>
@@ -23,7 +25,8 @@ int copus__placer_init(struct copus__placer *pl, int num_nodes)
 	memset(pl, 0, sizeof(*pl));
 	pl->asc = calloc((size_t)num_nodes + 1, sizeof(int));
 	pl->desc = calloc((size_t)num_nodes + 1, sizeof(int));
-	if (pl->asc == NULL || pl->desc == NULL) {
+	pl->taken = calloc((size_t)num_nodes + 1, sizeof(int));
+	if (pl->asc == NULL || pl->desc == NULL || pl->taken == NULL) {
 		copus__placer_release(pl);
 		return COPUS_ENOMEM;
 	}
@@ -34,7 +37,8 @@ void copus__placer_release(struct copus__placer *pl)
 {
 	free(pl->asc);
 	free(pl->desc);
-	pl->asc = pl->desc = NULL;
+	free(pl->taken);
+	pl->asc = pl->desc = pl->taken = NULL;
 }
 
 /* Fewer free GPUs first, then the lower node index. */
@@ -87,33 +91,34 @@ void copus__placer_prep(struct copus__placer *pl, const copus_cluster *c,
 				pl->avail[t] += fr[n];
 			}
 		}
-		qsort_r(pl->asc + pl->off_asc[t],
-			(size_t)(na - pl->off_asc[t]), sizeof(int), asc_cmp,
-			(void *)fr);
-		qsort_r(pl->desc + pl->off_desc[t],
-			(size_t)(nd - pl->off_desc[t]), sizeof(int), desc_cmp,
-			(void *)fr);
 	}
 	pl->off_asc[c->num_types] = na;
 	pl->off_desc[c->num_types] = nd;
+	pl->gets = 0;
+	pl->sorted = false;
 }
 
-int copus__placer_get(const struct copus__placer *pl, int k, int *out_row,
-		      int *out_type)
+static void _sort(struct copus__placer *pl)
 {
-	const copus_cluster *c = pl->c;
+	for (int t = 0; t < pl->c->num_types; t++) {
+		qsort_r(pl->asc + pl->off_asc[t],
+			(size_t)(pl->off_asc[t + 1] - pl->off_asc[t]),
+			sizeof(int), asc_cmp, (void *)pl->fr);
+		qsort_r(pl->desc + pl->off_desc[t],
+			(size_t)(pl->off_desc[t + 1] - pl->off_desc[t]),
+			sizeof(int), desc_cmp, (void *)pl->fr);
+	}
+	pl->sorted = true;
+}
+
+/* The node of type t with the fewest free GPUs >= k (the lowest index among
+ * equals); -1 when none. */
+static int _tightest(const struct copus__placer *pl, int t, int k)
+{
 	const int *fr = pl->fr;
-	int best_t = -1, best_nodes = 0, best_single = -1;
+	int lo = pl->off_asc[t], hi = pl->off_asc[t + 1], m = -1;
 
-	if (k <= 0)
-		return COPUS_EINVAL;
-	for (int t = 0; t < c->num_types; t++) {
-		int lo = pl->off_asc[t], hi = pl->off_asc[t + 1], nodes = 0;
-		long need;
-
-		if (!type_in(pl->mask, t))
-			continue;
-		/* First node with at least k free GPUs. */
+	if (pl->sorted) {
 		while (lo < hi) {
 			int mid = (lo + hi) / 2;
 
@@ -122,22 +127,80 @@ int copus__placer_get(const struct copus__placer *pl, int k, int *out_row,
 			else
 				lo = mid + 1;
 		}
-		if (lo < pl->off_asc[t + 1]) {
+		return lo < pl->off_asc[t + 1] ? pl->asc[lo] : -1;
+	}
+	for (int i = lo; i < hi; i++) {
+		int n = pl->asc[i];
+
+		if (fr[n] >= k && (m < 0 || fr[n] < fr[m]))
+			m = n;
+	}
+	return m;
+}
+
+/*
+ * The emptiest-first fill of k GPUs on type t: the nodes with the most
+ * free GPUs first (the lowest index among equals). Returns the nodes it
+ * takes; out_row (when not NULL) gets their GPUs.
+ */
+static int _fill(struct copus__placer *pl, int t, int k, int *out_row)
+{
+	const int *fr = pl->fr;
+	int need = k, nodes = 0, lo = pl->off_desc[t], hi = pl->off_desc[t + 1];
+
+	while (need > 0) {
+		int n = -1;
+
+		if (pl->sorted) {
+			n = pl->desc[lo + nodes];
+		} else {
+			for (int i = lo; i < hi; i++) {
+				int x = pl->desc[i];
+
+				if (!pl->taken[x] && (n < 0 || fr[x] > fr[n]))
+					n = x;
+			}
+			pl->taken[n] = 1;
+		}
+		if (out_row != NULL)
+			out_row[n] = fr[n] < need ? fr[n] : need;
+		need -= fr[n];
+		nodes++;
+	}
+	if (!pl->sorted)
+		for (int i = lo; i < hi; i++)
+			pl->taken[pl->desc[i]] = 0;
+	return nodes;
+}
+
+int copus__placer_get(struct copus__placer *pl, int k, int *out_row,
+		      int *out_type)
+{
+	const copus_cluster *c = pl->c;
+	int best_t = -1, best_nodes = 0, best_single = -1;
+
+	if (k <= 0)
+		return COPUS_EINVAL;
+	if (pl->gets++ == 1 && !pl->sorted)
+		_sort(pl);
+	for (int t = 0; t < c->num_types; t++) {
+		int single, nodes;
+
+		if (!type_in(pl->mask, t))
+			continue;
+		single = _tightest(pl, t, k);
+		if (single >= 0) {
 			if (best_t < 0 || best_nodes > 1) {
 				best_t = t;
 				best_nodes = 1;
-				best_single = pl->asc[lo];
+				best_single = single;
 			}
 			continue;
 		}
 		if (pl->avail[t] < k)
 			continue;
 		/* Count the nodes the emptiest-first fill needs. */
-		need = k;
-		for (int i = pl->off_desc[t]; need > 0; i++) {
-			need -= fr[pl->desc[i]];
-			nodes++;
-		}
+		nodes = _fill(pl, t, k, NULL);
 		if (best_t < 0 || nodes < best_nodes) {
 			best_t = t;
 			best_nodes = nodes;
@@ -148,18 +211,10 @@ int copus__placer_get(const struct copus__placer *pl, int k, int *out_row,
 		out_row[n] = 0;
 	if (best_t < 0)
 		return COPUS_ERANGE;
-	if (best_single >= 0) {
+	if (best_single >= 0)
 		out_row[best_single] = k;
-	} else {
-		int need = k;
-
-		for (int i = pl->off_desc[best_t]; need > 0; i++) {
-			int n = pl->desc[i];
-
-			out_row[n] = fr[n] < need ? fr[n] : need;
-			need -= out_row[n];
-		}
-	}
+	else
+		_fill(pl, best_t, k, out_row);
 	*out_type = best_t;
 	return COPUS_OK;
 }

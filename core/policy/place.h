@@ -5,6 +5,7 @@
 #ifndef COPUS_CORE_POLICY_PLACE_H
 #define COPUS_CORE_POLICY_PLACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <copus/policy.h>
@@ -12,19 +13,26 @@
 /*
  * The free GPUs of one moment (fr, one entry per node), prepared for the
  * consolidated placement of any number of GPUs: the usable nodes of each
- * allowed type sorted by free GPUs. Set up with copus__placer_init, then
- * copus__placer_prep whenever fr, dist or the types change, then
- * copus__placer_get for each size; fr and c stay the caller's.
+ * allowed type. Set up with copus__placer_init, then copus__placer_prep
+ * whenever fr, dist or the types change, then copus__placer_get for each
+ * size; fr and c stay the caller's. The first size asked of a state is
+ * found by scanning the nodes; the second sorts them, so that every further
+ * size costs a binary search or a short walk.
  */
 struct copus__placer {
 	const copus_cluster *c;
 	const int *fr;
-	int *asc;     /* usable nodes grouped by type, free ascending */
-	int *desc;    /* multi-node eligible nodes by type, free descending */
+	int *asc;     /* usable nodes grouped by type (free ascending once
+		       * sorted, else in node order) */
+	int *desc;    /* multi-node eligible nodes by type (free descending
+		       * once sorted, else in node order) */
+	int *taken;   /* scratch of the unsorted fill, all zero between calls */
 	int off_asc[COPUS_MAX_GPU_TYPES + 1];
 	int off_desc[COPUS_MAX_GPU_TYPES + 1];
 	long avail[COPUS_MAX_GPU_TYPES];
 	uint32_t mask;
+	int gets;     /* sizes asked since the last prep */
+	bool sorted;
 };
 
 /* Room for a cluster of num_nodes nodes (COPUS_ENOMEM). */
@@ -32,7 +40,7 @@ int copus__placer_init(struct copus__placer *pl, int num_nodes);
 void copus__placer_release(struct copus__placer *pl);
 
 /*
- * Sort the nodes for the free GPUs fr of the GPU types in mask (0: any).
+ * Gather the nodes for the free GPUs fr of the GPU types in mask (0: any).
  * dist marks nodes that already hold a multi-node job (NULL to ignore the
  * one-multi-node-job-per-node rule).
  */
@@ -48,7 +56,7 @@ void copus__placer_prep(struct copus__placer *pl, const copus_cluster *c,
  * the first. out_row (N entries) gets the GPUs per node and *out_type the
  * type; out_row is all zero and COPUS_ERANGE returned when k does not fit.
  */
-int copus__placer_get(const struct copus__placer *pl, int k, int *out_row,
+int copus__placer_get(struct copus__placer *pl, int k, int *out_row,
 		      int *out_type);
 
 /*
