@@ -240,6 +240,8 @@ extern int init(void)
 		return SLURM_ERROR;
 	}
 	s->stop = false;
+	s->started = time(NULL);
+	s->grace_logged = false;
 	slurm_thread_create(&s->thread, _agent, s);
 	slurm_mutex_unlock(&s->thread_lock);
 	info("%s: loaded", plugin_type);

@@ -39,6 +39,12 @@ struct copus__resize_memo {
  * the rest belongs to the plugin's own thread, which hands it to each phase
  * of a round. The one instance is _sched in sched_copus.c.
  */
+/*
+ * Seconds the plugin waits for the nodes to register after it is loaded
+ * when SlurmdTimeout is 0 (never time out): Slurm's default SlurmdTimeout.
+ */
+#define COPUS__REGISTER_WAIT 300
+
 struct copus__sched {
 	/* The agent's control. */
 	pthread_t thread;		/* under thread_lock */
@@ -70,6 +76,14 @@ struct copus__sched {
 	 * read. */
 	long history_lines;
 	struct copus__resize_memo resize_memo[COPUS__RESIZE_MEMO];
+	/*
+	 * When the plugin was loaded. Until a node that slurmctld has not
+	 * heard from since then registers (or SlurmdTimeout has passed), the
+	 * jobs running on it are left alone: after a slurmctld restart every
+	 * node looks unresponsive for a moment.
+	 */
+	time_t started;
+	bool grace_logged;
 };
 
 #endif /* COPUS_PLUGIN_SCHED_COPUS_H */

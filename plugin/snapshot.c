@@ -70,7 +70,10 @@ static void _learn(struct copus__sched *s, struct copus__round *r,
 static struct copus__round_job *_rj_new(struct copus__round *r, int *cap);
 static void _rj_free(struct copus__round_job *j);
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
-			      job_record_t *job_ptr, int *cap);
+			      job_record_t *job_ptr, int *cap,
+			      const bool *unheard);
+static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
+		     int i, time_t now);
 
 /*
  * Phase 1. job_independent() may update a job's dependency state and
@@ -86,6 +89,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	job_record_t *job_ptr;
 	ListIterator it;
 	int i, k, cap = 0, *managed;
+	bool *unheard;
 
 	lock_slurmctld(locks);
 	r->when = time(NULL);
@@ -96,6 +100,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	r->free = xcalloc(r->nnodes + 1, sizeof(*r->free));
 	r->cfg = xcalloc(r->nnodes + 1, sizeof(*r->cfg));
 	managed = xcalloc(r->nnodes + 1, sizeof(*managed));
+	unheard = xcalloc(r->nnodes + 1, sizeof(*unheard));
 	for (i = 0; (node_ptr = next_node(&i)); i++) {
 		snprintf(r->names[i], sizeof(r->names[i]), "%s",
 			 node_ptr->name);
@@ -105,6 +110,8 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 				     !IS_NODE_DRAIN(node_ptr) &&
 				     !IS_NODE_FAIL(node_ptr) &&
 				     !IS_NODE_NO_RESPOND(node_ptr);
+		unheard[i] = !r->nodes[i].usable &&
+			     _unheard(s, node_ptr, i, r->when);
 	}
 	if (r->ntypes == 0) {
 		r->ntypes = 1;
@@ -121,7 +128,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		if (!d)
 			continue;
 		if (IS_JOB_RUNNING(job_ptr)) {
-			_snapshot_running(s, r, job_ptr, &cap);
+			_snapshot_running(s, r, job_ptr, &cap, unheard);
 			continue;
 		}
 		if (IS_JOB_COMPLETE(job_ptr) && !IS_JOB_COMPLETING(job_ptr)) {
@@ -205,11 +212,34 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		if (r->nodes[i].gpus > r->free[i] + managed[i])
 			r->nodes[i].gpus = r->free[i] + managed[i];
 	xfree(managed);
+	xfree(unheard);
 	xfree(parts.v);
 }
 
+/*
+ * A node that is unusable only because slurmctld has not heard from it
+ * since the plugin was loaded (not down, drained or failed), within
+ * SlurmdTimeout of the load: after a slurmctld restart every node is such a
+ * node until its slurmd registers again. Its jobs are left alone meanwhile.
+ */
+static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
+		     int i, time_t now)
+{
+	time_t wait = slurm_conf.slurmd_timeout ? slurm_conf.slurmd_timeout
+						: COPUS__REGISTER_WAIT;
+
+	if (now >= s->started + wait || IS_NODE_DOWN(node_ptr) ||
+	    IS_NODE_DRAIN(node_ptr) || IS_NODE_FAIL(node_ptr))
+		return false;
+	if (node_ptr->last_response >= s->started)
+		return false;
+	return IS_NODE_NO_RESPOND(node_ptr) ||
+	       !(avail_node_bitmap && bit_test(avail_node_bitmap, i));
+}
+
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
-			      job_record_t *job_ptr, int *cap)
+			      job_record_t *job_ptr, int *cap,
+			      const bool *unheard)
 {
 	struct copus__round_job *j = _rj_new(r, cap);
 	struct copus__rescale *x;
@@ -224,6 +254,24 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	_job_alloc(r, job_ptr, j);
 	if (j->nalloc == 0) {
 		/* No GPUs: nothing for the policy. */
+		_rj_free(j);
+		r->nrj--;
+		return;
+	}
+	x = copus__rescale_find(s, job_ptr->job_id);
+	for (k = 0; !(x && !x->gave_up) && k < j->nalloc; k++) {
+		if (!unheard[j->alloc[k].node])
+			continue;
+		/* Not heard from since the start: not a reason to move it.
+		 * Its GPUs count as taken. */
+		if (!s->grace_logged)
+			info("%s: leaving running jobs alone until their nodes register again (at most %lds after the start), e.g. JobId=%u on %s",
+			     plugin_type,
+			     (long)(slurm_conf.slurmd_timeout ?
+				    slurm_conf.slurmd_timeout :
+				    COPUS__REGISTER_WAIT),
+			     job_ptr->job_id, r->names[j->alloc[k].node]);
+		s->grace_logged = true;
 		_rj_free(j);
 		r->nrj--;
 		return;
@@ -244,7 +292,6 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	j->nodelist = xstrdup(job_ptr->nodes);
 	_job_attrs(job_ptr, j->app, sizeof(j->app), j->user, sizeof(j->user));
 	in = _job_info(s, job_ptr, j, r->when);
-	x = copus__rescale_find(s, j->id);
 	if (x && !x->gave_up) {
 		j->in_rescale = true;
 		if (in && in->have_hint &&
