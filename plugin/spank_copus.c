@@ -7,7 +7,9 @@
  *                        separated, for example a100,v100
  *
  * The values are checked when the job is submitted; a bad value makes the
- * submission fail with a message that says what is wrong. Good values are
+ * submission fail with a message that says what is wrong. --elastic is for
+ * batch jobs only: sched/copus resizes a job by requeueing it, which srun
+ * and salloc cannot survive, so they refuse it. Good values are
  * put in the job control environment (spank_job_control_setenv) as
  * COPUS_ELASTIC=MIN-MAX and COPUS_GPU_TYPES=LIST, which slurmctld keeps in
  * the job record (job_ptr->spank_job_env) where sched/copus reads them.
@@ -22,6 +24,7 @@
  * Built against the public <slurm/spank.h> only; add to plugstack.conf:
  *   optional /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_copus.so
  */
+#define _GNU_SOURCE /* program_invocation_short_name */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -145,6 +148,22 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 
 	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
 		return 0;
+	/*
+	 * srun inside a job starts a step of it: the job's own options reach
+	 * it through the environment and concern the job, not the step.
+	 */
+	if (ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID"))
+		return 0;
+	/* sbatch and salloc share the allocator context: tell them apart. */
+	if (_elastic[0] &&
+	    (ctx == S_CTX_LOCAL ||
+	     strcmp(program_invocation_short_name, "salloc") == 0)) {
+		slurm_error("copus: --elastic works only with sbatch: an elastic "
+			    "job is resized by requeueing it, and an interactive "
+			    "job (%s) cannot be requeued",
+			    ctx == S_CTX_LOCAL ? "srun" : "salloc");
+		return -1;
+	}
 	if (_types[0] && !_elastic[0]) {
 		/*
 		 * A rigid job names its GPU type with --gres=gpu:TYPE:N;

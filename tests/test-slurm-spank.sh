@@ -46,6 +46,22 @@ reject "listed twice" --elastic=1-2 --gpu-types=a100,a100
 reject "not allowed in a GPU type" --elastic=1-2 '--gpu-types=a100;v100'
 reject "--gpu-types needs --elastic" --gpu-types=a100
 
+# Interactive jobs cannot be requeued, so they cannot be elastic.
+for cmd in srun salloc; do
+	if $cmd --gres=gpu:1 --elastic=1-2 true >"$TMP/out" 2>"$TMP/err"; then
+		fail "$cmd accepted --elastic"
+	fi
+	grep -qF -- "--elastic works only with sbatch" "$TMP/err" ||
+		fail "$cmd --elastic failed without saying why: $(cat "$TMP/err")"
+	echo "rejected $cmd --elastic: $(grep -F -- '--elastic works' "$TMP/err" | head -n 1)"
+done
+# ...while the steps of an elastic batch job still run with srun.
+st=$(sbatch --parsable -o "$TMP/step.out" --gres=gpu:1 --elastic=1-2 \
+	--wrap 'srun -n1 true; echo "srun rc=$?"') || fail "sbatch of the srun job"
+wait_state "$st" COMPLETED 60 || fail "the elastic job with a step did not complete"
+grep -qx 'srun rc=0' "$TMP/step.out" ||
+	fail "srun inside an elastic batch job failed: $(cat "$TMP/step.out")"
+
 # The admin's checkpoint interval, and a job's own that wins over it.
 env1=$(sbatch --parsable -o "$TMP/env1.out" \
 	--wrap 'echo "interval=${COPUS_CKPT_INTERVAL:-unset}"') || fail "sbatch env1"
