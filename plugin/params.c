@@ -50,11 +50,24 @@ static void _report(void (*report)(const char *, void *), void *arg,
 		report(msg, arg);
 }
 
+/* Reports a bad value of key, and the value that stays (stays_fmt). */
+static void _report_stays(void (*report)(const char *, void *), void *arg,
+			  const char *what, const char *key, const char *val,
+			  const char *stays)
+{
+	char msg[320];
+
+	snprintf(msg, sizeof(msg), "SchedulerParameters: %s%s%s %s; %s stays "
+		 "%s", key, val ? "=" : "", val ? val : "", what, key, stays);
+	if (report)
+		report(msg, arg);
+}
+
 /* Handles one "key=value" item; returns 1 on a copus_ error, else 0. */
 static int _param(const char *item, struct copus__params *p,
 		  void (*report)(const char *, void *), void *arg)
 {
-	char key[64];
+	char key[64], what[96], stays[40];
 	const char *eq = strchr(item, '=');
 	const char *val;
 	size_t klen;
@@ -78,18 +91,19 @@ static int _param(const char *item, struct copus__params *p,
 
 		if (strcmp(key, k->name))
 			continue;
+		snprintf(what, sizeof(what), "%s a whole number from %ld to "
+			 "%ld%s", val && *val ? "is not" : "needs a value (",
+			 k->min, k->max, val && *val ? "" : ")");
+		snprintf(stays, sizeof(stays), "%d",
+			 *(int *)((char *)p + k->off));
 		if (!val || !*val) {
-			_report(report, arg, "SchedulerParameters: %s needs a "
-				"value%s (a whole number from %ld to %ld)",
-				key, "", k->min, k->max);
+			_report_stays(report, arg, what, key, NULL, stays);
 			return 1;
 		}
 		errno = 0;
 		v = strtol(val, &end, 10);
 		if (errno || *end || v < k->min || v > k->max) {
-			_report(report, arg, "SchedulerParameters: %s=%s is not "
-				"a whole number from %ld to %ld; using the "
-				"default", key, val, k->min, k->max);
+			_report_stays(report, arg, what, key, val, stays);
 			return 1;
 		}
 		*(int *)((char *)p + k->off) = (int)v;
@@ -103,9 +117,9 @@ static int _param(const char *item, struct copus__params *p,
 			      *c == ':' || *c == ',' || *c == '-' || *c == '_'))
 				break;
 		if (!val || !*val || *c || strlen(val) >= sizeof(p->policy)) {
-			_report(report, arg, "SchedulerParameters: %s=%s is not "
-				"a policy name such as copus, pollux or fifo; "
-				"using copus", key, val ? val : "", 0, 0);
+			_report_stays(report, arg, "is not a policy name such "
+				      "as copus, pollux or fifo", key,
+				      val ? val : "", p->policy);
 			return 1;
 		}
 		snprintf(p->policy, sizeof(p->policy), "%s", val);
@@ -115,18 +129,17 @@ static int _param(const char *item, struct copus__params *p,
 		char *end;
 		double v;
 
+		snprintf(stays, sizeof(stays), "%g", p->fairness);
 		if (!val || !*val) {
-			_report(report, arg, "SchedulerParameters: %s needs a "
-				"value%s (a number from %ld to %ld)", key, "",
-				-10, 1);
+			_report_stays(report, arg, "needs a value (a number from "
+				      "-10 to 1)", key, NULL, stays);
 			return 1;
 		}
 		errno = 0;
 		v = strtod(val, &end);
 		if (errno || *end || !isfinite(v) || v < -10.0 || v > 1.0) {
-			_report(report, arg, "SchedulerParameters: %s=%s is not "
-				"a number from %ld to %ld; using the default",
-				key, val, -10, 1);
+			_report_stays(report, arg, "is not a number from -10 "
+				      "to 1", key, val, stays);
 			return 1;
 		}
 		p->fairness = v;
@@ -167,4 +180,86 @@ int copus__params_parse(const char *sched_params, struct copus__params *p,
 		s = comma ? comma + 1 : NULL;
 	}
 	return errors;
+}
+
+int copus__list_has(const char *list, long n)
+{
+	const char *s = list;
+	char *end;
+
+	while (s && *s) {
+		long lo = strtol(s, &end, 10), hi = lo;
+
+		if (end == s)
+			return 0;
+		if (*end == '-') {
+			s = end + 1;
+			hi = strtol(s, &end, 10);
+			if (end == s)
+				return 0;
+		}
+		if (lo <= n && n <= hi)
+			return 1;
+		if (*end != ',')
+			return 0;
+		s = end + 1;
+	}
+	return 0;
+}
+
+/* Whether SchedulerParameters holds the item exactly. */
+static int _has_item(const char *params, const char *item)
+{
+	size_t n = strlen(item);
+	const char *s = params;
+
+	while (s && *s) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+
+		if (len == n && !strncmp(s, item, n))
+			return 1;
+		s = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+int copus__config_check(const struct copus__slurm_view *v,
+			void (*report)(const char *msg, void *arg), void *arg)
+{
+	static const struct {
+		int code;
+		const char *msg;
+	} warnings[] = {
+		{ 1, "SchedulerParameters has no sched_interval=-1: Slurm's "
+		     "own FIFO pass starts jobs too, on nodes that sched/copus "
+		     "did not choose for them" },
+		{ 2, "SchedulerParameters has no defer: Slurm starts srun and "
+		     "salloc jobs at submission, outside the policy" },
+		{ 3, "SelectTypeParameters has CR_*_Memory, but there is no "
+		     "DefMemPerCPU, DefMemPerGPU or DefMemPerNode: a job that "
+		     "asks for no memory gets all of a node's, and the node's "
+		     "other GPUs stay idle" },
+		{ 4, "RequeueExit does not hold 75: Slurm does not requeue a "
+		     "job that exits with 75 after its checkpoint; sched/copus "
+		     "requeues it a round later" },
+		{ 5, "JobRequeue=0: an elastic job submitted without "
+		     "--requeue cannot be requeued, so it is never rescaled" },
+	};
+	int bad[6] = { 0 }, n = 0;
+	unsigned i;
+
+	bad[1] = !_has_item(v->sched_params, "sched_interval=-1");
+	bad[2] = !_has_item(v->sched_params, "defer");
+	bad[3] = v->cr_memory && !v->def_mem;
+	bad[4] = !v->requeue_exit || !copus__list_has(v->requeue_exit, 75);
+	bad[5] = !v->job_requeue;
+	for (i = 0; i < sizeof(warnings) / sizeof(warnings[0]); i++) {
+		if (!bad[warnings[i].code])
+			continue;
+		n++;
+		if (report)
+			report(warnings[i].msg, arg);
+	}
+	return n;
 }

@@ -24,13 +24,39 @@ struct copus__params {
 void copus__params_default(struct copus__params *p);
 
 /*
- * Parses SchedulerParameters (comma separated, may be NULL). Keys that do
- * not start with "copus_" belong to Slurm and are skipped. Every bad copus_
- * key or value is reported through report(msg, arg) with a message naming
- * the key and the value, and leaves that setting at its default. Returns
- * the number of errors.
+ * Parses SchedulerParameters (comma separated, may be NULL) into *p, from
+ * the defaults. Keys that do not start with "copus_" belong to Slurm and
+ * are skipped. Every bad copus_ key or value is reported through
+ * report(msg, arg) with a message naming the key, the value and the value
+ * that stays in effect (the default, or the key's last good value earlier
+ * in the list). Returns the number of errors.
  */
 int copus__params_parse(const char *sched_params, struct copus__params *p,
 			void (*report)(const char *msg, void *arg), void *arg);
+
+/*
+ * What sched/copus needs of the rest of slurm.conf, copied out of Slurm's
+ * configuration so that the checks below run without a slurmctld.
+ */
+struct copus__slurm_view {
+	const char *sched_params;	/* SchedulerParameters */
+	int cr_memory;			/* SelectTypeParameters=CR_*_Memory */
+	int def_mem;			/* DefMemPerCPU, DefMemPerNode or
+					 * DefMemPerGPU, global or on every
+					 * partition */
+	const char *requeue_exit;	/* RequeueExit, NULL when unset */
+	int job_requeue;		/* JobRequeue */
+};
+
+/*
+ * Checks the settings sched/copus relies on and reports each one missing
+ * through report(msg, arg), saying what goes wrong without it. Returns the
+ * number of warnings.
+ */
+int copus__config_check(const struct copus__slurm_view *v,
+			void (*report)(const char *msg, void *arg), void *arg);
+
+/* Whether a Slurm list of numbers and ranges ("1-10,75") holds n. */
+int copus__list_has(const char *list, long n);
 
 #endif /* COPUS_PLUGIN_PARAMS_H */

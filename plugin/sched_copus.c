@@ -77,10 +77,64 @@ static void _report_param(const char *msg, void *arg)
 	error("%s: %s", plugin_type, msg);
 }
 
+static void _report_config(const char *msg, void *arg)
+{
+	error("%s: slurm.conf: %s", plugin_type, msg);
+}
+
+/* A job_defaults_t list holds a default memory per GPU. */
+static int _mem_per_gpu(void *x, void *key)
+{
+	job_defaults_t *d = x;
+
+	return d->type == JOB_DEF_MEM_PER_GPU && d->value;
+}
+
+/*
+ * Whether every partition gets a default memory (DefMemPerCPU,
+ * DefMemPerNode or DefMemPerGPU), its own or the cluster's.
+ */
+static bool _def_mem_everywhere(void)
+{
+	ListIterator it;
+	part_record_t *part_ptr;
+	bool all = true;
+
+	if (slurm_conf.def_mem_per_cpu ||
+	    (slurm_conf.job_defaults_list &&
+	     list_find_first(slurm_conf.job_defaults_list, _mem_per_gpu,
+			     NULL)))
+		return true;
+	if (!part_list || !list_count(part_list))
+		return false;
+	it = list_iterator_create(part_list);
+	while ((part_ptr = list_next(it)))
+		if (!part_ptr->def_mem_per_cpu &&
+		    !(part_ptr->job_defaults_list &&
+		      list_find_first(part_ptr->job_defaults_list,
+				      _mem_per_gpu, NULL)))
+			all = false;
+	list_iterator_destroy(it);
+	return all;
+}
+
+/*
+ * Reads the copus_ keys and checks the rest of slurm.conf (called with the
+ * configuration and partitions read-locked).
+ */
 static void _load_params(struct copus__sched *s)
 {
+	struct copus__slurm_view v = {
+		.sched_params = slurm_conf.sched_params,
+		.cr_memory = (slurm_conf.select_type_param & CR_MEMORY) != 0,
+		.def_mem = _def_mem_everywhere(),
+		.requeue_exit = slurm_conf.requeue_exit,
+		.job_requeue = slurm_conf.job_requeue != 0,
+	};
+
 	copus__params_parse(slurm_conf.sched_params, &s->params, _report_param,
 			    NULL);
+	copus__config_check(&v, _report_config, NULL);
 	info("%s: policy %s, interval %ds, restart delay %ds, restart cost "
 	     "%ds, checkpoint deadline %ds, fairness %.2f, at most %d pending "
 	     "jobs per round", plugin_type, s->params.policy,
@@ -163,7 +217,8 @@ static void *_agent(void *arg)
 {
 	struct copus__sched *s = arg;
 	struct timespec ts;
-	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK,
+	/* The configuration and partitions, read (_load_params). */
+	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, READ_LOCK,
 				  NO_LOCK };
 	char *dir;
 	int i;

@@ -67,6 +67,82 @@ static void bad_params_are_reported_by_key_and_value(void)
 	CU_ASSERT_EQUAL(_reports, 5);
 }
 
+static void a_rejected_key_names_the_value_that_stays(void)
+{
+	struct copus__params p;
+
+	_reports = 0;
+	CU_ASSERT_EQUAL(copus__params_parse("copus_interval=5,copus_interval=x",
+					    &p, _collect, NULL), 1);
+	CU_ASSERT_EQUAL(p.interval, 5);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_interval=x"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_interval stays 5"));
+	CU_ASSERT_EQUAL(copus__params_parse("copus_max_jobs=", &p, _collect,
+					    NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_max_jobs stays 1000"));
+	CU_ASSERT_EQUAL(copus__params_parse("copus_fairness=0.5,"
+					    "copus_fairness=7", &p, _collect,
+					    NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_fairness stays 0.5"));
+	ASSERT_CLOSE(p.fairness, 0.5, 1e-12);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=pollux,"
+					    "copus_policy=a/b", &p, _collect,
+					    NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_policy stays pollux"));
+	CU_ASSERT_STRING_EQUAL(p.policy, "pollux");
+	CU_ASSERT_EQUAL(_reports, 4);
+}
+
+static void requeue_exit_lists_are_read(void)
+{
+	CU_ASSERT_TRUE(copus__list_has("75", 75));
+	CU_ASSERT_TRUE(copus__list_has("1-10,75", 75));
+	CU_ASSERT_TRUE(copus__list_has("70-80", 75));
+	CU_ASSERT_FALSE(copus__list_has("1-10,76", 75));
+	CU_ASSERT_FALSE(copus__list_has("", 75));
+	CU_ASSERT_FALSE(copus__list_has(NULL, 75));
+	CU_ASSERT_FALSE(copus__list_has("x75", 75));
+}
+
+static void missing_settings_are_warned_about(void)
+{
+	struct copus__slurm_view good = {
+		.sched_params = "sched_interval=-1,defer,copus_interval=10",
+		.cr_memory = 1, .def_mem = 1, .requeue_exit = "75",
+		.job_requeue = 1,
+	}, v;
+
+	_reports = 0;
+	CU_ASSERT_EQUAL(copus__config_check(&good, _collect, NULL), 0);
+	CU_ASSERT_EQUAL(_reports, 0);
+	v = good;
+	v.sched_params = "defer,sched_interval=60";
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "sched_interval=-1"));
+	v = good;
+	v.sched_params = "sched_interval=-1,deferx";
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "no defer"));
+	v = good;
+	v.def_mem = 0;
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "DefMemPerCPU"));
+	v.cr_memory = 0;
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 0);
+	v = good;
+	v.requeue_exit = NULL;
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "RequeueExit"));
+	v.requeue_exit = "1-74";
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+	v = good;
+	v.job_requeue = 0;
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "JobRequeue=0"));
+	v.sched_params = NULL;
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 3);
+}
+
 static void elastic_values_are_checked(void)
 {
 	char why[128];
@@ -247,6 +323,9 @@ int main(void)
 	static const struct test_case tests[] = {
 		TEST(params_are_parsed_and_slurm_keys_skipped),
 		TEST(bad_params_are_reported_by_key_and_value),
+		TEST(a_rejected_key_names_the_value_that_stays),
+		TEST(requeue_exit_lists_are_read),
+		TEST(missing_settings_are_warned_about),
 		TEST(elastic_values_are_checked),
 		TEST(gpu_type_lists_are_checked),
 		TEST(hint_models_follow_type_names_with_default),
