@@ -39,7 +39,11 @@ void copus__act(struct copus__round *r)
 	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, WRITE_LOCK,
 				   READ_LOCK, READ_LOCK };
 	int i, started = 0;
+	char over[96];
 
+	snprintf(over, sizeof(over), "copus: not among the %d jobs of highest "
+		 "priority that a round considers (copus_max_jobs)",
+		 r->max_jobs);
 	lock_slurmctld(locks);
 	if (node_record_count != r->nnodes) {
 		/* Nodes were reconfigured during the decision: next round. */
@@ -77,6 +81,12 @@ void copus__act(struct copus__round *r)
 				    "copus: its decided nodes were not free");
 		}
 		FREE_NULL_BITMAP(allow);
+	}
+	for (i = 0; i < r->nover; i++) {
+		job_record_t *job_ptr = find_job_record(r->over[i]);
+
+		if (job_ptr && IS_JOB_PENDING(job_ptr) && job_ptr->priority)
+			_set_reason(job_ptr, WAIT_PRIORITY, over);
 	}
 	unlock_slurmctld(locks);
 	if (started) {

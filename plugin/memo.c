@@ -51,6 +51,7 @@ struct copus__memo *copus__memo_get(struct copus__sched *s, uint32_t id)
 		(s->nmemo - lo) * sizeof(*s->memo));
 	memset(&s->memo[lo], 0, sizeof(*s->memo));
 	s->memo[lo].id = id;
+	s->memo[lo].stale_rc = -1;
 	s->nmemo++;
 	return &s->memo[lo];
 }

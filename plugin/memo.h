@@ -33,6 +33,8 @@ struct copus__memo {
 	uint64_t comment_hash;		/* the Comment last parsed */
 	bool have_hint;
 	copus_hint hint;		/* last good hint */
+	int stale_rc;			/* run of the last stale hint logged,
+					 * -1 none */
 	int rate_rc;			/* run the rate was measured in */
 	double base_prog, base_t, rate;	/* first hint of that run, rate */
 	char reason[64];		/* last decision's reason */
@@ -57,6 +59,8 @@ struct copus__rescale {
 	bool gave_up;			/* no answer: not asked again until
 					 * the restart delay has passed */
 	bool requeue_sent;		/* the plugin requeued it */
+	bool revived;			/* requeued after it ended of the
+					 * request (not saved) */
 	time_t pending_since;		/* first seen requeued (not saved) */
 };
 

@@ -126,6 +126,23 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			break;
 		}
 	}
+	/* Jobs that ended of the request: back to the queue. */
+	for (i = 0; i < r->nrevive; i++) {
+		const struct copus__revive *v = &r->revive[i];
+		struct copus__rescale *x = copus__rescale_find(s, v->id);
+
+		if (x)
+			x->requeue_sent = true;
+		if (slurm_requeue(v->id, 0) != SLURM_SUCCESS) {
+			error("%s: JobId=%u %s after it was asked to "
+			      "checkpoint, and cannot be requeued: %m",
+			      plugin_type, v->id, v->why);
+			continue;
+		}
+		info("%s: JobId=%u ended (%s) after it was asked to "
+		     "checkpoint; requeued to resume from its checkpoint",
+		     plugin_type, v->id, v->why);
+	}
 	/* The rescale table: restarted, vanished, late and stale entries. */
 	for (i = 0; i < s->nrescales;) {
 		struct copus__rescale *x = &s->rescales[i];

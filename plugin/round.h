@@ -51,6 +51,9 @@ struct copus__round_job {
 	uint32_t id;
 	bool running;
 	bool rigid;
+	bool silent;			/* elastic, but no valid hint from its
+					 * current run: kept as it is, like a
+					 * rigid job, and never signalled */
 	bool in_rescale;		/* in the rescale table, not given up */
 	bool waits_release;		/* requeued for a rescale, not yet
 					 * allowed to start again */
@@ -84,6 +87,18 @@ struct copus__round_job {
 };
 
 /*
+ * A job that ended after it was asked to checkpoint in its current run:
+ * it died of the rescale signal or exited with something other than the
+ * requeue code (its script does not exec its trainer), or it finished
+ * after reporting its checkpoint. The requests phase requeues it, so that
+ * it resumes from its checkpoint instead of failing.
+ */
+struct copus__revive {
+	uint32_t id;
+	char why[48];			/* how it ended, for the log */
+};
+
+/*
  * What a round works on: the copies of phase 1, which the snapshot
  * allocates and frees, and the decisions, which the decision allocates and
  * frees.
@@ -103,6 +118,10 @@ struct copus__round {
 	int nrj, npending, nrunning;
 	copus_history_entry *obs;	/* jobs that completed, to learn */
 	int nobs;
+	struct copus__revive *revive;	/* jobs that ended of being asked */
+	int nrevive;
+	uint32_t *over;			/* pending jobs beyond the round's */
+	int nover, over_cap, max_jobs;	/* max_jobs (copus_max_jobs) */
 
 	/* The decision's (phase 2). */
 	const char *type_ptrs[COPUS_MAX_GPU_TYPES];

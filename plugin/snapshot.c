@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "slurm/slurm.h"
@@ -58,6 +59,9 @@ static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
 
 /* A job's record: its service, its hint, its completion */
 static uint64_t _hash(const char *s);
+static bool _hint_run_ok(job_record_t *job_ptr, const copus_hint *h);
+static bool _ended_of_request(struct copus__sched *s, struct copus__round *r,
+			      job_record_t *job_ptr);
 static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
 		      struct copus__memo *in);
 static struct copus__memo *_job_info(struct copus__sched *s,
@@ -67,6 +71,8 @@ static void _learn(struct copus__sched *s, struct copus__round *r,
 		   job_record_t *job_ptr);
 
 /* The round's jobs */
+static uint32_t _priority_cut(int max_jobs);
+static void _overflow(struct copus__round *r, uint32_t id);
 static struct copus__round_job *_rj_new(struct copus__round *r, int *cap);
 static void _rj_free(struct copus__round_job *j);
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
@@ -89,10 +95,12 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	job_record_t *job_ptr;
 	ListIterator it;
 	int i, k, cap = 0, *managed;
+	uint32_t cut;
 	bool *unheard;
 
 	lock_slurmctld(locks);
 	r->when = time(NULL);
+	r->max_jobs = s->params.max_jobs;
 	r->state_dir = xstrdup(slurm_conf.state_save_location);
 	r->nnodes = node_record_count;
 	r->nodes = xcalloc(r->nnodes + 1, sizeof(*r->nodes));
@@ -117,6 +125,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		r->ntypes = 1;
 		snprintf(r->types[0], sizeof(r->types[0]), "gpu");
 	}
+	cut = _priority_cut(s->params.max_jobs);
 	it = list_iterator_create(job_list);
 	while ((job_ptr = list_next(it))) {
 		struct job_details *d = job_ptr->details;
@@ -131,6 +140,9 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 			_snapshot_running(s, r, job_ptr, &cap, unheard);
 			continue;
 		}
+		if (IS_JOB_FINISHED(job_ptr) && !IS_JOB_COMPLETING(job_ptr) &&
+		    _ended_of_request(s, r, job_ptr))
+			continue;
 		if (IS_JOB_COMPLETE(job_ptr) && !IS_JOB_COMPLETING(job_ptr)) {
 			_learn(s, r, job_ptr);
 			continue;
@@ -152,9 +164,13 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 			startable = false;
 			requeued = true;
 		} else {
-			if (r->npending >= s->params.max_jobs ||
-			    !_job_startable(job_ptr))
+			if (!_job_startable(job_ptr))
 				continue;
+			if (r->npending >= s->params.max_jobs ||
+			    job_ptr->priority < cut) {
+				_overflow(r, job_ptr->job_id);
+				continue;
+			}
 			startable = true;
 		}
 		j = _rj_new(r, &cap);
@@ -292,6 +308,17 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	j->nodelist = xstrdup(job_ptr->nodes);
 	_job_attrs(job_ptr, j->app, sizeof(j->app), j->user, sizeof(j->user));
 	in = _job_info(s, job_ptr, j, r->when);
+	if (!j->rigid && !(x && !x->gave_up) &&
+	    !(in && in->have_hint && in->hint.restart_count == j->restarts)) {
+		/*
+		 * It has not spoken the protocol in this run (no libcopus, or
+		 * not yet): the rescale signal could kill it. It keeps its
+		 * GPUs as a rigid job does until it publishes a hint.
+		 */
+		j->rigid = j->silent = true;
+		j->reason = "copus: no hint from its current run: keeps its "
+			    "GPUs";
+	}
 	if (x && !x->gave_up) {
 		j->in_rescale = true;
 		if (in && in->have_hint &&
@@ -303,6 +330,55 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 		}
 	}
 	r->nrunning++;
+}
+
+static int _cmp_prio_desc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x > y ? -1 : x < y;
+}
+
+/*
+ * The least priority a pending job needs to be among the max_jobs that a
+ * round considers: the max_jobs-th highest priority of the pending jobs,
+ * or 0 when there are no more of them than that. Slurm's job list is in
+ * no useful order, so the jobs a round considers are chosen by priority,
+ * as Slurm's own schedulers would.
+ */
+static uint32_t _priority_cut(int max_jobs)
+{
+	ListIterator it = list_iterator_create(job_list);
+	job_record_t *job_ptr;
+	uint32_t *prio = NULL, cut = 0;
+	int n = 0, cap = 0;
+
+	while ((job_ptr = list_next(it))) {
+		if (!IS_JOB_PENDING(job_ptr) || job_ptr->priority == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			xrecalloc(prio, cap, sizeof(*prio));
+		}
+		prio[n++] = job_ptr->priority;
+	}
+	list_iterator_destroy(it);
+	if (n > max_jobs && max_jobs > 0) {
+		qsort(prio, n, sizeof(*prio), _cmp_prio_desc);
+		cut = prio[max_jobs - 1];
+	}
+	xfree(prio);
+	return cut;
+}
+
+/* A pending job that this round does not consider (r->over). */
+static void _overflow(struct copus__round *r, uint32_t id)
+{
+	if (r->nover == r->over_cap) {
+		r->over_cap = r->over_cap ? 2 * r->over_cap : 256;
+		xrecalloc(r->over, r->over_cap, sizeof(*r->over));
+	}
+	r->over[r->nover++] = id;
 }
 
 static struct copus__round_job *_rj_new(struct copus__round *r, int *cap)
@@ -338,6 +414,8 @@ void copus__snapshot_free(struct copus__round *r)
 	xfree(r->cfg);
 	xfree(r->state_dir);
 	xfree(r->nodes);
+	xfree(r->revive);
+	xfree(r->over);
 	xfree(r->obs);
 	memset(r, 0, sizeof(*r));
 }
@@ -574,6 +652,49 @@ static bool _slurm_requeued(job_record_t *job_ptr, time_t now)
 	return wait >= lifetime && wait <= lifetime + 1;
 }
 
+/*
+ * A job that ended after it was asked to checkpoint in the run that
+ * ended: it failed (died of the rescale signal, or its script went on
+ * after its trainer exited with the requeue code and then failed), or it
+ * completed after reporting its checkpoint (its script does not exec its
+ * trainer). Such a job is queued for a requeue (r->revive), once. A job
+ * that completed without reporting a checkpoint is done; a cancelled one
+ * stays cancelled; Slurm requeues a node failure itself.
+ */
+static bool _ended_of_request(struct copus__sched *s, struct copus__round *r,
+			      job_record_t *job_ptr)
+{
+	struct copus__rescale *x = copus__rescale_find(s, job_ptr->job_id);
+	struct copus__memo *in = copus__memo_find(s, job_ptr->job_id);
+	struct copus__revive *v;
+	uint32_t ec = job_ptr->exit_code;
+	bool ckpt;
+
+	if (!x || x->revived || x->rc != (int)job_ptr->restart_cnt)
+		return false;
+	ckpt = in && in->have_hint &&
+	       in->hint.state == COPUS_STATE_CHECKPOINTED &&
+	       in->hint.restart_count == (int)job_ptr->restart_cnt;
+	if (!IS_JOB_FAILED(job_ptr) && !(IS_JOB_COMPLETE(job_ptr) && ckpt))
+		return false;
+	x->revived = true;
+	if (in)
+		in->seen = true;
+	xrecalloc(r->revive, r->nrevive + 1, sizeof(*r->revive));
+	v = &r->revive[r->nrevive++];
+	v->id = job_ptr->job_id;
+	if (IS_JOB_COMPLETE(job_ptr))
+		snprintf(v->why, sizeof(v->why), "completed after its "
+			 "checkpoint");
+	else if (WIFSIGNALED(ec))
+		snprintf(v->why, sizeof(v->why), "died of signal %d",
+			 WTERMSIG(ec));
+	else
+		snprintf(v->why, sizeof(v->why), "failed with exit code %d",
+			 WEXITSTATUS(ec));
+	return true;
+}
+
 /* The predictor's attributes of a job: its name and its user. */
 static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
 		       char *user, size_t ulen)
@@ -594,6 +715,22 @@ static uint64_t _hash(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
 	return h;
+}
+
+/*
+ * Whether a hint may come from the job's current run: a running job's
+ * hint must carry its restart count; a pending job's may also come from
+ * the run before (its last words before it was requeued). Anything else
+ * is a run that is not the job's (an old run still going on a node that
+ * Slurm gave up on) or a forgery.
+ */
+static bool _hint_run_ok(job_record_t *job_ptr, const copus_hint *h)
+{
+	int rc = (int)job_ptr->restart_cnt;
+
+	if (h->restart_count == rc)
+		return true;
+	return IS_JOB_PENDING(job_ptr) && h->restart_count + 1 == rc;
 }
 
 /*
@@ -627,6 +764,16 @@ static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
 	if (h.job_id != job_ptr->job_id) {
 		error("%s: %pJ: ignoring its hint: it names job %u",
 		      plugin_type, job_ptr, h.job_id);
+		return;
+	}
+	if (!_hint_run_ok(job_ptr, &h)) {
+		/* Logged once per run that writes them. */
+		if (h.restart_count != in->stale_rc)
+			error("%s: %pJ: ignoring its hint: it comes from run "
+			      "%d (rc), the job's current run is %u",
+			      plugin_type, job_ptr, h.restart_count,
+			      job_ptr->restart_cnt);
+		in->stale_rc = h.restart_count;
 		return;
 	}
 	if (h.clamped)

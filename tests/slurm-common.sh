@@ -73,8 +73,9 @@ need_plugin() {
 # Run as: sbatch ... FILE OUT [MODE]; it appends "start restart=R gpus=G
 # step=S" and "checkpoint step=S" lines to OUT. MODE: "hint" (default:
 # on SIGUSR1 checkpoint, publish st=checkpointed and wait to be requeued),
-# "exit75" (checkpoint after 3 s, exit with 75) or "stubborn" (ignore
-# SIGUSR1).
+# "exit75" (checkpoint after 3 s, exit with 75), "stubborn" (ignore
+# SIGUSR1) or "die" (checkpoint every 10 steps and die of SIGUSR1, as a
+# script that does not exec its trainer does).
 hint_job() {
 	cat >"$1" <<'JOB'
 #!/bin/bash
@@ -87,7 +88,11 @@ hint() {
 	scontrol update jobid="$SLURM_JOB_ID" comment="copus1:{\"v\":1,\"job\":$SLURM_JOB_ID,\"st\":\"$1\",\"step\":$step,\"rc\":${SLURM_RESTART_COUNT:-0},\"t\":$(date +%s),\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":$step,\"tgt\":100000,\"perf\":{\"a100\":[0.02,0.002,0.05,0.002,0.005,0.0005,1.5],\"v100\":[0.04,0.004,0.05,0.002,0.005,0.0005,1.5]}}" 2>>"$out.err"
 }
 ask=0
-if [ "$mode" = stubborn ]; then trap '' USR1; else trap 'ask=1' USR1; fi
+case $mode in
+stubborn) trap '' USR1 ;;
+die) trap - USR1 ;;
+*) trap 'ask=1' USR1 ;;
+esac
 # Requeued by the scheduler: the checkpoint is on disk already.
 trap 'exit 0' TERM
 hint running
@@ -104,6 +109,9 @@ while :; do
 		step=$((step + 1))
 		# A progress report every second or so (libcopus: every 30 s).
 		[ $((step % 10)) = 0 ] && hint running
+		if [ "$mode" = die ] && [ $((step % 10)) = 0 ]; then
+			echo "$step" >"$ckpt.new" && mv "$ckpt.new" "$ckpt"
+		fi
 	fi
 	sleep 0.1
 done

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Hints under sched/copus: a job's Comment carries its goodput model; the
-# plugin parses it strictly. Malformed, out-of-range, foreign and oversized
-# hints are ignored and logged once (the message names the field and the
+# plugin parses it strictly. Malformed, out-of-range, foreign, other runs'
+# and oversized hints are ignored and logged once (the message names the field and the
 # value), clamped values are logged, the last good hint is kept, and the
 # plugin keeps scheduling.
 . "$(dirname "$0")/slurm-common.sh"
@@ -48,6 +48,10 @@ set_comment "copus1:{\"v\":1,\"job\":$e,\"evil\":1,$good}"
 wait_log "JobId=$e: ignoring its hint .*evil"
 set_comment "copus1:{\"v\":1,\"job\":$((e + 1000)),$good}"
 wait_log "JobId=$e: ignoring its hint: it names job $((e + 1000))"
+# A hint from another run of the job (an old run still going on a node
+# Slurm gave up on, or a forgery) is not the current run's.
+set_comment "copus1:{\"v\":1,\"job\":$e,${good/\"rc\":0/\"rc\":5}}"
+wait_log "JobId=$e: ignoring its hint: it comes from run 5 \\(rc\\), the job's current run is 0"
 set_comment "copus1:{\"v\":1,\"job\":$e,${good/1.5]/50]}}"
 wait_log "JobId=$e: its hint had 1 value\\(s\\) out of range, clamped"
 # Oversized: Slurm itself refuses a Comment over 1024 bytes.

@@ -1,0 +1,72 @@
+#!/bin/bash
+# Who sched/copus asks to checkpoint, and what becomes of a job that dies
+# of being asked (one node, 4 a100 GPUs; a rigid job that needs 2 of them
+# arrives while an elastic job holds all 4):
+#  1. An elastic job that has published no hint in its current run (it
+#     does not link libcopus) is never sent the rescale signal: it keeps its
+#     GPUs, the rigid job waits, and the status says why.
+#  2. An elastic job that publishes hints but dies of the rescale signal
+#     (its script does not exec its trainer) is requeued instead of
+#     failing, and resumes from its last checkpoint with fewer GPUs.
+. "$(dirname "$0")/slurm-common.sh"
+
+so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+spank=$(need_plugin spank_copus) || exit $?
+cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
+	--plugin-dir "$(dirname "$so")" \
+	--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=1,copus_checkpoint_deadline=4
+log=$TMP/c/log/slurmctld.log
+status=$TMP/c/state/copus_status
+hint_job "$TMP/job.sh"
+
+# wait_line FILE REGEX SECONDS
+wait_line() {
+	local end=$((SECONDS + $3))
+	until grep -Eq "$2" "$1" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.3
+	done
+}
+
+# 1. No hint, no signal.
+p=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 --elastic=2-4 -t 10 \
+	--wrap 'sleep 600') || fail "sbatch refused the plain elastic job"
+wait_state "$p" RUNNING 30 || fail "the plain elastic job did not start"
+r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 2') ||
+	fail "sbatch refused the rigid job"
+sleep 10
+grep -q "JobId=$p asked to checkpoint" "$log" &&
+	fail "job $p, which published no hint, was asked to checkpoint"
+[ "$(job_field "$p" JobState)" = RUNNING ] ||
+	fail "the plain elastic job is $(job_field "$p" JobState), expected RUNNING"
+[ "$(job_field "$r" JobState)" = PENDING ] ||
+	fail "the rigid job is $(job_field "$r" JobState), expected PENDING"
+grep -Pq "^$p\tRUNNING\telastic:2-4\ta100\t4\t1\t.*no hint from its current run" "$status" ||
+	fail "the status does not say why job $p keeps its GPUs: $(cat "$status")"
+scancel "$p"
+wait_state "$r" COMPLETED 30 || fail "the rigid job did not run once the GPUs were free"
+
+# 2. Dies of the signal: requeued from its checkpoint.
+e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 --elastic=1-4 -t 10 \
+	"$TMP/job.sh" "$TMP/e.out" die) || fail "sbatch refused the elastic job"
+wait_line "$TMP/e.out" '^start restart=0 gpus=4 ' 30 ||
+	fail "the elastic job did not start on 4 GPUs: $(cat "$TMP/e.out" 2>&1)"
+# Its first periodic checkpoint.
+end=$((SECONDS + 30))
+until [ -s "$TMP/e.out.ckpt" ]; do
+	[ $SECONDS -lt $end ] || fail "the elastic job wrote no checkpoint"
+	sleep 0.3
+done
+r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 300') ||
+	fail "sbatch refused the second rigid job"
+wait_line "$log" "JobId=$e asked to checkpoint" 30 ||
+	fail "job $e was not asked to checkpoint for the rigid job"
+wait_line "$TMP/e.out" '^start restart=1 gpus=[12] step=[1-9]' 60 ||
+	fail "job $e did not restart from its checkpoint with fewer GPUs after dying of the signal: $(cat "$TMP/e.out") ($(scontrol -o show job "$e"))"
+grep -Eq "JobId=$e ended .* after it was asked to checkpoint; requeued" "$log" ||
+	fail "the plugin did not log why it requeued job $e"
+wait_state "$e" RUNNING 10 || fail "the requeued job is not running"
+wait_state "$r" RUNNING 10 || fail "the rigid job is not running beside it"
+scancel "$e" "$r"
+"$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' || fail "slurmctld died"
+echo "PASS"

@@ -1,0 +1,40 @@
+#!/bin/bash
+# copus_max_jobs bounds the pending jobs a round considers: they are the
+# ones of highest priority (not the first in Slurm's job list), and every
+# other pending job says why it waits.
+. "$(dirname "$0")/slurm-common.sh"
+
+so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+cluster_up --nodes 1 --gpus a100:1 --sched copus \
+	--plugin-dir "$(dirname "$so")" \
+	--sched-params copus_interval=1,copus_max_jobs=1
+
+# The GPU is busy, so that nothing below starts.
+b=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 10 --wrap 'sleep 300') ||
+	fail "sbatch refused the first job"
+wait_state "$b" RUNNING 30 || fail "the first job did not start"
+# Submitted first, but of the least priority.
+low=$(sbatch --parsable -o /dev/null --nice=10000 --gres=gpu:a100:1 -t 10 \
+	--wrap 'sleep 1') || fail "sbatch refused the nice job"
+high=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 10 --wrap 'sleep 1') ||
+	fail "sbatch refused the second job"
+next=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 10 --wrap 'sleep 1') ||
+	fail "sbatch refused the third job"
+[ "$(job_field "$high" Priority)" -gt "$(job_field "$low" Priority)" ] ||
+	fail "--nice did not lower the priority: $(job_field "$low" Priority) >= $(job_field "$high" Priority)"
+
+# reason ID: the job's pending reason as squeue shows it.
+reason() { squeue -h -j "$1" -o %r; }
+end=$((SECONDS + 15))
+until reason "$low" | grep -q copus_max_jobs &&
+	reason "$next" | grep -q copus_max_jobs; do
+	[ $SECONDS -lt $end ] || fail "the jobs beyond copus_max_jobs do not say why they wait: $low: '$(reason "$low")', $next: '$(reason "$next")'"
+	sleep 0.3
+done
+reason "$high" | grep -q copus_max_jobs &&
+	fail "the job of highest priority was not considered: '$(reason "$high")'"
+echo "high: '$(reason "$high")'; low: '$(reason "$low")'"
+scancel "$b"
+wait_state "$high" COMPLETED 30 || fail "the job of highest priority did not run next"
+scancel "$low" "$next"
+echo "PASS"
