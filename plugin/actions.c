@@ -75,6 +75,9 @@ void copus__act(struct copus__round *r)
 			allow = _allowed(r, j);
 		if (_start(job_ptr, j, allow) == SLURM_SUCCESS) {
 			started++;
+		} else if (!IS_JOB_PENDING(job_ptr)) {
+			/* Cancelled: its deadline cannot be met. */
+			j->action = COPUS__ACT_NONE;
 		} else {
 			j->action = COPUS__ACT_NONE;
 			_set_reason(job_ptr, WAIT_RESOURCES,
@@ -115,11 +118,43 @@ static void _set_reason(job_record_t *job_ptr, uint32_t reason,
  * Starts one job on the decided nodes, as backfill's _start_job() does.
  * allow: the nodes it may use (NULL: wherever Slurm places it).
  */
+/*
+ * The time limit (minutes) a job with a --deadline runs under when it
+ * starts now, as Slurm's own schedulers give it: its limit (or its
+ * partition's default, or maximum, when it has none) cut to the minutes
+ * left before its deadline. 0 when it has no deadline.
+ */
+static uint32_t _deadline_limit(job_record_t *job_ptr, time_t now)
+{
+	uint32_t left, lim = job_ptr->time_limit;
+
+	if (!job_ptr->deadline || job_ptr->deadline == NO_VAL ||
+	    job_ptr->deadline <= now)
+		return 0;
+	left = (uint32_t)((job_ptr->deadline - now) / 60);
+	if (lim == NO_VAL || lim == INFINITE)
+		lim = job_ptr->part_ptr->default_time;
+	if (lim == NO_VAL || lim == INFINITE)
+		lim = job_ptr->part_ptr->max_time;
+	if (lim == NO_VAL || lim == INFINITE)
+		return left;
+	return left < lim ? left : lim;
+}
+
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 		  bitstr_t *allow)
 {
 	bitstr_t *orig_exc = NULL, *avoid = NULL;
+	uint32_t cut, saved = job_ptr->time_limit;
 	int rc;
+
+	/* A job whose deadline can no longer be met is cancelled here. */
+	if (job_ptr->deadline && job_ptr->deadline != NO_VAL &&
+	    !deadline_ok(job_ptr, "sched/copus"))
+		return ESLURM_INVALID_TIME_LIMIT;
+	cut = _deadline_limit(job_ptr, time(NULL));
+	if (cut)
+		job_ptr->time_limit = cut;
 
 	if (allow) {
 		avoid = bit_copy(allow);
@@ -140,6 +175,7 @@ static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 		FREE_NULL_BITMAP(avoid);
 	}
 	if (rc != SLURM_SUCCESS) {
+		job_ptr->time_limit = saved;
 		verbose("%s: %pJ could not start on the chosen nodes: %s",
 			plugin_type, job_ptr, slurm_strerror(rc));
 		return rc;

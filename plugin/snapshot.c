@@ -149,6 +149,12 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		}
 		if (!IS_JOB_PENDING(job_ptr))
 			continue;
+		/* As Slurm's schedulers do: a job whose --deadline can no
+		 * longer be met is cancelled (state DEADLINE). */
+		if (job_ptr->deadline && job_ptr->deadline != NO_VAL &&
+		    !IS_JOB_COMPLETING(job_ptr) &&
+		    !deadline_ok(job_ptr, "sched/copus"))
+			continue;
 		if ((in = copus__memo_find(s, job_ptr->job_id)))
 			in->seen = true;
 		x = copus__rescale_find(s, job_ptr->job_id);
