@@ -89,6 +89,10 @@ AuthInfo=socket=$DIR/munge/munge.socket"
 	[ -z "$SCHED_PARAMS" ] || sched_params="${sched_params:+$sched_params,}$SCHED_PARAMS"
 	local schedtype=sched/$SCHED
 	[ "$SCHED" = builtin ] && schedtype=sched/builtin
+	# sched/copus's submission checks, when they are built beside it.
+	local jobsubmit=""
+	[ "$SCHED" = copus ] && [ -f "$PLUGIN_DIR/job_submit_copus.so" ] &&
+		jobsubmit=JobSubmitPlugins=copus
 
 	cat >"$DIR/etc/slurm.conf" <<EOF
 # Written by $PROG for a loopback test cluster; do not edit.
@@ -130,6 +134,7 @@ SlurmdTimeout=60
 InactiveLimit=0
 SchedulerType=$schedtype
 ${sched_params:+SchedulerParameters=$sched_params}
+$jobsubmit
 PlugStackConfig=$DIR/etc/plugstack.conf
 EOF
 	: >"$DIR/etc/gres.conf"

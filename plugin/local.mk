@@ -39,13 +39,25 @@ plugin_sched_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 # from slurmctld.
 plugin_sched_copus_la_LIBADD = core/libcopus-core.la
 
+# job_submit_copus.so: refuses at submission what sched/copus could never
+# run (plugin/submit.h), with the same build as sched_copus.so.
+if HAVE_SLURM_SRC
+slurmplugin_LTLIBRARIES += plugin/job_submit_copus.la
+endif
+plugin_job_submit_copus_la_SOURCES = plugin/job_submit_copus.c \
+	plugin/submit.c plugin/submit.h plugin/options.h \
+	plugin/slurm-config/config.h
+plugin_job_submit_copus_la_CPPFLAGS = $(plugin_sched_copus_la_CPPFLAGS)
+plugin_job_submit_copus_la_CFLAGS = $(PLUGIN_CFLAGS)
+plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+
 # The plugin's Slurm-free parts, unit-tested without slurmctld: the
 # parameters, the job options and hint models (test-plugin-sched), and the
 # round's decision (test-plugin-round). PLUGIN_ROUND_SOURCES: the round and
 # the Slurm-free files it needs.
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/memo.c \
 	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \
-	plugin/options.h
+	plugin/options.h plugin/submit.c plugin/submit.h
 check_PROGRAMS += tests/test-plugin-sched
 tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h
@@ -68,7 +80,8 @@ TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-sched.sh tests/test-slurm-plugin-hints.sh \
 	tests/test-slurm-shape.sh tests/test-slurm-ctld-restart.sh \
 	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
-	tests/test-slurm-config.sh tests/test-slurm-deadline.sh
+	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
+	tests/test-slurm-submit.sh
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
@@ -76,6 +89,7 @@ EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-shape.sh tests/test-slurm-ctld-restart.sh \
 	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
+	tests/test-slurm-submit.sh \
 	tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.

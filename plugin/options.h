@@ -15,6 +15,31 @@
 #define COPUS__ENV_ELASTIC "COPUS_ELASTIC"
 #define COPUS__ENV_TYPES "COPUS_GPU_TYPES"
 
+/*
+ * The value of name in a job's control environment (env, n entries of
+ * "NAME=value", where slurmctld may have prefixed the name with SPANK_), or
+ * NULL.
+ */
+static inline const char *copus__env_value(char *const *env, unsigned n,
+					   const char *name)
+{
+	size_t len = strlen(name);
+	unsigned i;
+
+	for (i = 0; env && i < n; i++) {
+		const char *e = env[i];
+
+		if (!e)
+			continue;
+		if (!strncmp(e, "SPANK_", 6) && !strncmp(e + 6, name, len) &&
+		    e[6 + len] == '=')
+			return e + 7 + len;
+		if (!strncmp(e, name, len) && e[len] == '=')
+			return e + len + 1;
+	}
+	return NULL;
+}
+
 /* Largest GPU count of --elastic, and the limits of --gpu-types. */
 #define COPUS__GPUS_MAX 4096
 #define COPUS__TYPES_MAX 8

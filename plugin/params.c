@@ -245,8 +245,11 @@ int copus__config_check(const struct copus__slurm_view *v,
 		     "requeues it a round later" },
 		{ 5, "JobRequeue=0: an elastic job submitted without "
 		     "--requeue cannot be requeued, so it is never rescaled" },
+		{ 6, "JobSubmitPlugins has no copus: jobs that can never run "
+		     "(--elastic outside its GPU request, a GPU type no node "
+		     "has) are accepted and wait for ever" },
 	};
-	int bad[6] = { 0 }, n = 0;
+	int bad[7] = { 0 }, n = 0;
 	unsigned i;
 
 	bad[1] = !_has_item(v->sched_params, "sched_interval=-1");
@@ -254,6 +257,8 @@ int copus__config_check(const struct copus__slurm_view *v,
 	bad[3] = v->cr_memory && !v->def_mem;
 	bad[4] = !v->requeue_exit || !copus__list_has(v->requeue_exit, 75);
 	bad[5] = !v->job_requeue;
+	bad[6] = !_has_item(v->job_submit, "copus") &&
+		 !_has_item(v->job_submit, "job_submit/copus");
 	for (i = 0; i < sizeof(warnings) / sizeof(warnings[0]); i++) {
 		if (!bad[warnings[i].code])
 			continue;

@@ -46,6 +46,7 @@ struct copus__slurm_view {
 					 * partition */
 	const char *requeue_exit;	/* RequeueExit, NULL when unset */
 	int job_requeue;		/* JobRequeue */
+	const char *job_submit;		/* JobSubmitPlugins, NULL when unset */
 };
 
 /*

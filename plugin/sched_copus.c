@@ -130,6 +130,7 @@ static void _load_params(struct copus__sched *s)
 		.def_mem = _def_mem_everywhere(),
 		.requeue_exit = slurm_conf.requeue_exit,
 		.job_requeue = slurm_conf.job_requeue != 0,
+		.job_submit = slurm_conf.job_submit_plugins,
 	};
 
 	copus__params_parse(slurm_conf.sched_params, &s->params, _report_param,

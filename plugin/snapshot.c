@@ -478,21 +478,8 @@ static int _part_index(struct _parts *parts, part_record_t *part_ptr)
 
 const char *copus__spank_env(job_record_t *job_ptr, const char *name)
 {
-	size_t len = strlen(name);
-	uint32_t i;
-
-	for (i = 0; i < job_ptr->spank_job_env_size; i++) {
-		const char *e = job_ptr->spank_job_env[i];
-
-		if (!e)
-			continue;
-		if (!strncmp(e, "SPANK_", 6) && !strncmp(e + 6, name, len) &&
-		    e[6 + len] == '=')
-			return e + 7 + len;
-		if (!strncmp(e, name, len) && e[len] == '=')
-			return e + len + 1;
-	}
-	return NULL;
+	return copus__env_value(job_ptr->spank_job_env,
+				job_ptr->spank_job_env_size, name);
 }
 
 /* GPUs per node and type of a job's request (gres_list_req). */

@@ -10,6 +10,7 @@
 #include "options.h"
 #include "params.h"
 #include "round.h"
+#include "submit.h"
 
 static char _last[256];
 static int _reports;
@@ -109,7 +110,7 @@ static void missing_settings_are_warned_about(void)
 	struct copus__slurm_view good = {
 		.sched_params = "sched_interval=-1,defer,copus_interval=10",
 		.cr_memory = 1, .def_mem = 1, .requeue_exit = "75",
-		.job_requeue = 1,
+		.job_requeue = 1, .job_submit = "lua,copus",
 	}, v;
 
 	_reports = 0;
@@ -141,6 +142,105 @@ static void missing_settings_are_warned_about(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "JobRequeue=0"));
 	v.sched_params = NULL;
 	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 3);
+	v = good;
+	v.job_submit = "job_submit/copus";
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 0);
+	v.job_submit = "copusx";
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "JobSubmitPlugins has no copus"));
+	v.job_submit = NULL;
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
+}
+
+/* copus__submit_check() on sub; returns its result, the message in _last. */
+static int _submit(const struct copus__submit *sub)
+{
+	return copus__submit_check(sub, _last, sizeof(_last));
+}
+
+static void submissions_that_can_never_run_are_refused(void)
+{
+	static const char *const types[] = { "a100", "v100" };
+	struct copus__submit ok = {
+		.elastic = "1-4", .tres_per_node = "gres:gpu:a100:2",
+		.cluster_types = types, .ntypes = 2,
+	}, s;
+
+	CU_ASSERT_EQUAL(_submit(&ok), 0);
+	s = ok;
+	s.tres_per_node = NULL;
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--elastic=1-4 needs a GPU "
+					     "request"));
+	s.tres_per_node = "gres:mps:100";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	s = ok;
+	s.tres_per_node = "gres:gpu:a100:8";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--gres asks for 8 GPU(s), "
+					     "outside --elastic=1-4"));
+	s.tres_per_node = "gres:gpu:2";
+	s.min_nodes = 3;
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "6 GPU(s) in all"));
+	s.min_nodes = 2;
+	CU_ASSERT_EQUAL(_submit(&s), 0);
+	s = ok;
+	s.tres_per_node = NULL;
+	s.tres_per_job = "gres:gpu:5";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--gpus asks for 5 GPU(s)"));
+	s.tres_per_job = "gres/gpu:v100=3";
+	CU_ASSERT_EQUAL(_submit(&s), 0);
+	/* A GPU type no node has, for rigid and elastic jobs alike. */
+	s = ok;
+	s.elastic = NULL;
+	s.tres_per_node = "gres:gpu:h100:1";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "'h100', which no node has "
+					     "(the cluster has a100, v100)"));
+	s.tres_per_node = "gres:gpu:h100";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	s.tres_per_node = "gres:gpu:4,gres:mps:10";
+	CU_ASSERT_EQUAL(_submit(&s), 0);
+	s = ok;
+	s.types = "h100,t4";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--gpu-types=h100,t4 names no "
+					     "GPU type"));
+	s.types = "h100,v100";
+	CU_ASSERT_EQUAL(_submit(&s), 0);
+	/* Nothing known of the cluster: no type is refused. */
+	s = ok;
+	s.tres_per_node = "gres:gpu:h100:1";
+	s.ntypes = 0;
+	CU_ASSERT_EQUAL(_submit(&s), 0);
+	/* What sched/copus does not support. */
+	s = ok;
+	s.het = 1;
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "heterogeneous"));
+	s = ok;
+	s.immediate = 1;
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--immediate without a wait"));
+	s = ok;
+	s.elastic = "4-1";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--elastic=4-1"));
+}
+
+static void control_environment_values_are_found(void)
+{
+	char *env[] = { "A=1", "SPANK_COPUS_ELASTIC=2-4", "COPUS_GPU_TYPES=t4",
+			NULL };
+
+	CU_ASSERT_STRING_EQUAL(copus__env_value(env, 3, "COPUS_ELASTIC"),
+			       "2-4");
+	CU_ASSERT_STRING_EQUAL(copus__env_value(env, 3, "COPUS_GPU_TYPES"),
+			       "t4");
+	CU_ASSERT_PTR_NULL(copus__env_value(env, 3, "COPUS"));
+	CU_ASSERT_PTR_NULL(copus__env_value(NULL, 0, "A"));
 }
 
 static void elastic_values_are_checked(void)
@@ -326,6 +426,8 @@ int main(void)
 		TEST(a_rejected_key_names_the_value_that_stays),
 		TEST(requeue_exit_lists_are_read),
 		TEST(missing_settings_are_warned_about),
+		TEST(submissions_that_can_never_run_are_refused),
+		TEST(control_environment_values_are_found),
 		TEST(elastic_values_are_checked),
 		TEST(gpu_type_lists_are_checked),
 		TEST(hint_models_follow_type_names_with_default),
