@@ -92,6 +92,7 @@ void copus__act(struct copus__round *r)
 			_set_reason(job_ptr, WAIT_PRIORITY, over);
 	}
 	unlock_slurmctld(locks);
+	r->started = started;
 	if (started) {
 		/* Save the started jobs at once, as Slurm's own scheduler
 		 * does: a slurmctld that dies before its periodic save would

@@ -1,30 +1,47 @@
 /*
  * copusctl: what sched/copus decided, for admins.
  *
- *   copusctl status [--state-dir DIR]
+ *   copusctl status [--json] [--state-dir DIR]
+ *   copusctl job ID [--state-dir DIR]
+ *   copusctl stats [--state-dir DIR]
+ *   copusctl --version
  *
- * prints StateSaveLocation/copus_status (written by the plugin every round)
- * as a table: per job its cell (GPU type, GPUs, nodes), goodput speedup,
- * predicted remaining time and the policy's last decision. Without
- * --state-dir it asks slurmctld for StateSaveLocation through the public
- * libslurm API (slurm_load_ctl_conf).
+ * status prints StateSaveLocation/copus_status (written by the plugin every
+ * round) as a table, or as JSON: per job its cell (GPU type, GPUs, nodes),
+ * goodput speedup, predicted remaining time and the policy's last decision
+ * or the reason it waits. job prints one job's line of it, field by field.
+ * stats prints the plugin's counters (StateSaveLocation/copus_stats, see
+ * plugin/stats.h). Without --state-dir it asks slurmctld for
+ * StateSaveLocation through the public libslurm API (slurm_load_ctl_conf).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+#include <slurm/slurm_version.h>
+
+#include "copus_config.h"
 
 #define MAX_COLS 16
 #define MAX_LINE 4096
 
+enum format { TABLE, JSON, ONE_JOB };
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: copusctl status [--state-dir DIR]\n"
-		   "  Prints what sched/copus decided in its last round\n"
-		   "  (StateSaveLocation/copus_status) as a table.\n");
+	fprintf(f, "usage: copusctl status [--json] [--state-dir DIR]\n"
+		   "       copusctl job ID [--state-dir DIR]\n"
+		   "       copusctl stats [--state-dir DIR]\n"
+		   "       copusctl --version\n"
+		   "  status: what sched/copus decided in its last round\n"
+		   "    (StateSaveLocation/copus_status), as a table or JSON.\n"
+		   "  job: one job's line of it, field by field.\n"
+		   "  stats: the plugin's counters since slurmctld loaded it\n"
+		   "    (StateSaveLocation/copus_stats).\n");
 }
 
 /* One table row: its fields point into its own copy of the line. */
@@ -50,7 +67,64 @@ static int split(char *line, char **col)
 	return strchr(p, '\t') ? -1 : n;
 }
 
-static int print_status(const char *path)
+/* The header's names as JSON keys: "JOBID" -> "jobid". */
+static void json_key(const char *name, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < len; i++)
+		out[i] = (name[i] >= 'A' && name[i] <= 'Z') ?
+			 (char)(name[i] - 'A' + 'a') : name[i];
+	out[i] = '\0';
+}
+
+/* The rows (rows[0] the header) as JSON on stdout. */
+static int print_json(const char *summary, struct row *rows, size_t nrows)
+{
+	json_object *top = json_object_new_object();
+	json_object *jobs = json_object_new_array();
+	char key[32];
+	size_t i;
+	int k;
+
+	json_object_object_add(top, "round", json_object_new_string(summary));
+	for (i = 1; i < nrows; i++) {
+		json_object *o = json_object_new_object();
+
+		for (k = 0; k < rows[i].n; k++) {
+			json_key(rows[0].col[k], key, sizeof(key));
+			json_object_object_add(
+				o, key, json_object_new_string(rows[i].col[k]));
+		}
+		json_object_array_add(jobs, o);
+	}
+	json_object_object_add(top, "jobs", jobs);
+	printf("%s\n", json_object_to_json_string_ext(
+				top, JSON_C_TO_STRING_PRETTY |
+				JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(top);
+	return 0;
+}
+
+/* The line of job id, field by field; 1 when it is not there. */
+static int print_job(const char *id, struct row *rows, size_t nrows)
+{
+	size_t i;
+	int k;
+
+	for (i = 1; i < nrows; i++) {
+		if (strcmp(rows[i].col[0], id))
+			continue;
+		for (k = 0; k < rows[i].n; k++)
+			printf("%-10s %s\n", rows[0].col[k], rows[i].col[k]);
+		return 0;
+	}
+	fprintf(stderr, "copusctl: job %s is not in sched/copus's last round "
+		"(it is not pending, or not running with GPUs)\n", id);
+	return 1;
+}
+
+static int print_status(const char *path, enum format fmt, const char *id)
 {
 	char line[MAX_LINE], summary[MAX_LINE] = "";
 	struct row *rows = NULL;
@@ -118,6 +192,20 @@ static int print_status(const char *path)
 		fprintf(stderr, "copusctl: %s: read error\n", path);
 		goto out;
 	}
+	if (nrows == 0) {
+		fprintf(stderr, "copusctl: %s: no header line; is this a "
+			"copus_status file?\n", path);
+		goto out;
+	}
+	if (fmt == JSON) {
+		rc = print_json(summary[0] == ' ' ? summary + 1 : summary,
+				rows, nrows);
+		goto out;
+	}
+	if (fmt == ONE_JOB) {
+		rc = print_job(id, rows, nrows);
+		goto out;
+	}
 	if (summary[0])
 		printf("%s\n", summary[0] == ' ' ? summary + 1 : summary);
 	for (i = 0; i < nrows; i++) {
@@ -134,9 +222,42 @@ out:
 	return rc;
 }
 
+/* The counters file, aligned: name, value, meaning. */
+static int print_stats(const char *path)
+{
+	char line[MAX_LINE], *col[MAX_COLS];
+	int lineno = 0, n;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		fprintf(stderr, "copusctl: cannot open %s: %s%s\n", path,
+			strerror(errno), errno == ENOENT ?
+			" (is SchedulerType=sched/copus running?)" : "");
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || !line[0])
+			continue;
+		n = split(line, col);
+		if (n != 3) {
+			fprintf(stderr, "copusctl: %s:%d: expected name, value "
+				"and meaning; is this a copus_stats file?\n",
+				path, lineno);
+			fclose(f);
+			return 1;
+		}
+		printf("%-20s %12s  %s\n", col[0], col[1], col[2]);
+	}
+	fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *dir = NULL;
+	const char *dir = NULL, *cmd, *id = NULL, *file = "copus_status";
+	enum format fmt = TABLE;
 	slurm_conf_t *conf = NULL;
 	char *path;
 	int i, rc;
@@ -149,16 +270,42 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (strcmp(argv[1], "status")) {
-		fprintf(stderr, "copusctl: unknown command '%s'\n", argv[1]);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("copusctl (%s) %s, built for Slurm %d.%02d.%d\n",
+		       PACKAGE_NAME, PACKAGE_VERSION,
+		       SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+		       SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+		       SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
+		return 0;
+	}
+	cmd = argv[1];
+	i = 2;
+	if (!strcmp(cmd, "stats")) {
+		file = "copus_stats";
+	} else if (!strcmp(cmd, "job")) {
+		if (argc < 3 || argv[2][0] < '0' || argv[2][0] > '9' ||
+		    argv[2][strspn(argv[2], "0123456789")]) {
+			fprintf(stderr, "copusctl: job needs a job id (a "
+				"number)\n");
+			usage(stderr);
+			return 2;
+		}
+		id = argv[2];
+		fmt = ONE_JOB;
+		i = 3;
+	} else if (strcmp(cmd, "status")) {
+		fprintf(stderr, "copusctl: unknown command '%s'\n", cmd);
 		usage(stderr);
 		return 2;
 	}
-	for (i = 2; i < argc; i++) {
+	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--state-dir") && i + 1 < argc) {
 			dir = argv[++i];
 		} else if (!strncmp(argv[i], "--state-dir=", 12)) {
 			dir = argv[i] + 12;
+		} else if (!strcmp(argv[i], "--json") &&
+			   !strcmp(cmd, "status")) {
+			fmt = JSON;
 		} else {
 			fprintf(stderr, "copusctl: unknown option '%s'\n",
 				argv[i]);
@@ -181,13 +328,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	path = malloc(strlen(dir) + sizeof("/copus_status"));
+	path = malloc(strlen(dir) + strlen(file) + 2);
 	if (!path) {
 		fprintf(stderr, "copusctl: out of memory\n");
 		return 1;
 	}
-	sprintf(path, "%s/copus_status", dir);
-	rc = print_status(path);
+	sprintf(path, "%s/%s", dir, file);
+	rc = !strcmp(cmd, "stats") ? print_stats(path) :
+				     print_status(path, fmt, id);
 	free(path);
 	if (conf)
 		slurm_free_ctl_conf(conf);

@@ -69,10 +69,12 @@ tests_test_plugin_round_SOURCES = tests/test-plugin-round.c \
 tests_test_plugin_round_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_round_LDADD = $(TEST_LIBS)
 
-# copusctl: sched/copus's status file as a table (public libslurm API).
+# copusctl: sched/copus's status and counters for admins (public libslurm
+# API, json-c for status --json).
 bin_PROGRAMS += plugin/copusctl
 plugin_copusctl_SOURCES = plugin/copusctl.c
-plugin_copusctl_LDADD = $(SLURM_LIBS)
+plugin_copusctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+plugin_copusctl_LDADD = $(SLURM_LIBS) $(JSONC_LIBS)
 
 # Loopback-cluster integration tests (root only; they skip otherwise).
 TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \

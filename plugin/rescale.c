@@ -95,6 +95,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			}
 			x = &s->rescales[s->nrescales++];
 			s->state_dirty = true;
+			s->stats.rescales_asked++;
 			memset(x, 0, sizeof(*x));
 			x->id = j->id;
 			x->asked = now;
@@ -113,6 +114,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			if (!x)
 				break;
 			x->requeue_sent = true;
+			s->stats.requeued++;
 			if (slurm_requeue(j->id, 0) != SLURM_SUCCESS &&
 			    errno != ESLURM_JOB_PENDING)
 				verbose("%s: JobId=%u: requeue: %m (it may "
@@ -139,6 +141,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			      plugin_type, v->id, v->why);
 			continue;
 		}
+		s->stats.requeued_after_end++;
 		info("%s: JobId=%u ended (%s) after it was asked to "
 		     "checkpoint; requeued to resume from its checkpoint",
 		     plugin_type, v->id, v->why);
@@ -166,6 +169,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			     "after it was asked to checkpoint", plugin_type,
 			     x->id, j->cur_gpus, r->types[j->alloc_type],
 			     (long)(j->start - x->asked));
+			s->stats.rescales_done++;
 			copus__rescale_drop(s, x);
 			continue;
 		}
@@ -176,6 +180,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			     x->id, s->params.ckpt_deadline, x->from);
 			x->gave_up = true;
 			s->state_dirty = true;
+			s->stats.rescales_timed_out++;
 			i++;
 			continue;
 		}

@@ -122,6 +122,7 @@ struct copus__round {
 	int nrevive;
 	uint32_t *over;			/* pending jobs beyond the round's */
 	int nover, over_cap, max_jobs;	/* max_jobs (copus_max_jobs) */
+	int started;			/* jobs the actions started */
 
 	/* The decision's (phase 2). */
 	const char *type_ptrs[COPUS_MAX_GPU_TYPES];

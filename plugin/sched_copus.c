@@ -185,6 +185,28 @@ static double _ms_since(struct timespec *t0)
 	return ms;
 }
 
+/* The round's figures, into the counters. */
+static void _count_round(struct copus__sched *s, const struct copus__round *r)
+{
+	struct copus__stats *st = &s->stats;
+	double ms = r->t_snap + r->t_decide + r->t_act;
+
+	st->rounds++;
+	st->round_ms_last = ms;
+	st->round_ms_sum += ms;
+	st->round_ms_mean = st->round_ms_sum / st->rounds;
+	if (ms > st->round_ms_max)
+		st->round_ms_max = ms;
+	st->jobs_running = r->nrunning;
+	st->jobs_pending = r->npending;
+	st->starts += r->started;
+	st->starts_last = r->started;
+	if (r->started > st->starts_max)
+		st->starts_max = r->started;
+	if (r->error[0])
+		st->decide_errors++;
+}
+
 /* One round: the four phases, timed (see the top of this file). */
 static void _round(struct copus__sched *s)
 {
@@ -208,8 +230,10 @@ static void _round(struct copus__sched *s)
 	copus__act(&r);
 	r.t_act = _ms_since(&t);
 	copus__requests(s, &r);
+	_count_round(s, &r);
 	copus__state_save(s, r.state_dir);
 	copus__status_write(s, &r);
+	copus__stats_write(s, r.state_dir);
 	copus__round_free(&r);
 	copus__snapshot_free(&r);
 }

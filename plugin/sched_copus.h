@@ -15,6 +15,7 @@
 #include "copus/predict.h"
 #include "memo.h"
 #include "params.h"
+#include "stats.h"
 
 /* "sched/copus": slurmctld's name of the plugin, which starts its messages. */
 extern const char plugin_type[];
@@ -84,6 +85,8 @@ struct copus__sched {
 	 */
 	time_t started;
 	bool grace_logged;
+	/* Since the plugin was loaded (copusctl stats). */
+	struct copus__stats stats;
 };
 
 #endif /* COPUS_PLUGIN_SCHED_COPUS_H */

@@ -749,18 +749,21 @@ static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
 	err[0] = '\0';
 	rc = copus_hint_parse(c, &h, err, sizeof(err));
 	if (rc != COPUS_OK) {
+		s->stats.hints_rejected++;
 		error("%s: %pJ: ignoring its hint (%s): %s; keeping the last "
 		      "good one", plugin_type, job_ptr, copus_strerror(rc),
 		      err[0] ? err : "rejected");
 		return;
 	}
 	if (h.job_id != job_ptr->job_id) {
+		s->stats.hints_rejected++;
 		error("%s: %pJ: ignoring its hint: it names job %u",
 		      plugin_type, job_ptr, h.job_id);
 		return;
 	}
 	if (!_hint_run_ok(job_ptr, &h)) {
 		/* Logged once per run that writes them. */
+		s->stats.hints_other_run++;
 		if (h.restart_count != in->stale_rc)
 			error("%s: %pJ: ignoring its hint: it comes from run "
 			      "%d (rc), the job's current run is %u",

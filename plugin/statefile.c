@@ -481,3 +481,46 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 	_replace_end(f, path);
 	xfree(path);
 }
+
+/* Prometheus names a counter's samples ..._total. */
+static const char *_suffix(const char *kind)
+{
+	return strcmp(kind, "counter") ? "" : "_total";
+}
+
+void copus__stats_write(struct copus__sched *s, const char *dir)
+{
+	const struct copus__stats *st = &s->stats;
+	char *path, *prom;
+	FILE *f;
+
+	if (!dir)
+		return;
+	path = xstrdup_printf("%s/copus_stats", dir);
+	prom = xstrdup_printf("%s/copus_metrics.prom", dir);
+	if ((f = _replace_begin(path))) {
+		fprintf(f, "# sched/copus counters since %ld (name, value, "
+			"meaning)\n", (long)s->started);
+#define COPUS__STATS_LINE(name, kind, help) \
+		fprintf(f, "%s\t%.6g\t%s\n", #name, st->name, help);
+		COPUS__STATS(COPUS__STATS_LINE)
+#undef COPUS__STATS_LINE
+		_replace_end(f, path);
+	}
+	if ((f = _replace_begin(prom))) {
+#define COPUS__STATS_PROM(name, kind, help)                                  \
+		fprintf(f, "# HELP copus_%s%s %s.\n# TYPE copus_%s%s %s\n" \
+			"copus_%s%s %.6g\n", #name, _suffix(#kind), help,     \
+			#name, _suffix(#kind), #kind, #name, _suffix(#kind),   \
+			st->name);
+		COPUS__STATS(COPUS__STATS_PROM)
+#undef COPUS__STATS_PROM
+		fprintf(f, "# HELP copus_start_time_seconds When slurmctld "
+			"loaded sched/copus.\n# TYPE copus_start_time_seconds "
+			"gauge\ncopus_start_time_seconds %ld\n",
+			(long)s->started);
+		_replace_end(f, prom);
+	}
+	xfree(path);
+	xfree(prom);
+}

@@ -38,4 +38,11 @@ void copus__history_learn(struct copus__sched *s, const char *dir,
 /* Writes the round to copus_status in its StateSaveLocation. */
 void copus__status_write(struct copus__sched *s, struct copus__round *r);
 
+/*
+ * The counters (stats.h) into dir/copus_stats, for copusctl stats, and
+ * dir/copus_metrics.prom in Prometheus' text exposition format, for a node
+ * exporter's textfile collector; both replaced atomically.
+ */
+void copus__stats_write(struct copus__sched *s, const char *dir);
+
 #endif /* COPUS_PLUGIN_STATEFILE_H */

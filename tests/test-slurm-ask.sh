@@ -7,7 +7,8 @@
 #     GPUs, the rigid job waits, and the status says why.
 #  2. An elastic job that publishes hints but dies of the rescale signal
 #     (its script does not exec its trainer) is requeued instead of
-#     failing, and resumes from its last checkpoint with fewer GPUs.
+#     failing, and resumes from its last checkpoint with fewer GPUs; copusctl
+#     stats, job and status --json, and the Prometheus text file, show it.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
@@ -67,6 +68,32 @@ grep -Eq "JobId=$e ended .* after it was asked to checkpoint; requeued" "$log" |
 	fail "the plugin did not log why it requeued job $e"
 wait_state "$e" RUNNING 10 || fail "the requeued job is not running"
 wait_state "$r" RUNNING 10 || fail "the rigid job is not running beside it"
+
+# What an admin sees of it: counters, the job, JSON and metrics.
+ctl=$PWD/plugin/copusctl
+st=$TMP/c/state
+sleep 2
+"$ctl" stats --state-dir "$st" >"$TMP/stats" || fail "copusctl stats failed"
+for k in rescales_asked requeued_after_end rescales_done starts rounds; do
+	grep -Eq "^$k +[1-9][0-9]* " "$TMP/stats" ||
+		fail "copusctl stats does not count $k: $(cat "$TMP/stats")"
+done
+"$ctl" job "$e" --state-dir "$st" >"$TMP/job" || fail "copusctl job $e failed"
+grep -Eq '^STATE +RUNNING$' "$TMP/job" && grep -Eq '^KIND +elastic:1-4$' "$TMP/job" ||
+	fail "copusctl job $e: $(cat "$TMP/job")"
+"$ctl" job 999999 --state-dir "$st" 2>/dev/null && fail "copusctl job found a job that does not exist"
+"$ctl" status --json --state-dir "$st" |
+	/usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin)
+assert d["round"].startswith("sched/copus round at"), d["round"]
+assert any(j["jobid"] == sys.argv[1] and j["state"] == "RUNNING" for j in d["jobs"]), d' "$e" ||
+	fail "copusctl status --json does not show job $e running"
+prom=$st/copus_metrics.prom
+grep -Eq '^copus_rescales_asked_total [1-9]' "$prom" ||
+	fail "no rescales in $prom: $(cat "$prom")"
+grep -v '^#' "$prom" | grep -Evq '^copus_[a-z_]+ [0-9.e+-]+$' &&
+	fail "$prom has a line that is not a sample: $(grep -v '^#' "$prom" | grep -Ev '^copus_[a-z_]+ [0-9.e+-]+$')"
+"$ctl" --version | grep -q '^copusctl (copus) ' || fail "copusctl --version"
 scancel "$e" "$r"
 "$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' || fail "slurmctld died"
 echo "PASS"
