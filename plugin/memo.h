@@ -35,6 +35,17 @@ struct copus__memo {
 	copus_hint hint;		/* last good hint */
 	int stale_rc;			/* run of the last stale hint logged,
 					 * -1 none */
+	/*
+	 * The progress the plugin saw in the job's current run, on its own
+	 * clock (a hint's time is the job's claim): at its first hint and at
+	 * its latest; and how many times the rate its model claims exceeds
+	 * the rate seen (0: not told yet). Above COPUS__DISTRUST its model is
+	 * ignored.
+	 */
+	int seen_rc;
+	time_t seen_t0, seen_t1;
+	double seen_p0, seen_p1;
+	double claim_ratio;
 	int rate_rc;			/* run the rate was measured in */
 	double base_prog, base_t, rate;	/* first hint of that run, rate */
 	char reason[64];		/* last decision's reason */

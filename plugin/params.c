@@ -18,6 +18,7 @@ void copus__params_default(struct copus__params *p)
 	p->restart_cost = 30;
 	p->fairness = -1.0;
 	p->max_jobs = 1000;
+	p->hint_check = 120;
 	snprintf(p->policy, sizeof(p->policy), "copus");
 }
 
@@ -37,6 +38,8 @@ static const struct _int_key _int_keys[] = {
 	  offsetof(struct copus__params, ckpt_deadline), 1, 86400 },
 	{ "copus_max_jobs", offsetof(struct copus__params, max_jobs), 1,
 	  100000 },
+	{ "copus_hint_check", offsetof(struct copus__params, hint_check), 10,
+	  86400 },
 };
 
 static void _report(void (*report)(const char *, void *), void *arg,
@@ -148,7 +151,7 @@ static int _param(const char *item, struct copus__params *p,
 	_report(report, arg, "SchedulerParameters: unknown key '%s'%s; known: "
 		"copus_interval, copus_restart_delay, copus_restart_cost, "
 		"copus_checkpoint_deadline, copus_fairness, copus_max_jobs, "
-		"copus_policy",
+		"copus_hint_check, copus_policy",
 		key, "", 0, 0);
 	return 1;
 }

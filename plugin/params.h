@@ -17,6 +17,8 @@ struct copus__params {
 				 * to checkpoint when asked */
 	double fairness;	/* copus_fairness: Pollux's p, in [-10, 1] */
 	int max_jobs;		/* copus_max_jobs: pending jobs per round */
+	int hint_check;		/* copus_hint_check: seconds of a run seen
+				 * before its hint's claim is judged */
 	char policy[32];	/* copus_policy: the core policy's name */
 };
 

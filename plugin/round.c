@@ -123,6 +123,29 @@ static bool _ever_fits(struct copus__round *r, const struct copus__round_job *j,
 	return n >= j->nodes_req;
 }
 
+/*
+ * Compares what a running job's model claims with the progress the plugin
+ * saw it make in its current run (at least least seconds of it); a change of verdict goes to j->claim_flip for the log. The verdict
+ * stays while the job waits and until its next run has been measured.
+ */
+static void _check_claim(struct copus__memo *in, struct copus__round_job *j,
+			 const copus_model *const *models, int least)
+{
+	double span = (double)(in->seen_t1 - in->seen_t0), was, ratio;
+
+	if (in->seen_rc != j->restarts || span < least ||
+	    j->alloc_type < 0 || !models[j->alloc_type])
+		return;
+	ratio = copus__claim_ratio(models[j->alloc_type], j->nalloc,
+				   j->cur_gpus,
+				   (in->seen_p1 - in->seen_p0) / span);
+	was = in->claim_ratio;
+	in->claim_ratio = ratio;
+	if ((was > COPUS__DISTRUST) != (ratio > COPUS__DISTRUST))
+		j->claim_flip = ratio > COPUS__DISTRUST ? ratio : -ratio;
+	j->claim_span = span;
+}
+
 /* Fills the policy's input entry of rj[i]. */
 static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask)
@@ -163,6 +186,10 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 				       &r->models[(size_t)r->njobs * r->ntypes],
 				       ptrs) > 0)
 			c->models = (const copus_model *const *)ptrs;
+		if (c->models && j->running)
+			_check_claim(in, j, ptrs, s->params.hint_check);
+		if (in->claim_ratio > COPUS__DISTRUST)
+			c->models = NULL;
 	}
 	if (j->running) {
 		c->alloc = j->alloc;
@@ -535,6 +562,23 @@ int copus__hint_models(const copus_hint *h, const char *const *type_names,
 		n++;
 	}
 	return n;
+}
+
+double copus__claim_ratio(const copus_model *m, int nodes, int gpus,
+			  double seen_rate)
+{
+	copus_batch_plan plan;
+	double claimed;
+
+	if (!m || nodes < 1 || gpus < nodes || !(m->limits.init_batch > 0.0) ||
+	    copus_best_batch(m, nodes, gpus, &plan) != COPUS_OK)
+		return 0.0;
+	claimed = plan.goodput / m->limits.init_batch;
+	if (!(claimed > 0.0) || !isfinite(claimed))
+		return 0.0;
+	if (!(seen_rate > 0.0))
+		return HUGE_VAL;
+	return claimed / seen_rate;
 }
 
 double copus__remaining(const copus_hint *h, double rate)

@@ -84,6 +84,9 @@ struct copus__round_job {
 	enum copus__action action;
 	int per_node, num_nodes, dtype;
 	char reason_buf[96];
+	/* Its hint's verdict changed this round: claimed over seen progress,
+	 * negative when trusted again; over claim_span seconds. */
+	double claim_flip, claim_span;
 };
 
 /*
@@ -172,6 +175,24 @@ int copus__hint_models(const copus_hint *h, const char *const *type_names,
  * not positive.
  */
 double copus__remaining(const copus_hint *h, double rate);
+
+/*
+ * A hint is a claim: a running job whose model claims more than
+ * COPUS__DISTRUST times the progress rate the plugin sees it make, over at
+ * least copus_hint_check seconds of its current run, has its model ignored
+ * (it is scheduled as a job without a hint: linear speedup up to its
+ * request, not beyond).
+ */
+#define COPUS__DISTRUST 2.0
+
+/*
+ * How many times the progress rate (iterations at its initial batch per
+ * second) that model m claims on nodes x gpus GPUs, with its best batch,
+ * exceeds seen_rate: 0 when it cannot be told (no model, no GPUs), and
+ * HUGE_VAL when the job claims progress but makes none.
+ */
+double copus__claim_ratio(const copus_model *m, int nodes, int gpus,
+			  double seen_rate);
 
 /*
  * How a decision is asked of Slurm 22.05, which gives every node of a job

@@ -34,6 +34,7 @@
  * (plugin_version must equal SLURM_VERSION_NUMBER); Slurm's symbols resolve
  * from slurmctld when it loads the plugin, the core's from libcopus-core.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -185,6 +186,32 @@ static double _ms_since(struct timespec *t0)
 	return ms;
 }
 
+/* Hints whose verdict changed this round (round.c: a hint is a claim). */
+static void _log_claims(const struct copus__round *r)
+{
+	int i;
+
+	for (i = 0; i < r->nrj; i++) {
+		const struct copus__round_job *j = &r->rj[i];
+
+		if (j->claim_flip > 0 && !isfinite(j->claim_flip))
+			error("%s: JobId=%u: its hint claims progress, but it "
+			      "made none on %d GPU(s) in %.0f s; its model is "
+			      "ignored until its progress bears it out",
+			      plugin_type, j->id, j->cur_gpus, j->claim_span);
+		else if (j->claim_flip > 0)
+			error("%s: JobId=%u: its hint claims %.1fx the progress "
+			      "it makes on %d GPU(s) (seen over %.0f s); its "
+			      "model is ignored until its progress bears it "
+			      "out", plugin_type, j->id, j->claim_flip,
+			      j->cur_gpus, j->claim_span);
+		else if (j->claim_flip < 0)
+			info("%s: JobId=%u: its progress now bears out its "
+			     "hint (it claims %.1fx); its model is used again",
+			     plugin_type, j->id, -j->claim_flip);
+	}
+}
+
 /* The round's figures, into the counters. */
 static void _count_round(struct copus__sched *s, const struct copus__round *r)
 {
@@ -227,6 +254,7 @@ static void _round(struct copus__sched *s)
 		error("%s: %s; nothing decided this round", plugin_type,
 		      r.error);
 	r.t_decide = _ms_since(&t);
+	_log_claims(&r);
 	copus__act(&r);
 	r.t_act = _ms_since(&t);
 	copus__requests(s, &r);

@@ -794,6 +794,15 @@ static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
 			s->state_dirty = true;
 		in->rate = rate;
 	}
+	if (h.restart_count != in->seen_rc || !in->seen_t0 ||
+	    h.progress < in->seen_p1) {
+		in->seen_rc = h.restart_count;
+		in->seen_t0 = in->seen_t1 = time(NULL);
+		in->seen_p0 = in->seen_p1 = h.progress;
+	} else {
+		in->seen_t1 = time(NULL);
+		in->seen_p1 = h.progress;
+	}
 	in->hint = h;
 	in->have_hint = true;
 }

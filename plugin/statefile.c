@@ -383,6 +383,26 @@ static void _kind(const struct copus__round_job *j, char *buf, size_t len)
 }
 
 /*
+ * What the plugin makes of a job's hint: "-" (none), "old run" (none from
+ * its current run: kept as it is), "distrusted: claims 3.2x" (its model
+ * claims that many times the progress seen: ignored), "ok".
+ */
+static void _hint_verdict(const struct copus__memo *in,
+			  const struct copus__round_job *j, char *buf,
+			  size_t len)
+{
+	if (!in || !in->have_hint)
+		snprintf(buf, len, "-");
+	else if (j->silent)
+		snprintf(buf, len, "old run");
+	else if (in->claim_ratio > COPUS__DISTRUST)
+		snprintf(buf, len, "distrusted: claims %.1fx",
+			 isfinite(in->claim_ratio) ? in->claim_ratio : 999.0);
+	else
+		snprintf(buf, len, "ok");
+}
+
+/*
  * The admin's view of the last round: StateSaveLocation/copus_status, a
  * comment line with the round's figures, a header, then one line per job
  * (running, then pending), tab-separated (copusctl prints it as a table);
@@ -392,7 +412,7 @@ static void _kind(const struct copus__round_job *j, char *buf, size_t len)
 void copus__status_write(struct copus__sched *s, struct copus__round *r)
 {
 	char *path = NULL, when[32], kind[32], nodes[256];
-	char speed[16], left[16];
+	char speed[16], left[16], hint[48];
 	struct tm tm;
 	FILE *f = NULL;
 	int i, k, pass;
@@ -413,7 +433,7 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 		r->t_snap + r->t_decide + r->t_act, r->t_snap, r->t_decide,
 		r->t_act, r->error[0] ? "; " : "", r->error);
 	fprintf(f, "JOBID\tSTATE\tKIND\tTYPE\tGPUS\tNODES\tSPEEDUP\t"
-		"REMAINING\tDECISION\tNODELIST\n");
+		"REMAINING\tDECISION\tNODELIST\tHINT\n");
 	for (pass = 0; pass < 2; pass++)
 	for (i = 0; i < r->nrj; i++) {
 		const struct copus__round_job *j = &r->rj[i];
@@ -474,9 +494,11 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 			reason = j->reason;
 		if (!strncmp(reason, "copus: ", 7))
 			reason += 7;
-		fprintf(f, "%u\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", j->id,
-			state, kind, type, gpus, nn, speed, left,
-			reason[0] ? reason : "-", nodes);
+		_hint_verdict(copus__memo_find(s, j->id), j, hint,
+			      sizeof(hint));
+		fprintf(f, "%u\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
+			j->id, state, kind, type, gpus, nn, speed, left,
+			reason[0] ? reason : "-", nodes, hint);
 	}
 	_replace_end(f, path);
 	xfree(path);

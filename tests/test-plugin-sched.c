@@ -3,6 +3,7 @@
  * keys, the --elastic and --gpu-types checks, and what the plugin derives
  * from a job's hint for the core policy.
  */
+#include <math.h>
 #include <string.h>
 
 #include "copus/error.h"
@@ -29,11 +30,13 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	_reports = 0;
 	n = copus__params_parse("sched_interval=-1,defer,copus_interval=3,"
 				"copus_restart_delay=0,copus_fairness=-0.5,"
-				"copus_checkpoint_deadline=30,copus_max_jobs=7",
+				"copus_checkpoint_deadline=30,copus_max_jobs=7,"
+				"copus_hint_check=15",
 				&p, _collect, NULL);
 	CU_ASSERT_EQUAL(n, 0);
 	CU_ASSERT_EQUAL(_reports, 0);
 	CU_ASSERT_EQUAL(p.interval, 3);
+	CU_ASSERT_EQUAL(p.hint_check, 15);
 	CU_ASSERT_EQUAL(p.restart_delay, 0);
 	CU_ASSERT_EQUAL(p.ckpt_deadline, 30);
 	CU_ASSERT_EQUAL(p.max_jobs, 7);
@@ -228,6 +231,36 @@ static void submissions_that_can_never_run_are_refused(void)
 	s.elastic = "4-1";
 	CU_ASSERT_EQUAL(_submit(&s), -1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--elastic=4-1"));
+}
+
+static void a_rosy_model_is_caught_by_the_progress_it_makes(void)
+{
+	copus_model m = { 0 };
+	copus_batch_plan one, four;
+	double honest;
+
+	m.perf = (copus_perf_params){ 0.01, 4e-4, 0.05, 1e-3, 0.02, 5e-4, 1.5 };
+	m.grad.sqr = 1e-2;
+	m.grad.var = 10.0;
+	m.limits.init_batch = 128;
+	m.limits.max_batch = 4096;
+	m.limits.min_local = 8;
+	m.limits.max_local = 256;
+	CU_ASSERT_EQUAL_FATAL(copus_best_batch(&m, 1, 4, &four), COPUS_OK);
+	CU_ASSERT_EQUAL_FATAL(copus_best_batch(&m, 1, 1, &one), COPUS_OK);
+	honest = four.goodput / 128;
+	/* A job that makes what its model says is believed. */
+	ASSERT_CLOSE(copus__claim_ratio(&m, 1, 4, honest), 1.0, 1e-9);
+	CU_ASSERT_TRUE(copus__claim_ratio(&m, 1, 4, 0.9 * honest) <
+		       COPUS__DISTRUST);
+	/* One that makes on 4 GPUs what the model gives 1 claims too much. */
+	CU_ASSERT_TRUE(copus__claim_ratio(&m, 1, 4, 0.4 * honest) >
+		       COPUS__DISTRUST);
+	CU_ASSERT_TRUE(isinf(copus__claim_ratio(&m, 1, 4, 0.0)));
+	/* Nothing to tell without a model or GPUs. */
+	CU_ASSERT_EQUAL(copus__claim_ratio(NULL, 1, 4, honest), 0.0);
+	CU_ASSERT_EQUAL(copus__claim_ratio(&m, 0, 0, honest), 0.0);
+	CU_ASSERT_TRUE(one.goodput < four.goodput);
 }
 
 static void control_environment_values_are_found(void)
@@ -428,6 +461,7 @@ int main(void)
 		TEST(missing_settings_are_warned_about),
 		TEST(submissions_that_can_never_run_are_refused),
 		TEST(control_environment_values_are_found),
+		TEST(a_rosy_model_is_caught_by_the_progress_it_makes),
 		TEST(elastic_values_are_checked),
 		TEST(gpu_type_lists_are_checked),
 		TEST(hint_models_follow_type_names_with_default),

@@ -22,7 +22,7 @@ id=$(sbatch --parsable --hold -o /dev/null --gres=gpu:1 --elastic=1-4 \
 	--gpu-types=a100,v100 --wrap true 2>"$TMP/err") ||
 	fail "sbatch refused a good --elastic: $(cat "$TMP/err")"
 scontrol show job "$id" >/dev/null || fail "job $id unknown"
-id2=$(sbatch --parsable -o /dev/null --gres=gpu:1 --elastic=2 \
+id2=$(sbatch --parsable -o /dev/null --gres=gpu:2 --elastic=2 \
 	--gpu-types=v100 --wrap true 2>"$TMP/err") ||
 	fail "sbatch refused --elastic=2: $(cat "$TMP/err")"
 scancel "$id"
