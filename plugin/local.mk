@@ -83,7 +83,8 @@ TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-shape.sh tests/test-slurm-ctld-restart.sh \
 	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
-	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh
+	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
+	tests/test-slurm-events.sh
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
@@ -92,6 +93,7 @@ EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
+	tests/test-slurm-events.sh \
 	tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.

@@ -29,6 +29,7 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask);
 static void _build_input(struct copus__sched *s, struct copus__round *r);
 static void _predict(struct copus__sched *s, struct copus__round *r);
+static void _time_limits(struct copus__round *r);
 
 /* The policy's decisions */
 static void _decide(struct copus__sched *s, struct copus__round *r);
@@ -391,10 +392,38 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 		_input_job(s, r, j - r->rj, (uint32_t)mask);
 	}
 	_predict(s, r);
+	_time_limits(r);
 out:
 	free(pick);
 	free(avail);
 	free(order);
+}
+
+/*
+ * A rigid job's time limit bounds what it can still need: no remaining
+ * time, from its hint or the predictor, goes past the end of its limit (a
+ * job with no estimate gets that bound). An elastic job's limit holds for
+ * each of its runs, and a rescale starts a new one, so it bounds nothing.
+ */
+static void _time_limits(struct copus__round *r)
+{
+	int i;
+
+	for (i = 0; i < r->njobs; i++) {
+		const struct copus__round_job *j = &r->rj[r->rj_of[i]];
+		copus_job *c = &r->jobs[i];
+		double left;
+
+		if (j->limit_s <= 0 || !j->rigid || j->silent || j->fixed)
+			continue;
+		left = (double)j->limit_s;
+		if (j->running)
+			left -= (double)(r->when - j->start);
+		if (left < 0.0)
+			left = 0.0;
+		if (c->remaining < 0.0 || c->remaining > left)
+			c->remaining = left;
+	}
 }
 
 /*

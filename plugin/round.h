@@ -54,6 +54,8 @@ struct copus__round_job {
 	bool silent;			/* elastic, but no valid hint from its
 					 * current run: kept as it is, like a
 					 * rigid job, and never signalled */
+	bool fixed;			/* elastic, kept as it is in an event
+					 * round */
 	bool in_rescale;		/* in the rescale table, not given up */
 	bool waits_release;		/* requeued for a rescale, not yet
 					 * allowed to start again */
@@ -63,6 +65,7 @@ struct copus__round_job {
 	uint32_t priority;
 	time_t submit, start, end;
 	int restarts;
+	long limit_s;			/* its time limit, seconds; 0 none */
 	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
 	char type_req[16];		/* its GPU type ("" = any) */
 	int gpu_entries;		/* GPU request entries, and those */
@@ -107,6 +110,7 @@ struct copus__revive {
  * frees.
  */
 struct copus__round {
+	bool quick;			/* an event round: starts only */
 	time_t when;
 	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
 	char *state_dir;		/* StateSaveLocation */

@@ -234,13 +234,36 @@ static void _count_round(struct copus__sched *s, const struct copus__round *r)
 		st->decide_errors++;
 }
 
-/* One round: the four phases, timed (see the top of this file). */
-static void _round(struct copus__sched *s)
+/*
+ * Whether Slurm's job or node records changed in or after the second the
+ * last round began (Slurm keeps those times to the second): a job was
+ * submitted, ended or updated, a node changed state. The plugin's own
+ * starts count too, so one event is followed by a few event rounds at
+ * most, within that second. The two times are read without a lock, as
+ * single words that only grow: at worst a change is seen a poll late.
+ */
+static bool _changed(struct copus__sched *s)
+{
+	time_t j = last_job_update, n = last_node_update;
+
+	return j >= s->round_began || n >= s->round_began;
+}
+
+/*
+ * One round: the four phases, timed (see the top of this file). An event
+ * round (quick) only starts pending jobs on what is free: running jobs keep
+ * their GPUs, and reallocation waits for the full round.
+ */
+static void _round(struct copus__sched *s, bool quick)
 {
 	struct copus__round r;
 	struct timespec t;
 
 	memset(&r, 0, sizeof(r));
+	r.quick = quick;
+	s->round_began = time(NULL);
+	if (quick)
+		s->stats.event_rounds++;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	copus__snapshot(s, &r);
 	copus__memo_sweep(s);
@@ -260,7 +283,9 @@ static void _round(struct copus__sched *s)
 	copus__requests(s, &r);
 	_count_round(s, &r);
 	copus__state_save(s, r.state_dir);
-	copus__status_write(s, &r);
+	/* The status shows the full rounds' decisions. */
+	if (!quick)
+		copus__status_write(s, &r);
 	copus__stats_write(s, r.state_dir);
 	copus__round_free(&r);
 	copus__snapshot_free(&r);
@@ -273,6 +298,8 @@ static void *_agent(void *arg)
 	/* The configuration and partitions, read (_load_params). */
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, READ_LOCK,
 				  NO_LOCK };
+	struct timespec now, next_full = { 0 };
+	bool full;
 	char *dir;
 	int i;
 
@@ -292,22 +319,26 @@ static void *_agent(void *arg)
 		if (!s->stop && !s->again) {
 			clock_gettime(CLOCK_REALTIME, &ts);
 			/*
-			 * While a rescale is in flight, rounds come four times
-			 * a second: the job's checkpoint is noticed, and the
-			 * job restarted, within a moment, not an interval.
+			 * While a rescale is in flight, full rounds come four
+			 * times a second: the job's checkpoint is noticed, and
+			 * the job restarted, within a moment, not an interval.
 			 */
-			if (copus__rescales_active(s)) {
-				ts.tv_nsec += 250000000L;
-				if (ts.tv_nsec >= 1000000000L) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000L;
-				}
-			} else {
-				ts.tv_sec += s->params.interval;
+			/*
+			 * Between full rounds, every COPUS__EVENT_MS the
+			 * plugin looks whether a job or a node changed (a job
+			 * was submitted or ended, a node returned) and, if so,
+			 * starts what fits in an event round.
+			 */
+			ts.tv_nsec += (copus__rescales_active(s) ? 250L :
+				       COPUS__EVENT_MS) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
 			}
 			pthread_cond_timedwait(&s->term_cond, &s->term_lock,
 					       &ts);
 		}
+		full = s->again || s->reconfig;
 		s->again = false;
 		if (s->stop) {
 			slurm_mutex_unlock(&s->term_lock);
@@ -323,7 +354,15 @@ static void *_agent(void *arg)
 		} else {
 			slurm_mutex_unlock(&s->term_lock);
 		}
-		_round(s);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (full || copus__rescales_active(s) ||
+		    now.tv_sec >= next_full.tv_sec) {
+			next_full = now;
+			next_full.tv_sec += s->params.interval;
+			_round(s, false);
+		} else if (_changed(s)) {
+			_round(s, true);
+		}
 	}
 	if (s->policy)
 		copus_policy_destroy(s->policy);

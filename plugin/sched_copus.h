@@ -46,6 +46,12 @@ struct copus__resize_memo {
  */
 #define COPUS__REGISTER_WAIT 300
 
+/*
+ * Milliseconds between two looks for changed jobs and nodes, and so the
+ * least time between two event rounds (sched_copus.c).
+ */
+#define COPUS__EVENT_MS 200
+
 struct copus__sched {
 	/* The agent's control. */
 	pthread_t thread;		/* under thread_lock */
@@ -87,6 +93,8 @@ struct copus__sched {
 	bool grace_logged;
 	/* Since the plugin was loaded (copusctl stats). */
 	struct copus__stats stats;
+	/* When the last round began (wall clock, seconds). */
+	time_t round_began;
 };
 
 #endif /* COPUS_PLUGIN_SCHED_COPUS_H */

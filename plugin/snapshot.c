@@ -325,6 +325,11 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 		j->reason = "copus: no hint from its current run: keeps its "
 			    "GPUs";
 	}
+	if (r->quick && !j->rigid && !(x && !x->gave_up)) {
+		/* An event round places pending jobs only. */
+		j->rigid = j->fixed = true;
+		j->reason = "copus: keeps its GPUs until the next full round";
+	}
 	if (x && !x->gave_up) {
 		j->in_rescale = true;
 		if (in && in->have_hint &&
@@ -521,6 +526,8 @@ static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j)
 /* The job's --elastic and --gpu-types, checked again (they are input). */
 static void _job_options(job_record_t *job_ptr, struct copus__round_job *j)
 {
+	if (job_ptr->time_limit != NO_VAL && job_ptr->time_limit != INFINITE)
+		j->limit_s = 60L * (long)job_ptr->time_limit;
 	const char *v;
 	char why[128];
 

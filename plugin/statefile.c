@@ -376,7 +376,7 @@ void copus__history_learn(struct copus__sched *s, const char *dir,
 /* Text of the job's kind: "rigid" or "elastic:MIN-MAX". */
 static void _kind(const struct copus__round_job *j, char *buf, size_t len)
 {
-	if (j->rigid && !j->silent)
+	if (j->rigid && !j->silent && !j->fixed)
 		snprintf(buf, len, "rigid");
 	else
 		snprintf(buf, len, "elastic:%d-%d", j->emin, j->emax);

@@ -11,6 +11,8 @@
 /* X(name, kind, help): kind is "counter" or "gauge". */
 #define COPUS__STATS(X)                                                      \
 	X(rounds, counter, "Scheduling rounds")                              \
+	X(event_rounds, counter,                                             \
+	  "Rounds that only started jobs, on a change between full rounds")  \
 	X(round_ms_last, gauge, "Time of the last round (milliseconds)")    \
 	X(round_ms_mean, gauge, "Mean time of a round (milliseconds)")      \
 	X(round_ms_max, gauge, "Longest round (milliseconds)")              \

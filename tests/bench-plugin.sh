@@ -17,6 +17,9 @@
 # 4, shrinks to 2 when a rigid 2-GPU job arrives, and grows back to 4 when it
 # ends: four rescales. The job's checkpoint itself takes no time here, so the
 # figures are the scheduler's and Slurm's share.
+#
+#   bash ../main/tests/bench-plugin.sh starts [NODES] [JOBS] [SECONDS]
+# measures how many jobs start per second (see below).
 
 if [ "${1:-}" = rescale ]; then
 	. "$(dirname "$0")/slurm-common.sh"
@@ -67,6 +70,45 @@ if [ "${1:-}" = rescale ]; then
 	}
 	bench_rescale
 	exit $?
+fi
+if [ "${1:-}" = starts ]; then
+	# bash ../main/tests/bench-plugin.sh starts [NODES] [JOBS] [SECONDS]
+	# Start throughput: NODES nodes x 4 GPUs, JOBS queued one-GPU jobs of
+	# SECONDS each (default 32, 5000, 2), rounds 10 s apart. Reports the
+	# jobs started per second over the 30 s after the last submission
+	# (from slurmctld's "started JobId" lines) and squeue's latency then.
+	. "$(dirname "$0")/slurm-common.sh"
+	NODES=${2:-32} JOBS=${3:-5000} DUR=${4:-2}
+	so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+	cluster_up --nodes "$NODES" --gpus a100:4 --cpus 8 --sched copus \
+		--plugin-dir "$(dirname "$so")" --wait 120 \
+		--sched-params "copus_interval=10,copus_max_jobs=1000"
+	log=$TMP/c/log/slurmctld.log
+	export DUR
+	t0=$(date +%s.%N)
+	seq "$JOBS" | xargs -P 2 -n 50 sh -c 'for i; do
+		sbatch -Q -o /dev/null --gres=gpu:1 -t 5 --wrap "sleep $DUR" || exit 255
+	done' sh || fail "sbatch failed"
+	t1=$(date +%s.%N)
+	echo "submitted $JOBS jobs in $(echo "$t1 - $t0" | bc) s"
+	: >"$TMP/squeue"
+	for i in 1 2 3 4 5; do
+		sleep 5
+		s=$(date +%s.%N)
+		squeue -h >/dev/null
+		e=$(date +%s.%N)
+		echo "$(echo "($e - $s) * 1000" | bc)" >>"$TMP/squeue"
+	done
+	sleep 5
+	from=$(date -d "@${t1%.*}" +%Y-%m-%dT%H:%M:%S)
+	to=$(date -d "@$((${t1%.*} + 30))" +%Y-%m-%dT%H:%M:%S)
+	n=$(grep 'sched/copus: started JobId' "$log" |
+		awk -v a="[$from" -v b="[$to" '$1 >= a && $1 < b' | wc -l)
+	echo "jobs started in the 30 s after the last submission: $n ($(echo "scale=1; $n / 30" | bc) per second)"
+	sort -n "$TMP/squeue" | awk '{v[NR]=$1} END {printf "squeue under that load, 5 runs: median %.0f ms, max %.0f ms\n", v[3], v[5]}'
+	"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" | grep -E '^(rounds|event_rounds|starts|starts_max|round_ms_mean|round_ms_max) '
+	echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	exit 0
 fi
 NODES=${1:-32}
 JOBS=${2:-5000}

@@ -34,6 +34,12 @@ done
 reason "$high" | grep -q copus_max_jobs &&
 	fail "the job of highest priority was not considered: '$(reason "$high")'"
 echo "high: '$(reason "$high")'; low: '$(reason "$low")'"
+# Its time limit (10 minutes) bounds the remaining time the policy uses.
+end=$((SECONDS + 10))
+until grep -Pq "^$high\tPENDING\t.*\t600s\t" "$TMP/c/state/copus_status"; do
+	[ $SECONDS -lt $end ] || fail "the time limit does not bound job $high's remaining time: $(cat "$TMP/c/state/copus_status")"
+	sleep 0.3
+done
 scancel "$b"
 wait_state "$high" COMPLETED 30 || fail "the job of highest priority did not run next"
 scancel "$low" "$next"
