@@ -31,7 +31,9 @@ static void _set_reason(job_record_t *job_ptr, uint32_t reason,
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 		  bitstr_t *allow);
 static bitstr_t *_allowed(struct copus__round *r,
-			  const struct copus__round_job *j);
+			  const struct copus__round_job *j, bool any);
+static int _replace(struct copus__round *r, job_record_t *job_ptr,
+		    const struct copus__round_job *j);
 
 void copus__act(struct copus__round *r)
 {
@@ -72,8 +74,9 @@ void copus__act(struct copus__round *r)
 			continue;
 		}
 		if (j->job >= 0)
-			allow = _allowed(r, j);
-		if (_start(job_ptr, j, allow) == SLURM_SUCCESS) {
+			allow = _allowed(r, j, false);
+		if (_start(job_ptr, j, allow) == SLURM_SUCCESS ||
+		    _replace(r, job_ptr, j) == SLURM_SUCCESS) {
 			started++;
 		} else if (!IS_JOB_PENDING(job_ptr)) {
 			/* Cancelled: its deadline cannot be met. */
@@ -199,13 +202,40 @@ static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 	return SLURM_SUCCESS;
 }
 
-/* The nodes a pending job may start on for its decision. */
+/*
+ * A job refused on the nodes the policy chose, which count GPUs only (it
+ * needs more CPUs or memory per GPU than they have, or a feature they lack):
+ * Slurm places it on the nodes of the decided type it may use, as backfill
+ * would, instead of the same nodes being tried again every round.
+ */
+static int _replace(struct copus__round *r, job_record_t *job_ptr,
+		    const struct copus__round_job *j)
+{
+	bitstr_t *any;
+	int rc;
+
+	if (!IS_JOB_PENDING(job_ptr) || j->job < 0)
+		return SLURM_ERROR;
+	any = _allowed(r, j, true);
+	rc = _start(job_ptr, j, any);
+	FREE_NULL_BITMAP(any);
+	if (rc == SLURM_SUCCESS)
+		verbose("%s: %pJ was refused on its decided nodes and started "
+			"where Slurm placed it", plugin_type, job_ptr);
+	return rc;
+}
+
+/*
+ * The nodes a pending job may start on for its decision: the decided ones
+ * when they are what it asked, else (or with any) every node of the
+ * decided type it may use, where Slurm picks.
+ */
 static bitstr_t *_allowed(struct copus__round *r,
-			  const struct copus__round_job *j)
+			  const struct copus__round_job *j, bool any)
 {
 	const copus_decision *d = &r->dec[j->job];
 	bitstr_t *b = bit_alloc(node_record_count);
-	bool exact = d->num_slots == j->nodes_req;
+	bool exact = !any && d->num_slots == j->nodes_req;
 	int k;
 
 	for (k = 0; exact && k < d->num_slots; k++)

@@ -84,7 +84,7 @@ TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
-	tests/test-slurm-events.sh
+	tests/test-slurm-events.sh tests/test-slurm-cpus.sh
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
@@ -93,7 +93,7 @@ EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
-	tests/test-slurm-events.sh \
+	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
 	tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.
