@@ -14,6 +14,9 @@
 #   loopback-cluster.sh restart-ctld DIR [--kill]
 #                                    (stops slurmctld, with SIGKILL when
 #                                    --kill, and starts it again on its state)
+#   loopback-cluster.sh restart-slurmd DIR --node NAME [--kill]
+#                                    (the same for one node's slurmd; the
+#                                    node's running jobs go on)
 #
 # --gpus lists one GPU type per group of nodes: with --nodes 4 and
 # --gpus a100:4,v100:4, nodes n1-n2 get 4 a100 each and n3-n4 get 4 v100.
@@ -33,7 +36,7 @@ die() { echo "$PROG: $*" >&2; exit 1; }
 say() { [ -n "${QUIET:-}" ] || echo "$PROG: $*"; }
 
 usage() {
-	sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,22p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -295,6 +298,23 @@ cmd_restart_ctld() {
 	die "slurmctld does not answer ${WAIT}s after its restart"
 }
 
+cmd_restart_slurmd() {
+	local pid sig=TERM n name=slurmd.$NODE
+	[ -f "$DIR/pids/$name.pid" ] || die "--node: no slurmd for '$NODE' in $DIR"
+	[ "$KILL" ] && sig=KILL
+	pid=$(cat "$DIR/pids/$name.pid" 2>/dev/null)
+	if _ours "$pid"; then
+		kill -$sig "$pid"
+		for ((n = 0; n < 150; n++)); do
+			_ours "$pid" || break
+			sleep 0.1
+		done
+		_ours "$pid" && die "slurmd $NODE (pid $pid) did not stop"
+	fi
+	_start "$name" "$SLURM_SBIN/slurmd" -D -N "$NODE" -f "$DIR/etc/slurm.conf"
+	say "slurmd $NODE restarted in $DIR"
+}
+
 cmd_up() {
 	[ "$(id -u)" -eq 0 ] || die "must run as root (slurmd starts jobs as their users)"
 	local b
@@ -354,7 +374,7 @@ CMD=$1
 DIR=$2
 shift 2
 NODES=4 CPUS=8 MEM=16000 WAIT=60 MUNGE="" SCHED=builtin SCHED_PARAMS=""
-PLUGIN_DIR="" SPANK="" GPUS="" KILL=""
+PLUGIN_DIR="" SPANK="" GPUS="" KILL="" NODE=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=${2:-}; shift 2 ;;
@@ -364,6 +384,7 @@ while [ $# -gt 0 ]; do
 	--wait) WAIT=${2:-}; shift 2 ;;
 	--munge) MUNGE=1; shift ;;
 	--kill) KILL=1; shift ;;
+	--node) NODE=${2:-}; shift 2 ;;
 	--sched) SCHED=${2:-}; shift 2 ;;
 	--sched-params) SCHED_PARAMS=${2:-}; shift 2 ;;
 	--plugin-dir) PLUGIN_DIR=${2:-}; shift 2 ;;
@@ -399,6 +420,7 @@ up) mkdir -p "$DIR" || die "cannot create $DIR"; DIR=$(cd "$DIR" && pwd); cmd_up
 down) [ -d "$DIR" ] || { say "nothing in $DIR"; exit 0; }; DIR=$(cd "$DIR" && pwd); cmd_down ;;
 status) [ -d "$DIR" ] || { echo "$PROG: no cluster in $DIR"; exit 3; }; DIR=$(cd "$DIR" && pwd); cmd_status ;;
 restart-ctld) [ -d "$DIR" ] || die "no cluster in $DIR"; DIR=$(cd "$DIR" && pwd); cmd_restart_ctld ;;
+restart-slurmd) [ -d "$DIR" ] || die "no cluster in $DIR"; DIR=$(cd "$DIR" && pwd); cmd_restart_slurmd ;;
 env) [ -d "$DIR" ] || die "no cluster in $DIR"; DIR=$(cd "$DIR" && pwd); echo "export SLURM_CONF=$DIR/etc/slurm.conf" ;;
 *) usage ;;
 esac

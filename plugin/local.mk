@@ -84,8 +84,10 @@ TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
-	tests/test-slurm-events.sh tests/test-slurm-cpus.sh
-dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh
+	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
+	tests/test-slurm-chaos.sh
+dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh \
+	tests/chaos.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
 	tests/test-slurm-sched.sh tests/test-slurm-plugin-hints.sh \
@@ -94,6 +96,7 @@ EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
 	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
+	tests/test-slurm-chaos.sh \
 	tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.
