@@ -270,19 +270,25 @@ cmd_down() {
 	say "stopped the cluster in $DIR"
 }
 
-cmd_restart_ctld() {
+# _stop NAME: stops the daemon whose PID DIR/pids/NAME.pid keeps (SIGKILL
+# with --kill, else SIGTERM) and waits up to 15 s for it to go.
+_stop() {
 	local pid sig=TERM n
-	[ -f "$DIR/etc/slurm.conf" ] || die "no cluster in $DIR"
 	[ "$KILL" ] && sig=KILL
-	pid=$(cat "$DIR/pids/slurmctld.pid" 2>/dev/null)
-	if _ours "$pid"; then
-		kill -$sig "$pid"
-		for ((n = 0; n < 150; n++)); do
-			_ours "$pid" || break
-			sleep 0.1
-		done
-		_ours "$pid" && die "slurmctld (pid $pid) did not stop"
-	fi
+	pid=$(cat "$DIR/pids/$1.pid" 2>/dev/null)
+	_ours "$pid" || return 0
+	kill -$sig "$pid"
+	for ((n = 0; n < 150; n++)); do
+		_ours "$pid" || return 0
+		sleep 0.1
+	done
+	die "$1 (pid $pid) did not stop"
+}
+
+cmd_restart_ctld() {
+	local n
+	[ -f "$DIR/etc/slurm.conf" ] || die "no cluster in $DIR"
+	_stop slurmctld
 	_start slurmctld "$SLURM_SBIN/slurmctld" -D -f "$DIR/etc/slurm.conf"
 	export SLURM_CONF=$DIR/etc/slurm.conf
 	for ((n = 0; n < WAIT * 5; n++)); do
@@ -299,18 +305,9 @@ cmd_restart_ctld() {
 }
 
 cmd_restart_slurmd() {
-	local pid sig=TERM n name=slurmd.$NODE
+	local name=slurmd.$NODE
 	[ -f "$DIR/pids/$name.pid" ] || die "--node: no slurmd for '$NODE' in $DIR"
-	[ "$KILL" ] && sig=KILL
-	pid=$(cat "$DIR/pids/$name.pid" 2>/dev/null)
-	if _ours "$pid"; then
-		kill -$sig "$pid"
-		for ((n = 0; n < 150; n++)); do
-			_ours "$pid" || break
-			sleep 0.1
-		done
-		_ours "$pid" && die "slurmd $NODE (pid $pid) did not stop"
-	fi
+	_stop "$name"
 	_start "$name" "$SLURM_SBIN/slurmd" -D -N "$NODE" -f "$DIR/etc/slurm.conf"
 	say "slurmd $NODE restarted in $DIR"
 }

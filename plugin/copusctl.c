@@ -51,6 +51,15 @@ struct row {
 	int n;
 };
 
+/* Says why one of the plugin's files cannot be read; returns 1. */
+static int cannot_open(const char *path)
+{
+	fprintf(stderr, "copusctl: cannot open %s: %s%s\n", path,
+		strerror(errno), errno == ENOENT ?
+		" (is SchedulerType=sched/copus running?)" : "");
+	return 1;
+}
+
 static int split(char *line, char **col)
 {
 	int n = 0;
@@ -132,12 +141,8 @@ static int print_status(const char *path, enum format fmt, const char *id)
 	int width[MAX_COLS] = { 0 }, ncols = 0, lineno = 0, rc = 1, k;
 	FILE *f = fopen(path, "r");
 
-	if (!f) {
-		fprintf(stderr, "copusctl: cannot open %s: %s%s\n", path,
-			strerror(errno), errno == ENOENT ?
-			" (is SchedulerType=sched/copus running?)" : "");
-		return 1;
-	}
+	if (!f)
+		return cannot_open(path);
 	while (fgets(line, sizeof(line), f)) {
 		size_t len = strlen(line);
 		struct row *r;
@@ -229,12 +234,8 @@ static int print_stats(const char *path)
 	int lineno = 0, n;
 	FILE *f = fopen(path, "r");
 
-	if (!f) {
-		fprintf(stderr, "copusctl: cannot open %s: %s%s\n", path,
-			strerror(errno), errno == ENOENT ?
-			" (is SchedulerType=sched/copus running?)" : "");
-		return 1;
-	}
+	if (!f)
+		return cannot_open(path);
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
 		line[strcspn(line, "\n")] = '\0';

@@ -54,6 +54,22 @@ wait_state() {
 	done
 }
 
+# wait_line FILE REGEX SECONDS: polls until a line of FILE matches.
+wait_line() {
+	local end=$((SECONDS + $3))
+	until grep -Eq "$2" "$1" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.3
+	done
+}
+
+# wait_log REGEX: slurmctld logged it (in $log) within 15 s, or the test
+# fails; prints the line.
+wait_log() {
+	wait_line "$log" "$1" 15 || fail "slurmctld did not log /$1/"
+	echo "logged: $(grep -E "$1" "$log" | tail -n 1 | cut -d' ' -f2-)"
+}
+
 # The plugins built in this build tree (libtool keeps them in plugin/.libs).
 # A plugin linked with the sanitizers cannot be loaded by Debian's Slurm
 # programs (the ASan runtime must come first), so tests that need one skip.

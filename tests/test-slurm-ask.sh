@@ -20,14 +20,6 @@ log=$TMP/c/log/slurmctld.log
 status=$TMP/c/state/copus_status
 hint_job "$TMP/job.sh"
 
-# wait_line FILE REGEX SECONDS
-wait_line() {
-	local end=$((SECONDS + $3))
-	until grep -Eq "$2" "$1" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.3
-	done
-}
 
 # 1. No hint, no signal.
 p=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 --elastic=2-4 -t 10 \

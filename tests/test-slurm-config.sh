@@ -10,14 +10,6 @@ cluster_up --nodes 1 --gpus a100:2 --sched copus \
 log=$TMP/c/log/slurmctld.log
 conf=$TMP/c/etc/slurm.conf
 
-# wait_log REGEX: the plugin logged it within 15 s.
-wait_log() {
-	local end=$((SECONDS + 15))
-	until grep -Eq "$1" "$log"; do
-		[ $SECONDS -lt $end ] || fail "slurmctld did not log /$1/"
-		sleep 0.2
-	done
-}
 wait_log "sched/copus: policy copus, interval 7s"
 grep -q "sched/copus: slurm.conf:" "$log" &&
 	fail "warnings about a complete slurm.conf: $(grep 'sched/copus: slurm.conf:' "$log")"

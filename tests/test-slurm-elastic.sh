@@ -20,14 +20,6 @@ cluster_up --nodes 2 --gpus a100:4,v100:4 --sched copus --spank "$spank" \
 	--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=2,copus_checkpoint_deadline=4
 hint_job "$TMP/job.sh"
 
-# wait_line FILE REGEX SECONDS
-wait_line() {
-	local end=$((SECONDS + $3))
-	until grep -Eq "$2" "$1" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.3
-	done
-}
 
 e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 --elastic=1-4 -t 10 \
 	"$TMP/job.sh" "$TMP/e.out") || fail "sbatch refused the elastic job"

@@ -27,14 +27,6 @@ scontrol reconfigure || fail "scontrol reconfigure"
 sleep 1
 hint_job "$TMP/job.sh"
 
-# wait_line FILE REGEX SECONDS
-wait_line() {
-	local end=$((SECONDS + $3))
-	until grep -Eq "$2" "$1" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.3
-	done
-}
 
 # untouched ID NODES: still running where it started, never restarted.
 untouched() {

@@ -21,15 +21,6 @@ wait_state "$e" RUNNING 30 || fail "the elastic job did not start"
 # hint JSON-BODY-AFTER-THE-JOB-ID: sets the job's Comment.
 good='"st":"running","step":10,"rc":0,"t":1790000000,"b0":128,"bmax":4096,"lmin":8,"lmax":256,"acc":true,"sqr":0.01,"var":10,"prog":10,"perf":{"a100":[0.02,0.002,0.05,0.002,0.005,0.0005,1.5]}'
 set_comment() { scontrol update jobid="$e" comment="$1"; }
-# wait_log REGEX: the plugin logged it within 10 s.
-wait_log() {
-	local end=$((SECONDS + 10))
-	until grep -Eq "$1" "$log"; do
-		[ $SECONDS -lt $end ] || fail "slurmctld did not log /$1/"
-		sleep 0.2
-	done
-	echo "logged: $(grep -E "$1" "$log" | tail -n 1 | cut -d' ' -f2-)"
-}
 
 set_comment "copus1:{\"v\":1,\"job\":$e,$good}" || fail "cannot set a hint"
 end=$((SECONDS + 10))
