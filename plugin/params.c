@@ -40,13 +40,15 @@ static const struct _int_key _int_keys[] = {
 	  100000 },
 	{ "copus_hint_check", offsetof(struct copus__params, hint_check), 10,
 	  86400 },
+	{ "copus_max_gpus_per_user", offsetof(struct copus__params, user_cap),
+	  0, 1000000 },
 };
 
 static void _report(void (*report)(const char *, void *), void *arg,
 		    const char *fmt, const char *key, const char *val,
 		    long min, long max)
 {
-	char msg[256];
+	char msg[512];
 
 	snprintf(msg, sizeof(msg), fmt, key, val, min, max);
 	if (report)
@@ -151,7 +153,7 @@ static int _param(const char *item, struct copus__params *p,
 	_report(report, arg, "SchedulerParameters: unknown key '%s'%s; known: "
 		"copus_interval, copus_restart_delay, copus_restart_cost, "
 		"copus_checkpoint_deadline, copus_fairness, copus_max_jobs, "
-		"copus_hint_check, copus_policy",
+		"copus_hint_check, copus_max_gpus_per_user, copus_policy",
 		key, "", 0, 0);
 	return 1;
 }

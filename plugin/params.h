@@ -19,6 +19,8 @@ struct copus__params {
 	int max_jobs;		/* copus_max_jobs: pending jobs per round */
 	int hint_check;		/* copus_hint_check: seconds of a run seen
 				 * before its hint's claim is judged */
+	int user_cap;		/* copus_max_gpus_per_user: GPUs one user's
+				 * jobs may hold together; 0: no cap */
 	char policy[32];	/* copus_policy: the core policy's name */
 };
 

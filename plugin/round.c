@@ -29,6 +29,9 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask);
 static void _build_input(struct copus__sched *s, struct copus__round *r);
 static void _predict(struct copus__sched *s, struct copus__round *r);
+static void _user_room(struct copus__sched *s, struct copus__round *r);
+static bool _user_takes(struct copus__round *r, struct copus__round_job *j,
+			int more, int cap);
 static void _time_limits(struct copus__round *r);
 
 /* The policy's decisions */
@@ -42,6 +45,7 @@ static void _plan(struct copus__sched *s, struct copus__round *r);
 
 void copus__round_decide(struct copus__sched *s, struct copus__round *r)
 {
+	_user_room(s, r);
 	_build_input(s, r);
 	_decide(s, r);
 	_plan(s, r);
@@ -54,6 +58,8 @@ void copus__round_free(struct copus__round *r)
 	free(r->model_ptrs);
 	free(r->rj_of);
 	free(r->dec);
+	free(r->user_left);
+	r->user_left = NULL;
 	r->jobs = NULL;
 	r->models = NULL;
 	r->model_ptrs = NULL;
@@ -169,6 +175,17 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 			      j->gpn_req * j->nodes_req;
 		if (c->req_gpus < 1)
 			c->req_gpus = j->emin;
+	}
+	if (r->user_left && !j->rigid) {
+		/* Not past its user's cap: a running job may grow by what
+		 * the user has left, a pending one start with that much. */
+		int room = r->user_left[j->user_grp] +
+			   (j->running ? j->cur_gpus : 0);
+
+		if (c->max_gpus > room)
+			c->max_gpus = room > c->min_gpus ? room : c->min_gpus;
+		if (c->req_gpus > c->max_gpus)
+			c->req_gpus = c->max_gpus;
 	}
 	c->type_mask = mask;
 	c->submit_time = (double)j->submit;
@@ -349,6 +366,16 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 			j->never = true;
 			continue;
 		}
+		if (r->user_left &&
+		    (j->rigid ? j->gpn_req * j->nodes_req : j->emin) >
+			    r->user_left[j->user_grp]) {
+			snprintf(j->reason_buf, sizeof(j->reason_buf),
+				 "copus: its user's jobs hold the %d GPUs of "
+				 "copus_max_gpus_per_user",
+				 s->params.user_cap);
+			j->reason = j->reason_buf;
+			continue;
+		}
 		if (j->rigid && !_ever_fits(r, j, mask)) {
 			snprintf(j->reason_buf, sizeof(j->reason_buf),
 				 "copus: no %d node(s) it may use have %d "
@@ -397,6 +424,72 @@ out:
 	free(pick);
 	free(avail);
 	free(order);
+}
+
+static int _cmp_user(const void *a, const void *b)
+{
+	const struct copus__round_job *x =
+		*(const struct copus__round_job *const *)a;
+	const struct copus__round_job *y =
+		*(const struct copus__round_job *const *)b;
+
+	return strcmp(x->user, y->user);
+}
+
+/*
+ * With copus_max_gpus_per_user, groups the round's jobs by user and sets
+ * what each user may still take: the cap less the GPUs the user's running
+ * jobs hold (rigid ones included).
+ */
+static void _user_room(struct copus__sched *s, struct copus__round *r)
+{
+	struct copus__round_job **by;
+	int i, g = -1;
+
+	if (s->params.user_cap <= 0 || r->nrj == 0)
+		return;
+	by = calloc(r->nrj, sizeof(*by));
+	r->user_left = calloc(r->nrj, sizeof(*r->user_left));
+	if (!by || !r->user_left) {
+		free(by);
+		free(r->user_left);
+		r->user_left = NULL;
+		return;
+	}
+	for (i = 0; i < r->nrj; i++)
+		by[i] = &r->rj[i];
+	qsort(by, r->nrj, sizeof(*by), _cmp_user);
+	for (i = 0; i < r->nrj; i++) {
+		if (i == 0 || strcmp(by[i]->user, by[i - 1]->user))
+			r->user_left[++g] = s->params.user_cap;
+		by[i]->user_grp = g;
+		if (by[i]->running)
+			r->user_left[g] -= by[i]->cur_gpus;
+	}
+	free(by);
+}
+
+/*
+ * Whether job j's user may take more GPUs this round under the cap (and
+ * if so they are counted); true without a cap or when more <= 0.
+ */
+static bool _user_takes(struct copus__round *r, struct copus__round_job *j,
+			int more, int cap)
+{
+	int *left;
+
+	if (!r->user_left || more <= 0)
+		return true;
+	left = &r->user_left[j->user_grp];
+	if (more > *left) {
+		snprintf(j->reason_buf, sizeof(j->reason_buf),
+			 "copus: its user's jobs hold or take the %d GPUs of "
+			 "copus_max_gpus_per_user", cap);
+		j->reason = j->reason_buf;
+		return false;
+	}
+	*left -= more;
+	return true;
 }
 
 /*
@@ -510,6 +603,11 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 				  !_policy_moves(s)) ||
 			    r->when - j->start < s->params.restart_delay)
 				continue;
+			if (!_user_takes(r, j, d->gpu_type < 0 ? 0 :
+					 j->per_node * j->num_nodes -
+						 j->cur_gpus,
+					 s->params.user_cap))
+				continue;
 			j->action = COPUS__ACT_ASK;
 			continue;
 		}
@@ -524,7 +622,11 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 		     (!j->type_req[0] ||
 		      !strcmp(j->type_req, r->types[j->dtype])))) {
 			if (!j->waits_release) {
-				j->action = COPUS__ACT_START;
+				if (_user_takes(r, j, j->rigid ?
+						j->gpn_req * j->nodes_req :
+						j->per_node * j->num_nodes,
+						s->params.user_cap))
+					j->action = COPUS__ACT_START;
 				continue;
 			}
 		}
@@ -536,6 +638,9 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->reason = "copus: waiting for its begin time";
 			continue;
 		}
+		if (!_user_takes(r, j, j->per_node * j->num_nodes,
+				 s->params.user_cap))
+			continue;
 		j->action = COPUS__ACT_RESIZE;
 		snprintf(j->reason_buf, sizeof(j->reason_buf),
 			 "copus: starts with %d %s GPU(s) on %d node(s)",

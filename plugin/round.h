@@ -77,6 +77,7 @@ struct copus__round_job {
 	int nalloc, alloc_type, cur_gpus;
 	char *nodelist;
 	char app[64], user[16];		/* the predictor's attributes */
+	int user_grp;			/* its user's index in user_left */
 	uint8_t *eligible;		/* pending: nodes it may use */
 
 	/* The decision's (phase 2). */
@@ -130,6 +131,12 @@ struct copus__round {
 	uint32_t *over;			/* pending jobs beyond the round's */
 	int nover, over_cap, max_jobs;	/* max_jobs (copus_max_jobs) */
 	int started;			/* jobs the actions started */
+	/*
+	 * With copus_max_gpus_per_user: per user (round_job.user_grp), the
+	 * GPUs the user may still take this round, the cap less what the
+	 * user's running jobs hold; NULL without a cap.
+	 */
+	int *user_left;
 
 	/* The decision's (phase 2). */
 	const char *type_ptrs[COPUS_MAX_GPU_TYPES];

@@ -411,6 +411,48 @@ static void a_rigid_job_waits_for_one_of_higher_priority(void)
 			       "priority in the partition starts first");
 }
 
+/*
+ * copus_max_gpus_per_user=3: a user whose running job holds 2 GPUs gets one
+ * more, not the idle rest; another user is not held back.
+ */
+static void one_user_cannot_take_more_than_the_cap(void)
+{
+	struct copus__round_job *run, *rigid, *elastic, *other;
+
+	_cluster(2, 4);
+	_s.params.user_cap = 3;
+	run = _running(1, 0, 1, 2, 0, 0, NOW - 1000);
+	rigid = _pending(2, 1, 2, 0, 0);
+	elastic = _pending(3, 1, 1, 1, 4);
+	other = _pending(4, 1, 2, 0, 0);
+	strcpy(run->user, "100");
+	strcpy(rigid->user, "100");
+	strcpy(elastic->user, "100");
+	strcpy(other->user, "200");
+	_decide();
+	ASSERT_ACTION(run, COPUS__ACT_NONE);
+	/* 2 + 2 > 3: the rigid job waits, and says why. */
+	ASSERT_ACTION(rigid, COPUS__ACT_NONE);
+	CU_ASSERT_PTR_NOT_NULL(rigid->reason);
+	if (rigid->reason)
+		CU_ASSERT_PTR_NOT_NULL(strstr(rigid->reason,
+					      "copus_max_gpus_per_user"));
+	/* The elastic job starts within what is left: one GPU. */
+	CU_ASSERT(elastic->action == COPUS__ACT_START ||
+		  elastic->action == COPUS__ACT_RESIZE);
+	CU_ASSERT_EQUAL(elastic->per_node * elastic->num_nodes, 1);
+	/* The other user's job is not held back. */
+	ASSERT_ACTION(other, COPUS__ACT_START);
+	/* Without the cap the same round gives user 100 more. */
+	_cluster(2, 4);
+	run = _running(1, 0, 1, 2, 0, 0, NOW - 1000);
+	rigid = _pending(2, 1, 2, 0, 0);
+	strcpy(run->user, "100");
+	strcpy(rigid->user, "100");
+	_decide();
+	ASSERT_ACTION(rigid, COPUS__ACT_START);
+}
+
 static void a_job_that_can_never_run_here_says_why(void)
 {
 	struct copus__round_job *big, *typed;
@@ -470,6 +512,7 @@ int main(void)
 		TEST(a_checkpointed_job_is_requeued_once),
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
 		TEST(a_rigid_job_waits_for_one_of_higher_priority),
+		TEST(one_user_cannot_take_more_than_the_cap),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),
