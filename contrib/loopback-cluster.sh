@@ -7,7 +7,7 @@
 #                              [--cpus N] [--mem MB] [--munge]
 #                              [--sched NAME] [--sched-params LIST]
 #                              [--plugin-dir DIR] [--spank PATH[:ARGS]]
-#                              [--wait SECONDS]
+#                              [--wait SECONDS] [--example DIR]
 #   loopback-cluster.sh down DIR
 #   loopback-cluster.sh status DIR
 #   loopback-cluster.sh env DIR      (prints "export SLURM_CONF=...")
@@ -20,6 +20,9 @@
 #
 # --gpus lists one GPU type per group of nodes: with --nodes 4 and
 # --gpus a100:4,v100:4, nodes n1-n2 get 4 a100 each and n3-n4 get 4 v100.
+# --example DIR runs the cluster with the scheduling settings of
+# DIR/slurm.conf.example and the spank_copus line of
+# DIR/plugstack.conf.example (e.g. etc/ of the source tree).
 # Everything lives under DIR (configuration, state, logs, PID files, device
 # files); the daemons listen on free ports of 127.0.0.1 only, so several
 # clusters can run side by side. "down" stops exactly the processes that "up"
@@ -36,7 +39,7 @@ die() { echo "$PROG: $*" >&2; exit 1; }
 say() { [ -n "${QUIET:-}" ] || echo "$PROG: $*"; }
 
 usage() {
-	sed -n '5,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,25p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -160,6 +163,30 @@ EOF
 		>>"$DIR/etc/slurm.conf"
 	: >"$DIR/etc/plugstack.conf"
 	[ -z "$SPANK" ] || echo "required ${SPANK//:/ }" >>"$DIR/etc/plugstack.conf"
+	[ -z "$EXAMPLE" ] || _use_example
+}
+
+# --example DIR: the scheduling settings of DIR/slurm.conf.example replace
+# this harness's own (every key it sets but the cluster's paths, nodes and
+# partitions; the default memory too, set or not), and the spank_copus line of DIR/plugstack.conf.example
+# replaces --spank's, its plugin path pointed at --spank's file.
+_use_example() {
+	local ex=$EXAMPLE/slurm.conf.example key keys line
+	[ -f "$ex" ] || die "--example: no $ex"
+	keys=$(sed -n 's/^\([A-Za-z]*\)=.*/\1/p' "$ex" |
+		grep -Ev '^(NodeName|PartitionName|PlugStackConfig|StateSaveLocation|SlurmctldHost|ClusterName)$')
+	# The default memory is the example's to set, or to leave out.
+	sed -i '/^DefMemPer\(CPU\|GPU\|Node\)=/d' "$DIR/etc/slurm.conf"
+	for key in $keys; do
+		sed -i "/^$key=/d" "$DIR/etc/slurm.conf"
+		grep "^$key=" "$ex" >>"$DIR/etc/slurm.conf"
+	done
+	if [ -n "$SPANK" ] && [ -f "$EXAMPLE/plugstack.conf.example" ]; then
+		line=$(grep -E '^(required|optional) .*spank_copus\.so' "$EXAMPLE/plugstack.conf.example" | head -n 1)
+		[ -n "$line" ] || die "--example: no spank_copus line in $EXAMPLE/plugstack.conf.example"
+		echo "$line" | awk -v so="${SPANK%%:*}" '{ $2 = so; print }' \
+			>"$DIR/etc/plugstack.conf"
+	fi
 }
 
 _make_devices() {
@@ -371,7 +398,7 @@ CMD=$1
 DIR=$2
 shift 2
 NODES=4 CPUS=8 MEM=16000 WAIT=60 MUNGE="" SCHED=builtin SCHED_PARAMS=""
-PLUGIN_DIR="" SPANK="" GPUS="" KILL="" NODE=""
+PLUGIN_DIR="" SPANK="" GPUS="" KILL="" NODE="" EXAMPLE=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=${2:-}; shift 2 ;;
@@ -382,6 +409,7 @@ while [ $# -gt 0 ]; do
 	--munge) MUNGE=1; shift ;;
 	--kill) KILL=1; shift ;;
 	--node) NODE=${2:-}; shift 2 ;;
+	--example) EXAMPLE=${2:-}; shift 2 ;;
 	--sched) SCHED=${2:-}; shift 2 ;;
 	--sched-params) SCHED_PARAMS=${2:-}; shift 2 ;;
 	--plugin-dir) PLUGIN_DIR=${2:-}; shift 2 ;;

@@ -85,7 +85,8 @@ TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
 	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
-	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh
+	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
+	tests/test-slurm-examples.sh
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh \
 	tests/chaos.sh
 EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
@@ -97,6 +98,7 @@ EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
 	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
 	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
+	tests/test-slurm-examples.sh \
 	tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.
