@@ -19,6 +19,7 @@ void copus__params_default(struct copus__params *p)
 	p->fairness = -1.0;
 	p->max_jobs = 1000;
 	p->hint_check = 120;
+	p->user_cap = 0;
 	snprintf(p->policy, sizeof(p->policy), "copus");
 }
 

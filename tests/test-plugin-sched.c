@@ -43,6 +43,13 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	ASSERT_CLOSE(p.fairness, -0.5, 1e-12);
 	CU_ASSERT_EQUAL(copus__params_parse(NULL, &p, _collect, NULL), 0);
 	CU_ASSERT_EQUAL(p.interval, 10);
+	/* A key removed at reconfigure goes back to its default. */
+	CU_ASSERT_EQUAL(copus__params_parse("copus_max_gpus_per_user=8", &p,
+					    _collect, NULL), 0);
+	CU_ASSERT_EQUAL(p.user_cap, 8);
+	CU_ASSERT_EQUAL(copus__params_parse(NULL, &p, _collect, NULL), 0);
+	CU_ASSERT_EQUAL(p.user_cap, 0);
+	CU_ASSERT_EQUAL(p.hint_check, 120);
 }
 
 static void bad_params_are_reported_by_key_and_value(void)
