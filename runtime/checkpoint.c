@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,13 @@
 #include <zlib.h>
 
 #include "internal.h"
+
+/*
+ * The largest count a manifest may hold (2^53, where doubles stop counting
+ * exactly): a number beyond the range of the integer it becomes would make
+ * the conversion undefined.
+ */
+#define MANIFEST_COUNT_MAX 9007199254740992.0
 
 /* Reading a manifest back (below the writing). */
 static int _read_file(copus_ctx *ctx, const char *path, char **out);
@@ -510,18 +518,7 @@ static bool _arr_num(struct json_object *a, size_t i, double *out)
 	return isfinite(*out);
 }
 
-/* A checkpoint as its manifest names it. */
-struct manifest {
-	int64_t step;
-	int world;            /* the ranks of the run that wrote it */
-	bool all_ranks;       /* every rank saved a file (else rank 0 alone) */
-	int nfiles;
-	char **files;
-	long long *sizes;
-	int64_t *crcs;        /* CRC-32 of each file; -1: not recorded */
-};
-
-static void _manifest_free(struct manifest *m)
+void copus__manifest_free(struct copus__manifest *m)
 {
 	_names_free(m->files, m->nfiles);
 	free(m->sizes);
@@ -529,9 +526,8 @@ static void _manifest_free(struct manifest *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Parse the manifest into the context and m; an error names the field. */
-static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
-			   struct manifest *m)
+int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
+			  struct copus__manifest *m)
 {
 	struct json_object *o = json_tokener_parse(text), *a, *e;
 	double x, version, step, samples, progress, world, all = 0;
@@ -555,7 +551,8 @@ static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 	if (!_get_num(o, "step", &step) || step < 0 || step > COPUS_HINT_STEP_MAX)
 		goto bad;
 	field = "samples";
-	if (!_get_num(o, "samples", &samples) || samples < 0)
+	if (!_get_num(o, "samples", &samples) || samples < 0 ||
+	    samples > MANIFEST_COUNT_MAX)
 		goto bad;
 	field = "progress";
 	if (!_get_num(o, "progress", &progress) || progress < 0)
@@ -598,7 +595,7 @@ static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 		    json_object_array_length(e) != width ||
 		    !json_object_is_type(json_object_array_get_idx(e, 0),
 					 json_type_string) ||
-		    !_arr_num(e, 1, &x) || x < 0 ||
+		    !_arr_num(e, 1, &x) || x < 0 || x > MANIFEST_COUNT_MAX ||
 		    (width == 3 && (!_arr_num(e, 2, &c) || c < 0 ||
 				    c > 4294967295.0 || c != floor(c))))
 			goto bad;
@@ -624,7 +621,8 @@ static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 		double d, s, v, b, c;
 		if (!_arr_num(a, 0, &d) || !_arr_num(a, 1, &s) ||
 		    !_arr_num(a, 2, &v) || !_arr_num(a, 3, &b) ||
-		    !_arr_num(a, 4, &c) || c < 0 || b < 0 || b > 1)
+		    !_arr_num(a, 4, &c) || c < 0 || c > MANIFEST_COUNT_MAX ||
+		    b < 0 || b > 1)
 			goto bad;
 		/* The decay is the new run's; the averages carry over. */
 		ctx->noise.sqr = s;
@@ -650,7 +648,9 @@ static int _parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 					 json_type_string))
 			goto bad;
 		for (int k = 0; k < 7; k++)
-			if (!_arr_num(e, (size_t)k + 1, &v[k]) || v[k] < 0)
+			if (!_arr_num(e, (size_t)k + 1, &v[k]) || v[k] < 0 ||
+			    (k < 4 && v[k] > INT_MAX) ||
+			    (k == 6 && v[k] > MANIFEST_COUNT_MAX))
 				goto bad;
 		snprintf(ob->type, sizeof(ob->type), "%s",
 			 json_object_get_string(json_object_array_get_idx(e, 0)));
@@ -722,7 +722,8 @@ static bool _ckpt_name(const char *name, int *rank, bool *tmp)
  * own (rank 0 also those of ranks the job no longer has), so that ranks on
  * other nodes never race for a file.
  */
-static void _remove_leftovers(copus_ctx *ctx, const struct manifest *m)
+static void _remove_leftovers(copus_ctx *ctx,
+			      const struct copus__manifest *m)
 {
 	DIR *d = opendir(ctx->ckpt_dir);
 	struct dirent *e;
@@ -754,7 +755,7 @@ static void _remove_leftovers(copus_ctx *ctx, const struct manifest *m)
 int copus__restore(copus_ctx *ctx)
 {
 	char path[4096], *text = NULL;
-	struct manifest m = { 0 };
+	struct copus__manifest m = { 0 };
 	int rc, idx;
 
 	if (ctx->ckpt_dir == NULL)
@@ -770,7 +771,7 @@ int copus__restore(copus_ctx *ctx)
 	}
 	if (rc != COPUS_OK)
 		return rc;
-	rc = _parse_manifest(ctx, path, text, &m);
+	rc = copus__parse_manifest(ctx, path, text, &m);
 	free(text);
 	if (rc != COPUS_OK)
 		return rc;
@@ -834,6 +835,6 @@ int copus__restore(copus_ctx *ctx)
 		   ctx->ckpt_dir);
 	rc = COPUS_OK;
 out:
-	_manifest_free(&m);
+	copus__manifest_free(&m);
 	return rc;
 }

@@ -142,6 +142,26 @@ int copus__restore(copus_ctx *ctx);
 /* Forget the files of the latest checkpoint. */
 void copus__ckpt_files_free(copus_ctx *ctx);
 
+/* A checkpoint as its manifest names it. */
+struct copus__manifest {
+	int64_t step;
+	int world;            /* the ranks of the run that wrote it */
+	bool all_ranks;       /* every rank saved a file (else rank 0 alone) */
+	int nfiles;
+	char **files;
+	long long *sizes;
+	int64_t *crcs;        /* CRC-32 of each file; -1: not recorded */
+};
+/*
+ * Parse a manifest's text (path only names it in errors) into m and the
+ * runtime's state in ctx; COPUS_EPARSE with ctx's error naming the field.
+ * Not static so that tests/fuzz/fuzz-manifest.c reaches the parser without
+ * a checkpoint directory. Free m with copus__manifest_free().
+ */
+int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
+			  struct copus__manifest *m);
+void copus__manifest_free(struct copus__manifest *m);
+
 /* publish.c */
 int copus__publisher_start(copus_ctx *ctx);
 void copus__publisher_stop(copus_ctx *ctx);
