@@ -116,6 +116,15 @@ void sim_cluster_free(struct sim_cluster *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Whether s holds a control character (a tab, a carriage return, ...). */
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < ' ' || *s == 0x7f)
+			return true;
+	return false;
+}
+
 int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
 		      char *err, size_t len)
 {
@@ -143,13 +152,19 @@ int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
 		struct sim_jobspec *j = &js[i];
 		double r;
 
+		/*
+		 * A name travels tab-separated from a simulation process to
+		 * copus-sim's (main.c): a tab or another control character
+		 * in it would cut the line and mislabel the results.
+		 */
 		if (strlen(c.rows[i][cn]) == 0 ||
 		    strlen(c.rows[i][cn]) >= sizeof(j->name) ||
-		    strpbrk(c.rows[i][cn], "\"\\") != NULL) {
+		    strpbrk(c.rows[i][cn], "\"\\") != NULL ||
+		    has_control(c.rows[i][cn])) {
 			snprintf(err, len,
 				 "%s:%ld: column %d (name): '%s' is empty, too "
-				 "long or has quotes", path, c.lines[i],
-				 cn + 1, c.rows[i][cn]);
+				 "long or has quotes or control characters",
+				 path, c.lines[i], cn + 1, c.rows[i][cn]);
 			goto out;
 		}
 		snprintf(j->name, sizeof(j->name), "%s", c.rows[i][cn]);

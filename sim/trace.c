@@ -50,6 +50,9 @@ int sim_app_epochs(const char *name)
 	return d != NULL ? d->epochs : 0;
 }
 
+/* The largest micro-batch a placement row may hold (as copus/hint.h). */
+#define LOCAL_BSZ_MAX 1e6
+
 static int prow_cmp(const void *a, const void *b)
 {
 	const struct prow *x = a, *y = b;
@@ -104,12 +107,16 @@ static int load_placements(struct ptable *t, const char *path, char *err,
 		    sim_csv_double(&c, i, cs, &p->step, err, len) ||
 		    sim_csv_double(&c, i, cy, &p->sync, err, len))
 			goto out;
-		if (!(p->local >= 1) || !(p->step > 0) || !(p->sync >= 0) ||
-		    p->sync > p->step) {
+		/*
+		 * The micro-batch becomes an int (the model's limits, the
+		 * fit's observations): a larger one would not convert.
+		 */
+		if (!(p->local >= 1) || p->local > LOCAL_BSZ_MAX ||
+		    !(p->step > 0) || !(p->sync >= 0) || p->sync > p->step) {
 			snprintf(err, len,
-				 "%s:%ld: local_bsz >= 1, step_time > 0 and "
-				 "0 <= sync_time <= step_time expected",
-				 path, c.lines[i]);
+				 "%s:%ld: 1 <= local_bsz <= %.0f, step_time > 0 "
+				 "and 0 <= sync_time <= step_time expected",
+				 path, c.lines[i], LOCAL_BSZ_MAX);
 			goto out;
 		}
 		t->n++;
@@ -386,6 +393,18 @@ int sim_app_load(struct app *a, const char *dir, const char *name,
 		goto fail;
 	}
 	qsort(a->v, a->nv, sizeof(*a->v), valid_cmp);
+	/*
+	 * Two files of one batch ("validation-8.csv", "validation-08.csv")
+	 * would leave the directory's order to pick the one used.
+	 */
+	for (size_t i = 1; i < a->nv; i++) {
+		if (a->v[i].batch == a->v[i - 1].batch) {
+			snprintf(err, len, "%s/%s: two validation files of "
+				 "batch %.0f", dir, name, a->v[i].batch);
+			rc = COPUS_EPARSE;
+			goto fail;
+		}
+	}
 	a->init_batch = a->v[0].batch;
 	a->max_batch = a->v[a->nv - 1].batch;
 	a->min_local = (int)a->tab[0].rows[0].local;
