@@ -23,13 +23,14 @@ endif
 plugin_sched_copus_la_SOURCES = \
 	plugin/sched_copus.c plugin/sched_copus.h \
 	plugin/snapshot.c plugin/snapshot.h \
+	plugin/intake.c plugin/intake.h \
 	plugin/round.c plugin/round.h \
 	plugin/actions.c plugin/actions.h \
 	plugin/rescale.c plugin/rescale.h \
 	plugin/statefile.c plugin/statefile.h \
 	plugin/memo.c plugin/memo.h \
 	plugin/params.c plugin/params.h \
-	plugin/options.h plugin/slurm-config/config.h
+	plugin/options.h plugin/stats.h plugin/slurm-config/config.h
 plugin_sched_copus_la_CPPFLAGS = -DHAVE_CONFIG_H \
 	-I$(top_srcdir)/plugin/slurm-config -I$(SLURM_SRC) \
 	-I$(SLURM_SRC)/src/common -I$(top_srcdir)/include
@@ -57,7 +58,7 @@ plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 # the Slurm-free files it needs.
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/memo.c \
 	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \
-	plugin/options.h plugin/submit.c plugin/submit.h
+	plugin/options.h plugin/submit.c plugin/submit.h plugin/stats.h
 check_PROGRAMS += tests/test-plugin-sched
 tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h

@@ -15,7 +15,7 @@
  *     usable nodes and their GPUs (less those held by jobs the policy does
  *     not see), running GPU jobs with their allocation, pending jobs that
  *     may start now, and each job's hint (its Comment, parsed only when it
- *     changed; the last good one is kept);
+ *     changed; the last good one is kept; intake.c);
  *  2. round.c, the decision: outside the locks and without Slurm,
  *     copus_policy_decide() on the copies, its decisions turned into an
  *     action per job;

@@ -32,6 +32,7 @@
 #include "options.h"
 #include "round.h"
 #include "sched_copus.h"
+#include "intake.h"
 #include "snapshot.h"
 
 /*
@@ -54,21 +55,6 @@ static void _job_alloc(struct copus__round *r, job_record_t *job_ptr,
 		       struct copus__round_job *j);
 static bool _job_startable(job_record_t *job_ptr);
 static bool _slurm_requeued(job_record_t *job_ptr, time_t now);
-static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
-		       char *user, size_t ulen);
-
-/* A job's record: its service, its hint, its completion */
-static uint64_t _hash(const char *s);
-static bool _hint_run_ok(job_record_t *job_ptr, const copus_hint *h);
-static bool _ended_of_request(struct copus__sched *s, struct copus__round *r,
-			      job_record_t *job_ptr);
-static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
-		      struct copus__memo *in);
-static struct copus__memo *_job_info(struct copus__sched *s,
-				     job_record_t *job_ptr,
-				     struct copus__round_job *j, time_t now);
-static void _learn(struct copus__sched *s, struct copus__round *r,
-		   job_record_t *job_ptr);
 
 /* The round's jobs */
 static uint32_t _priority_cut(int max_jobs);
@@ -141,10 +127,10 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 			continue;
 		}
 		if (IS_JOB_FINISHED(job_ptr) && !IS_JOB_COMPLETING(job_ptr) &&
-		    _ended_of_request(s, r, job_ptr))
+		    copus__ended_of_request(s, r, job_ptr))
 			continue;
 		if (IS_JOB_COMPLETE(job_ptr) && !IS_JOB_COMPLETING(job_ptr)) {
-			_learn(s, r, job_ptr);
+			copus__learn(s, r, job_ptr);
 			continue;
 		}
 		if (!IS_JOB_PENDING(job_ptr))
@@ -189,8 +175,8 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		j->nodes_req = d->min_nodes ? (int)d->min_nodes : 1;
 		_job_gpus(job_ptr, j);
 		_job_options(job_ptr, j);
-		_job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
-			   sizeof(j->user));
+		copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
+				 sizeof(j->user));
 		/* Slurm's requeue sets the submit time to when it was. */
 		if (requeued && j->end < d->submit_time)
 			j->end = d->submit_time;
@@ -217,7 +203,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 				j->eligible[i] = 0;
 		}
 		if (j->gpn_req > 0)
-			_job_info(s, job_ptr, j, r->when);
+			copus__job_info(s, job_ptr, j, r->when);
 		r->npending++;
 	}
 	list_iterator_destroy(it);
@@ -312,8 +298,9 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	j->start = job_ptr->start_time;
 	j->restarts = job_ptr->restart_cnt;
 	j->nodelist = xstrdup(job_ptr->nodes);
-	_job_attrs(job_ptr, j->app, sizeof(j->app), j->user, sizeof(j->user));
-	in = _job_info(s, job_ptr, j, r->when);
+	copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
+			 sizeof(j->user));
+	in = copus__job_info(s, job_ptr, j, r->when);
 	if (!j->rigid && !(x && !x->gave_up) &&
 	    !(in && in->have_hint && in->hint.restart_count == j->restarts)) {
 		/*
@@ -650,234 +637,4 @@ static bool _slurm_requeued(job_record_t *job_ptr, time_t now)
 	/* Requeue: begin = now + lifetime + 1, submit = now (or now + 1). */
 	wait = d->begin_time - d->submit_time;
 	return wait >= lifetime && wait <= lifetime + 1;
-}
-
-/*
- * A job that ended after it was asked to checkpoint in the run that
- * ended: it failed (died of the rescale signal, or its script went on
- * after its trainer exited with the requeue code and then failed), or it
- * completed after reporting its checkpoint (its script does not exec its
- * trainer). Such a job is queued for a requeue (r->revive), once. A job
- * that completed without reporting a checkpoint is done; a cancelled one
- * stays cancelled; Slurm requeues a node failure itself.
- */
-static bool _ended_of_request(struct copus__sched *s, struct copus__round *r,
-			      job_record_t *job_ptr)
-{
-	struct copus__rescale *x = copus__rescale_find(s, job_ptr->job_id);
-	struct copus__memo *in = copus__memo_find(s, job_ptr->job_id);
-	struct copus__revive *v;
-	uint32_t ec = job_ptr->exit_code;
-	bool ckpt;
-
-	if (!x || x->revived || x->rc != (int)job_ptr->restart_cnt)
-		return false;
-	ckpt = in && in->have_hint &&
-	       in->hint.state == COPUS_STATE_CHECKPOINTED &&
-	       in->hint.restart_count == (int)job_ptr->restart_cnt;
-	if (!IS_JOB_FAILED(job_ptr) && !(IS_JOB_COMPLETE(job_ptr) && ckpt))
-		return false;
-	x->revived = true;
-	if (in)
-		in->seen = true;
-	xrecalloc(r->revive, r->nrevive + 1, sizeof(*r->revive));
-	v = &r->revive[r->nrevive++];
-	v->id = job_ptr->job_id;
-	if (IS_JOB_COMPLETE(job_ptr))
-		snprintf(v->why, sizeof(v->why), "completed after its "
-			 "checkpoint");
-	else if (WIFSIGNALED(ec))
-		snprintf(v->why, sizeof(v->why), "died of signal %d",
-			 WTERMSIG(ec));
-	else
-		snprintf(v->why, sizeof(v->why), "failed with exit code %d",
-			 WEXITSTATUS(ec));
-	return true;
-}
-
-/* The predictor's attributes of a job: its name and its user. */
-static void _job_attrs(job_record_t *job_ptr, char *app, size_t alen,
-		       char *user, size_t ulen)
-{
-	snprintf(app, alen, "%s", job_ptr->name ? job_ptr->name : "");
-	/* One line each in the history file. */
-	for (; *app; app++)
-		if ((unsigned char)*app < ' ')
-			*app = ' ';
-	snprintf(user, ulen, "%u", (unsigned)job_ptr->user_id);
-}
-
-/* FNV-1a: tells whether a Comment changed since it was last parsed. */
-static uint64_t _hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-/*
- * Whether a hint may come from the job's current run: a running job's
- * hint must carry its restart count; a pending job's may also come from
- * the run before (its last words before it was requeued). Anything else
- * is a run that is not the job's (an old run still going on a node that
- * Slurm gave up on) or a forgery.
- */
-static bool _hint_run_ok(job_record_t *job_ptr, const copus_hint *h)
-{
-	int rc = (int)job_ptr->restart_cnt;
-
-	if (h->restart_count == rc)
-		return true;
-	return IS_JOB_PENDING(job_ptr) && h->restart_count + 1 == rc;
-}
-
-/*
- * Reads the job's hint from its Comment when the Comment changed: a good
- * one replaces the last good one (and feeds the progress rate), a rejected
- * or clamped one is logged once with the parser's message.
- */
-static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
-		      struct copus__memo *in)
-{
-	const char *c = job_ptr->comment;
-	char err[256];
-	copus_hint h;
-	uint64_t hash;
-	int rc;
-
-	if (!c || !copus_hint_is_hint(c))
-		return;
-	hash = _hash(c);
-	if (hash == in->comment_hash)
-		return;
-	in->comment_hash = hash;
-	err[0] = '\0';
-	rc = copus_hint_parse(c, &h, err, sizeof(err));
-	if (rc != COPUS_OK) {
-		s->stats.hints_rejected++;
-		error("%s: %pJ: ignoring its hint (%s): %s; keeping the last "
-		      "good one", plugin_type, job_ptr, copus_strerror(rc),
-		      err[0] ? err : "rejected");
-		return;
-	}
-	if (h.job_id != job_ptr->job_id) {
-		s->stats.hints_rejected++;
-		error("%s: %pJ: ignoring its hint: it names job %u",
-		      plugin_type, job_ptr, h.job_id);
-		return;
-	}
-	if (!_hint_run_ok(job_ptr, &h)) {
-		/* Logged once per run that writes them. */
-		s->stats.hints_other_run++;
-		if (h.restart_count != in->stale_rc)
-			error("%s: %pJ: ignoring its hint: it comes from run "
-			      "%d (rc), the job's current run is %u",
-			      plugin_type, job_ptr, h.restart_count,
-			      job_ptr->restart_cnt);
-		in->stale_rc = h.restart_count;
-		return;
-	}
-	if (h.clamped)
-		error("%s: %pJ: its hint had %d value(s) out of range, "
-		      "clamped into range", plugin_type, job_ptr, h.clamped);
-	/*
-	 * A new run (or the first hint this slurmctld sees) starts a new
-	 * measurement; the last rate stands until it has one, so that a job
-	 * just restarted keeps its predicted remaining time.
-	 */
-	if (h.restart_count != in->rate_rc || !in->have_hint ||
-	    h.progress < in->base_prog) {
-		in->rate_rc = h.restart_count;
-		in->base_prog = h.progress;
-		in->base_t = (double)h.time;
-	} else if ((double)h.time > in->base_t) {
-		double rate = (h.progress - in->base_prog) /
-			      ((double)h.time - in->base_t);
-
-		/* The rate is saved: again when it moves by a fifth. */
-		if (fabs(rate - in->rate) > 0.2 * in->rate)
-			s->state_dirty = true;
-		in->rate = rate;
-	}
-	if (h.restart_count != in->seen_rc || !in->seen_t0 ||
-	    h.progress < in->seen_p1) {
-		in->seen_rc = h.restart_count;
-		in->seen_t0 = in->seen_t1 = time(NULL);
-		in->seen_p0 = in->seen_p1 = h.progress;
-	} else {
-		in->seen_t1 = time(NULL);
-		in->seen_p1 = h.progress;
-	}
-	in->hint = h;
-	in->have_hint = true;
-}
-
-/*
- * What the plugin keeps of a job seen in this round; NULL when there is no
- * memory for it.
- */
-static struct copus__memo *_job_info(struct copus__sched *s,
-				     job_record_t *job_ptr,
-				     struct copus__round_job *j, time_t now)
-{
-	struct copus__memo *in = copus__memo_get(s, job_ptr->job_id);
-
-	if (!in)
-		return NULL;
-	in->seen = true;
-	if (!in->req_gpus) {
-		in->req_gpus = j->running && j->rigid ? j->cur_gpus :
-			       j->gpn_req * j->nodes_req;
-		s->state_dirty = true;
-	}
-	if (j->running) {
-		if (in->last && now > in->last)
-			in->attained += (double)j->cur_gpus *
-					(double)(now - in->last);
-		in->last = now;
-		in->last_gpus = j->cur_gpus;
-		if (j->cur_gpus > in->max_had) {
-			in->max_had = j->cur_gpus;
-			s->state_dirty = true;
-		}
-	} else {
-		in->last = 0;
-	}
-	_job_hint(s, job_ptr, in);
-	return in;
-}
-
-/*
- * A job that completed (exit 0) while the plugin watched it: its total work
- * (the GPU-seconds counted, plus its last stretch) is queued for the
- * predictor, once.
- */
-static void _learn(struct copus__sched *s, struct copus__round *r,
-		   job_record_t *job_ptr)
-{
-	struct copus__memo *in = copus__memo_find(s, job_ptr->job_id);
-	copus_history_entry *o;
-	double work;
-
-	if (!in)
-		return;
-	in->seen = true;
-	if (in->learned)
-		return;
-	in->learned = true;
-	s->state_dirty = true;
-	work = in->attained;
-	if (in->last && job_ptr->end_time > in->last)
-		work += (double)in->last_gpus *
-			(double)(job_ptr->end_time - in->last);
-	if (!(work > 0.0) || in->req_gpus < 1)
-		return;
-	xrecalloc(r->obs, r->nobs + 1, sizeof(*r->obs));
-	o = &r->obs[r->nobs++];
-	_job_attrs(job_ptr, o->app, sizeof(o->app), o->user, sizeof(o->user));
-	o->gpus = in->req_gpus;
-	o->batch = in->have_hint ? in->hint.limits.init_batch : 0.0;
-	o->work = work;
 }
