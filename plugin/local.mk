@@ -78,7 +78,7 @@ plugin_copusctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 plugin_copusctl_LDADD = $(SLURM_LIBS) $(JSONC_LIBS)
 
 # Loopback-cluster integration tests (root only; they skip otherwise).
-TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
+SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
 	tests/test-slurm-sched.sh tests/test-slurm-plugin-hints.sh \
 	tests/test-slurm-shape.sh tests/test-slurm-ctld-restart.sh \
@@ -88,19 +88,10 @@ TESTS += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
 	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
 	tests/test-slurm-examples.sh
+TESTS += $(SLURM_TESTS)
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh \
 	tests/chaos.sh
-EXTRA_DIST += tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
-	tests/test-slurm-elastic.sh tests/test-slurm-restart.sh \
-	tests/test-slurm-sched.sh tests/test-slurm-plugin-hints.sh \
-	tests/test-slurm-shape.sh tests/test-slurm-ctld-restart.sh \
-	tests/test-slurm-ask.sh tests/test-slurm-max-jobs.sh \
-	tests/test-slurm-config.sh tests/test-slurm-deadline.sh \
-	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
-	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
-	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
-	tests/test-slurm-examples.sh \
-	tests/slurm-common.sh
+EXTRA_DIST += $(SLURM_TESTS) tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm-wlm'
