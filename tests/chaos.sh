@@ -167,7 +167,12 @@ for name in e1 e2 d1 p1 r1 r2; do
 	if [ -z "${killed[$name]:-}" ]; then
 		case $st in
 		RUNNING | PENDING | REQUEUED | CONFIGURING) r=0 ;;
-		*) r=1; echo "  $(scontrol -o show job "$id" | tr ' ' '\n' | grep -E '^(JobState|Reason|ExitCode)=' | tr '\n' ' ')" ;;
+		*)
+			r=1
+			echo "  $(scontrol -o show job "$id" | tr ' ' '\n' | grep -E '^(JobState|Reason|ExitCode)=' | tr '\n' ' ')"
+			echo "  its runs: $(tr '\n' ';' <"$jobs/$name")"
+			grep -E "JobId=$id[^0-9]" "$log" | tail -n 12 | sed 's/^/  /'
+			;;
 		esac
 		check "job $name ($id) is not lost (state $st)" $r
 	fi
