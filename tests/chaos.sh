@@ -22,10 +22,12 @@
 DURATION=${1:-600}
 SEED=${2:-$$}
 RANDOM=$SEED
-so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
-spank=$(need_plugin spank_copus) || exit $?
-cluster_up --nodes 3 --gpus a100:4 --sched copus --spank "$spank" \
-	--plugin-dir "$(dirname "$so")" \
+need_plugin sched_copus "configure --with-slurm-src" >/dev/null || exit $?
+need_plugin spank_copus >/dev/null || exit $?
+# Jobs of nobody: its sbatch loads PluginDir and the SPANK plugin too.
+pdir=$(shared_plugins) || exit 1
+cluster_up --nodes 3 --gpus a100:4 --sched copus --spank "$pdir/spank_copus.so" \
+	--plugin-dir "$pdir" \
 	--sched-params copus_interval=2,copus_restart_delay=6,copus_restart_cost=1,copus_checkpoint_deadline=10
 log=$TMP/c/log/slurmctld.log
 chmod 755 "$TMP"

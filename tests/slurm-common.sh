@@ -82,6 +82,18 @@ need_plugin() {
 	echo "$so"
 }
 
+# shared_plugins: copies this build's plugins into $TMP/plugins (readable by
+# every user) and prints that directory, for tests that submit jobs as
+# another user: Slurm's commands load PluginDir as the user who runs them,
+# and the build tree may be readable by root alone.
+shared_plugins() {
+	mkdir -p "$TMP/plugins" || fail "mkdir $TMP/plugins"
+	cp "$PWD"/plugin/.libs/*.so "$TMP/plugins/" || fail "cannot copy the plugins"
+	chmod 755 "$TMP" "$TMP/plugins"
+	chmod 644 "$TMP"/plugins/*.so
+	echo "$TMP/plugins"
+}
+
 # hint_job FILE: writes a batch script that acts like a training job with
 # libcopus: it counts steps, publishes a copus hint (a goodput model for the
 # a100 and v100 types, its progress and a far target) in its Comment, and

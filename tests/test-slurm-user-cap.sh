@@ -4,9 +4,10 @@
 # waits and says why, another user's job runs.
 . "$(dirname "$0")/slurm-common.sh"
 
-so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
-cluster_up --nodes 1 --gpus a100:4 --sched copus \
-	--plugin-dir "$(dirname "$so")" \
+need_plugin sched_copus "configure --with-slurm-src" >/dev/null || exit $?
+# nobody's sbatch loads PluginDir too.
+pdir=$(shared_plugins) || exit 1
+cluster_up --nodes 1 --gpus a100:4 --sched copus --plugin-dir "$pdir" \
 	--sched-params copus_interval=1,copus_max_gpus_per_user=2
 chmod 755 "$TMP"
 
@@ -19,8 +20,8 @@ c=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 5 --wrap 'sleep 120') ||
 wait_state "$a" RUNNING 20 || fail "the first job did not start"
 wait_state "$b" RUNNING 20 || fail "the second job did not start"
 o=$(cd /tmp && runuser -u nobody -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable \
-	-o /dev/null --gres=gpu:a100:1 -t 5 --wrap 'sleep 120') ||
-	fail "sbatch refused nobody's job"
+	-o /dev/null --gres=gpu:a100:1 -t 5 --wrap 'sleep 120' 2>&1) ||
+	fail "sbatch refused nobody's job: $o"
 wait_state "$o" RUNNING 20 || fail "another user's job did not start"
 sleep 3
 [ "$(job_field "$c" JobState)" = PENDING ] ||
