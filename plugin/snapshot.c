@@ -254,6 +254,14 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	struct copus__memo *in;
 	int k;
 
+	/*
+	 * What the plugin knows of the job stays while the job runs, even in
+	 * a round that leaves it out (no GPUs seen, its node not heard from
+	 * since a slurmctld restart, mixed types): its attained service, its
+	 * request, its progress measurement and the verdict on its hint.
+	 */
+	if ((in = copus__memo_find(s, job_ptr->job_id)))
+		in->seen = true;
 	j->id = job_ptr->job_id;
 	j->running = true;
 	j->nodes_req = job_ptr->node_cnt ? (int)job_ptr->node_cnt : 1;

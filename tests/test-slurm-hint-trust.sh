@@ -38,7 +38,7 @@ wait_state "$rosy" RUNNING 30 || fail "the rosy job did not start"
 
 end=$((SECONDS + 40))
 until grep -q "JobId=$rosy: its hint claims .* the progress it makes" "$log"; do
-	[ $SECONDS -lt $end ] || fail "the rosy job's claim was not caught"
+	[ $SECONDS -lt $end ] || fail "the rosy job's claim was not caught; status: $(cat "$status"); its lines: $(grep "JobId=$rosy" "$log" | grep -v 'setting comment\|_slurm_rpc_update_job' | tail -n 20)"
 	sleep 0.5
 done
 grep "JobId=$rosy: its hint claims" "$log" | tail -n 1
