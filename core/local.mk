@@ -28,10 +28,13 @@ core_libcopus_core_la_SOURCES = \
 	core/policy/tiresias.c \
 	core/policy/optimus.c \
 	core/policy/pollux.c \
+	core/policy/sia.h \
+	core/policy/sia.c \
 	core/policy/copus.h \
 	core/policy/copus.c
 core_libcopus_core_la_CFLAGS = $(AM_CFLAGS) $(NLOPT_CFLAGS) $(JSONC_CFLAGS)
-core_libcopus_core_la_LIBADD = $(NLOPT_LIBS) $(XGBOOST_LIBS) $(JSONC_LIBS) -lm
+core_libcopus_core_la_LIBADD = $(NLOPT_LIBS) $(XGBOOST_LIBS) $(JSONC_LIBS) \
+	$(GLPK_LIBS) -lm
 core_libcopus_core_la_LDFLAGS = -version-info 0:0:0 -no-undefined
 
 # ---------------------------------------------------------------------------
@@ -46,6 +49,7 @@ check_PROGRAMS += \
 	tests/test-policy \
 	tests/test-policy-copus \
 	tests/test-policy-exact \
+	tests/test-policy-sia \
 	tests/test-plan
 
 tests_test_model_SOURCES = tests/test-model.c tests/harness.h
@@ -80,6 +84,12 @@ tests_test_policy_copus_LDADD = $(TEST_LIBS)
 tests_test_policy_exact_SOURCES = tests/test-policy-exact.c tests/harness.h
 tests_test_policy_exact_CFLAGS = $(TEST_CFLAGS)
 tests_test_policy_exact_LDADD = $(TEST_LIBS) $(GLPK_LIBS)
+
+# The sia policy's integer program against enumeration, its limits and
+# its fallback.
+tests_test_policy_sia_SOURCES = tests/test-policy-sia.c tests/harness.h
+tests_test_policy_sia_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_sia_LDADD = $(TEST_LIBS)
 
 tests_test_plan_SOURCES = tests/test-plan.c tests/harness.h
 tests_test_plan_CFLAGS = $(TEST_CFLAGS)

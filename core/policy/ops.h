@@ -62,6 +62,7 @@ struct copus__policy_ops {
 	X(tiresias)        \
 	X(optimus)         \
 	X(pollux)          \
+	X(sia)             \
 	X(copus)
 
 #define COPUS__POLICY_DECLARE(name) \

@@ -151,7 +151,10 @@ typedef struct copus_policy copus_policy;
  * GPUs with EASY backfill over the jobs' remaining times), "tiresias"
  * (two-queue least attained service, requested size), "optimus"
  * (marginal gain of remaining time, requested batch), "pollux" (power mean
- * of speedups over a fair share, batch re-optimised) and "copus" (requests
+ * of speedups over a fair share, batch re-optimised), "sia" (one
+ * configuration per job and GPU type by an integer program over normalised
+ * goodputs, Sia's; "sia:p=X,lambda_n=X,lambda_a=X,time_limit_ms=N" sets its
+ * parameters, see core/policy/sia.c) and "copus" (requests
  * admitted shortest remaining work first, GPUs beyond them by goodput, see
  * core/policy/copus.c). "copus:OPT,..." runs copus without some of its
  * ingredients, to measure each: no-srpt, no-restart-cost, no-fairness,
