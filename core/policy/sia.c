@@ -131,6 +131,104 @@ static void sia_destroy(void *state)
 
 /* ------------------------------------------------------------- solver */
 
+struct vkey {
+	double key;
+	size_t v;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct vkey *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->v < y->v ? -1 : x->v > y->v;
+}
+
+/*
+ * An incumbent for the branch and cut, from the relaxation at the root:
+ * the variables at 1 stay, then the others enter, best objective first,
+ * while every row holds. A good incumbent early lets the search prune most
+ * of a tree that the many equal coefficients make wide. It works on the
+ * presolved program GLPK hands over, so it reads only rows and columns.
+ */
+static void root_incumbent(glp_tree *tree, void *info)
+{
+	glp_prob *lp;
+	int m, n, *ind = NULL;
+	double *x = NULL, *act = NULL, *val = NULL, dir;
+	struct vkey *k = NULL;
+	bool ok = true;
+
+	(void)info;
+	if (glp_ios_reason(tree) != GLP_IHEUR || glp_ios_curr_node(tree) != 1)
+		return;
+	lp = glp_ios_get_prob(tree);
+	m = glp_get_num_rows(lp);
+	n = glp_get_num_cols(lp);
+	dir = glp_get_obj_dir(lp) == GLP_MAX ? -1.0 : 1.0;
+	x = calloc((size_t)n + 1, sizeof(*x));
+	act = calloc((size_t)m + 1, sizeof(*act));
+	ind = malloc(((size_t)m + 1) * sizeof(*ind));
+	val = malloc(((size_t)m + 1) * sizeof(*val));
+	k = malloc(((size_t)n + 1) * sizeof(*k));
+	if (!x || !act || !ind || !val || !k)
+		goto out;
+	for (int j = 1; j <= n; j++) {
+		k[j - 1].key = dir * glp_get_obj_coef(lp, j);
+		k[j - 1].v = (size_t)j;
+		if (glp_get_col_prim(lp, j) > 1.0 - 1e-6 ||
+		    glp_get_col_lb(lp, j) > 0.5)
+			x[j] = 1.0;
+	}
+	qsort(k, (size_t)n, sizeof(*k), key_cmp);
+	for (int j = 1; j <= n; j++) {
+		int len = glp_get_mat_col(lp, j, ind, val);
+
+		for (int i = 1; i <= len; i++)
+			act[ind[i]] += x[j] * val[i];
+	}
+	for (int q = 0; q < n && k[q].key < 0.0; q++) {
+		int j = (int)k[q].v, len;
+		bool fits = true;
+
+		if (x[j] > 0.5 || glp_get_col_ub(lp, j) < 0.5)
+			continue;
+		len = glp_get_mat_col(lp, j, ind, val);
+		for (int i = 1; i <= len && fits; i++) {
+			int t = glp_get_row_type(lp, ind[i]);
+
+			if ((t == GLP_UP || t == GLP_DB || t == GLP_FX) &&
+			    act[ind[i]] + val[i] > glp_get_row_ub(lp, ind[i]) +
+			    1e-9)
+				fits = false;
+		}
+		if (!fits)
+			continue;
+		x[j] = 1.0;
+		for (int i = 1; i <= len; i++)
+			act[ind[i]] += val[i];
+	}
+	for (int i = 1; i <= m && ok; i++) {
+		int t = glp_get_row_type(lp, i);
+
+		if ((t == GLP_LO || t == GLP_DB || t == GLP_FX) &&
+		    act[i] < glp_get_row_lb(lp, i) - 1e-9)
+			ok = false;
+		if ((t == GLP_UP || t == GLP_DB || t == GLP_FX) &&
+		    act[i] > glp_get_row_ub(lp, i) + 1e-9)
+			ok = false;
+	}
+	if (ok)
+		glp_ios_heur_sol(tree, x);
+out:
+	free(x);
+	free(act);
+	free(ind);
+	free(val);
+	free(k);
+}
+
 int copus__sia_solve(const struct copus__sia_ip *ip, long *choice,
 		     double *obj)
 {
@@ -185,6 +283,9 @@ int copus__sia_solve(const struct copus__sia_ip *ip, long *choice,
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.mip_gap = SIA_MIP_GAP;
 	parm.tm_lim = ip->time_limit_ms;
+	parm.br_tech = GLP_BR_PCH;
+	parm.mir_cuts = GLP_ON;
+	parm.cb_func = root_incumbent;
 	if (glp_intopt(lp, &parm) != 0 || glp_mip_status(lp) != GLP_OPT) {
 		rc = COPUS_ERANGE;
 		goto out;
