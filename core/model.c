@@ -54,6 +54,22 @@ int copus_model_check(const copus_model *m)
 	return limits_check(&m->limits);
 }
 
+int copus_model_bootstrap(const copus_model *known, double known_step,
+			  double other_step, copus_model *out)
+{
+	double r;
+
+	if (known == NULL || out == NULL || copus_model_check(known) != COPUS_OK ||
+	    !(known_step > 0.0) || !isfinite(known_step) ||
+	    !(other_step > 0.0) || !isfinite(other_step))
+		return COPUS_EINVAL;
+	r = other_step / known_step;
+	*out = *known;
+	out->perf.alpha_c *= r;
+	out->perf.beta_c *= r;
+	return copus_model_check(out) == COPUS_OK ? COPUS_OK : COPUS_ERANGE;
+}
+
 int copus__shape_check(int nodes, int replicas)
 {
 	if (nodes < 1 || replicas < nodes)

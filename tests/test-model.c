@@ -228,6 +228,34 @@ static void speedup_is_memoised_ratio_of_best_goodputs(void)
 	copus_speedup_destroy(NULL);
 }
 
+/*
+ * A model bootstrapped for another type: one GPU's step scales by the
+ * probes' ratio, the sync across nodes stays, and bad probes are refused.
+ */
+static void bootstrap_scales_compute_keeps_sync(void)
+{
+	copus_model k = {
+		.perf = P,
+		.grad = { .sqr = 1.0, .var = 10.0 },
+		.limits = { .init_batch = 64, .max_batch = 4096, .min_local = 1,
+			    .max_local = 128, .accumulation = true },
+	}, o;
+	copus_step_times a, b;
+
+	ASSERT_STATUS(copus_model_bootstrap(&k, 0.2, 0.5, &o), COPUS_OK);
+	ASSERT_STATUS(copus_step_time(&k.perf, 1, 1, 10, 0, &a), COPUS_OK);
+	ASSERT_STATUS(copus_step_time(&o.perf, 1, 1, 10, 0, &b), COPUS_OK);
+	ASSERT_CLOSE(b.iter, a.iter * 2.5, 1e-12);
+	ASSERT_STATUS(copus_step_time(&k.perf, 2, 4, 10, 0, &a), COPUS_OK);
+	ASSERT_STATUS(copus_step_time(&o.perf, 2, 4, 10, 0, &b), COPUS_OK);
+	ASSERT_CLOSE(b.sync, a.sync, 1e-12);
+	CU_ASSERT_EQUAL(o.grad.var, k.grad.var);
+	CU_ASSERT_EQUAL(o.limits.max_local, k.limits.max_local);
+	ASSERT_STATUS(copus_model_bootstrap(&k, 0.0, 0.5, &o), COPUS_EINVAL);
+	ASSERT_STATUS(copus_model_bootstrap(&k, 0.2, NAN, &o), COPUS_EINVAL);
+	ASSERT_STATUS(copus_model_bootstrap(NULL, 0.2, 0.5, &o), COPUS_EINVAL);
+}
+
 static void bad_parameters_are_rejected(void)
 {
 	copus_step_times t;
@@ -355,6 +383,7 @@ static void every_status_has_its_name(void)
 int main(void)
 {
 	static const struct test_case tests[] = {
+		TEST(bootstrap_scales_compute_keeps_sync),
 		TEST(step_time_one_gpu_has_no_sync),
 		TEST(step_time_in_node_and_across_nodes),
 		TEST(overlap_follows_gamma),

@@ -127,6 +127,18 @@ int copus_goodput(const copus_model *m, int nodes, int replicas, int local,
 		  int accum_steps, double *out);
 
 /*
+ * A job's model on a GPU type it has not run on yet, from its model on a
+ * type it has run on (known) and one step of the same micro-batch timed on
+ * one GPU of each (known_step and other_step, seconds): the compute times
+ * scale by other_step / known_step; the synchronisation times, which depend
+ * on the links rather than on the GPU, stay. The gradient statistics and
+ * batch limits are the job's own and stay as well. COPUS_EINVAL when a time
+ * is not positive and finite or the known model is not valid.
+ */
+int copus_model_bootstrap(const copus_model *known, double known_step,
+			  double other_step, copus_model *out);
+
+/*
  * The batch configuration of highest goodput on the given allocation.
  * Tries COPUS_BATCH_CANDIDATES geometrically spaced total batch sizes from
  * max(M0, replicas * min_local) to max_batch; a micro-batch above max_local
