@@ -317,6 +317,7 @@ struct sjob {
 	int max_prof;
 	copus_model model[SIM_MAX_TYPES];
 	bool has_model[SIM_MAX_TYPES];
+	copus_model boot[SIM_MAX_TYPES]; /* bootstrapped (job_model) */
 	bool learn;
 	double goodput;
 	const copus_model *models[SIM_MAX_TYPES];
@@ -717,9 +718,44 @@ static int elastic_max_gpus(const struct sjob *j, bool picks_batch,
 }
 
 /* Job j's model on GPU type t from the source the policy wants. */
+/*
+ * One step of the job's first micro-batch on one GPU of type t, seconds
+ * (0 when the profile has none): what the job measures on each type when
+ * it arrives, as Sia's profiling does.
+ */
+static double probe_step(const struct sjob *j, int t)
+{
+	const struct app *a = j->app;
+	int one = 1;
+	double local = fmin(a->init_batch, (double)a->max_local), st, sy;
+
+	if (local < a->min_local)
+		local = a->min_local;
+	if (sim_app_throughput(a, t, &one, 1, local, &st, &sy) != 0 ||
+	    !(st > 0.0) || !isfinite(st))
+		return 0.0;
+	return st;
+}
+
 static const copus_model *job_model(struct sjob *j, copus_model_source src,
 				    int t)
 {
+	if (src == COPUS_MODELS_LEARNED && !j->has_model[t]) {
+		/* Not run on t yet: its model on the type it ran on longest
+		 * (the most observations), scaled by the probes. */
+		int u = -1;
+		double pt, pu;
+
+		for (int v = 0; v < SIM_MAX_TYPES; v++)
+			if (j->has_model[v] && (u < 0 || j->nobs[v] > j->nobs[u]))
+				u = v;
+		if (u < 0 || !((pt = probe_step(j, t)) > 0.0) ||
+		    !((pu = probe_step(j, u)) > 0.0) ||
+		    copus_model_bootstrap(&j->model[u], pu, pt, &j->boot[t]) !=
+			    COPUS_OK)
+			return NULL;
+		return &j->boot[t];
+	}
 	if (src == COPUS_MODELS_LEARNED)
 		return j->has_model[t] ? &j->model[t] : NULL;
 	if (src == COPUS_MODELS_ORACLE)
