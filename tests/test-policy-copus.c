@@ -591,6 +591,74 @@ static void placement_respects_nodes_and_types(void)
 	}
 }
 
+/*
+ * Two jobs with opposite strengths on two GPU types (each runs 4x slower
+ * on the other's): whatever the job order, each ends on the type that
+ * suits it.
+ */
+static void each_job_goes_where_its_gpus_count_most(void)
+{
+	for (int order = 0; order < 2; order++) {
+		copus_node nodes[2] = { { 0, 2, true }, { 1, 2, true } };
+		copus_cluster c = { 2, nodes, 2, NULL };
+		copus_model fast = scalable(), slow;
+		const copus_model *mp[2][2];
+		copus_job jobs[2];
+		copus_decision d[2];
+		copus_policy *p = NULL;
+
+		ASSERT_STATUS(copus_model_bootstrap(&fast, 1.0, 4.0, &slow),
+			      COPUS_OK);
+		for (int j = 0; j < 2; j++) {
+			/* Job "a" (0) is fast on type 0, "b" (1) on type 1. */
+			int who = order ? 1 - j : j;
+			mp[j][0] = who == 0 ? &fast : &slow;
+			mp[j][1] = who == 0 ? &slow : &fast;
+			jobs[j] = (copus_job){
+				.id = 100 + j, .elastic = true, .min_gpus = 1,
+				.max_gpus = 2, .req_gpus = 2, .req_batch = 64,
+				.remaining = 3600, .models = mp[j],
+				.max_gpus_had = 2,
+			};
+		}
+		ASSERT_STATUS(copus_policy_create("copus", &PRM, &p), COPUS_OK);
+		ASSERT_STATUS(copus_policy_decide(p, &c, jobs, 2, 0, d),
+			      COPUS_OK);
+		for (int j = 0; j < 2; j++) {
+			int who = order ? 1 - j : j;
+			CU_ASSERT_EQUAL(d[j].gpu_type, who);
+		}
+		copus_policy_destroy(p);
+	}
+}
+
+/*
+ * An elastic job whose scaling is unknown (no model) starts on its
+ * minimum, then may double what it ran on, up to its request; a rigid one
+ * gets its request.
+ */
+static void unknown_scaling_starts_small(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 8);
+	copus_job *e = add_job(&w, true, 4, 3600, scalable());
+	copus_job *r = add_job(&w, false, 2, 3600, scalable());
+	e->models = NULL;
+	r->models = NULL;
+	e->max_gpus = 8;
+	e->max_gpus_had = 0;
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 1);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 2);
+	run_alloc(&w, 0, 0, 1);
+	decide(&w, 60);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 2);
+	e->max_gpus_had = 4;
+	decide(&w, 120);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 4);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -610,6 +678,8 @@ int main(void)
 		TEST(growth_beyond_the_request_follows_goodput),
 		TEST(ingredients_can_be_switched_off_by_name),
 		TEST(bad_input_is_skipped_or_refused),
+		TEST(each_job_goes_where_its_gpus_count_most),
+		TEST(unknown_scaling_starts_small),
 	};
 	return RUN_TESTS("policy-copus", tests);
 }

@@ -10,7 +10,9 @@
  *
  *	V_j(t, k) = w_j S_j(t, min(k, q_j)) + (S_j(t, k) - S_j(t, q_j))^+
  *
- * with q_j the job's request (clamped to its elastic bounds) and
+ * with q_j the job's request (clamped to its elastic bounds; for an
+ * elastic job whose scaling is not known yet, its minimum, then twice what
+ * it has run on, as Pollux explores) and
  * w_j = (R_j / R_max)^-SRPT_EXPONENT >= 1, R_max the most work any job of
  * the round has left. Up to its request a job is worth more the less work
  * it has left (shortest remaining work first, as in A-SRPT), and always at
@@ -75,6 +77,14 @@
 /* Estimated finish-time fairness beyond which a job's weight grows. */
 #define FTF_GUARD 2.0
 
+/*
+ * Across GPU types, S_j counts in GPUs of the job's fastest type: its
+ * speedup table on type t (in GPUs of t) is scaled by its goodput on one
+ * GPU of t over that on one GPU of its fastest type. A slower GPU is worth
+ * less to a job, and worth least to the jobs it slows down most, so the
+ * greedy sends each job where its GPUs count for the most.
+ */
+
 /* A job's memoised speedup on one GPU type. */
 struct sp_entry {
 	uint64_t id;
@@ -82,6 +92,7 @@ struct sp_entry {
 	int max_nodes, max_gpus;
 	copus_model model;
 	copus_speedup *sp;
+	double g1; /* goodput on one GPU of this type */
 	bool used;
 };
 
@@ -96,6 +107,8 @@ struct copus_state {
 struct jw {
 	const copus_job *job;
 	copus_speedup *sp[COPUS_MAX_GPU_TYPES]; /* NULL: no model */
+	/* One GPU of type t against one of the job's fastest type. */
+	double rel[COPUS_MAX_GPU_TYPES];
 	double R;      /* remaining work, base-GPU-seconds */
 	double boost;  /* fairness weight */
 	double remain; /* remaining seconds on the request (estimated) */
@@ -163,6 +176,17 @@ void copus__state_destroy(struct copus_state *s)
 	free(s);
 }
 
+/* A model's goodput on one GPU (0 when it has none). */
+static double goodput_one(const copus_model *m)
+{
+	copus_batch_plan plan;
+
+	if (copus_best_batch(m, 1, 1, &plan) != COPUS_OK ||
+	    !(plan.goodput > 0.0) || !isfinite(plan.goodput))
+		return 0.0;
+	return plan.goodput;
+}
+
 /* The speedup table of (id, type), created or refreshed for the model. */
 static struct sp_entry *sp_get(struct copus_state *s, uint64_t id, int type,
 			       const copus_model *m, int max_nodes,
@@ -207,10 +231,12 @@ static struct sp_entry *sp_get(struct copus_state *s, uint64_t id, int type,
 		e->model = *m;
 		e->max_nodes = max_nodes;
 		e->max_gpus = max_gpus;
+		e->g1 = goodput_one(m);
 	} else if (memcmp(&e->model, m, sizeof(*m)) != 0) {
 		if (copus_speedup_reset(e->sp, m) != COPUS_OK)
 			return NULL;
 		e->model = *m;
+		e->g1 = goodput_one(m);
 	}
 	return e;
 }
@@ -258,7 +284,7 @@ static double speedup(const struct jw *w, int t, int k, const int *node_gpus)
 	int nodes = (k + node_gpus[t] - 1) / node_gpus[t];
 	if (copus_speedup_get(w->sp[t], nodes, k, &v) != COPUS_OK)
 		return 0.0;
-	return v;
+	return v * w->rel[t];
 }
 
 /*
@@ -321,6 +347,30 @@ static int request(const copus_job *j)
 	if (j->elastic && q > j->max_gpus)
 		q = j->max_gpus;
 	return q;
+}
+
+/*
+ * The size of an elastic job whose scaling is not known yet (no model on
+ * any type): as with Pollux's exploration, its minimum at first, then at
+ * most twice the most GPUs it has run on, never beyond its request nor
+ * below what it holds. With a model, or rigid, its request.
+ */
+static int unknown_size(const struct jw *x, int T)
+{
+	const copus_job *j = x->job;
+	int q = x->q;
+
+	for (int t = 0; t < T; t++)
+		if (x->sp[t] != NULL)
+			return q;
+	if (!j->elastic)
+		return q;
+	int k = j->max_gpus_had > 0 ? 2 * j->max_gpus_had : j->min_gpus;
+	if (k < j->min_gpus)
+		k = j->min_gpus;
+	if (k > q)
+		k = q;
+	return x->cur_k > k ? x->cur_k : k;
 }
 
 /* The smallest size a job runs at: its fixed size without a model. */
@@ -400,7 +450,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 		if (!j->elastic || w->sp[t] == NULL) {
 			/* Fixed size: the request (clamped to elastic bounds),
 			 * or for a running elastic job its current size. */
-			int want = request(j);
+			int want = w->q;
 			if (want > k0 && want <= kmax)
 				TRY(want);
 			if (j->elastic && t == w->cur_t && w->cur_k > k0 &&
@@ -511,6 +561,7 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		if (x->cur_k > 0)
 			x->cur_t = jb->alloc_type;
 		int ref_t = x->cur_t;
+		double g1[COPUS_MAX_GPU_TYPES] = { 0 };
 		for (int t = 0; t < T; t++) {
 			const copus_model *m = model_for(jb, t, T);
 			if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
@@ -528,9 +579,21 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 			/* Table entries may move; the tables themselves do not. */
 			struct sp_entry *e = sp_get(s, jb->id, t, m, nodes, kmax);
 			x->sp[t] = e != NULL ? e->sp : NULL;
+			g1[t] = e != NULL ? e->g1 : 0.0;
 			if (ref_t < 0 && x->sp[t] != NULL)
 				ref_t = t;
 		}
+		/*
+		 * The speedup tables count GPUs of their own type; across
+		 * types, one GPU of the job's fastest type is the unit, so
+		 * that a slower GPU is worth less to it.
+		 */
+		double gmax = 0.0;
+		for (int t = 0; t < T; t++)
+			gmax = fmax(gmax, x->sp[t] != NULL ? g1[t] : 0.0);
+		for (int t = 0; t < T; t++)
+			x->rel[t] = x->sp[t] != NULL && g1[t] > 0.0 ?
+					    g1[t] / gmax : 1.0;
 		double req_time = jb->req_gpus > 0 ? jb->attained / jb->req_gpus
 						   : 0.0;
 		x->remain = jb->remaining >= 0.0 ? jb->remaining
@@ -548,6 +611,7 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
 				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
 		x->q = request(jb);
+		x->q = unknown_size(x, T);
 		R_max = fmax(R_max, x->R);
 	}
 	for (size_t j = 0; j < n; j++)
@@ -564,7 +628,7 @@ static bool cell_allowed(const struct jw *x, int t, int k,
 	if (k <= 0 || !copus__type_allowed(j, t) || node_gpus[t] <= 0)
 		return false;
 	if (!j->elastic || x->sp[t] == NULL) {
-		int want = request(j);
+		int want = x->q;
 		return k == want || (j->elastic && k == x->cur_k &&
 				     t == x->cur_t);
 	}
