@@ -397,15 +397,22 @@ static void restart_cost_holds_a_nearly_finished_job(void)
 	copus_job *jb = add_job(&w, true, 2, 40, scalable());
 	run_alloc(&w, 0, 0, 2);
 	jb->restarts = 1;
-	decide(&w, 0);
+	/* It has run for an hour. */
+	decide(&w, 3600);
 	/* Growing would pay off, but not within the 40 s it has left. */
 	CU_ASSERT_EQUAL(gpus_of(&w, 0), 2);
 	CU_ASSERT_EQUAL(w.rows[0], 2);
 
 	/* With hours left the same job grows. */
 	w.jobs[0].remaining = 20000;
-	decide(&w, 0);
+	decide(&w, 3600);
 	CU_ASSERT(gpus_of(&w, 0) > 2);
+
+	/* Unless it has spent most of that hour restarting (Pollux's
+	 * restart factor). */
+	w.jobs[0].restarts = 100;
+	decide(&w, 3600);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 2);
 }
 
 static void fairness_guard_lets_a_starved_job_in(void)

@@ -27,7 +27,10 @@
  *  - Restart cost: moving a running job costs restart_delay seconds without
  *    progress, so the value of any allocation other than its current one is
  *    scaled by 1 - delay / H, with H the time the job would run on it before
- *    it ends or before the planning horizon (HORIZON_ROUNDS rounds).
+ *    it ends or before the planning horizon (HORIZON_ROUNDS rounds), and at
+ *    most by Pollux's restart factor (age - restarts x delay) / (age +
+ *    delay): the more of its life a job has spent restarting, the more a
+ *    move must be worth.
  *  - Fairness: a job's estimated finish-time fairness (its waiting so far
  *    plus its remaining time, over the time it would need alone on its
  *    request) beyond FTF_GUARD raises its weight quadratically, so long jobs
@@ -113,6 +116,7 @@ struct jw {
 	double boost;  /* fairness weight */
 	double remain; /* remaining seconds on the request (estimated) */
 	double weight; /* SRPT weight up to the request */
+	double life;   /* Pollux's factor: its life's share left to work */
 	int q;         /* the request within the elastic bounds */
 	int cur_t, cur_k;
 	int t, k;      /* the greedy's choice */
@@ -290,7 +294,9 @@ static double speedup(const struct jw *w, int t, int k, const int *node_gpus)
 /*
  * What is left of a job's value on an allocation of speedup s after the
  * restart a move costs: 1 - delay / H, H the time it would run there before
- * it ends or before the planning horizon.
+ * it ends or before the planning horizon; and at most Pollux's restart
+ * factor, the share of the job's life so far that was not spent restarting
+ * had it restarted once more, so that a job moved often is moved less.
  */
 static double restart_factor(const struct jw *w, double s,
 			     const copus_policy_params *prm,
@@ -303,6 +309,8 @@ static double restart_factor(const struct jw *w, double s,
 	if (H > cap)
 		H = cap;
 	double rho = H > 0.0 ? 1.0 - prm->restart_delay / H : 0.0;
+	if (w->life < rho)
+		rho = w->life;
 	return rho > 0.0 ? rho : 0.0;
 }
 
@@ -612,6 +620,9 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
 		x->q = request(jb);
 		x->q = unknown_size(x, T);
+		double age = fmax(now - jb->submit_time, 0.0);
+		x->life = fmax(age - jb->restarts * prm->restart_delay, 0.0) /
+			  (age + prm->restart_delay);
 		R_max = fmax(R_max, x->R);
 	}
 	for (size_t j = 0; j < n; j++)
