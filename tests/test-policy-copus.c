@@ -39,7 +39,7 @@ struct world {
 	copus_cluster c;
 	copus_job jobs[MAXJ];
 	copus_model models[MAXJ];
-	const copus_model *mp[MAXJ][1];
+	const copus_model *mp[MAXJ][COPUS_MAX_GPU_TYPES];
 	copus_slot alloc[MAXJ][MAXN];
 	int rows[MAXJ * MAXN];
 	int types[MAXJ];
@@ -62,7 +62,8 @@ static copus_job *add_job(struct world *w, bool elastic, int req,
 	copus_job *jb = &w->jobs[j];
 
 	w->models[j] = m;
-	w->mp[j][0] = &w->models[j];
+	for (int t = 0; t < COPUS_MAX_GPU_TYPES; t++)
+		w->mp[j][t] = &w->models[j];
 	*jb = (copus_job){
 		.id = 100 + j, .elastic = elastic,
 		.min_gpus = elastic ? 1 : req, .max_gpus = elastic ? 16 : req,
@@ -666,6 +667,63 @@ static void unknown_scaling_starts_small(void)
 	CU_ASSERT_EQUAL(gpus_of(&w, 0), 4);
 }
 
+/*
+ * A steady workload: the same jobs round after round, their work running
+ * down as they progress on what they were given. Once the policy has
+ * placed them, the right answer is to leave every job where it is (no
+ * thrash), on one GPU type and on two.
+ */
+static void a_steady_workload_stays_put(void)
+{
+	for (int types = 1; types <= 2; types++) {
+		struct world w;
+		int before[MAXJ * MAXN];
+
+		world_init(&w, 4, 4);
+		if (types == 2) {
+			w.nodes[2].gpu_type = w.nodes[3].gpu_type = 1;
+			w.c.num_types = 2;
+		}
+		for (int j = 0; j < 6; j++) {
+			copus_job *jb = add_job(&w, true, 1 + j % 3,
+						3600.0 * (1 + j), j % 2 ?
+						scalable() : poor());
+			jb->submit_time = -7200;
+		}
+		for (int round = 0; round < 8; round++) {
+			decide(&w, 60.0 * round);
+			if (round >= 2)
+				for (size_t j = 0; j < w.n; j++)
+					for (int k = 0; k < w.c.num_nodes; k++)
+						CU_ASSERT_EQUAL(
+							w.rows[j * w.c.num_nodes + k],
+							before[j * w.c.num_nodes + k]);
+			memcpy(before, w.rows, sizeof(before));
+			/* The decision becomes the jobs' allocation. */
+			for (size_t j = 0; j < w.n; j++) {
+				copus_job *jb = &w.jobs[j];
+				int moved = 0;
+				for (int k = 0; k < w.c.num_nodes; k++) {
+					int cur = 0;
+					for (int i = 0; i < jb->alloc_slots; i++)
+						if (w.alloc[j][i].node == k)
+							cur = w.alloc[j][i].gpus;
+					moved |= cur != w.rows[j * w.c.num_nodes + k];
+				}
+				if (moved)
+					jb->restarts++;
+				jb->alloc_slots = 0;
+				for (int k = 0; k < w.c.num_nodes; k++)
+					if (w.rows[j * w.c.num_nodes + k] > 0)
+						run_alloc(&w, j, k,
+							  w.rows[j * w.c.num_nodes + k]);
+				jb->alloc_type = w.types[j] < 0 ? 0 : w.types[j];
+				jb->remaining -= 60.0;
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -687,6 +745,7 @@ int main(void)
 		TEST(bad_input_is_skipped_or_refused),
 		TEST(each_job_goes_where_its_gpus_count_most),
 		TEST(unknown_scaling_starts_small),
+		TEST(a_steady_workload_stays_put),
 	};
 	return RUN_TESTS("policy-copus", tests);
 }
