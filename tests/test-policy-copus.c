@@ -641,11 +641,12 @@ static void each_job_goes_where_its_gpus_count_most(void)
 }
 
 /*
- * An elastic job whose scaling is unknown (no model) starts on its
- * minimum, then may double what it ran on, up to its request; a rigid one
+ * An elastic job whose scaling is unknown (no model) gets its request
+ * while every request fits; when they do not, it starts on its minimum,
+ * then may double what it ran on. A rigid job always
  * gets its request.
  */
-static void unknown_scaling_starts_small(void)
+static void unknown_scaling_starts_small_under_contention(void)
 {
 	struct world w;
 
@@ -657,14 +658,17 @@ static void unknown_scaling_starts_small(void)
 	e->max_gpus = 8;
 	e->max_gpus_had = 0;
 	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 4);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 2);
+
+	/* A third job: 4 + 2 + 4 GPUs asked of 8. */
+	add_job(&w, false, 4, 7200, scalable())->models = NULL;
+	decide(&w, 0);
 	CU_ASSERT_EQUAL(gpus_of(&w, 0), 1);
 	CU_ASSERT_EQUAL(gpus_of(&w, 1), 2);
 	run_alloc(&w, 0, 0, 1);
 	decide(&w, 60);
 	CU_ASSERT_EQUAL(gpus_of(&w, 0), 2);
-	e->max_gpus_had = 4;
-	decide(&w, 120);
-	CU_ASSERT_EQUAL(gpus_of(&w, 0), 4);
 }
 
 /*
@@ -744,7 +748,7 @@ int main(void)
 		TEST(ingredients_can_be_switched_off_by_name),
 		TEST(bad_input_is_skipped_or_refused),
 		TEST(each_job_goes_where_its_gpus_count_most),
-		TEST(unknown_scaling_starts_small),
+		TEST(unknown_scaling_starts_small_under_contention),
 		TEST(a_steady_workload_stays_put),
 	};
 	return RUN_TESTS("policy-copus", tests);

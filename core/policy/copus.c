@@ -10,9 +10,10 @@
  *
  *	V_j(t, k) = w_j S_j(t, min(k, q_j)) + (S_j(t, k) - S_j(t, q_j))^+
  *
- * with q_j the job's request (clamped to its elastic bounds; for an
- * elastic job whose scaling is not known yet, its minimum, then twice what
- * it has run on, as Pollux explores) and
+ * with q_j the job's request (clamped to its elastic bounds; when the
+ * requests exceed the cluster, for an elastic job whose scaling is not
+ * known yet, its minimum, then twice what it has run on, as Pollux
+ * explores) and
  * w_j = (R_j / R_max)^-SRPT_EXPONENT >= 1, R_max the most work any job of
  * the round has left. Up to its request a job is worth more the less work
  * it has left (shortest remaining work first, as in A-SRPT), and always at
@@ -554,7 +555,7 @@ static void cluster_caps(const copus_cluster *c, int *node_gpus, int *cap)
 static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 			 const copus_cluster *c, const copus_job *jobs,
 			 size_t n, double now, const int *node_gpus,
-			 struct jw *w)
+			 const int *cap, struct jw *w)
 {
 	const int T = c->num_types;
 	double R_max = 0.0;
@@ -619,12 +620,22 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
 				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
 		x->q = request(jb);
-		x->q = unknown_size(x, T);
 		double age = fmax(now - jb->submit_time, 0.0);
 		x->life = fmax(age - jb->restarts * prm->restart_delay, 0.0) /
 			  (age + prm->restart_delay);
 		R_max = fmax(R_max, x->R);
 	}
+	/*
+	 * While every job's request fits the cluster, requests are met as
+	 * asked; beyond, a job of unknown scaling starts small.
+	 */
+	long demand = 0, total = 0;
+	for (int t = 0; t < T; t++)
+		total += cap[t];
+	for (size_t j = 0; j < n; j++)
+		demand += w[j].q;
+	for (size_t j = 0; demand > total && j < n; j++)
+		w[j].q = unknown_size(&w[j], T);
 	for (size_t j = 0; j < n; j++)
 		w[j].weight = s->opt.no_srpt ? 1.0 :
 			      pow(w[j].R / R_max, -SRPT_EXPONENT);
@@ -666,7 +677,7 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 	if (w == NULL)
 		return COPUS_ENOMEM;
 	cluster_caps(c, node_gpus, cap);
-	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, w);
+	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap, w);
 	for (size_t j = 0; j < n; j++)
 		for (int t = 0; t < T; t++)
 			for (int k = 0; k <= kmax; k++)
@@ -1604,7 +1615,7 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 		free_gpus[k] = c->nodes[k].usable ? c->nodes[k].gpus : 0;
 	cluster_caps(c, node_gpus, cap);
 	memcpy(total, cap, sizeof(total));
-	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, w);
+	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap, w);
 	/* What each type must keep for the jobs that can run nowhere else. */
 	memcpy(slack, cap, sizeof(slack));
 	for (size_t j = 0; j < n; j++) {
