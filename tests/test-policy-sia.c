@@ -376,6 +376,27 @@ static void a_failed_solve_keeps_jobs_where_they_were(void)
 	copus__sia_ops.destroy(state);
 }
 
+/*
+ * GLPK stops on a fatal error (here a matrix entry outside the program, as
+ * a broken caller would give it) by aborting the process; in slurmctld
+ * that is the controller. The solve reports the error instead, and GLPK
+ * works again afterwards.
+ */
+static void a_fatal_solver_error_is_an_error_not_an_abort(void)
+{
+	size_t job[1] = { 0 };
+	int bad_type[1] = { 5 }, type[1] = { 0 }, gpus[1] = { 1 };
+	double coef[1] = { 1.0 }, got;
+	long cap[1] = { 4 }, choice[1];
+	struct copus__sia_ip ip = { 1, 1, 1, job, bad_type, gpus, coef, cap,
+				    true, 1000 };
+
+	CU_ASSERT_NOT_EQUAL(copus__sia_solve(&ip, choice, &got), COPUS_OK);
+	ip.type = type;
+	ASSERT_STATUS(copus__sia_solve(&ip, choice, &got), COPUS_OK);
+	CU_ASSERT_EQUAL(choice[0], 0);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -385,6 +406,7 @@ int main(void)
 		TEST(a_lone_job_grows_by_doubling_onto_whole_nodes),
 		TEST(options_are_sias_and_bad_ones_are_refused),
 		TEST(a_failed_solve_keeps_jobs_where_they_were),
+		TEST(a_fatal_solver_error_is_an_error_not_an_abort),
 	};
 
 	return RUN_TESTS("policy-sia", tests);

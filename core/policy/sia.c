@@ -18,6 +18,8 @@
  * neither does this policy; the option is accepted so that Sia's command
  * lines carry over.
  *
+ * A job's model on every type is used as given (copus-sim gives jobs
+ * models bootstrapped from one-GPU probes, as Sia profiles them).
  * Where a job has a model on some GPU types only, the others are valued by
  * the first modelled type's goodput times the ratio of one-GPU throughputs
  * between the two types. Sia reads that ratio, per application, from
@@ -26,6 +28,7 @@
  * both types (1 until one has).
  */
 #include <math.h>
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -229,10 +232,25 @@ out:
 	free(k);
 }
 
+/*
+ * GLPK ends a fatal error (no memory, an entry outside the program) by
+ * aborting the process, after calling the error hook; in slurmctld that
+ * would be the controller. The hook returns to the solve instead, which
+ * frees GLPK's environment (everything GLPK holds in this thread) and
+ * reports the error.
+ */
+static _Thread_local jmp_buf glpk_fatal_at;
+
+static void glpk_fatal(void *info)
+{
+	(void)info;
+	longjmp(glpk_fatal_at, 1);
+}
+
 int copus__sia_solve(const struct copus__sia_ip *ip, long *choice,
 		     double *obj)
 {
-	glp_prob *lp;
+	glp_prob *lp = NULL;
 	glp_iocp parm;
 	int *ia = NULL, *ja = NULL, rows, rc = COPUS_ENOMEM;
 	double *ar = NULL;
@@ -249,9 +267,18 @@ int copus__sia_solve(const struct copus__sia_ip *ip, long *choice,
 	ia = malloc((2 * ip->nvars + 1) * sizeof(int));
 	ja = malloc((2 * ip->nvars + 1) * sizeof(int));
 	ar = malloc((2 * ip->nvars + 1) * sizeof(double));
-	lp = glp_create_prob();
-	if (ia == NULL || ja == NULL || ar == NULL || lp == NULL)
+	if (ia == NULL || ja == NULL || ar == NULL)
 		goto out;
+	if (setjmp(glpk_fatal_at) != 0) {
+		glp_error_hook(NULL, NULL);
+		glp_free_env();
+		free(ia);
+		free(ja);
+		free(ar);
+		return COPUS_ESTATE;
+	}
+	glp_error_hook(glpk_fatal, NULL);
+	lp = glp_create_prob();
 	/* Rows: one per job (at most one configuration), one per type. */
 	rows = (int)ip->njobs + ip->ntypes;
 	glp_set_obj_dir(lp, ip->maximize ? GLP_MAX : GLP_MIN);
@@ -299,6 +326,7 @@ int copus__sia_solve(const struct copus__sia_ip *ip, long *choice,
 out:
 	if (lp != NULL)
 		glp_delete_prob(lp);
+	glp_error_hook(NULL, NULL);
 	free(ia);
 	free(ja);
 	free(ar);
