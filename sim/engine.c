@@ -817,6 +817,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	int N = c->nnodes, total_gpus = 0, g0 = 0, rc;
 	const struct copus_policy_traits *tr;
 	double now = 0.0, t0 = (double)clock() / CLOCKS_PER_SEC;
+	double *dts = NULL; /* the decisions' CPU milliseconds */
+	size_t ndt = 0, capdt = 0;
 	size_t done = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -1002,7 +1004,25 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			idx[na++] = i;
 		}
 		if (na > 0) {
+			struct timespec c0, c1;
+
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 			rc = copus_policy_decide(pol, &cl, cj, na, now, dec);
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+			if (ndt == capdt) {
+				size_t nc = capdt ? 2 * capdt : 1024;
+				double *g = realloc(dts, nc * sizeof(*g));
+
+				if (g == NULL) {
+					rc = COPUS_ENOMEM;
+					snprintf(err, len, "out of memory");
+					goto out;
+				}
+				dts = g;
+				capdt = nc;
+			}
+			dts[ndt++] = (double)(c1.tv_sec - c0.tv_sec) * 1e3 +
+				     (double)(c1.tv_nsec - c0.tv_nsec) * 1e-6;
 			if (rc != COPUS_OK) {
 				snprintf(err, len, "%s: policy %s failed at "
 					 "t=%.0f: %s", o->workload_name,
@@ -1086,8 +1106,15 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		res->p99_jct = pctl(tmp, n, 0.99);
 		free(tmp);
 	}
+	if (ndt > 0) {
+		qsort(dts, ndt, sizeof(*dts), cmp_double);
+		res->decide_ms_median = dts[(ndt - 1) / 2];
+		res->decide_ms_p95 = dts[(size_t)(0.95 * (double)(ndt - 1))];
+		res->decide_ms_max = dts[ndt - 1];
+	}
 	rc = COPUS_OK;
 out:
+	free(dts);
 	res->wall = (double)clock() / CLOCKS_PER_SEC - t0;
 	if (jobs)
 		for (size_t i = 0; i < n; i++) {

@@ -140,12 +140,14 @@ static void send_result(int fd, const struct wl *w)
 		const struct sim_result *r = &w->res;
 
 		fprintf(f, "OK\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%ld\t"
-			"%ld\t%.17g\t%.17g\t%.17g\t%ld\t%ld\t%ld\t%.17g\n",
+			"%ld\t%.17g\t%.17g\t%.17g\t%ld\t%ld\t%ld\t%.17g\t"
+			"%.17g\t%.17g\t%.17g\n",
 			r->njobs, r->avg_jct, r->p99_jct, r->makespan,
 			r->max_ftf, r->gpu_hours, r->restarts, r->rounds,
 			r->wall, r->pred_err_median, r->pred_err_p90,
 			r->pred_samples, r->pred_unknown, r->pred_trainings,
-			r->pred_seconds);
+			r->pred_seconds, r->decide_ms_median, r->decide_ms_p95,
+			r->decide_ms_max);
 		for (size_t i = 0; i < r->njobs; i++)
 			fprintf(f, "%s\t%.17g\t%.17g\n", r->names[i], r->jct[i],
 				r->ftf[i]);
@@ -284,11 +286,13 @@ static int recv_result(int fd, struct wl *w)
 	}
 	/* The predictor's errors are "nan" when it did not run. */
 	if (sscanf(line, "OK\t%zu\t%lg\t%lg\t%lg\t%lg\t%lg\t%ld\t%ld\t%lg"
-		   "\t%lg\t%lg\t%ld\t%ld\t%ld\t%lg", &r->njobs, &r->avg_jct,
+		   "\t%lg\t%lg\t%ld\t%ld\t%ld\t%lg\t%lg\t%lg\t%lg",
+		   &r->njobs, &r->avg_jct,
 		   &r->p99_jct, &r->makespan, &r->max_ftf, &r->gpu_hours,
 		   &r->restarts, &r->rounds, &r->wall, &r->pred_err_median,
 		   &r->pred_err_p90, &r->pred_samples, &r->pred_unknown,
-		   &r->pred_trainings, &r->pred_seconds) != 15 ||
+		   &r->pred_trainings, &r->pred_seconds, &r->decide_ms_median,
+		   &r->decide_ms_p95, &r->decide_ms_max) != 18 ||
 	    r->njobs != w->n)
 		goto out;
 	r->names = calloc(r->njobs + 1, sizeof(*r->names));
@@ -385,6 +389,7 @@ static int write_summary(const char *path, const char *policy,
 	json_object *ftf = json_object_new_object();
 	json_object *gh = json_object_new_object();
 	json_object *rs = json_object_new_object();
+	json_object *dm = json_object_new_object();
 	int rc = COPUS_OK;
 
 	for (size_t i = 0; i < nw; i++) {
@@ -407,6 +412,17 @@ static int write_summary(const char *path, const char *policy,
 				       json_object_new_double(r->gpu_hours));
 		json_object_object_add(rs, w[i].name,
 				       json_object_new_int64(r->restarts));
+		{
+			json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "median",
+				json_object_new_double(r->decide_ms_median));
+			json_object_object_add(e, "p95",
+				json_object_new_double(r->decide_ms_p95));
+			json_object_object_add(e, "max",
+				json_object_new_double(r->decide_ms_max));
+			json_object_object_add(dm, w[i].name, e);
+		}
 		if (rem == SIM_REMAINING_PREDICT) {
 			json_object *e = json_object_new_object();
 			json_object_object_add(e, "median",
@@ -433,6 +449,8 @@ static int write_summary(const char *path, const char *policy,
 	json_object_object_add(root, "max_ftf", ftf);
 	json_object_object_add(root, "gpu_hours", gh);
 	json_object_object_add(root, "restarts", rs);
+	/* CPU milliseconds of the policy's decision per round. */
+	json_object_object_add(root, "decide_ms", dm);
 	json_object_object_add(root, "remaining",
 			       json_object_new_string(remaining_names[rem]));
 	/* Relative error of the predicted remaining time, sampled every
@@ -720,6 +738,10 @@ int main(int argc, char **argv)
 		       "%5ld  (%.2f s)\n", w[i].name, policy, w[i].res.avg_jct,
 		       w[i].res.p99_jct, w[i].res.makespan, w[i].res.max_ftf,
 		       w[i].res.gpu_hours, w[i].res.restarts, w[i].res.wall);
+		printf("%-16s %-8s decisions: median %.2f ms, p95 %.2f ms, max "
+		       "%.2f ms of CPU\n", w[i].name, policy,
+		       w[i].res.decide_ms_median, w[i].res.decide_ms_p95,
+		       w[i].res.decide_ms_max);
 		if (used_remaining(policy, rem) == SIM_REMAINING_PREDICT)
 			printf("%-16s %-8s remaining predicted with median error "
 			       "%.0f%%, 90th percentile %.0f%% (%ld job-rounds, "

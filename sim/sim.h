@@ -173,6 +173,9 @@ struct sim_result {
 	double pred_seconds;
 	double wall;
 	long rounds;
+	/* CPU milliseconds of the policy's decision per round that had jobs:
+	 * median, 95th percentile and most. */
+	double decide_ms_median, decide_ms_p95, decide_ms_max;
 	/* The jobs that finished, in order, as history entries: the work is
 	 * in seconds alone on the request, what the predictor learns. */
 	copus_history_entry *finished;
