@@ -489,7 +489,7 @@ static void job_step(struct sjob *j, double now, double sec, int N)
 		if (j->learn)
 			observe(j, step, sync, sqr, var);
 		total = step + (step - sync) * j->accum;
-		gp = gain / total;
+		gp = gain / (total * a->slowdown);
 		j->goodput = gp;
 		next = sim_app_progress(a, j->epoch + 1);
 		if (j->progress + gp * sec < next) {
@@ -1043,7 +1043,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			if (j->gpus > 0) {
 				j->type = d->gpu_type;
 				update_local(j);
-				j->rescale = o->restart_delay;
+				j->rescale = j->app->restart_delay >= 0.0 ?
+						     j->app->restart_delay :
+						     o->restart_delay;
 				j->restarts++;
 			} else {
 				j->atomic = 0;

@@ -69,6 +69,10 @@ static void usage(FILE *f)
 		"that format\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
+		"  --app-rules FILE     per model (CSV application,slowdown,\n"
+		"                       restart_delay): it trains slowdown times\n"
+		"                       slower than profiled, and a restart costs\n"
+		"                       it restart_delay s (the policy is not told)\n"
 		"  --jobs N             workloads simulated at once (2)\n"
 		"  --summary FILE.json  JCTs and summary figures\n"
 		"  --timeline FILE.csv  per round and job: GPUs, nodes, "
@@ -506,6 +510,7 @@ int main(int argc, char **argv)
 		{ "remaining", required_argument, NULL, 'R' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "restart-delay", required_argument, NULL, 'r' },
+		{ "app-rules", required_argument, NULL, 'A' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "summary", required_argument, NULL, 's' },
 		{ "timeline", required_argument, NULL, 't' },
@@ -517,7 +522,7 @@ int main(int argc, char **argv)
 	};
 	const char *cluster = "16x4", *profiles = NULL, *policy = "pollux";
 	const char *summary = NULL, *timeline = NULL, *png = NULL;
-	const char *history_in = NULL, *history_out = NULL;
+	const char *history_in = NULL, *history_out = NULL, *rules = NULL;
 	double interval = 60, delay = 30, mean = 0;
 	enum sim_remaining rem = SIM_REMAINING_PREDICT;
 	long par = 2;
@@ -556,6 +561,7 @@ int main(int argc, char **argv)
 		case 't': timeline = optarg; break;
 		case 'g': png = optarg; break;
 		case 'H': history_in = optarg; break;
+		case 'A': rules = optarg; break;
 		case 'S': history_out = optarg; break;
 		case 'i':
 		case 'r':
@@ -659,6 +665,11 @@ int main(int argc, char **argv)
 			}
 			j->app = (int)a;
 		}
+	}
+	if (rules && sim_app_rules(apps, napps, rules, err, sizeof(err)) !=
+			     COPUS_OK) {
+		fprintf(stderr, "copus-sim: %s\n", err);
+		goto out;
 	}
 	/* Run the workloads, up to 'par' at a time in child processes. */
 	{

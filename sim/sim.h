@@ -82,7 +82,20 @@ struct app {
 	int max_gpus;
 	copus_model oracle[SIM_MAX_TYPES]; /* fitted to the whole table */
 	bool has_oracle[SIM_MAX_TYPES];
+	/* From --app-rules: the model trains this many times slower than its
+	 * profile says (1: as profiled), and a restart costs it this many
+	 * seconds (< 0: --restart-delay). */
+	double slowdown;
+	double restart_delay;
 };
+
+/*
+ * Read per-model rules (CSV: application,slowdown,restart_delay) into the
+ * loaded models that the file names; models it does not name keep theirs,
+ * rows for models not loaded are ignored. err names file, line and column.
+ */
+int sim_app_rules(struct app *apps, size_t napps, const char *path, char *err,
+		  size_t len);
 
 /* Completion epochs of Pollux's simulator. */
 int sim_app_epochs(const char *name);

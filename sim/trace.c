@@ -328,6 +328,49 @@ static int fit_oracle(struct app *a, int t)
 	return rc;
 }
 
+int sim_app_rules(struct app *apps, size_t napps, const char *path, char *err,
+		  size_t len)
+{
+	struct csv c;
+	int ca, cs, cr, rc;
+
+	if ((rc = sim_csv_read(path, &c, err, len)) != COPUS_OK)
+		return rc;
+	rc = COPUS_EPARSE;
+	if ((ca = sim_csv_col(&c, "application", err, len)) < 0 ||
+	    (cs = sim_csv_col(&c, "slowdown", err, len)) < 0 ||
+	    (cr = sim_csv_col(&c, "restart_delay", err, len)) < 0)
+		goto out;
+	for (size_t i = 0; i < c.nrows; i++) {
+		double sd, rd;
+
+		if (sim_csv_double(&c, i, cs, &sd, err, len) != COPUS_OK ||
+		    sim_csv_double(&c, i, cr, &rd, err, len) != COPUS_OK)
+			goto out;
+		if (!(sd > 0.0) || sd > 1000.0) {
+			snprintf(err, len, "%s:%ld: column %d (slowdown): '%s' "
+				 "is not in (0, 1000]", path, c.lines[i],
+				 cs + 1, c.rows[i][cs]);
+			goto out;
+		}
+		if (!(rd >= 0.0) || rd > 86400.0) {
+			snprintf(err, len, "%s:%ld: column %d (restart_delay): "
+				 "'%s' is not in [0, 86400] seconds", path,
+				 c.lines[i], cr + 1, c.rows[i][cr]);
+			goto out;
+		}
+		for (size_t a = 0; a < napps; a++)
+			if (strcmp(apps[a].name, c.rows[i][ca]) == 0) {
+				apps[a].slowdown = sd;
+				apps[a].restart_delay = rd;
+			}
+	}
+	rc = COPUS_OK;
+out:
+	sim_csv_free(&c);
+	return rc;
+}
+
 int sim_app_load(struct app *a, const char *dir, const char *name,
 		 const char *const *types, int ntypes, char *err, size_t len)
 {
@@ -339,6 +382,8 @@ int sim_app_load(struct app *a, const char *dir, const char *name,
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->name, sizeof(a->name), "%s", name);
+	a->slowdown = 1.0;
+	a->restart_delay = -1.0;
 	for (int t = 0; t < ntypes; t++) {
 		const char *sep = types[t][0] ? "-" : "";
 

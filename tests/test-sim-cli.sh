@@ -53,6 +53,28 @@ d = s["decide_ms"]["w1"]
 assert 0 <= d["median"] <= d["p95"] <= d["max"], d
 PY
 fi
+# Per-model rules: toy trains twice as slowly as profiled and restarts in
+# 10 s (JCTs 60 + 10 + 400 and 50 + 10 + 400); a rule for a model not in
+# the run is ignored; a bad value or a missing column is named.
+printf 'application,slowdown,restart_delay\ntoy,2,10\nother,3,5\n' > "$tmp/r.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo --app-rules "$tmp/r.csv" \
+	--summary "$tmp/s.json" "$tmp/w1.csv" > /dev/null || fail "--app-rules run"
+if command -v python3 > /dev/null; then
+	python3 - "$tmp/s.json" <<'PY' || fail "--app-rules values"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert abs(s["jcts"]["w1"]["a"] - 470) < 1e-6, s
+assert abs(s["jcts"]["w1"]["b"] - 460) < 1e-6, s
+PY
+fi
+printf 'application,slowdown,restart_delay\ntoy,-1,10\n' > "$tmp/r.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --app-rules "$tmp/r.csv" "$tmp/w1.csv" \
+	> /dev/null 2> "$tmp/err" && fail "a negative slowdown was accepted"
+grep -q "r.csv:2: column 2 (slowdown): '-1'" "$tmp/err" || { cat "$tmp/err"; fail "--app-rules message"; }
+printf 'application,slowdown\ntoy,2\n' > "$tmp/r.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --app-rules "$tmp/r.csv" "$tmp/w1.csv" \
+	> /dev/null 2> "$tmp/err" && fail "rules without restart_delay were accepted"
+grep -q "no column 'restart_delay'" "$tmp/err" || { cat "$tmp/err"; fail "--app-rules header message"; }
 # A malformed workload: file, line and column in the message.
 printf 'name,time,application,num_replicas,batch_size\na,0,toy,x,10\n' > "$tmp/bad.csv"
 if "$sim" --cluster 1x2 --profiles "$tmp/p" "$tmp/bad.csv" 2> "$tmp/err"; then
