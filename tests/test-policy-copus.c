@@ -675,16 +675,17 @@ static void unknown_scaling_starts_small_under_contention(void)
  * A steady workload: the same jobs round after round, their work running
  * down as they progress on what they were given. Once the policy has
  * placed them, the right answer is to leave every job where it is (no
- * thrash), on one GPU type and on two.
+ * thrash), on one GPU type, on two alike and on two of different speeds.
  */
 static void a_steady_workload_stays_put(void)
 {
-	for (int types = 1; types <= 2; types++) {
+	for (int types = 1; types <= 3; types++) {
 		struct world w;
 		int before[MAXJ * MAXN];
+		copus_model slow[MAXJ];
 
 		world_init(&w, 4, 4);
-		if (types == 2) {
+		if (types >= 2) {
 			w.nodes[2].gpu_type = w.nodes[3].gpu_type = 1;
 			w.c.num_types = 2;
 		}
@@ -693,6 +694,14 @@ static void a_steady_workload_stays_put(void)
 						3600.0 * (1 + j), j % 2 ?
 						scalable() : poor());
 			jb->submit_time = -7200;
+			/* The third world: type 1 is 2 to 4 times slower. */
+			if (types == 3) {
+				ASSERT_STATUS(copus_model_bootstrap(
+						      &w.models[j], 1.0,
+						      2.0 + j % 3, &slow[j]),
+					      COPUS_OK);
+				w.mp[j][1] = &slow[j];
+			}
 		}
 		for (int round = 0; round < 8; round++) {
 			decide(&w, 60.0 * round);
@@ -728,6 +737,75 @@ static void a_steady_workload_stays_put(void)
 	}
 }
 
+/*
+ * Random worlds on two GPU types of different speeds, the decisions fed
+ * back as the jobs' allocations round after round (work unchanged): a job
+ * moved off a cell is never moved back onto it the next round (no
+ * two-round cycles, each of which would cost two restarts for nothing).
+ */
+static void a_move_is_not_undone_the_next_round(void)
+{
+	unsigned x = 11;
+
+	for (int world = 0; world < 60; world++) {
+		struct world w;
+		copus_model slow[MAXJ];
+		int t_hist[3][MAXJ], k_hist[3][MAXJ];
+
+		world_init(&w, 4, 4);
+		w.nodes[2].gpu_type = w.nodes[3].gpu_type = 1;
+		w.nodes[3].gpus = 8;
+		w.c.num_types = 2;
+		int nj = 2 + world % 5;
+		for (int j = 0; j < nj; j++) {
+			x = x * 1103515245u + 12345u;
+			copus_job *jb = add_job(&w, true, 1 + (x >> 8) % 4,
+						600.0 * (1 + (x >> 12) % 20),
+						(x >> 20) & 1 ? scalable() :
+								poor());
+			jb->submit_time = -36000;
+			jb->max_gpus = 8;
+			/* Type 1 is faster for some jobs, slower for others. */
+			double r = (x >> 24) & 1 ? 0.3 : 3.0;
+			ASSERT_STATUS(copus_model_bootstrap(&w.models[j], 1.0,
+							    r, &slow[j]),
+				      COPUS_OK);
+			w.mp[j][1] = &slow[j];
+		}
+		for (int round = 0; round < 8; round++) {
+			decide(&w, 60.0 * round);
+			for (size_t j = 0; j < w.n; j++) {
+				t_hist[round % 3][j] = w.types[j];
+				k_hist[round % 3][j] = gpus_of(&w, j);
+			}
+			for (size_t j = 0; round >= 2 && j < w.n; j++) {
+				int a = (round - 2) % 3, b = (round - 1) % 3,
+				    c = round % 3;
+				bool moved = t_hist[b][j] != t_hist[a][j] ||
+					     k_hist[b][j] != k_hist[a][j];
+				bool back = t_hist[c][j] == t_hist[a][j] &&
+					    k_hist[c][j] == k_hist[a][j];
+				if (moved && back && k_hist[a][j] > 0)
+					fprintf(stderr, "world %d round %d job "
+						"%zu: %d/%d -> %d/%d -> back\n",
+						world, round, j, t_hist[a][j],
+						k_hist[a][j], t_hist[b][j],
+						k_hist[b][j]);
+				CU_ASSERT(!(moved && back && k_hist[a][j] > 0));
+			}
+			for (size_t j = 0; j < w.n; j++) {
+				copus_job *jb = &w.jobs[j];
+				jb->alloc_slots = 0;
+				for (int k = 0; k < w.c.num_nodes; k++)
+					if (w.rows[j * w.c.num_nodes + k] > 0)
+						run_alloc(&w, j, k,
+							  w.rows[j * w.c.num_nodes + k]);
+				jb->alloc_type = w.types[j] < 0 ? 0 : w.types[j];
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -750,6 +828,7 @@ int main(void)
 		TEST(each_job_goes_where_its_gpus_count_most),
 		TEST(unknown_scaling_starts_small_under_contention),
 		TEST(a_steady_workload_stays_put),
+		TEST(a_move_is_not_undone_the_next_round),
 	};
 	return RUN_TESTS("policy-copus", tests);
 }

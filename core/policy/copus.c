@@ -603,6 +603,14 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		for (int t = 0; t < T; t++)
 			x->rel[t] = x->sp[t] != NULL && g1[t] > 0.0 ?
 					    g1[t] / gmax : 1.0;
+		/*
+		 * Its work counts in the same unit wherever it runs now (on
+		 * its fastest type), so that a move does not change what the
+		 * job is worth and the next round does not move it back.
+		 */
+		for (int t = 0; gmax > 0.0 && t < T; t++)
+			if (x->sp[t] != NULL && g1[t] == gmax)
+				ref_t = t;
 		double req_time = jb->req_gpus > 0 ? jb->attained / jb->req_gpus
 						   : 0.0;
 		x->remain = jb->remaining >= 0.0 ? jb->remaining
