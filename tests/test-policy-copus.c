@@ -90,6 +90,19 @@ static int gpus_of(const struct world *w, size_t j)
 	return s;
 }
 
+/* Job j's last decision becomes its allocation. */
+static void adopt_decision(struct world *w, size_t j)
+{
+	copus_job *jb = &w->jobs[j];
+	int N = w->c.num_nodes;
+
+	jb->alloc_slots = 0;
+	for (int k = 0; k < N; k++)
+		if (w->rows[j * N + k] > 0)
+			run_alloc(w, j, k, w->rows[j * N + k]);
+	jb->alloc_type = w->types[j] < 0 ? 0 : w->types[j];
+}
+
 /* One round of the copus policy; its decisions as rows, types, reasons. */
 static void decide_with(struct world *w, double now,
 			const copus_policy_params *prm)
@@ -725,12 +738,7 @@ static void a_steady_workload_stays_put(void)
 				}
 				if (moved)
 					jb->restarts++;
-				jb->alloc_slots = 0;
-				for (int k = 0; k < w.c.num_nodes; k++)
-					if (w.rows[j * w.c.num_nodes + k] > 0)
-						run_alloc(&w, j, k,
-							  w.rows[j * w.c.num_nodes + k]);
-				jb->alloc_type = w.types[j] < 0 ? 0 : w.types[j];
+				adopt_decision(&w, j);
 				jb->remaining -= 60.0;
 			}
 		}
@@ -793,15 +801,8 @@ static void a_move_is_not_undone_the_next_round(void)
 						k_hist[b][j]);
 				CU_ASSERT(!(moved && back && k_hist[a][j] > 0));
 			}
-			for (size_t j = 0; j < w.n; j++) {
-				copus_job *jb = &w.jobs[j];
-				jb->alloc_slots = 0;
-				for (int k = 0; k < w.c.num_nodes; k++)
-					if (w.rows[j * w.c.num_nodes + k] > 0)
-						run_alloc(&w, j, k,
-							  w.rows[j * w.c.num_nodes + k]);
-				jb->alloc_type = w.types[j] < 0 ? 0 : w.types[j];
-			}
+			for (size_t j = 0; j < w.n; j++)
+				adopt_decision(&w, j);
 		}
 	}
 }
