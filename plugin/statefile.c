@@ -24,6 +24,7 @@
 #include "round.h"
 #include "sched_copus.h"
 #include "statefile.h"
+#include "statefmt.h"
 
 /* Files replaced whole */
 static FILE *_replace_begin(const char *path);
@@ -73,6 +74,20 @@ static int _replace_end(FILE *f, const char *path)
 #define _STATE_MAGIC1 "copus-state 1"
 #define _STATE_MAGIC "copus-state 2"
 
+/* One record into copus_state (statefmt.h). */
+static void _state_put(FILE *f, const char *path,
+		       const struct copus__state_rec *r)
+{
+	char buf[256];
+
+	if (copus__state_format(r, buf, sizeof(buf)) == 0)
+		fputs(buf, f);
+	else
+		error("%s: %s: a record of job %u is out of range; not saved",
+		      plugin_type, path,
+		      r->kind == COPUS__STATE_JOB ? r->job.id : r->rescale.id);
+}
+
 /*
  * The rescales in flight and what the plugin learned about each job (its
  * original request, service received, most GPUs held) survive a slurmctld
@@ -96,18 +111,25 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 	}
 	fprintf(f, "%s\n", _STATE_MAGIC);
 	for (i = 0; i < s->nrescales; i++) {
-		const struct copus__rescale *x = &s->rescales[i];
+		struct copus__state_rec r = { .kind = COPUS__STATE_RESCALE };
 
-		fprintf(f, "rescale %u %lld %d %d %s %d %d\n", x->id,
-			(long long)x->asked, x->from, x->to,
-			x->type[0] ? x->type : "-", x->gave_up ? 1 : 0, x->rc);
+		r.rescale = s->rescales[i];
+		_state_put(f, path, &r);
 	}
 	/* A job already learned from is in copus_history: not again. */
-	for (i = 0; i < s->nmemo; i++)
-		if (s->memo[i].req_gpus > 0 && !s->memo[i].learned)
-			fprintf(f, "job %u %d %d %.0f %.9g\n", s->memo[i].id,
-				s->memo[i].req_gpus, s->memo[i].max_had,
-				s->memo[i].attained, s->memo[i].rate);
+	for (i = 0; i < s->nmemo; i++) {
+		const struct copus__memo *m = &s->memo[i];
+		struct copus__state_rec r = { .kind = COPUS__STATE_JOB };
+
+		if (m->req_gpus <= 0 || m->learned)
+			continue;
+		r.job.id = m->id;
+		r.job.req_gpus = m->req_gpus;
+		r.job.max_had = m->max_had;
+		r.job.attained = m->attained;
+		r.job.rate = m->rate;
+		_state_put(f, path, &r);
+	}
 	if (_replace_end(f, path) == 0)
 		s->state_dirty = false;
 	xfree(path);
@@ -115,7 +137,7 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 
 void copus__state_load(struct copus__sched *s, const char *dir)
 {
-	char *path, line[256], type[16];
+	char *path, line[256];
 	FILE *f;
 	int lineno = 0, njobs = 0;
 
@@ -129,11 +151,8 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 	}
 	s->nrescales = 0;
 	while (fgets(line, sizeof(line), f)) {
-		struct copus__rescale x;
-		long long asked;
-		double att, rate = 0.0;
-		unsigned id;
-		int gave_up, n = 0, req, had;
+		struct copus__state_rec r;
+		const char *why;
 
 		lineno++;
 		if (lineno == 1) {
@@ -146,51 +165,40 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 			}
 			continue;
 		}
-		if (!strncmp(line, "job ", 4)) {
-			if (sscanf(line, "job %u %d %d %lf%n", &id, &req, &had,
-				   &att, &n) != 4 ||
-			    (line[n] == ' ' && sscanf(line + n, " %lf%n",
-						      &rate, &gave_up) != 1) ||
-			    (line[n] != ' ' && line[n] != '\n') ||
-			    !isfinite(rate) || rate < 0 ||
-			    id == 0 || req < 1 || req > COPUS__GPUS_MAX ||
-			    had < 0 || had > COPUS__GPUS_MAX ||
-			    !isfinite(att) || att < 0) {
-				error("%s: %s:%d: bad job record '%.60s'; "
-				      "ignoring it", plugin_type, path, lineno,
-				      line);
-				continue;
-			}
-			struct copus__memo *in = copus__memo_get(s, id);
+		if (!strchr(line, '\n') && !feof(f)) {
+			int c;
+
+			/* Longer than any record: skip the rest of it. */
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			error("%s: %s:%d: line too long; ignoring it",
+			      plugin_type, path, lineno);
+			continue;
+		}
+		if (copus__state_parse(line, &r, &why)) {
+			error("%s: %s:%d: bad record '%.60s' (%s); ignoring it",
+			      plugin_type, path, lineno, line, why);
+			continue;
+		}
+		if (r.kind == COPUS__STATE_JOB) {
+			struct copus__memo *in = copus__memo_get(s, r.job.id);
 
 			if (!in)
 				continue;
-			in->req_gpus = req;
-			in->max_had = had;
-			in->attained = att;
-			in->rate = rate;
+			in->req_gpus = r.job.req_gpus;
+			in->max_had = r.job.max_had;
+			in->attained = r.job.attained;
+			in->rate = r.job.rate;
 			njobs++;
 			continue;
 		}
-		memset(&x, 0, sizeof(x));
-		x.rc = -1;
-		if (sscanf(line, "rescale %u %lld %d %d %15s %d%n", &x.id,
-			   &asked, &x.from, &x.to, type, &gave_up, &n) != 6 ||
-		    (line[n] == ' ' && sscanf(line + n, " %d%n", &x.rc,
-					      &req) != 1) ||
-		    x.id == 0 || asked < 0 || x.from < 1 || x.to < 0 ||
-		    x.from > COPUS__GPUS_MAX || x.to > COPUS__GPUS_MAX ||
-		    (gave_up != 0 && gave_up != 1) ||
-		    s->nrescales == COPUS__RESCALE_MAX) {
-			error("%s: %s:%d: bad rescale record '%.60s'; "
-			      "ignoring it", plugin_type, path, lineno, line);
+		if (s->nrescales == COPUS__RESCALE_MAX) {
+			error("%s: %s:%d: more than %d rescales; ignoring the "
+			      "rest", plugin_type, path, lineno,
+			      COPUS__RESCALE_MAX);
 			continue;
 		}
-		x.asked = (time_t)asked;
-		x.gave_up = gave_up;
-		if (strcmp(type, "-"))
-			snprintf(x.type, sizeof(x.type), "%s", type);
-		s->rescales[s->nrescales++] = x;
+		s->rescales[s->nrescales++] = r.rescale;
 	}
 	fclose(f);
 	if (s->nrescales || njobs)

@@ -11,6 +11,7 @@
 #include "options.h"
 #include "params.h"
 #include "round.h"
+#include "statefmt.h"
 #include "submit.h"
 
 static char _last[256];
@@ -458,6 +459,94 @@ static void policy_key_takes_a_name(void)
 	CU_ASSERT_STRING_EQUAL(p.policy, "copus");
 }
 
+/*
+ * copus_state's lines (statefmt.h): every line the plugin writes reads back
+ * as the same record, lines of the previous format still read, and a line
+ * with anything out of place (a field too many, a sign, trailing characters,
+ * a number out of range) is refused with the field named, not half read.
+ */
+static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
+{
+	struct copus__state_rec r, back;
+	const char *why = NULL;
+	char buf[256];
+
+	CU_ASSERT_EQUAL(copus__state_parse("rescale 17 1764000000 4 2 a100 0 3\n",
+					   &r, &why), 0);
+	CU_ASSERT_EQUAL(r.kind, COPUS__STATE_RESCALE);
+	CU_ASSERT_EQUAL(r.rescale.id, 17);
+	CU_ASSERT_EQUAL(r.rescale.asked, 1764000000);
+	CU_ASSERT_EQUAL(r.rescale.from, 4);
+	CU_ASSERT_EQUAL(r.rescale.to, 2);
+	CU_ASSERT_STRING_EQUAL(r.rescale.type, "a100");
+	CU_ASSERT_FALSE(r.rescale.gave_up);
+	CU_ASSERT_EQUAL(r.rescale.rc, 3);
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "rescale 17 1764000000 4 2 a100 0 3\n");
+
+	/* Format 1: no restart count, no rate. */
+	CU_ASSERT_EQUAL(copus__state_parse("rescale 5 10 2 0 - 1", &r, &why), 0);
+	CU_ASSERT_EQUAL(r.rescale.rc, -1);
+	CU_ASSERT_STRING_EQUAL(r.rescale.type, "");
+	CU_ASSERT_TRUE(r.rescale.gave_up);
+	CU_ASSERT_EQUAL(copus__state_parse("job 9 4 8 123456\n", &r, &why), 0);
+	CU_ASSERT_EQUAL(r.kind, COPUS__STATE_JOB);
+	CU_ASSERT_EQUAL(r.job.rate, 0.0);
+
+	/* Attained service and rate come back exactly. */
+	r.job.attained = 1234.5678901234567;
+	r.job.rate = 1.0 / 3.0;
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(copus__state_parse(buf, &back, &why), 0);
+	CU_ASSERT_EQUAL(back.job.attained, r.job.attained);
+	CU_ASSERT_EQUAL(back.job.rate, r.job.rate);
+
+	static const struct {
+		const char *line, *field;
+	} bad[] = {
+		{ "rescale 17 1764000000 4 2 a100 0 3 junk\n", "number of fields" },
+		{ "rescale 17 1764000000 4 2 a100 0x\n", "GAVE_UP" },
+		{ "rescale 17 1764000000 4 2 a100 2 3\n", "GAVE_UP" },
+		{ "rescale 17 -5 4 2 a100 0 3\n", "ASKED" },
+		{ "rescale 17 5 0 2 a100 0 3\n", "FROM" },
+		{ "rescale 17 5 4 4097 a100 0 3\n", "TO" },
+		{ "rescale 17 5 4 2 a100xxxxxxxxxxxxxxx 0 3\n", "TYPE" },
+		{ "rescale 17 5 4 2 a100 0 -2\n", "RC" },
+		{ "job -1 4 8 1 0\n", "ID" },
+		{ "job 4294967296 4 8 1 0\n", "ID" },
+		{ "job +9 4 8 1 0\n", "ID" },
+		{ "job 9 0 8 1 0\n", "REQ" },
+		{ "job 9 4 8 nan 0\n", "ATTAINED" },
+		{ "job 9 4 8 -1 0\n", "ATTAINED" },
+		{ "job 9 4 8 1 1e999\n", "RATE" },
+		{ "job 9 4 8 1 0.5x\n", "RATE" },
+		{ "job  9 4 8 1 0\n", "layout" },
+		{ "job 9 4 8 1 0 \n", "layout" },
+		{ "job 9 4\t8 1 0\n", "layout" },
+		{ "task 9 4 8 1 0\n", "kind" },
+		{ "\n", "layout" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		CU_ASSERT_EQUAL(copus__state_parse(bad[i].line, &r, &why), -1);
+		CU_ASSERT_PTR_NOT_NULL(why);
+		if (why && !strstr(why, bad[i].field))
+			fprintf(stderr, "%s: why '%s', expected '%s'\n",
+				bad[i].line, why, bad[i].field);
+		CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, bad[i].field) : NULL);
+	}
+
+	/* What the reader would refuse is not written either. */
+	memset(&r, 0, sizeof(r));
+	r.kind = COPUS__STATE_JOB;
+	r.job.id = 3;
+	r.job.req_gpus = 1;
+	r.job.rate = INFINITY;
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), -1);
+	r.job.rate = 0.0;
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, 8), -1);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -476,6 +565,7 @@ int main(void)
 		TEST(unequal_slots_are_applied_at_the_smallest_count),
 		TEST(model_speedup_grows_with_gpus),
 		TEST(policy_key_takes_a_name),
+		TEST(state_lines_read_back_and_refuse_what_is_out_of_place),
 	};
 	return RUN_TESTS("plugin-sched", tests);
 }

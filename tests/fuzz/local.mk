@@ -12,6 +12,7 @@ FUZZ_REPLAY = \
 	tests/fuzz/replay-hint \
 	tests/fuzz/replay-history \
 	tests/fuzz/replay-params \
+	tests/fuzz/replay-state \
 	tests/fuzz/replay-elastic \
 	tests/fuzz/replay-types \
 	tests/fuzz/replay-csv \
@@ -39,6 +40,12 @@ tests_fuzz_replay_params_SOURCES = tests/fuzz/fuzz-params.c $(FUZZ_SOURCES) \
 tests_fuzz_replay_params_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin \
 	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/params"'
 tests_fuzz_replay_params_LDADD = -lm
+
+tests_fuzz_replay_state_SOURCES = tests/fuzz/fuzz-state.c $(FUZZ_SOURCES) \
+	plugin/statefmt.c plugin/statefmt.h plugin/memo.h plugin/options.h
+tests_fuzz_replay_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin \
+	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/state"'
+tests_fuzz_replay_state_LDADD = -lm
 
 tests_fuzz_replay_elastic_SOURCES = tests/fuzz/fuzz-elastic.c \
 	$(FUZZ_SOURCES) plugin/options.h

@@ -4,7 +4,8 @@
 #
 #   tests/fuzz/run.sh [EXECUTIONS] [TARGET...]
 #
-# TARGET: hint history params elastic types csv workload profile manifest
+# TARGET: hint history params state elastic types csv workload profile
+# manifest
 # (default: all). Needs clang and its libFuzzer runtime (Debian: clang-14,
 # libclang-rt-14-dev) and the libraries the build uses (json-c, nlopt,
 # xgboost, zlib). The targets are built with the address and undefined
@@ -23,7 +24,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-10000000}
 [ $# -gt 0 ] && shift
-targets=${*:-hint history params elastic types csv workload profile manifest}
+targets=${*:-hint history params state elastic types csv workload profile manifest}
 work=${FUZZ_WORK:-$(mktemp -d /tmp/copus-fuzz-run.XXXXXX)}
 # FUZZ_CC, not CC: a CC=gcc left in the environment has no libFuzzer.
 cc=${FUZZ_CC:-clang}
@@ -58,7 +59,7 @@ libs="$jsonc_libs -lnlopt -lxgboost -lz -lm"
 max_len() {
 	case $1 in
 	hint) echo 1100 ;;
-	history) echo 256 ;;
+	history | state) echo 256 ;;
 	params) echo 1024 ;;
 	elastic) echo 64 ;;
 	types) echo 256 ;;
@@ -75,6 +76,7 @@ sources() {
 	hint) echo core/hint.c ;;
 	history) echo core/history.c ;;
 	params) echo plugin/params.c ;;
+	state) echo plugin/statefmt.c ;;
 	elastic | types) ;;
 	csv) echo sim/csv.c ;;
 	workload) echo sim/csv.c sim/trace.c sim/engine.c ;;
@@ -86,7 +88,7 @@ sources() {
 # The directory of the private headers a target includes.
 part() {
 	case $1 in
-	params | elastic | types) echo plugin ;;
+	params | state | elastic | types) echo plugin ;;
 	csv | workload | profile) echo sim ;;
 	manifest) echo runtime ;;
 	*) echo core ;;
