@@ -111,6 +111,14 @@ struct copus_state {
 struct jw {
 	const copus_job *job;
 	copus_speedup *sp[COPUS_MAX_GPU_TYPES]; /* NULL: no model */
+	/*
+	 * A job with a table of cells (copus_job.cells): its speedup on k
+	 * GPUs of type t is cs[t * (cs_kmax + 1) + k], 0 where no cell fits;
+	 * has_cells[t] when some cell of type t does. NULL otherwise.
+	 */
+	double *cs;
+	int cs_kmax;
+	bool has_cells[COPUS_MAX_GPU_TYPES];
 	/* One GPU of type t against one of the job's fastest type. */
 	double rel[COPUS_MAX_GPU_TYPES];
 	double R;      /* remaining work, base-GPU-seconds */
@@ -277,6 +285,12 @@ static const copus_model *model_for(const copus_job *j, int t, int ntypes)
 	return NULL;
 }
 
+/* Does the policy know how job w scales on type t (a model or cells)? */
+static bool known(const struct jw *w, int t)
+{
+	return w->cs != NULL ? w->has_cells[t] : w->sp[t] != NULL;
+}
+
 /* Speedup of k GPUs of type t (packed on the fewest nodes). */
 static double speedup(const struct jw *w, int t, int k, const int *node_gpus)
 {
@@ -284,6 +298,8 @@ static double speedup(const struct jw *w, int t, int k, const int *node_gpus)
 
 	if (k <= 0)
 		return 0.0;
+	if (w->cs != NULL)
+		return k <= w->cs_kmax ? w->cs[t * (w->cs_kmax + 1) + k] : 0.0;
 	if (w->sp[t] == NULL)
 		return k; /* no model: assume linear up to the request */
 	int nodes = (k + node_gpus[t] - 1) / node_gpus[t];
@@ -338,6 +354,8 @@ static int growth_cap(const copus_job *j)
 {
 	if (!j->elastic)
 		return j->req_gpus;
+	if (j->num_cells > 0)
+		return j->max_gpus; /* its scaling is known: nothing to explore */
 	int cap = 2 * j->max_gpus_had;
 	if (cap < j->req_gpus)
 		cap = j->req_gpus;
@@ -370,7 +388,7 @@ static int unknown_size(const struct jw *x, int T)
 	int q = x->q;
 
 	for (int t = 0; t < T; t++)
-		if (x->sp[t] != NULL)
+		if (known(x, t))
 			return q;
 	if (!j->elastic)
 		return q;
@@ -388,7 +406,7 @@ static int base_need(const struct jw *x)
 	const copus_job *j = x->job;
 
 	for (int t = 0; j->elastic && t < COPUS_MAX_GPU_TYPES; t++)
-		if (x->sp[t] != NULL)
+		if (known(x, t))
 			return j->min_gpus;
 	return x->q;
 }
@@ -456,7 +474,7 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 #define TRY(kk)                                                               \
 	consider(&b, (value(w, t, (kk), node_gpus, prm, o) - v0) /            \
 			     ((kk) - k0), t, (kk))
-		if (!j->elastic || w->sp[t] == NULL) {
+		if (!j->elastic || !known(w, t)) {
 			/* Fixed size: the request (clamped to elastic bounds),
 			 * or for a running elastic job its current size. */
 			int want = w->q;
@@ -551,8 +569,108 @@ static void cluster_caps(const copus_cluster *c, int *node_gpus, int *cap)
 	}
 }
 
+/*
+ * The speedup table of a job with cells. Its unit is one GPU at the job's
+ * best GPU-seconds per iteration over all its cells (its most efficient
+ * cell), so that S(t, k) = that / seconds(t, k) <= k counts, across types
+ * and sizes, what a cell gives the job in the same currency as the models'
+ * tables. The policy packs k GPUs on the fewest nodes, so the cell of
+ * that many nodes is the one that counts; a size known only on more nodes
+ * counts at that cell's speed. Returns the unit (GPU-seconds per iteration),
+ * 0 when no cell of the job fits the cluster, or -1 without memory.
+ */
+static double cells_prepare(struct jw *x, const copus_job *jb, int T,
+			    const int *node_gpus)
+{
+	double base = INFINITY;
+	int K = 0;
+
+	for (int i = 0; i < jb->num_cells; i++) {
+		const copus_cell_time *ct = &jb->cells[i];
+		int t = ct->gpu_type;
+		if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
+		    ct->gpus / ct->nodes > node_gpus[t])
+			continue;
+		if (ct->gpus > K)
+			K = ct->gpus;
+		base = fmin(base, ct->seconds * ct->gpus);
+	}
+	x->cs_kmax = K;
+	x->cs = calloc((size_t)T * (size_t)(K + 1), sizeof(double));
+	if (x->cs == NULL)
+		return -1.0;
+	if (K == 0)
+		return 0.0;
+	/* Pass 0: cells on the fewest nodes; pass 1: sizes still unknown. */
+	bool *fewest_known = calloc((size_t)T * (size_t)(K + 1), sizeof(bool));
+	if (fewest_known == NULL)
+		return -1.0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < jb->num_cells; i++) {
+			const copus_cell_time *ct = &jb->cells[i];
+			int t = ct->gpu_type, g = ct->gpus;
+			if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
+			    g / ct->nodes > node_gpus[t])
+				continue;
+			int fewest = (g + node_gpus[t] - 1) / node_gpus[t];
+			size_t at = (size_t)t * (size_t)(K + 1) + (size_t)g;
+			if (pass == 0 && ct->nodes == fewest) {
+				fewest_known[at] = true;
+				x->cs[at] = fmax(x->cs[at], base / ct->seconds);
+			} else if (pass == 1 && !fewest_known[at]) {
+				x->cs[at] = fmax(x->cs[at], base / ct->seconds);
+			}
+		}
+	free(fewest_known);
+	for (int t = 0; t < T; t++)
+		for (int k = 1; k <= K; k++)
+			if (x->cs[t * (K + 1) + k] > 0.0)
+				x->has_cells[t] = true;
+	return base;
+}
+
+/* The best speedup of a job with cells, on any of its cells. */
+static double cells_best(const struct jw *x, int T)
+{
+	double best = 0.0;
+
+	for (int i = 0; i < T * (x->cs_kmax + 1); i++)
+		best = fmax(best, x->cs[i]);
+	return best;
+}
+
+/*
+ * The type a job with cells counts its request on: where it runs, else
+ * where its request goes fastest, else where it goes fastest at all; -1
+ * when no cell fits.
+ */
+static int cells_ref_type(const struct jw *x, const copus_job *jb, int T,
+			  const int *node_gpus)
+{
+	int best_t = -1;
+	double best = 0.0;
+
+	if (x->cur_t >= 0 && x->has_cells[x->cur_t])
+		return x->cur_t;
+	for (int t = 0; t < T; t++) {
+		double v = speedup(x, t, jb->req_gpus, node_gpus);
+		if (v > best) {
+			best = v;
+			best_t = t;
+		}
+	}
+	for (int t = 0; best_t < 0 && t < T; t++)
+		if (x->has_cells[t])
+			for (int k = 1; k <= x->cs_kmax; k++)
+				if (x->cs[t * (x->cs_kmax + 1) + k] > best) {
+					best = x->cs[t * (x->cs_kmax + 1) + k];
+					best_t = t;
+				}
+	return best_t;
+}
+
 /* Remaining work, fairness weight and speedup tables of each job. */
-static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
+static int prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 			 const copus_cluster *c, const copus_job *jobs,
 			 size_t n, double now, const int *node_gpus,
 			 const int *cap, struct jw *w)
@@ -571,7 +689,14 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 			x->cur_t = jb->alloc_type;
 		int ref_t = x->cur_t;
 		double g1[COPUS_MAX_GPU_TYPES] = { 0 };
-		for (int t = 0; t < T; t++) {
+		double unit = 0.0; /* with cells: GPU-seconds per iteration */
+		if (jb->num_cells > 0) {
+			unit = cells_prepare(x, jb, T, node_gpus);
+			if (unit < 0.0)
+				return COPUS_ENOMEM;
+			ref_t = cells_ref_type(x, jb, T, node_gpus);
+		}
+		for (int t = 0; jb->num_cells == 0 && t < T; t++) {
 			const copus_model *m = model_for(jb, t, T);
 			if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
 			    m == NULL)
@@ -620,9 +745,16 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 		double s_req = ref_t >= 0 ? speedup(x, ref_t, jb->req_gpus,
 						    node_gpus)
 					  : jb->req_gpus;
+		if (!(s_req > 0.0) && x->cs != NULL)
+			s_req = cells_best(x, T);
 		if (!(s_req > 0.0))
 			s_req = 1.0;
 		x->R = x->remain * s_req;
+		/* Iterations left, with cells: the work itself. */
+		if (x->cs != NULL && unit > 0.0 && jb->remaining_iters >= 0.0) {
+			x->R = fmax(jb->remaining_iters * unit, 1.0);
+			x->remain = fmax(x->R / s_req, 1.0);
+		}
 		double waited = now - jb->submit_time;
 		double ftf = (fmax(waited, 0.0) + x->remain) / (req_time + x->remain);
 		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
@@ -647,6 +779,14 @@ static void prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 	for (size_t j = 0; j < n; j++)
 		w[j].weight = s->opt.no_srpt ? 1.0 :
 			      pow(w[j].R / R_max, -SRPT_EXPONENT);
+	return COPUS_OK;
+}
+
+/* Frees what prepare_jobs allocated. */
+static void release_jobs(struct jw *w, size_t n)
+{
+	for (size_t j = 0; w != NULL && j < n; j++)
+		free(w[j].cs);
 }
 
 /* May job x have k GPUs of type t at all (bounds, rigid size, type)? */
@@ -657,7 +797,10 @@ static bool cell_allowed(const struct jw *x, int t, int k,
 
 	if (k <= 0 || !copus__type_allowed(j, t) || node_gpus[t] <= 0)
 		return false;
-	if (!j->elastic || x->sp[t] == NULL) {
+	/* With cells, only the sizes of a cell that fits. */
+	if (x->cs != NULL && !(speedup(x, t, k, node_gpus) > 0.0))
+		return false;
+	if (!j->elastic || !known(x, t)) {
 		int want = x->q;
 		return k == want || (j->elastic && k == x->cur_k &&
 				     t == x->cur_t);
@@ -685,16 +828,17 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 	if (w == NULL)
 		return COPUS_ENOMEM;
 	cluster_caps(c, node_gpus, cap);
-	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap, w);
-	for (size_t j = 0; j < n; j++)
+	int rc = prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap, w);
+	for (size_t j = 0; rc == COPUS_OK && j < n; j++)
 		for (int t = 0; t < T; t++)
 			for (int k = 0; k <= kmax; k++)
 				v[(j * (size_t)T + (size_t)t) * (size_t)(kmax + 1) +
 				  (size_t)k] =
 					cell_allowed(&w[j], t, k, node_gpus, o) ?
 					value(&w[j], t, k, node_gpus, prm, o) : 0.0;
+	release_jobs(w, n);
 	free(w);
-	return COPUS_OK;
+	return rc;
 }
 
 /*
@@ -1158,13 +1302,15 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		     const int *dist, int *row, int *type, bool whole)
 {
 	int lo = !whole && jb->elastic &&
-			 (x->sp[x->t] != NULL || x->cur_k == 0) ?
+			 (known(x, x->t) || x->cur_k == 0) ?
 		 jb->min_gpus : x->k;
 
 	if (!g->o->no_placement && !g->prm->equal_per_node)
 		copus__placer_prep(g->pl, c, free_gpus, dist, 1u << x->t);
 	for (int k = x->k; k >= lo; k--) {
 		int rc, t = -1;
+		if (x->cs != NULL && !(speedup(x, x->t, k, g->node_gpus) > 0.0))
+			continue; /* no cell of that size fits the job */
 		if (g->o->no_placement) {
 			rc = first_fit(c, free_gpus, x->t, k, row);
 			t = x->t;
@@ -1623,7 +1769,9 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 		free_gpus[k] = c->nodes[k].usable ? c->nodes[k].gpus : 0;
 	cluster_caps(c, node_gpus, cap);
 	memcpy(total, cap, sizeof(total));
-	prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap, w);
+	rc = prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap, w);
+	if (rc != COPUS_OK)
+		goto out;
 	/* What each type must keep for the jobs that can run nowhere else. */
 	memcpy(slack, cap, sizeof(slack));
 	for (size_t j = 0; j < n; j++) {
@@ -1706,6 +1854,7 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	}
 	sp_sweep(s);
 out:
+	release_jobs(w, n);
 	free(w);
 	free(heap);
 	free(idx);
