@@ -155,6 +155,11 @@ static int _encode_check(const copus_hint *h, char *err, size_t errlen)
 		     h->progress, h->target);
 		return COPUS_EINVAL;
 	}
+	if (h->granularity < 0 || h->granularity > COPUS_HINT_GRAN_MAX) {
+		_err(err, errlen, "hint field \"gran\": %d out of range",
+		     h->granularity);
+		return COPUS_EINVAL;
+	}
 	if (h->n_perf < 0 || h->n_perf > COPUS_HINT_MAX_TYPES) {
 		_err(err, errlen, "hint field \"perf\": %d types (at most %d)",
 		     h->n_perf, COPUS_HINT_MAX_TYPES);
@@ -237,6 +242,8 @@ int copus_hint_encode(const copus_hint *h, char *buf, size_t size,
 		  h->grad.var, h->progress);
 	if (ok && h->target > 0.0)
 		ok = _put(buf, cap, &pos, ",\"tgt\":%.10g", h->target);
+	if (ok && h->granularity > 1)
+		ok = _put(buf, cap, &pos, ",\"gran\":%d", h->granularity);
 	if (ok && h->n_perf > 0) {
 		ok = _put(buf, cap, &pos, ",\"perf\":{");
 		for (int i = 0; ok && i < h->n_perf; i++) {
@@ -427,7 +434,7 @@ static int _parse_perf(struct parse *p, struct json_object *perf,
 
 static const char *const known_keys[] = {
 	"v", "job", "st", "step", "rc", "t", "b0", "bmax", "lmin", "lmax",
-	"acc", "sqr", "var", "prog", "tgt", "perf",
+	"acc", "sqr", "var", "prog", "tgt", "gran", "perf",
 };
 
 static int _parse_root(struct parse *p, copus_hint *out)
@@ -538,6 +545,12 @@ static int _parse_root(struct parse *p, copus_hint *out)
 		if ((rc = _number(p, v, "tgt", &x)) != COPUS_OK)
 			return rc;
 		out->target = _clamp(p, x, 0.0, COPUS_HINT_PROGRESS_MAX);
+	}
+	if ((v = _member(p, "gran", false)) != NULL) {
+		if ((rc = _integer(p, v, "gran", 1, COPUS_HINT_GRAN_MAX,
+				   &i64)) != COPUS_OK)
+			return rc;
+		out->granularity = i64 > 1 ? (int)i64 : 0;
 	}
 	if ((v = _member(p, "perf", false)) != NULL) {
 		if ((rc = _parse_perf(p, v, out)) != COPUS_OK)

@@ -67,6 +67,8 @@ int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
 			goto out;
 		if (c->num_types < 32 && (jb->type_mask >> c->num_types) != 0)
 			goto out;
+		if (jb->granularity < 0)
+			goto out;
 		if (jb->alloc_slots < 0 ||
 		    (jb->alloc_slots > 0 && jb->alloc == NULL))
 			goto out;
@@ -237,10 +239,69 @@ static bool same_cell(const copus_job *jb, const copus_slot *sl, int ns,
 	return want == 0 || (same && type == jb->alloc_type);
 }
 
+/* k rounded to a multiple of g, down (up when below g). */
+static int multiple_of(int k, int g)
+{
+	return k < g ? g : k - k % g;
+}
+
+/*
+ * The jobs as the policy gets them when some have a granularity above 1:
+ * their bounds and request on multiples of it (at least one multiple: a job
+ * runs on no fewer GPUs than one replica of its model takes), and rigid on
+ * their request for a policy that does not honour it. *copy is NULL when no
+ * job has one (the policy gets jobs itself).
+ */
+static int granular_jobs(const copus_job *jobs, size_t n, bool honours,
+			 copus_job **copy)
+{
+	size_t j;
+
+	*copy = NULL;
+	for (j = 0; j < n && jobs[j].granularity <= 1; j++)
+		;
+	if (j == n)
+		return COPUS_OK;
+	*copy = malloc(n * sizeof(**copy));
+	if (*copy == NULL)
+		return COPUS_ENOMEM;
+	memcpy(*copy, jobs, n * sizeof(**copy));
+	for (j = 0; j < n; j++) {
+		copus_job *jb = &(*copy)[j];
+		int g = jb->granularity;
+
+		if (g <= 1)
+			continue;
+		jb->req_gpus = multiple_of(jb->req_gpus, g);
+		if (!jb->elastic)
+			continue;
+		jb->max_gpus = multiple_of(jb->max_gpus, g);
+		jb->min_gpus = (jb->min_gpus + g - 1) / g * g;
+		if (jb->min_gpus > jb->max_gpus)
+			jb->min_gpus = jb->max_gpus;
+		if (jb->req_gpus > jb->max_gpus)
+			jb->req_gpus = jb->max_gpus;
+		if (jb->req_gpus < jb->min_gpus)
+			jb->req_gpus = jb->min_gpus;
+		if (!honours) {
+			/* It keeps what it runs on, else starts at its request. */
+			int cur = 0;
+			for (int i = 0; i < jb->alloc_slots; i++)
+				cur += jb->alloc[i].gpus;
+			jb->elastic = false;
+			jb->req_gpus = cur > 0 && cur % g == 0 ? cur
+							       : jb->req_gpus;
+			jb->min_gpus = jb->max_gpus = jb->req_gpus;
+		}
+	}
+	return COPUS_OK;
+}
+
 int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 			const copus_job *jobs, size_t n, double now,
 			copus_decision *out)
 {
+	copus_job *gjobs = NULL;
 	struct copus__result res = { 0 };
 	int *mark = NULL, *types = NULL;
 	size_t total = 0;
@@ -282,7 +343,10 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 		out[j].id = jobs[j].id;
 		out[j].gpu_type = -1;
 	}
-	rc = p->ops->decide(p->state, &p->prm, c, jobs, n, now, &res);
+	if ((rc = granular_jobs(jobs, n, p->ops->granular, &gjobs)) != COPUS_OK)
+		goto out;
+	rc = p->ops->decide(p->state, &p->prm, c, gjobs ? gjobs : jobs, n, now,
+			    &res);
 	if (rc != COPUS_OK)
 		goto out;
 	for (size_t j = 0; j < n; j++) {
@@ -297,9 +361,20 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 	 */
 	for (size_t j = 0; j < n; j++) {
 		const copus_slot *sl = res.slots + res.off[j];
-		int t = types[j];
+		int t = types[j], gpus = 0;
 
 		if (res.cnt[j] < 0 || res.off[j] + (size_t)res.cnt[j] > res.used) {
+			rc = COPUS_ESTATE;
+			goto out;
+		}
+		for (int i = 0; i < res.cnt[j]; i++)
+			gpus += sl[i].gpus;
+		/* A size off the granularity only as the job already runs. */
+		int cur = 0;
+		for (int i = 0; i < jobs[j].alloc_slots; i++)
+			cur += jobs[j].alloc[i].gpus;
+		if (jobs[j].granularity > 1 && gpus % jobs[j].granularity &&
+		    gpus != cur) {
 			rc = COPUS_ESTATE;
 			goto out;
 		}
@@ -331,6 +406,7 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 		fill_batch(&jobs[j], p->ops->traits.picks_batch, d);
 	}
 out:
+	free(gjobs);
 	free(types);
 	free(mark);
 	free(res.off);

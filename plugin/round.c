@@ -200,6 +200,8 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 
 		c->req_batch = in->hint.limits.init_batch;
 		c->remaining = copus__remaining(&in->hint, in->rate);
+		/* A model over several GPUs per replica: whole replicas. */
+		c->granularity = in->hint.granularity;
 		if (copus__hint_models(&in->hint, r->type_ptrs, r->ntypes,
 				       &r->models[(size_t)r->njobs * r->ntypes],
 				       ptrs) > 0)

@@ -401,6 +401,37 @@ static void test_parse_mutations(void)
 	(void)ok;
 }
 
+/* A model spread over several GPUs says its granularity; older hints
+ * without it stay valid and mean any count. */
+static void test_granularity(void)
+{
+	copus_hint h = sample_hint(), back;
+	char buf[COPUS_HINT_MAX_LEN + 1], err[256];
+
+	ASSERT_STATUS(copus_hint_parse("copus1:{" BASE "}", &back, NULL, 0),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(back.granularity, 0);
+	h.granularity = 4;
+	ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+					sizeof(err)), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"gran\":4"));
+	ASSERT_STATUS(copus_hint_parse(buf, &back, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(back.granularity, 4);
+	h.granularity = 1;
+	ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+					sizeof(err)), COPUS_OK);
+	CU_ASSERT_PTR_NULL(strstr(buf, "gran"));
+	h.granularity = COPUS_HINT_GRAN_MAX + 1;
+	CU_ASSERT_EQUAL(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+					  sizeof(err)), COPUS_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "gran"));
+	expect_reject("copus1:{" BASE ",\"gran\":0}", COPUS_EPARSE, "gran");
+	expect_reject("copus1:{" BASE ",\"gran\":2.5}", COPUS_EPARSE, "gran");
+	expect_reject("copus1:{" BASE ",\"gran\":\"2\"}", COPUS_EPARSE, "gran");
+	expect_reject("copus1:{" BASE ",\"gran\":5000}", COPUS_EPARSE, "gran");
+}
+
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -415,6 +446,7 @@ int main(void)
 		TEST(test_parse_clamps),
 		TEST(test_parse_truncations),
 		TEST(test_parse_mutations),
+		TEST(test_granularity),
 	};
 
 	return RUN_TESTS("hint", tests);

@@ -948,6 +948,54 @@ static void a_poor_cell_across_nodes_is_left_to_others(void)
 }
 
 
+/*
+ * A job whose model spans two GPUs per replica (pipeline x tensor = 2) gets
+ * an even count, from copus and, as a rigid job, from every other policy.
+ */
+static void a_granular_job_gets_only_whole_replicas(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 5);
+	copus_job *jb = add_job(&w, true, 4, 5000, scalable());
+	jb->granularity = 2;
+	jb->max_gpus = 5;
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 4);
+	/* On 3 free GPUs it starts on 2, not 3. */
+	world_init(&w, 1, 3);
+	jb = add_job(&w, true, 4, 5000, scalable());
+	jb->granularity = 2;
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 2);
+	/* Running on 2, it is not shrunk to 1 for a newcomer. */
+	adopt_decision(&w, 0);
+	add_job(&w, false, 1, 10, scalable());
+	decide(&w, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0) % 2, 0);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 1);
+
+	/* Every other policy runs it at a multiple as well (rigid). */
+	for (size_t i = 0; copus_policy_name_at(i) != NULL; i++) {
+		const char *name = copus_policy_name_at(i);
+		copus_decision d[MAXJ];
+		copus_policy *p = NULL;
+
+		world_init(&w, 1, 3);
+		jb = add_job(&w, true, 3, 5000, scalable());
+		jb->granularity = 2;
+		jb->min_gpus = 1;
+		ASSERT_STATUS(copus_policy_create(name, &PRM, &p), COPUS_OK);
+		ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs, w.n, 0, d),
+			      COPUS_OK);
+		if (d[0].gpus % 2 != 0)
+			fprintf(stderr, "%s gave %d GPUs\n", name, d[0].gpus);
+		CU_ASSERT_EQUAL(d[0].gpus % 2, 0);
+		copus_policy_destroy(p);
+	}
+}
+
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -957,6 +1005,7 @@ int main(void)
 		TEST(a_job_with_cells_goes_to_its_fastest_type),
 		TEST(cells_order_jobs_by_iterations_left),
 		TEST(a_poor_cell_across_nodes_is_left_to_others),
+		TEST(a_granular_job_gets_only_whole_replicas),
 		TEST(rigid_jobs_keep_their_request),
 		TEST(a_new_job_starts_on_what_fits),
 		TEST(a_running_job_moves_to_make_room),

@@ -298,6 +298,9 @@ static double speedup(const struct jw *w, int t, int k, const int *node_gpus)
 
 	if (k <= 0)
 		return 0.0;
+	/* Only whole replicas of a model split over several GPUs. */
+	if (w->job->granularity > 1 && k % w->job->granularity != 0)
+		return 0.0;
 	if (w->cs != NULL)
 		return k <= w->cs_kmax ? w->cs[t * (w->cs_kmax + 1) + k] : 0.0;
 	if (w->sp[t] == NULL)
@@ -393,6 +396,8 @@ static int unknown_size(const struct jw *x, int T)
 	if (!j->elastic)
 		return q;
 	int k = j->max_gpus_had > 0 ? 2 * j->max_gpus_had : j->min_gpus;
+	if (j->granularity > 1)
+		k -= k % j->granularity;
 	if (k < j->min_gpus)
 		k = j->min_gpus;
 	if (k > q)
@@ -797,8 +802,10 @@ static bool cell_allowed(const struct jw *x, int t, int k,
 
 	if (k <= 0 || !copus__type_allowed(j, t) || node_gpus[t] <= 0)
 		return false;
-	/* With cells, only the sizes of a cell that fits. */
-	if (x->cs != NULL && !(speedup(x, t, k, node_gpus) > 0.0))
+	/* With cells, only the sizes of a cell that fits; with a
+	 * granularity, only its multiples. */
+	if ((x->cs != NULL || j->granularity > 1) &&
+	    !(speedup(x, t, k, node_gpus) > 0.0))
 		return false;
 	if (!j->elastic || !known(x, t)) {
 		int want = x->q;
@@ -1309,8 +1316,9 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		copus__placer_prep(g->pl, c, free_gpus, dist, 1u << x->t);
 	for (int k = x->k; k >= lo; k--) {
 		int rc, t = -1;
-		if (x->cs != NULL && !(speedup(x, x->t, k, g->node_gpus) > 0.0))
-			continue; /* no cell of that size fits the job */
+		if ((x->cs != NULL || jb->granularity > 1) &&
+		    !(speedup(x, x->t, k, g->node_gpus) > 0.0))
+			continue; /* no cell or no whole replica of that size */
 		if (g->o->no_placement) {
 			rc = first_fit(c, free_gpus, x->t, k, row);
 			t = x->t;
@@ -1891,6 +1899,7 @@ const struct copus__policy_ops copus__copus_ops = {
 	.traits = { .elastic = true, .picks_batch = true, .moves_jobs = true,
 		    .remaining = COPUS_REMAINING_PREDICT,
 		    .models = COPUS_MODELS_LEARNED },
+	.granular = true,
 	.create = copus_create,
 	.destroy = copus_destroy,
 	.decide = copus_decide,

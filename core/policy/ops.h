@@ -36,6 +36,12 @@ struct copus__policy_ops {
 	const char *name;
 	struct copus_policy_traits traits;
 	/*
+	 * Gives a job with a granularity above 1 (copus_job.granularity) only
+	 * multiples of it; copus_policy_decide hands the other policies such
+	 * a job as rigid.
+	 */
+	bool granular;
+	/*
 	 * Make the state the policy keeps between rounds into *state; opts is
 	 * the text after "name:" (NULL without a colon). NULL when the policy
 	 * keeps nothing and takes no options.

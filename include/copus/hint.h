@@ -58,6 +58,9 @@
  *   "var"  number  tr(Sigma) at batch b0
  *   "prog" number  progress in scale-invariant iterations (iterations at b0)
  *   "tgt"  number  optional: the progress at which the job ends
+ *   "gran" int     optional: the job runs only on a multiple of this many
+ *                  GPUs (its pipeline x tensor degree), 1 ..
+ *                  COPUS_HINT_GRAN_MAX; absent: any count
  *   "perf" object  optional: fitted throughput parameters per GPU type,
  *                  { "<type>": [alpha_c, beta_c, alpha_n, beta_n, alpha_r,
  *                  beta_r, gamma], ... } (copus_perf_params order), at most
@@ -160,6 +163,7 @@ extern "C" {
 #define COPUS_HINT_PROGRESS_MAX 1e15
 #define COPUS_HINT_RESTART_MAX 1000000
 #define COPUS_HINT_STEP_MAX 9007199254740992LL /* 2^53 */
+#define COPUS_HINT_GRAN_MAX 4096
 
 typedef enum copus_job_state {
 	COPUS_STATE_RUNNING = 0,
@@ -184,6 +188,7 @@ typedef struct copus_hint {
 	copus_grad_stats grad;
 	double progress;
 	double target;        /* 0: unknown */
+	int granularity;      /* GPUs in multiples of this; 0 or 1: any */
 	int n_perf;           /* 0 .. COPUS_HINT_MAX_TYPES */
 	copus_hint_perf perf[COPUS_HINT_MAX_TYPES];
 	int clamped;          /* parse only: values clamped into range */

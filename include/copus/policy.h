@@ -128,6 +128,13 @@ typedef struct copus_job {
 	const copus_cell_time *cells;
 	int num_cells;
 	double remaining_iters;
+	/*
+	 * The job runs only on a multiple of this many GPUs (its pipeline x
+	 * tensor degree: each replica of its model spans that many); 0 or 1:
+	 * any count. The copus policy never gives it another size; the
+	 * others treat a job with granularity above 1 as rigid.
+	 */
+	int granularity;
 } copus_job;
 
 /* The decision for one job. */

@@ -54,6 +54,8 @@ static void check_bounds(const copus_hint *h)
 	FUZZ_CHECK(h->grad.var >= 0 && h->grad.var <= COPUS_HINT_GRAD_MAX);
 	FUZZ_CHECK(h->progress >= 0 && h->progress <= COPUS_HINT_PROGRESS_MAX);
 	FUZZ_CHECK(h->target >= 0 && h->target <= COPUS_HINT_PROGRESS_MAX);
+	FUZZ_CHECK(h->granularity == 0 ||
+		   (h->granularity >= 2 && h->granularity <= COPUS_HINT_GRAN_MAX));
 	FUZZ_CHECK(h->n_perf >= 0 && h->n_perf <= COPUS_HINT_MAX_TYPES);
 	FUZZ_CHECK(h->clamped >= 0);
 	for (int i = 0; i < h->n_perf; i++) {
@@ -105,6 +107,7 @@ static void check_round_trip(const copus_hint *h)
 	FUZZ_CHECK(close_to(back.grad.var, h->grad.var));
 	FUZZ_CHECK(close_to(back.progress, h->progress));
 	FUZZ_CHECK(close_to(back.target, h->target));
+	FUZZ_CHECK(back.granularity == h->granularity);
 	FUZZ_CHECK(back.n_perf == h->n_perf);
 	for (int i = 0; i < h->n_perf; i++) {
 		FUZZ_CHECK(strcmp(back.perf[i].type, h->perf[i].type) == 0);
