@@ -68,6 +68,18 @@ typedef struct copus_slot {
 	int gpus;
 } copus_slot;
 
+/*
+ * A cell a job can run on and its time per iteration there: GPU type, GPUs
+ * and the nodes they are spread over (gpus / nodes on each), with the best
+ * parallel plan of the job's model and batch on that cell.
+ */
+typedef struct copus_cell_time {
+	int gpu_type;   /* index into the cluster's types */
+	int gpus;       /* total GPUs */
+	int nodes;      /* nodes, each with gpus / nodes of them */
+	double seconds; /* seconds per iteration (> 0) */
+} copus_cell_time;
+
 /* One pending or running job, as the scheduler sees it this round. */
 typedef struct copus_job {
 	uint64_t id;         /* the caller's id, copied into the decision */
@@ -104,6 +116,18 @@ typedef struct copus_job {
 	const copus_slot *alloc;
 	int alloc_slots;
 	int alloc_type;
+	/*
+	 * For a job of a fixed batch whose speed on each cell is known (a
+	 * table of measured or planned iteration times): the cells it can run
+	 * on, num_cells of them, and the iterations it has left (< 0 when
+	 * unknown; read only with a table). A cell that is not in the table
+	 * does not fit the job (its memory, or a time per iteration too long
+	 * to be worth it). NULL / 0 when the caller has no such table; a
+	 * policy then uses models (or nothing) as before.
+	 */
+	const copus_cell_time *cells;
+	int num_cells;
+	double remaining_iters;
 } copus_job;
 
 /* The decision for one job. */
@@ -206,6 +230,13 @@ struct copus_policy_traits {
 	bool moves_jobs;
 	copus_remaining_source remaining;
 	copus_model_source models;
+	/*
+	 * Chooses each job's cell (GPU type, count, locality) from the job's
+	 * table of cells (copus_job.cells) with the plan that goes with it,
+	 * so that a restart needs no search for a plan: it runs on a job of
+	 * fixed batch without a goodput model.
+	 */
+	bool picks_cells;
 };
 
 /* The traits of the policy p; never NULL (all false / NONE for NULL). */
