@@ -2,9 +2,10 @@
 
 # The simulator's engine, shared by copus-sim and its tests.
 noinst_LTLIBRARIES += sim/libsim.la
-sim_libsim_la_SOURCES = sim/sim.h sim/csv.c sim/trace.c sim/engine.c
-sim_libsim_la_CFLAGS = $(AM_CFLAGS)
-sim_libsim_la_LIBADD = core/libcopus-core.la -lm
+sim_libsim_la_SOURCES = sim/sim.h sim/csv.c sim/trace.c sim/engine.c \
+	sim/arena.h sim/arena.c sim/arena-run.c
+sim_libsim_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+sim_libsim_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/copus-sim
 sim_copus_sim_SOURCES = sim/main.c
