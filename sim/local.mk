@@ -15,10 +15,15 @@ sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 dist_noinst_SCRIPTS += sim/fidelity.sh sim/fidelity-sia.sh sim/ablation.sh \
 	sim/compare.sh
 
-check_PROGRAMS += tests/test-sim tests/test-profiles
+check_PROGRAMS += tests/test-sim tests/test-profiles tests/test-arena
 tests_test_sim_SOURCES = tests/test-sim.c tests/harness.h
 tests_test_sim_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/sim
 tests_test_sim_LDADD = sim/libsim.la $(TEST_LIBS)
+
+# Arena's world: the lookup rules and the readers.
+tests_test_arena_SOURCES = tests/test-arena.c tests/harness.h
+tests_test_arena_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/sim
+tests_test_arena_LDADD = sim/libsim.la $(TEST_LIBS)
 
 TESTS += tests/test-sim-cli.sh
 EXTRA_DIST += tests/test-sim-cli.sh
