@@ -13,7 +13,7 @@ sim_copus_sim_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -DGNUPLOT='"$(GNUPLOT)"'
 sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 
 dist_noinst_SCRIPTS += sim/fidelity.sh sim/fidelity-sia.sh sim/ablation.sh \
-	sim/compare.sh
+	sim/compare.sh sim/fidelity-arena.sh
 
 check_PROGRAMS += tests/test-sim tests/test-profiles tests/test-arena
 tests_test_sim_SOURCES = tests/test-sim.c tests/harness.h
@@ -25,8 +25,8 @@ tests_test_arena_SOURCES = tests/test-arena.c tests/harness.h
 tests_test_arena_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/sim
 tests_test_arena_LDADD = sim/libsim.la $(TEST_LIBS)
 
-TESTS += tests/test-sim-cli.sh
-EXTRA_DIST += tests/test-sim-cli.sh
+TESTS += tests/test-sim-cli.sh tests/test-sim-arena.sh
+EXTRA_DIST += tests/test-sim-cli.sh tests/test-sim-arena.sh
 
 # The measured job profiles against the fitted models.
 tests_test_profiles_SOURCES = tests/test-profiles.c tests/harness.h \
