@@ -144,6 +144,32 @@ static double told_seconds(const struct arena_world *w, const struct ajob *j,
 	return -1;
 }
 
+/*
+ * The table of cells the policy sees for model m: with --throughput oracle
+ * the truth itself (what every Arena policy decides with). With
+ * --throughput planner it is to hold the planner's predicted time per
+ * iteration of each cell (and, refined online, the times a job measured on
+ * the cells it ran); the simulator's progress always follows the truth.
+ */
+static int policy_cells(const struct arena_world *w,
+			const struct arena_opts *o, size_t m,
+			const copus_cell_time **cells, int *n, char *err,
+			size_t len)
+{
+	switch (o->throughput) {
+	case ARENA_THROUGHPUT_ORACLE:
+		*cells = w->models[m].cells;
+		*n = w->models[m].ncells;
+		return COPUS_OK;
+	case ARENA_THROUGHPUT_PLANNER:
+		break;
+	}
+	snprintf(err, len, "--throughput planner: the planner's predictions "
+		 "are not yet available on Arena's jobs; use --throughput "
+		 "oracle");
+	return COPUS_EINVAL;
+}
+
 int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	      struct arena_result *r, char *err, size_t len)
 {
@@ -157,6 +183,8 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	size_t *idx = NULL;
 	double *dms = NULL, *done_jct = NULL;
 	const char **tnames = NULL;
+	const copus_cell_time **view = NULL;
+	int *nview = NULL;
 	size_t ndms = 0, next = 0, nin = 0;
 	int nnodes = 0, rc;
 	bool tell_remaining;
@@ -165,12 +193,6 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(r, 0, sizeof(*r));
-	if (o->throughput == ARENA_THROUGHPUT_PLANNER) {
-		snprintf(err, len, "--throughput planner: the planner's "
-			 "predictions are not yet available on Arena's jobs; "
-			 "use --throughput oracle");
-		return COPUS_EINVAL;
-	}
 	if (o->max_rounds < 1) {
 		snprintf(err, len, "--max-rounds: %ld is not a number of rounds "
 			 ">= 1", o->max_rounds);
@@ -222,11 +244,17 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	dms = calloc((size_t)o->max_rounds + 1, sizeof(*dms));
 	done_jct = calloc(w->njobs + 1, sizeof(*done_jct));
 	r->jct = calloc(w->njobs + 1, sizeof(*r->jct));
+	view = calloc(w->nmodels + 1, sizeof(*view));
+	nview = calloc(w->nmodels + 1, sizeof(*nview));
 	if (!nodes || !tnames || !jobs || !cj || !dec || !idx || !dms ||
-	    !done_jct || !r->jct) {
+	    !done_jct || !r->jct || !view || !nview) {
 		snprintf(err, len, "out of memory");
 		goto out;
 	}
+	for (size_t m = 0; m < w->nmodels; m++)
+		if ((rc = policy_cells(w, o, m, &view[m], &nview[m], err,
+				       len)) != COPUS_OK)
+			goto out;
 	r->njobs = w->njobs;
 	/* The nodes in the spec's order of types, as Arena numbers them. */
 	nnodes = 0;
@@ -269,7 +297,6 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 		/* The policy's view. */
 		for (size_t i = 0; i < w->njobs && n < nin; i++) {
 			const struct arena_job *tj = &w->jobs[i];
-			const struct arena_model *m = &w->models[tj->model];
 			struct ajob *j = &jobs[i];
 			copus_job *q = &cj[n];
 			double sec;
@@ -290,8 +317,8 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			q->alloc = j->alloc;
 			q->alloc_slots = j->nslots;
 			q->alloc_type = j->gpus > 0 ? j->type : -1;
-			q->cells = m->cells;
-			q->num_cells = m->ncells;
+			q->cells = view[tj->model];
+			q->num_cells = nview[tj->model];
 			q->remaining_iters = -1;
 			if (tell_remaining) {
 				q->remaining_iters = j->remaining;
@@ -410,6 +437,8 @@ out:
 	free(idx);
 	free(dms);
 	free(done_jct);
+	free(view);
+	free(nview);
 	if (rc != COPUS_OK)
 		arena_result_free(r);
 	return rc;
