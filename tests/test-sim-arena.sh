@@ -43,7 +43,7 @@ for k, v in want.items():
     if abs(float(got) - float(v)) > 1e-6:
         sys.exit("%s: %r, expected %s" % (k, got, v))
 for k in ("finished", "mean_jct_finished", "mean_jct_all", "submitted",
-          "jcts", "mean", "p99_jct", "makespan", "gpu_hours", "restarts",
+          "jcts", "avgs", "mean", "p99_jct", "makespan", "gpu_hours", "restarts",
           "decide_ms", "rules", "policy"):
     if k not in s:
         sys.exit("no %s in the summary" % k)
