@@ -69,6 +69,19 @@ int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
 			goto out;
 		if (jb->granularity < 0)
 			goto out;
+		if (jb->num_cells < 0 || (jb->num_cells > 0 && jb->cells == NULL))
+			goto out;
+		for (int i = 0; i < jb->num_cells; i++) {
+			const copus_cell_time *ct = &jb->cells[i];
+
+			if (ct->gpu_type < 0 || ct->gpu_type >= c->num_types ||
+			    ct->gpus < 1 || ct->nodes < 1 ||
+			    ct->gpus % ct->nodes != 0 ||
+			    !(ct->seconds > 0.0) || !isfinite(ct->seconds))
+				goto out;
+		}
+		if (jb->cells != NULL && !isfinite(jb->remaining_iters))
+			goto out;
 		if (jb->alloc_slots < 0 ||
 		    (jb->alloc_slots > 0 && jb->alloc == NULL))
 			goto out;

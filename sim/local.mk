@@ -2,9 +2,10 @@
 
 # The simulator's engine, shared by copus-sim and its tests.
 noinst_LTLIBRARIES += sim/libsim.la
-sim_libsim_la_SOURCES = sim/sim.h sim/csv.c sim/trace.c sim/engine.c
-sim_libsim_la_CFLAGS = $(AM_CFLAGS)
-sim_libsim_la_LIBADD = core/libcopus-core.la -lm
+sim_libsim_la_SOURCES = sim/sim.h sim/csv.c sim/trace.c sim/engine.c \
+	sim/arena.h sim/arena.c sim/arena-run.c
+sim_libsim_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+sim_libsim_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/copus-sim
 sim_copus_sim_SOURCES = sim/main.c
@@ -12,15 +13,20 @@ sim_copus_sim_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -DGNUPLOT='"$(GNUPLOT)"'
 sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 
 dist_noinst_SCRIPTS += sim/fidelity.sh sim/fidelity-sia.sh sim/ablation.sh \
-	sim/compare.sh
+	sim/compare.sh sim/fidelity-arena.sh
 
-check_PROGRAMS += tests/test-sim tests/test-profiles
+check_PROGRAMS += tests/test-sim tests/test-profiles tests/test-arena
 tests_test_sim_SOURCES = tests/test-sim.c tests/harness.h
 tests_test_sim_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/sim
 tests_test_sim_LDADD = sim/libsim.la $(TEST_LIBS)
 
-TESTS += tests/test-sim-cli.sh
-EXTRA_DIST += tests/test-sim-cli.sh
+# Arena's world: the lookup rules and the readers.
+tests_test_arena_SOURCES = tests/test-arena.c tests/harness.h
+tests_test_arena_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/sim
+tests_test_arena_LDADD = sim/libsim.la $(TEST_LIBS)
+
+TESTS += tests/test-sim-cli.sh tests/test-sim-arena.sh
+EXTRA_DIST += tests/test-sim-cli.sh tests/test-sim-arena.sh
 
 # The measured job profiles against the fitted models.
 tests_test_profiles_SOURCES = tests/test-profiles.c tests/harness.h \

@@ -5,6 +5,8 @@
  *             [--interval 60] [--restart-delay 30] [--jobs 2] \
  *             [--summary FILE.json] [--timeline FILE.csv] [--plot FILE.png] \
  *             [--history FILE] [--save-history FILE] WORKLOAD.csv...
+ *   copus-sim --arena DIR --policy fifo:arena --max-rounds 1500 \
+ *             [--arena-rules arena|honest] [--summary FILE.json]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "sim.h"
 
 #ifndef GNUPLOT
@@ -78,7 +81,64 @@ static void usage(FILE *f)
 		"  --timeline FILE.csv  per round and job: GPUs, nodes, "
 		"batch, goodput, progress\n"
 		"  --plot FILE.png      cluster allocation and queue over "
-		"time (gnuplot)\n");
+		"time (gnuplot)\n"
+		"or:    copus-sim --arena DIR --policy NAME [options]\n"
+		"  --arena DIR          replay Arena's trace, cluster and table "
+		"of iteration\n"
+		"                       times (DIR: traces/, resources/, "
+		"database/)\n"
+		"  --max-rounds N       rounds of 300 s to replay (6000)\n"
+		"  --arena-rules R      arena (progress re-valued at the "
+		"current speed, a\n"
+		"                       restart over 300 s loses a round) or "
+		"honest (progress\n"
+		"                       kept, a restart costs its time)\n"
+		"  --throughput T       what the policy knows of each cell's "
+		"speed: oracle\n"
+		"                       (the table) or planner\n"
+		"  --summary FILE.json  finished jobs, mean JCTs and more\n");
+}
+
+/* copus-sim --arena: read the world, replay it, report. */
+static int arena_main(const char *dir, const struct arena_opts *o,
+		      const char *summary)
+{
+	struct arena_world w;
+	struct arena_result r;
+	char err[SIM_ERR_LEN];
+	int status = 0;
+
+	if (arena_world_read(dir, &w, err, sizeof(err)) != COPUS_OK) {
+		fprintf(stderr, "copus-sim: %s\n", err);
+		return 2;
+	}
+	if (arena_run(&w, o, &r, err, sizeof(err)) != COPUS_OK) {
+		fprintf(stderr, "copus-sim: %s\n", err);
+		arena_world_free(&w);
+		return 2;
+	}
+	printf("arena %s (%s rules): %zu of %zu submitted jobs finished in "
+	       "%ld rounds, mean JCT %.2f h finished, %.2f h all (an "
+	       "unfinished job counted to the horizon); %zu never started, "
+	       "%ld restarts, %.0f GPU-hours\n", o->policy,
+	       o->rules == ARENA_RULES_ARENA ? "Arena's" : "honest",
+	       r.finished, r.submitted, r.rounds, r.mean_jct_finished / 3600,
+	       r.mean_jct_all / 3600, r.never_started, r.restarts,
+	       r.gpu_hours);
+	printf("arena %s decisions: median %.2f ms, p95 %.2f ms, max %.2f ms "
+	       "of CPU; wall %.2f s\n", o->policy, r.decide_ms_median,
+	       r.decide_ms_p95, r.decide_ms_max, r.wall);
+	if (r.refused > 0)
+		printf("arena %s: %ld decisions put a job on a cell it does "
+		       "not fit (left waiting)\n", o->policy, r.refused);
+	if (summary && arena_summary_write(summary, &w, o, &r, err,
+					   sizeof(err)) != COPUS_OK) {
+		fprintf(stderr, "copus-sim: %s\n", err);
+		status = 1;
+	}
+	arena_result_free(&r);
+	arena_world_free(&w);
+	return status;
 }
 
 static void wl_name(struct wl *w)
@@ -517,6 +577,10 @@ int main(int argc, char **argv)
 		{ "plot", required_argument, NULL, 'g' },
 		{ "history", required_argument, NULL, 'H' },
 		{ "save-history", required_argument, NULL, 'S' },
+		{ "arena", required_argument, NULL, 'a' },
+		{ "arena-rules", required_argument, NULL, 'L' },
+		{ "throughput", required_argument, NULL, 'T' },
+		{ "max-rounds", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -534,6 +598,10 @@ int main(int argc, char **argv)
 	bool have_tmp = false;
 	int opt, status = 1, total_gpus = 0;
 	struct timespec ts0, ts1;
+	const char *arena = NULL;
+	struct arena_opts ao = { .rules = ARENA_RULES_ARENA,
+				 .throughput = ARENA_THROUGHPUT_ORACLE,
+				 .max_rounds = 6000 };
 
 	clock_gettime(CLOCK_MONOTONIC, &ts0);
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -592,6 +660,40 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'a': arena = optarg; break;
+		case 'L':
+			if (strcmp(optarg, "arena") == 0) {
+				ao.rules = ARENA_RULES_ARENA;
+			} else if (strcmp(optarg, "honest") == 0) {
+				ao.rules = ARENA_RULES_HONEST;
+			} else {
+				fprintf(stderr, "copus-sim: --arena-rules: '%s' "
+					"is not arena or honest\n", optarg);
+				return 2;
+			}
+			break;
+		case 'T':
+			if (strcmp(optarg, "oracle") == 0) {
+				ao.throughput = ARENA_THROUGHPUT_ORACLE;
+			} else if (strcmp(optarg, "planner") == 0) {
+				ao.throughput = ARENA_THROUGHPUT_PLANNER;
+			} else {
+				fprintf(stderr, "copus-sim: --throughput: '%s' "
+					"is not oracle or planner\n", optarg);
+				return 2;
+			}
+			break;
+		case 'm':
+			errno = 0;
+			ao.max_rounds = strtol(optarg, &end, 10);
+			if (*end || errno || ao.max_rounds < 1 ||
+			    ao.max_rounds > 10000000) {
+				fprintf(stderr, "copus-sim: --max-rounds: '%s' "
+					"is not a number of rounds >= 1\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -599,6 +701,16 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (arena != NULL) {
+		if (optind < argc) {
+			fprintf(stderr, "copus-sim: --arena reads its own trace; "
+				"'%s' is not used\n", argv[optind]);
+			return 2;
+		}
+		ao.policy = policy;
+		ao.remaining = rem;
+		return arena_main(arena, &ao, summary);
 	}
 	if (profiles == NULL || optind >= argc) {
 		usage(stderr);

@@ -456,6 +456,206 @@ static void test_pollux_one_multinode_job_per_node(void)
 	copus_policy_destroy(p);
 }
 
+
+/* ------------------------------------------------------------ fifo:arena */
+
+/* Two types: nodes 0-2 with 4 GPUs of type 0, nodes 3-6 with 2 of type 1. */
+static copus_node arena_nodes[7];
+
+static copus_cluster arena_cluster(void)
+{
+	copus_cluster c = { 0 };
+
+	for (int k = 0; k < 7; k++)
+		arena_nodes[k] = (copus_node){ k < 3 ? 0 : 1, k < 3 ? 4 : 2,
+					       true };
+	c.num_nodes = 7;
+	c.nodes = arena_nodes;
+	c.num_types = 2;
+	return c;
+}
+
+#define AJ 8
+struct arena_round {
+	copus_job j[AJ];
+	copus_slot held[AJ][8];
+	copus_decision d[AJ];
+	size_t n;
+};
+
+static copus_job *arena_job(struct arena_round *r, uint64_t id, int gpus,
+			    int type, double submit)
+{
+	copus_job *j = &r->j[r->n++];
+
+	*j = rigid(id, gpus, submit, -1);
+	j->min_gpus = gpus;
+	j->type_mask = 1u << type;
+	return j;
+}
+
+/* The decision applied to the jobs, as the simulator does. */
+static void arena_apply(struct arena_round *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		memcpy(r->held[i], r->d[i].slots,
+		       (size_t)r->d[i].num_slots * sizeof(copus_slot));
+		r->j[i].alloc = r->held[i];
+		r->j[i].alloc_slots = r->d[i].num_slots;
+		r->j[i].alloc_type = r->d[i].gpu_type;
+	}
+}
+
+/* Drop job i from the round (it ended). */
+static void arena_end(struct arena_round *r, size_t i)
+{
+	for (size_t k = i; k + 1 < r->n; k++) {
+		r->j[k] = r->j[k + 1];
+		memcpy(r->held[k], r->held[k + 1], sizeof(r->held[k]));
+		r->j[k].alloc = r->held[k];
+	}
+	r->n--;
+}
+
+static void test_fifo_arena_spreads_over_the_emptiest_nodes(void)
+{
+	copus_cluster c = arena_cluster();
+	struct arena_round r = { .n = 0 };
+	copus_slot a0[1] = { { 0, 3 } }, a2[1] = { { 2, 2 } };
+	copus_policy *p;
+
+	ASSERT_STATUS(copus_policy_create("fifo:arena", NULL, &p), COPUS_OK);
+	arena_job(&r, 1, 3, 0, 0)->alloc = a0;
+	r.j[0].alloc_slots = 1;
+	r.j[0].alloc_type = 0;
+	arena_job(&r, 2, 2, 0, 0)->alloc = a2;
+	r.j[1].alloc_slots = 1;
+	r.j[1].alloc_type = 0;
+	arena_job(&r, 3, 1, 0, 10); /* free: node 0 1, node 1 4, node 2 2 */
+	arena_job(&r, 4, 2, 0, 10);
+	arena_job(&r, 5, 4, 1, 10); /* two whole nodes of 2 */
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 0, r.d), COPUS_OK);
+	CU_ASSERT(!r.d[0].changed && !r.d[1].changed);
+	/* The emptiest node, not the tightest: node 1 both times. */
+	CU_ASSERT_EQUAL_FATAL(r.d[2].num_slots, 1);
+	CU_ASSERT_EQUAL(r.d[2].slots[0].node, 1);
+	CU_ASSERT_EQUAL_FATAL(r.d[3].num_slots, 1);
+	CU_ASSERT_EQUAL(r.d[3].slots[0].node, 1);
+	CU_ASSERT_EQUAL(r.d[3].gpus, 2);
+	/* Best locality on nodes of 2: 2 x 2, the first nodes among equals. */
+	CU_ASSERT_EQUAL_FATAL(r.d[4].num_slots, 2);
+	CU_ASSERT_EQUAL(r.d[4].gpu_type, 1);
+	CU_ASSERT(r.d[4].slots[0].node == 3 && r.d[4].slots[0].gpus == 2);
+	CU_ASSERT(r.d[4].slots[1].node == 4 && r.d[4].slots[1].gpus == 2);
+	copus_policy_destroy(p);
+}
+
+static void test_fifo_arena_waits_in_order_and_retries_after_an_end(void)
+{
+	copus_cluster c = arena_cluster();
+	struct arena_round r = { .n = 0 };
+	copus_policy *p;
+
+	ASSERT_STATUS(copus_policy_create("fifo:arena", NULL, &p), COPUS_OK);
+	/* Round 0: three jobs fill 11 of type 0's 12 GPUs. */
+	arena_job(&r, 1, 4, 0, 0);
+	arena_job(&r, 2, 4, 0, 0);
+	arena_job(&r, 3, 2, 0, 0);
+	arena_job(&r, 10, 1, 0, 0);
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 0, r.d), COPUS_OK);
+	for (size_t i = 0; i < r.n; i++)
+		CU_ASSERT(r.d[i].gpus > 0);
+	arena_apply(&r);
+	arena_end(&r, 3); /* job 10 ends: type 0 has 2 GPUs free */
+	/* Round 1: a job of 4 waits; then a job of 1 of the same type waits
+	 * behind it though it fits; a job of the other type starts. */
+	arena_job(&r, 4, 4, 0, 300);
+	arena_job(&r, 5, 1, 0, 300);
+	arena_job(&r, 6, 1, 1, 300);
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 300, r.d), COPUS_OK);
+	CU_ASSERT_EQUAL(r.d[3].gpus, 0);
+	CU_ASSERT_EQUAL(r.d[4].gpus, 0);
+	CU_ASSERT_EQUAL(r.d[5].gpus, 1);
+	arena_apply(&r);
+	/* Round 2: a node of 4 more, but no job ended: nobody is retried. */
+	c.num_nodes = 7;
+	arena_nodes[1].gpus = 8;
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 600, r.d), COPUS_OK);
+	CU_ASSERT_EQUAL(r.d[3].gpus, 0);
+	CU_ASSERT_EQUAL(r.d[4].gpus, 0);
+	arena_apply(&r);
+	/* Round 3: job 3 ends (2 GPUs): both waiting jobs start, in order. */
+	arena_end(&r, 2);
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 900, r.d), COPUS_OK);
+	CU_ASSERT_EQUAL(r.d[2].id, 4);
+	CU_ASSERT_EQUAL(r.d[2].gpus, 4);
+	CU_ASSERT_EQUAL(r.d[3].id, 5);
+	CU_ASSERT_EQUAL(r.d[3].gpus, 1);
+	copus_policy_destroy(p);
+}
+
+static void test_fifo_arena_stops_a_type_at_the_first_that_does_not_fit(void)
+{
+	copus_cluster c = arena_cluster();
+	struct arena_round r = { .n = 0 };
+	copus_policy *p;
+
+	ASSERT_STATUS(copus_policy_create("fifo:arena", NULL, &p), COPUS_OK);
+	arena_job(&r, 1, 4, 0, 0);
+	arena_job(&r, 2, 4, 0, 0);
+	arena_job(&r, 3, 4, 0, 0);
+	arena_job(&r, 4, 8, 0, 1);  /* 2 x 4: waits */
+	arena_job(&r, 5, 2, 0, 2);  /* waits behind it */
+	arena_job(&r, 6, 2, 1, 3);  /* the other type: starts */
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 0, r.d), COPUS_OK);
+	CU_ASSERT(r.d[3].gpus == 0 && r.d[4].gpus == 0 && r.d[5].gpus == 2);
+	arena_apply(&r);
+	/* Job 1 ends: 4 GPUs free. Job 4 does not fit; job 5 would, but
+	 * type 0 stops at job 4. */
+	arena_end(&r, 0);
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 300, r.d), COPUS_OK);
+	CU_ASSERT_EQUAL(r.d[2].id, 4);
+	CU_ASSERT_EQUAL(r.d[2].gpus, 0);
+	CU_ASSERT_EQUAL(r.d[3].id, 5);
+	CU_ASSERT_EQUAL(r.d[3].gpus, 0);
+	copus_policy_destroy(p);
+}
+
+static void test_fifo_arena_drops_a_job_its_request_does_not_fit(void)
+{
+	copus_cluster c = arena_cluster();
+	struct arena_round r = { .n = 0 };
+	/* The job fits 1 GPU of type 0 and 2 x 2 of type 1, not 1 x 4. */
+	copus_cell_time cells[2] = { { 0, 1, 1, 2.0 }, { 1, 4, 2, 0.5 } };
+	copus_job *j;
+	copus_policy *p;
+
+	ASSERT_STATUS(copus_policy_create("fifo:arena", NULL, &p), COPUS_OK);
+	j = arena_job(&r, 1, 4, 0, 0);
+	j->cells = cells;
+	j->num_cells = 2;
+	arena_job(&r, 2, 4, 0, 1)->cells = cells;
+	r.j[1].num_cells = 2;
+	r.j[1].type_mask = 1u << 1; /* asks for 2 x 2 of type 1: fits */
+	arena_job(&r, 3, 4, 0, 2);  /* no table: fits */
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 0, r.d), COPUS_OK);
+	CU_ASSERT_EQUAL(r.d[0].gpus, 0);
+	CU_ASSERT(strstr(r.d[0].reason, "dropped") != NULL);
+	CU_ASSERT_EQUAL(r.d[1].gpus, 4);
+	CU_ASSERT_EQUAL(r.d[1].num_slots, 2);
+	/* The dropped job does not hold its type back. */
+	CU_ASSERT_EQUAL(r.d[2].gpus, 4);
+	arena_apply(&r);
+	/* Nor is it started later, when a job has ended. */
+	arena_end(&r, 2);
+	ASSERT_STATUS(copus_policy_decide(p, &c, r.j, r.n, 300, r.d), COPUS_OK);
+	CU_ASSERT_EQUAL(r.d[0].gpus, 0);
+	copus_policy_destroy(p);
+	/* An unknown option of fifo is refused. */
+	ASSERT_STATUS(copus_policy_create("fifo:arenas", NULL, &p),
+		      COPUS_EINVAL);
+}
+
 static const struct test_case tests[] = {
 	TEST(test_create_rejects_bad_input),
 	TEST(test_inconsistent_input_is_rejected),
@@ -465,6 +665,10 @@ static const struct test_case tests[] = {
 	TEST(test_policies_never_over_allocate),
 	TEST(test_pollux_search_matches_exhaustive),
 	TEST(test_pollux_one_multinode_job_per_node),
+	TEST(test_fifo_arena_spreads_over_the_emptiest_nodes),
+	TEST(test_fifo_arena_waits_in_order_and_retries_after_an_end),
+	TEST(test_fifo_arena_stops_a_type_at_the_first_that_does_not_fit),
+	TEST(test_fifo_arena_drops_a_job_its_request_does_not_fit),
 };
 
 int main(void)

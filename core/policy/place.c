@@ -1,7 +1,8 @@
 /*
  * Where a job's GPUs go: the one consolidated placement that every policy
  * uses (a single node when one has room, else the fewest nodes of one
- * type), and its variant with the same GPUs on every node of a job.
+ * type), its variant with the same GPUs on every node of a job, and
+ * Arena's spread of a job over the emptiest nodes (for fifo:arena).
  *
  * The placer answers the first size asked of a state of the free GPUs by
  * scanning the nodes of each type (linear in the nodes, as one placement
@@ -283,5 +284,45 @@ int copus__place_equal(const copus_cluster *c, const int *fr, const int *dist,
 		out_row[n] = best_p;
 	}
 	*out_type = best_t;
+	return COPUS_OK;
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+int copus__place_emptiest(const copus_cluster *c, const int *fr, int t, int p,
+			  int m, int *out_nodes)
+{
+	int have = 0;
+
+	if (p <= 0 || m <= 0)
+		return COPUS_EINVAL;
+	/*
+	 * Keep the m best nodes seen so far in out_nodes, best first: a
+	 * node enters when it has more free GPUs than the last kept (ties
+	 * keep the earlier node), an insertion into a list of m.
+	 */
+	for (int n = 0; n < c->num_nodes; n++) {
+		int i;
+
+		if (c->nodes[n].gpu_type != t || !c->nodes[n].usable ||
+		    fr[n] < p)
+			continue;
+		if (have == m && fr[n] <= fr[out_nodes[m - 1]])
+			continue;
+		i = have < m ? have++ : m - 1;
+		while (i > 0 && fr[out_nodes[i - 1]] < fr[n]) {
+			out_nodes[i] = out_nodes[i - 1];
+			i--;
+		}
+		out_nodes[i] = n;
+	}
+	if (have < m)
+		return COPUS_ERANGE;
+	qsort(out_nodes, (size_t)m, sizeof(*out_nodes), node_cmp);
 	return COPUS_OK;
 }

@@ -67,4 +67,14 @@ int copus__placer_get(struct copus__placer *pl, int k, int *out_row,
 int copus__place_equal(const copus_cluster *c, const int *fr, const int *dist,
 		       uint32_t mask, int k, int *out_row, int *out_type);
 
+/*
+ * Arena's placement of m x p GPUs of type t (its fcfs): the m usable nodes
+ * of type t with the most free GPUs among those with at least p free, the
+ * lowest index among equals. Writes the m nodes in ascending order to
+ * out_nodes (m entries); COPUS_ERANGE when fewer than m nodes have p GPUs
+ * free (out_nodes then holds nothing of use).
+ */
+int copus__place_emptiest(const copus_cluster *c, const int *fr, int t, int p,
+			  int m, int *out_nodes);
+
 #endif /* COPUS_CORE_POLICY_PLACE_H */

@@ -237,6 +237,13 @@ struct copus_policy_traits {
 	bool moves_jobs;
 	copus_remaining_source remaining;
 	copus_model_source models;
+	/*
+	 * Chooses each job's cell (GPU type, count, locality) from the job's
+	 * table of cells (copus_job.cells) with the plan that goes with it,
+	 * so that a restart needs no search for a plan: it runs on a job of
+	 * fixed batch without a goodput model.
+	 */
+	bool picks_cells;
 };
 
 /* The traits of the policy p; never NULL (all false / NONE for NULL). */

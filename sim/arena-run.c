@@ -1,0 +1,526 @@
+/*
+ * copus-sim --arena: the replay of Arena's trace in 300 s rounds, each
+ * decided by a copus policy, under Arena's rules or honest ones
+ * (sim/arena.h), and its summary.
+ *
+ * A round: the running jobs are credited the round that ends (and those
+ * done leave, their JCT counted to the round's end), the jobs of the next
+ * chunk of the trace arrive, the policy decides, and a job whose GPUs
+ * changed pays its restart.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arena.h"
+
+/* A job's life in the replay. */
+struct ajob {
+	enum { WAITING, IN, DONE } state;
+	double submit;     /* the start of its round of arrival */
+	copus_slot alloc[ARENA_MAX_GPUS];
+	int nslots, gpus, type;
+	int nodes;         /* of the cell it is valued at */
+	double it;         /* seconds per iteration on its cell; 0 never ran */
+	double exec;       /* Arena: seconds run so far */
+	double done;       /* honest: iterations done */
+	double remaining;  /* iterations left */
+	bool skip_next;    /* Arena: the next round brings no progress */
+	double debt;       /* honest: restart seconds still to pay */
+	bool ran;
+	int restarts, max_gpus;
+	double attained;
+	double jct;
+};
+
+/* a // b as Python computes it for a >= 0, b > 0 (Arena's progress). */
+static double py_floordiv(double a, double b)
+{
+	double mod = fmod(a, b), div = (a - mod) / b, fl;
+
+	if (div == 0.0)
+		return 0.0;
+	fl = floor(div);
+	if (div - fl > 0.5)
+		fl += 1.0;
+	return fl;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double quantile(double *v, size_t n, double q)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), dbl_cmp);
+	i = (size_t)ceil(q * (double)n);
+	return v[i > 0 ? i - 1 : 0];
+}
+
+/* The cell a decision's slots make: GPUs, nodes and GPUs on each. An
+ * uneven spread is valued as the even one of its smallest share (rounded
+ * down to a power of two), which it is no faster than. */
+static void slots_cell(const copus_decision *d, int *nodes)
+{
+	int least = d->gpus, per = 1;
+
+	for (int i = 0; i < d->num_slots; i++)
+		if (d->slots[i].gpus < least)
+			least = d->slots[i].gpus;
+	while (per * 2 <= least)
+		per *= 2;
+	*nodes = d->gpus / per;
+}
+
+static bool job_size(int g)
+{
+	return g == 1 || g == 2 || g == 4 || g == 8 || g == 16;
+}
+
+/* Credit job j the round that ends at 'now'; true when it is done. */
+static bool credit(const struct arena_world *w, const struct arena_opts *o,
+		   struct ajob *j, size_t i, double now)
+{
+	const struct arena_job *tj = &w->jobs[i];
+
+	j->attained += ARENA_ROUND * j->gpus;
+	if (o->rules == ARENA_RULES_ARENA) {
+		if (j->skip_next) {
+			j->skip_next = false;
+			return false;
+		}
+		j->exec += ARENA_ROUND;
+		j->remaining = (double)tj->iters - py_floordiv(j->exec, j->it);
+		if (j->remaining <= 0) {
+			j->jct = now - j->submit;
+			return true;
+		}
+		return false;
+	}
+	{
+		double avail = ARENA_ROUND, pay = j->debt < avail ? j->debt :
+						  avail, need;
+
+		j->debt -= pay;
+		avail -= pay;
+		need = ((double)tj->iters - j->done) * j->it;
+		if (need <= avail) {
+			j->done = (double)tj->iters;
+			j->remaining = 0;
+			j->jct = now - ARENA_ROUND + pay + need - j->submit;
+			return true;
+		}
+		j->done += avail / j->it;
+		j->remaining = (double)tj->iters - j->done;
+		return false;
+	}
+}
+
+/* The seconds per iteration a policy is told for a job not running: its
+ * request at the best locality, or its last cell. */
+static double told_seconds(const struct arena_world *w, const struct ajob *j,
+			   size_t i)
+{
+	const struct arena_job *tj = &w->jobs[i];
+	int cap = w->per_node[tj->type];
+	double s;
+
+	if (j->gpus > 0 || j->it > 0)
+		return j->it;
+	if (arena_cell_seconds(&w->models[tj->model], tj->type, tj->gpus,
+			       tj->gpus <= cap ? 1 : tj->gpus / cap, &s))
+		return s;
+	return -1;
+}
+
+/*
+ * The table of cells the policy sees for model m: with --throughput oracle
+ * the truth itself (what every Arena policy decides with). With
+ * --throughput planner it is to hold the planner's predicted time per
+ * iteration of each cell (and, refined online, the times a job measured on
+ * the cells it ran); the simulator's progress always follows the truth.
+ */
+static int policy_cells(const struct arena_world *w,
+			const struct arena_opts *o, size_t m,
+			const copus_cell_time **cells, int *n, char *err,
+			size_t len)
+{
+	switch (o->throughput) {
+	case ARENA_THROUGHPUT_ORACLE:
+		*cells = w->models[m].cells;
+		*n = w->models[m].ncells;
+		return COPUS_OK;
+	case ARENA_THROUGHPUT_PLANNER:
+		break;
+	}
+	snprintf(err, len, "--throughput planner: the planner's predictions "
+		 "are not yet available on Arena's jobs; use --throughput "
+		 "oracle");
+	return COPUS_EINVAL;
+}
+
+int arena_run(const struct arena_world *w, const struct arena_opts *o,
+	      struct arena_result *r, char *err, size_t len)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	const struct copus_policy_traits *tr;
+	copus_policy *pol = NULL;
+	struct ajob *jobs = NULL;
+	copus_job *cj = NULL;
+	copus_decision *dec = NULL;
+	copus_node *nodes = NULL;
+	size_t *idx = NULL;
+	double *dms = NULL, *done_jct = NULL;
+	const char **tnames = NULL;
+	const copus_cell_time **view = NULL;
+	int *nview = NULL;
+	size_t ndms = 0, next = 0, nin = 0;
+	int nnodes = 0, rc;
+	bool tell_remaining;
+	copus_cluster c;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(r, 0, sizeof(*r));
+	if (o->max_rounds < 1) {
+		snprintf(err, len, "--max-rounds: %ld is not a number of rounds "
+			 ">= 1", o->max_rounds);
+		return COPUS_EINVAL;
+	}
+	if (copus_policy_create(o->policy, NULL, &pol) != COPUS_OK) {
+		snprintf(err, len, "unknown policy '%s'", o->policy);
+		return COPUS_EINVAL;
+	}
+	tr = copus_policy_traits(pol);
+	if (tr->models != COPUS_MODELS_NONE && !tr->picks_cells) {
+		snprintf(err, len, "policy '%s' needs a goodput model of each "
+			 "job (throughput and statistical efficiency by batch "
+			 "size), which Arena's jobs do not have; on --arena use "
+			 "fifo, fifo:arena or tiresias", o->policy);
+		copus_policy_destroy(pol);
+		return COPUS_EINVAL;
+	}
+	/* Arena charges crius, which searches plans pruned by its profile,
+	 * 10 s per GPU (at most 40 s) to restart, and every other policy a
+	 * full plan search, 150 s per GPU (at most 600 s); a policy that
+	 * picks cells with their plans pays what crius pays. */
+	r->restart_cost_per_gpu = tr->picks_cells ? 10 : 150;
+	r->restart_cost_max = tr->picks_cells ? 40 : 600;
+	copus_policy_destroy(pol);
+	pol = NULL;
+	prm.interval = ARENA_ROUND;
+	prm.restart_delay = r->restart_cost_max;
+	prm.equal_per_node = true;
+	if ((rc = copus_policy_create(o->policy, &prm, &pol)) != COPUS_OK) {
+		snprintf(err, len, "policy '%s': %s", o->policy,
+			 copus_strerror(rc));
+		return rc;
+	}
+	tr = copus_policy_traits(pol);
+	tell_remaining = tr->remaining == COPUS_REMAINING_ORACLE ||
+			 (tr->remaining == COPUS_REMAINING_PREDICT &&
+			  o->remaining == SIM_REMAINING_ORACLE);
+
+	for (int t = 0; t < w->ntypes; t++)
+		nnodes += w->node_num[t];
+	rc = COPUS_ENOMEM;
+	nodes = calloc((size_t)nnodes, sizeof(*nodes));
+	tnames = calloc((size_t)w->ntypes, sizeof(*tnames));
+	jobs = calloc(w->njobs + 1, sizeof(*jobs));
+	cj = calloc(w->njobs + 1, sizeof(*cj));
+	dec = calloc(w->njobs + 1, sizeof(*dec));
+	idx = calloc(w->njobs + 1, sizeof(*idx));
+	dms = calloc((size_t)o->max_rounds + 1, sizeof(*dms));
+	done_jct = calloc(w->njobs + 1, sizeof(*done_jct));
+	r->jct = calloc(w->njobs + 1, sizeof(*r->jct));
+	view = calloc(w->nmodels + 1, sizeof(*view));
+	nview = calloc(w->nmodels + 1, sizeof(*nview));
+	if (!nodes || !tnames || !jobs || !cj || !dec || !idx || !dms ||
+	    !done_jct || !r->jct || !view || !nview) {
+		snprintf(err, len, "out of memory");
+		goto out;
+	}
+	for (size_t m = 0; m < w->nmodels; m++)
+		if ((rc = policy_cells(w, o, m, &view[m], &nview[m], err,
+				       len)) != COPUS_OK)
+			goto out;
+	r->njobs = w->njobs;
+	/* The nodes in the spec's order of types, as Arena numbers them. */
+	nnodes = 0;
+	for (int t = 0; t < w->ntypes; t++) {
+		tnames[t] = w->type_names[t];
+		for (int k = 0; k < w->node_num[t]; k++)
+			nodes[nnodes++] = (copus_node){ t, w->per_node[t],
+							true };
+	}
+	c = (copus_cluster){ nnodes, nodes, w->ntypes, tnames };
+
+	for (long round = 0; round < o->max_rounds; round++) {
+		double now = w->first_submit + ARENA_ROUND * (double)round;
+		size_t n = 0;
+		clock_t cpu;
+
+		/* The round that ends now. */
+		for (size_t i = 0; i < w->njobs; i++) {
+			struct ajob *j = &jobs[i];
+
+			if (j->state != IN || j->gpus == 0)
+				continue;
+			r->gpu_hours += j->gpus * ARENA_ROUND / 3600.0;
+			if (credit(w, o, j, i, now)) {
+				j->state = DONE;
+				j->gpus = j->nslots = 0;
+				nin--;
+			}
+		}
+		/* The jobs of this round's chunk arrive. */
+		while (next < w->njobs && w->jobs[next].round <= round) {
+			struct ajob *j = &jobs[next];
+
+			j->state = IN;
+			j->submit = now;
+			j->remaining = (double)w->jobs[next].iters;
+			next++;
+			nin++;
+		}
+		/* The policy's view. */
+		for (size_t i = 0; i < w->njobs && n < nin; i++) {
+			const struct arena_job *tj = &w->jobs[i];
+			struct ajob *j = &jobs[i];
+			copus_job *q = &cj[n];
+			double sec;
+
+			if (j->state != IN)
+				continue;
+			memset(q, 0, sizeof(*q));
+			q->id = (uint64_t)i + 1;
+			q->min_gpus = q->max_gpus = q->req_gpus = tj->gpus;
+			q->req_batch = w->models[tj->model].batch;
+			q->fixed_batch = true;
+			q->type_mask = 1u << tj->type;
+			q->submit_time = j->submit;
+			q->restarts = j->restarts;
+			q->attained = j->attained;
+			q->max_gpus_had = j->max_gpus;
+			q->remaining = -1;
+			q->alloc = j->alloc;
+			q->alloc_slots = j->nslots;
+			q->alloc_type = j->gpus > 0 ? j->type : -1;
+			q->cells = view[tj->model];
+			q->num_cells = nview[tj->model];
+			q->remaining_iters = -1;
+			if (tell_remaining) {
+				q->remaining_iters = j->remaining;
+				sec = told_seconds(w, j, i);
+				if (sec > 0)
+					q->remaining = j->remaining * sec;
+			}
+			idx[n++] = i;
+		}
+		cpu = clock();
+		rc = copus_policy_decide(pol, &c, cj, n, now, dec);
+		if (n > 0)
+			dms[ndms++] = 1000.0 * (double)(clock() - cpu) /
+				      CLOCKS_PER_SEC;
+		if (rc != COPUS_OK) {
+			snprintf(err, len, "round %ld: policy %s: %s", round,
+				 o->policy, copus_strerror(rc));
+			goto out;
+		}
+		/* Apply the decisions. */
+		for (size_t k = 0; k < n; k++) {
+			const copus_decision *d = &dec[k];
+			size_t i = idx[k];
+			struct ajob *j = &jobs[i];
+			const struct arena_model *m =
+				&w->models[w->jobs[i].model];
+			double sec, cost;
+			int cn;
+
+			if (!d->changed)
+				continue;
+			if (d->gpus == 0) {
+				j->gpus = j->nslots = 0;
+				continue;
+			}
+			slots_cell(d, &cn);
+			if (!job_size(d->gpus) || d->num_slots > ARENA_MAX_GPUS ||
+			    !arena_cell_seconds(m, d->gpu_type, d->gpus, cn,
+						&sec)) {
+				/* A cell the job does not fit: it waits. */
+				r->refused++;
+				j->gpus = j->nslots = 0;
+				continue;
+			}
+			if (j->ran)
+				r->restarts++, j->restarts++;
+			j->ran = true;
+			j->gpus = d->gpus;
+			j->type = d->gpu_type;
+			j->nodes = cn;
+			j->nslots = d->num_slots;
+			memcpy(j->alloc, d->slots,
+			       (size_t)d->num_slots * sizeof(*d->slots));
+			if (j->gpus > j->max_gpus)
+				j->max_gpus = j->gpus;
+			j->it = sec;
+			cost = fmin(r->restart_cost_per_gpu * j->gpus,
+				    r->restart_cost_max);
+			if (o->rules == ARENA_RULES_ARENA)
+				j->skip_next = cost > ARENA_ROUND;
+			else
+				j->debt = cost;
+		}
+		r->rounds++;
+	}
+	/* Figures at the horizon. */
+	r->horizon = ARENA_ROUND * (double)o->max_rounds;
+	{
+		double sum_f = 0, sum_a = 0, end = w->first_submit + r->horizon;
+		size_t nf = 0;
+
+		for (size_t i = 0; i < w->njobs; i++) {
+			const struct ajob *j = &jobs[i];
+
+			if (w->jobs[i].round >= o->max_rounds) {
+				r->jct[i] = NAN;
+				continue;
+			}
+			r->submitted++;
+			if (!j->ran)
+				r->never_started++;
+			if (j->state == DONE) {
+				r->jct[i] = j->jct;
+				done_jct[nf++] = j->jct;
+				sum_f += j->jct;
+				sum_a += j->jct;
+				if (j->submit + j->jct - w->first_submit >
+				    r->makespan)
+					r->makespan = j->submit + j->jct -
+						      w->first_submit;
+			} else {
+				r->jct[i] = -1;
+				sum_a += end - j->submit;
+			}
+		}
+		r->finished = nf;
+		r->mean_jct_finished = nf ? sum_f / (double)nf : NAN;
+		r->mean_jct_all = r->submitted ? sum_a / (double)r->submitted :
+						 NAN;
+		r->p99_jct = nf ? quantile(done_jct, nf, 0.99) : NAN;
+	}
+	r->decide_ms_median = quantile(dms, ndms, 0.5);
+	r->decide_ms_p95 = quantile(dms, ndms, 0.95);
+	r->decide_ms_max = ndms ? dms[ndms - 1] : 0;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	r->wall = (double)(t1.tv_sec - t0.tv_sec) +
+		  (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	rc = COPUS_OK;
+out:
+	copus_policy_destroy(pol);
+	free(nodes);
+	free(tnames);
+	free(jobs);
+	free(cj);
+	free(dec);
+	free(idx);
+	free(dms);
+	free(done_jct);
+	free(view);
+	free(nview);
+	if (rc != COPUS_OK)
+		arena_result_free(r);
+	return rc;
+}
+
+void arena_result_free(struct arena_result *r)
+{
+	if (r == NULL)
+		return;
+	free(r->jct);
+	r->jct = NULL;
+}
+
+static json_object *number(double v)
+{
+	return isfinite(v) ? json_object_new_double(v) : NULL;
+}
+
+int arena_summary_write(const char *path, const struct arena_world *w,
+			const struct arena_opts *o,
+			const struct arena_result *r, char *err, size_t len)
+{
+	json_object *root = json_object_new_object();
+	json_object *jcts = json_object_new_object();
+	json_object *jw = json_object_new_object();
+	json_object *dm = json_object_new_object();
+	int rc = COPUS_OK;
+
+	for (size_t i = 0; i < r->njobs; i++)
+		if (!isnan(r->jct[i]))
+			json_object_object_add(jw, w->jobs[i].name,
+				json_object_new_double(r->jct[i]));
+	json_object_object_add(jcts, "arena", jw);
+	json_object_object_add(root, "policy",
+			       json_object_new_string(o->policy));
+	json_object_object_add(root, "rules", json_object_new_string(
+		o->rules == ARENA_RULES_ARENA ? "arena" : "honest"));
+	json_object_object_add(root, "throughput",
+			       json_object_new_string("oracle"));
+	json_object_object_add(root, "rounds",
+			       json_object_new_int64(r->rounds));
+	json_object_object_add(root, "horizon", number(r->horizon));
+	json_object_object_add(root, "submitted",
+			       json_object_new_int64((int64_t)r->submitted));
+	json_object_object_add(root, "finished",
+			       json_object_new_int64((int64_t)r->finished));
+	json_object_object_add(root, "never_started",
+			       json_object_new_int64((int64_t)r->never_started));
+	json_object_object_add(root, "mean_jct_finished",
+			       number(r->mean_jct_finished));
+	json_object_object_add(root, "mean_jct_all", number(r->mean_jct_all));
+	json_object_object_add(root, "jcts", jcts);
+	/* As copus-sim's summary of workloads: the one workload "arena". */
+	{
+		json_object *avgs = json_object_new_object();
+
+		json_object_object_add(avgs, "arena",
+				       number(r->mean_jct_finished));
+		json_object_object_add(root, "avgs", avgs);
+	}
+	json_object_object_add(root, "mean", number(r->mean_jct_finished));
+	json_object_object_add(root, "p99_jct", number(r->p99_jct));
+	json_object_object_add(root, "makespan", number(r->makespan));
+	json_object_object_add(root, "gpu_hours", number(r->gpu_hours));
+	json_object_object_add(root, "restarts",
+			       json_object_new_int64(r->restarts));
+	json_object_object_add(root, "refused",
+			       json_object_new_int64(r->refused));
+	json_object_object_add(root, "restart_cost_per_gpu",
+			       number(r->restart_cost_per_gpu));
+	json_object_object_add(root, "restart_cost_max",
+			       number(r->restart_cost_max));
+	json_object_object_add(dm, "median", number(r->decide_ms_median));
+	json_object_object_add(dm, "p95", number(r->decide_ms_p95));
+	json_object_object_add(dm, "max", number(r->decide_ms_max));
+	json_object_object_add(root, "decide_ms", dm);
+	json_object_object_add(root, "wall", number(r->wall));
+	if (json_object_to_file_ext(path, root, JSON_C_TO_STRING_PRETTY) != 0) {
+		snprintf(err, len, "%s: cannot write: %s", path,
+			 json_util_get_last_err());
+		rc = COPUS_EIO;
+	}
+	json_object_put(root);
+	return rc;
+}
