@@ -580,8 +580,8 @@ static void cluster_caps(const copus_cluster *c, int *node_gpus, int *cap)
  * cell), so that S(t, k) = that / seconds(t, k) <= k counts, across types
  * and sizes, what a cell gives the job in the same currency as the models'
  * tables. The policy packs k GPUs on the fewest nodes, so the cell of
- * that many nodes is the one that counts; a size known only on more nodes
- * counts at that cell's speed. Returns the unit (GPU-seconds per iteration),
+ * that many nodes is the one that counts: a size that fits the job only
+ * spread wider is not offered. Returns the unit (GPU-seconds per iteration),
  * 0 when no cell of the job fits the cluster, or -1 without memory.
  */
 static double cells_prepare(struct jw *x, const copus_job *jb, int T,
@@ -606,27 +606,16 @@ static double cells_prepare(struct jw *x, const copus_job *jb, int T,
 		return -1.0;
 	if (K == 0)
 		return 0.0;
-	/* Pass 0: cells on the fewest nodes; pass 1: sizes still unknown. */
-	bool *fewest_known = calloc((size_t)T * (size_t)(K + 1), sizeof(bool));
-	if (fewest_known == NULL)
-		return -1.0;
-	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < jb->num_cells; i++) {
-			const copus_cell_time *ct = &jb->cells[i];
-			int t = ct->gpu_type, g = ct->gpus;
-			if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
-			    g / ct->nodes > node_gpus[t])
-				continue;
-			int fewest = (g + node_gpus[t] - 1) / node_gpus[t];
-			size_t at = (size_t)t * (size_t)(K + 1) + (size_t)g;
-			if (pass == 0 && ct->nodes == fewest) {
-				fewest_known[at] = true;
-				x->cs[at] = fmax(x->cs[at], base / ct->seconds);
-			} else if (pass == 1 && !fewest_known[at]) {
-				x->cs[at] = fmax(x->cs[at], base / ct->seconds);
-			}
-		}
-	free(fewest_known);
+	for (int i = 0; i < jb->num_cells; i++) {
+		const copus_cell_time *ct = &jb->cells[i];
+		int t = ct->gpu_type, g = ct->gpus;
+		if (!copus__type_allowed(jb, t) || node_gpus[t] <= 0 ||
+		    g / ct->nodes > node_gpus[t] ||
+		    ct->nodes != (g + node_gpus[t] - 1) / node_gpus[t])
+			continue;
+		size_t at = (size_t)t * (size_t)(K + 1) + (size_t)g;
+		x->cs[at] = fmax(x->cs[at], base / ct->seconds);
+	}
 	for (int t = 0; t < T; t++)
 		for (int k = 1; k <= K; k++)
 			if (x->cs[t * (K + 1) + k] > 0.0)
@@ -645,9 +634,10 @@ static double cells_best(const struct jw *x, int T)
 }
 
 /*
- * The type a job with cells counts its request on: where it runs, else
- * where its request goes fastest, else where it goes fastest at all; -1
- * when no cell fits.
+ * The type a job with cells counts its request on: where its request goes
+ * fastest, else where it goes fastest at all; -1 when no cell fits. Not
+ * where it runs now: a move must not change what its work is worth, or the
+ * next round moves it back.
  */
 static int cells_ref_type(const struct jw *x, const copus_job *jb, int T,
 			  const int *node_gpus)
@@ -655,8 +645,6 @@ static int cells_ref_type(const struct jw *x, const copus_job *jb, int T,
 	int best_t = -1;
 	double best = 0.0;
 
-	if (x->cur_t >= 0 && x->has_cells[x->cur_t])
-		return x->cur_t;
 	for (int t = 0; t < T; t++) {
 		double v = speedup(x, t, jb->req_gpus, node_gpus);
 		if (v > best) {
@@ -1898,7 +1886,7 @@ const struct copus__policy_ops copus__copus_ops = {
 	.name = "copus",
 	.traits = { .elastic = true, .picks_batch = true, .moves_jobs = true,
 		    .remaining = COPUS_REMAINING_PREDICT,
-		    .models = COPUS_MODELS_LEARNED },
+		    .models = COPUS_MODELS_LEARNED, .picks_cells = true },
 	.granular = true,
 	.create = copus_create,
 	.destroy = copus_destroy,
