@@ -199,7 +199,7 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 		return COPUS_EINVAL;
 	}
 	if (copus_policy_create(o->policy, NULL, &pol) != COPUS_OK) {
-		snprintf(err, len, "unknown policy '%s'", o->policy);
+		snprintf(err, len, "unknown policy or option '%s'", o->policy);
 		return COPUS_EINVAL;
 	}
 	tr = copus_policy_traits(pol);
