@@ -199,7 +199,7 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 		return COPUS_EINVAL;
 	}
 	if (copus_policy_create(o->policy, NULL, &pol) != COPUS_OK) {
-		snprintf(err, len, "unknown policy '%s'", o->policy);
+		snprintf(err, len, "unknown policy or option '%s'", o->policy);
 		return COPUS_EINVAL;
 	}
 	tr = copus_policy_traits(pol);
@@ -382,6 +382,18 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			else
 				j->debt = cost;
 		}
+		if (o->timeline != NULL)
+			for (size_t k = 0; k < n; k++) {
+				const struct ajob *j = &jobs[idx[k]];
+
+				fprintf(o->timeline, "%.0f,%s,%s,%d,%d,%.17g,"
+					"%.17g\n", now - w->first_submit,
+					w->jobs[idx[k]].name, j->gpus > 0 ?
+					w->type_names[j->type] : "", j->gpus,
+					j->gpus > 0 ? j->nodes : 0,
+					j->gpus > 0 ? j->it : 0.0,
+					j->remaining);
+			}
 		r->rounds++;
 	}
 	/* Figures at the horizon. */

@@ -141,6 +141,9 @@ struct arena_opts {
 	long max_rounds;
 	/* what a policy that takes a prediction of the work left gets */
 	enum sim_remaining remaining;
+	/* per round and job in the system: the cell and the work left
+	 * (NULL: none) */
+	FILE *timeline;
 };
 
 struct arena_result {

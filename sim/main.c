@@ -54,7 +54,8 @@ static void usage(FILE *f)
 		" (pollux);\n"
 		"                       copus:no-srpt,no-restart-cost,"
 		"no-fairness,no-placement\n"
-		"                       runs copus without those ingredients\n"
+		"                       runs copus without those ingredients;\n"
+		"                       fifo:arena is Arena's fcfs (--arena)\n"
 		"  --remaining HOW      what copus knows of the work left: "
 		"predict\n"
 		"                       (its predictor, trained on the jobs "
@@ -96,12 +97,14 @@ static void usage(FILE *f)
 		"  --throughput T       what the policy knows of each cell's "
 		"speed: oracle\n"
 		"                       (the table) or planner\n"
-		"  --summary FILE.json  finished jobs, mean JCTs and more\n");
+		"  --summary FILE.json  finished jobs, mean JCTs and more\n"
+		"  --timeline FILE.csv  per round and job: cell and work "
+		"left\n");
 }
 
 /* copus-sim --arena: read the world, replay it, report. */
-static int arena_main(const char *dir, const struct arena_opts *o,
-		      const char *summary)
+static int arena_main(const char *dir, struct arena_opts *o,
+		      const char *summary, const char *timeline)
 {
 	struct arena_world w;
 	struct arena_result r;
@@ -112,8 +115,20 @@ static int arena_main(const char *dir, const struct arena_opts *o,
 		fprintf(stderr, "copus-sim: %s\n", err);
 		return 2;
 	}
+	if (timeline != NULL) {
+		if ((o->timeline = fopen(timeline, "w")) == NULL) {
+			fprintf(stderr, "copus-sim: %s: %s\n", timeline,
+				strerror(errno));
+			arena_world_free(&w);
+			return 2;
+		}
+		fprintf(o->timeline, "time,job,gpu_type,gpus,nodes,"
+			"seconds_per_iteration,remaining_iterations\n");
+	}
 	if (arena_run(&w, o, &r, err, sizeof(err)) != COPUS_OK) {
 		fprintf(stderr, "copus-sim: %s\n", err);
+		if (o->timeline != NULL)
+			fclose(o->timeline);
 		arena_world_free(&w);
 		return 2;
 	}
@@ -131,11 +146,18 @@ static int arena_main(const char *dir, const struct arena_opts *o,
 	if (r.refused > 0)
 		printf("arena %s: %ld decisions put a job on a cell it does "
 		       "not fit (left waiting)\n", o->policy, r.refused);
+	if (o->timeline != NULL && (fflush(o->timeline) != 0 ||
+				    ferror(o->timeline))) {
+		fprintf(stderr, "copus-sim: --timeline: write error\n");
+		status = 1;
+	}
 	if (summary && arena_summary_write(summary, &w, o, &r, err,
 					   sizeof(err)) != COPUS_OK) {
 		fprintf(stderr, "copus-sim: %s\n", err);
 		status = 1;
 	}
+	if (o->timeline != NULL && fclose(o->timeline) != 0)
+		status = 1;
 	arena_result_free(&r);
 	arena_world_free(&w);
 	return status;
@@ -710,7 +732,7 @@ int main(int argc, char **argv)
 		}
 		ao.policy = policy;
 		ao.remaining = rem;
-		return arena_main(arena, &ao, summary);
+		return arena_main(arena, &ao, summary, timeline);
 	}
 	if (profiles == NULL || optind >= argc) {
 		usage(stderr);

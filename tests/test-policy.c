@@ -88,6 +88,37 @@ static void test_inconsistent_input_is_rejected(void)
 	ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_EINVAL);
 	j[1].type_mask = 0;
 	ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_OK);
+	{
+		/* A table of cells: each entry a cell of the cluster with a
+		 * positive time per iteration, and a finite count left. */
+		copus_cell_time ct[2] = { { 0, 2, 1, 1.5 }, { 0, 4, 2, 0.8 } };
+
+		j[1].cells = ct;
+		j[1].num_cells = 2;
+		j[1].remaining_iters = 100;
+		ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_OK);
+		j[1].cells = NULL; /* a count without a table */
+		ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d),
+			      COPUS_EINVAL);
+		j[1].cells = ct;
+		ct[1].gpu_type = 1; /* a type the cluster does not have */
+		ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d),
+			      COPUS_EINVAL);
+		ct[1].gpu_type = 0;
+		ct[1].nodes = 3; /* 4 GPUs do not spread evenly on 3 */
+		ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d),
+			      COPUS_EINVAL);
+		ct[1].nodes = 2;
+		ct[0].seconds = 0;
+		ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d),
+			      COPUS_EINVAL);
+		ct[0].seconds = 1.5;
+		j[1].remaining_iters = NAN;
+		ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d),
+			      COPUS_EINVAL);
+		j[1].remaining_iters = -1; /* unknown */
+		ASSERT_STATUS(copus_policy_decide(p, &c, j, 2, 0, d), COPUS_OK);
+	}
 	copus_policy_destroy(p);
 }
 

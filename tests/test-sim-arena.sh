@@ -57,6 +57,14 @@ PY
 run --policy fifo:arena --max-rounds 10
 check a=600 b=1500 c=-1 d=1500 finished=3 submitted=4 never_started=1 \
 	mean_jct_finished=1200 mean_jct_all=1650 restarts=0
+# The timeline: a's cell and work left after each round's decision.
+run --policy fifo:arena --max-rounds 3 --timeline "$tmp/t.csv"
+head -1 "$tmp/t.csv" | grep -q '^time,job,gpu_type,gpus,nodes,seconds_per_iteration,remaining_iterations$' ||
+	fail "timeline header"
+grep -q '^0,a,g4,1,1,10,60$' "$tmp/t.csv" || fail "timeline: a at 0 s"
+grep -q '^300,a,g4,1,1,10,30$' "$tmp/t.csv" || fail "timeline: a at 300 s"
+grep -q '^600,b,g4,4,1,2,200$' "$tmp/t.csv" || fail "timeline: b at 600 s"
+grep -q '^0,b,,0,0,0,200$' "$tmp/t.csv" || fail "timeline: b waits at 0 s"
 run --policy fifo:arena --max-rounds 6
 check a=600 b=1500 c=-1 d=-1 finished=2 mean_jct_finished=1050 \
 	mean_jct_all=1350 horizon=1800
