@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <copus/predict.h>
+
 #include "arena.h"
 
 /* A job's life in the replay. */
@@ -29,6 +31,7 @@ struct ajob {
 	double exec;       /* Arena: seconds run so far */
 	double done;       /* honest: iterations done */
 	double remaining;  /* iterations left */
+	double reported;   /* the most iterations done it has reported */
 	bool skip_next;    /* Arena: the next round brings no progress */
 	double debt;       /* honest: restart seconds still to pay */
 	bool ran;
@@ -36,6 +39,52 @@ struct ajob {
 	double attained;
 	double jct;
 };
+
+/*
+ * What copus's predictor (include/copus/predict.h) knows of a job when it
+ * arrives: its model (family and size) as the application, its requested
+ * GPUs and its batch; no user, as the trace has none. It learns each
+ * finished job's iterations.
+ */
+static copus_job_attrs job_attrs(const struct arena_world *w, size_t i,
+				 char (*names)[48])
+{
+	const struct arena_job *tj = &w->jobs[i];
+	const struct arena_model *m = &w->models[tj->model];
+
+	return (copus_job_attrs){ .application = names[tj->model],
+				  .gpus = tj->gpus, .batch = m->batch };
+}
+
+/*
+ * The iterations left of every job in the system, as the predictor
+ * answers from the jobs finished so far (-1 before the first finishes),
+ * given the iterations each has reported: the most it has done so far, as
+ * a job's own step counter never goes back (under Arena's rules the work
+ * done is valued again at each cell's speed, and falls on a slower one).
+ */
+static int predict_remaining(copus_predictor *p, const struct arena_world *w,
+			     const struct ajob *jobs, char (*names)[48],
+			     size_t nin, copus_job_attrs *attrs, double *done,
+			     double *out)
+{
+	size_t m = 0;
+	int rc;
+
+	for (size_t i = 0; i < w->njobs && m < nin; i++) {
+		if (jobs[i].state != IN)
+			continue;
+		attrs[m] = job_attrs(w, i, names);
+		done[m++] = jobs[i].reported;
+	}
+	if (copus_predictor_count(p) == 0) {
+		for (size_t k = 0; k < m; k++)
+			out[k] = -1.0;
+		return COPUS_OK;
+	}
+	rc = copus_predictor_remaining_many(p, attrs, done, m, out);
+	return rc == COPUS_ENODATA ? COPUS_OK : rc;
+}
 
 /* a // b as Python computes it for a >= 0, b > 0 (Arena's progress). */
 static double py_floordiv(double a, double b)
@@ -187,7 +236,11 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	int *nview = NULL;
 	size_t ndms = 0, next = 0, nin = 0;
 	int nnodes = 0, rc;
-	bool tell_remaining;
+	bool tell_remaining, predict;
+	copus_predictor *pred = NULL;
+	char (*names)[48] = NULL;
+	copus_job_attrs *pattrs = NULL;
+	double *pdone = NULL, *prem = NULL;
 	copus_cluster c;
 	struct timespec t0, t1;
 
@@ -231,6 +284,12 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	tell_remaining = tr->remaining == COPUS_REMAINING_ORACLE ||
 			 (tr->remaining == COPUS_REMAINING_PREDICT &&
 			  o->remaining == SIM_REMAINING_ORACLE);
+	predict = tr->remaining == COPUS_REMAINING_PREDICT &&
+		  o->remaining == SIM_REMAINING_PREDICT;
+	if (predict && (rc = copus_predictor_create(NULL, &pred)) != COPUS_OK) {
+		snprintf(err, len, "predictor: %s", copus_strerror(rc));
+		goto out;
+	}
 
 	for (int t = 0; t < w->ntypes; t++)
 		nnodes += w->node_num[t];
@@ -246,10 +305,21 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	r->jct = calloc(w->njobs + 1, sizeof(*r->jct));
 	view = calloc(w->nmodels + 1, sizeof(*view));
 	nview = calloc(w->nmodels + 1, sizeof(*nview));
+	names = calloc(w->nmodels + 1, sizeof(*names));
+	pattrs = calloc(w->njobs + 1, sizeof(*pattrs));
+	pdone = calloc(w->njobs + 1, sizeof(*pdone));
+	prem = calloc(w->njobs + 1, sizeof(*prem));
 	if (!nodes || !tnames || !jobs || !cj || !dec || !idx || !dms ||
-	    !done_jct || !r->jct || !view || !nview) {
+	    !done_jct || !r->jct || !view || !nview || !names || !pattrs ||
+	    !pdone || !prem) {
 		snprintf(err, len, "out of memory");
 		goto out;
+	}
+	for (size_t m = 0; m < w->nmodels; m++) {
+		const struct arena_family *f =
+			&w->families[w->models[m].family];
+		snprintf(names[m], sizeof(names[m]), "%s_%s", f->name,
+			 f->sizes[w->models[m].size]);
 	}
 	for (size_t m = 0; m < w->nmodels; m++)
 		if ((rc = policy_cells(w, o, m, &view[m], &nview[m], err,
@@ -282,6 +352,18 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 				j->state = DONE;
 				j->gpus = j->nslots = 0;
 				nin--;
+				if (pred != NULL) {
+					copus_job_attrs at =
+						job_attrs(w, i, names);
+					rc = copus_predictor_add(
+						pred, &at,
+						(double)w->jobs[i].iters);
+					if (rc != COPUS_OK) {
+						snprintf(err, len, "predictor: "
+							 "%s", copus_strerror(rc));
+						goto out;
+					}
+				}
 			}
 		}
 		/* The jobs of this round's chunk arrive. */
@@ -295,6 +377,18 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			nin++;
 		}
 		/* The policy's view. */
+		for (size_t i = 0; i < w->njobs; i++)
+			if (jobs[i].state == IN)
+				jobs[i].reported = fmax(
+					jobs[i].reported,
+					(double)w->jobs[i].iters -
+						jobs[i].remaining);
+		if (pred != NULL &&
+		    (rc = predict_remaining(pred, w, jobs, names, nin, pattrs,
+					    pdone, prem)) != COPUS_OK) {
+			snprintf(err, len, "predictor: %s", copus_strerror(rc));
+			goto out;
+		}
 		for (size_t i = 0; i < w->njobs && n < nin; i++) {
 			const struct arena_job *tj = &w->jobs[i];
 			struct ajob *j = &jobs[i];
@@ -320,11 +414,22 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			q->cells = view[tj->model];
 			q->num_cells = nview[tj->model];
 			q->remaining_iters = -1;
-			if (tell_remaining) {
-				q->remaining_iters = j->remaining;
+			if (tell_remaining || pred != NULL) {
+				double left = tell_remaining ? j->remaining
+							     : prem[n];
+				q->remaining_iters = left;
 				sec = told_seconds(w, j, i);
-				if (sec > 0)
-					q->remaining = j->remaining * sec;
+				if (sec > 0 && left >= 0)
+					q->remaining = left * sec;
+			}
+			/* A policy that picks cells may change what the
+			 * request says, as far as --cell-choice lets it. */
+			if (tr->picks_cells && o->choice != ARENA_CHOICE_NONE) {
+				q->elastic = true;
+				q->min_gpus = 1;
+				q->max_gpus = ARENA_MAX_GPUS;
+				if (o->choice == ARENA_CHOICE_ALL)
+					q->type_mask = 0;
 			}
 			idx[n++] = i;
 		}
@@ -441,6 +546,11 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	rc = COPUS_OK;
 out:
 	copus_policy_destroy(pol);
+	copus_predictor_destroy(pred);
+	free(names);
+	free(pattrs);
+	free(pdone);
+	free(prem);
 	free(nodes);
 	free(tnames);
 	free(jobs);

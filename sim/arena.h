@@ -129,6 +129,13 @@ enum arena_rules {
 			     * restart costs its delay in time */
 };
 
+/* What a policy that picks cells may change of a job's request. */
+enum arena_cell_choice {
+	ARENA_CHOICE_ALL,   /* GPU type, count and locality */
+	ARENA_CHOICE_COUNT, /* count and locality on the requested type */
+	ARENA_CHOICE_NONE,  /* the requested type and count */
+};
+
 enum arena_throughput {
 	ARENA_THROUGHPUT_ORACLE,  /* the table itself, by the lookup rules */
 	ARENA_THROUGHPUT_PLANNER, /* the planner's predictions */
@@ -138,6 +145,7 @@ struct arena_opts {
 	const char *policy;
 	enum arena_rules rules;
 	enum arena_throughput throughput;
+	enum arena_cell_choice choice;
 	long max_rounds;
 	/* what a policy that takes a prediction of the work left gets */
 	enum sim_remaining remaining;

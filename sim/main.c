@@ -97,6 +97,11 @@ static void usage(FILE *f)
 		"  --throughput T       what the policy knows of each cell's "
 		"speed: oracle\n"
 		"                       (the table) or planner\n"
+		"  --cell-choice C      what a policy that picks cells may "
+		"change: all\n"
+		"                       (type, count, locality; default), "
+		"count (on the\n"
+		"                       requested type) or none (the request)\n"
 		"  --summary FILE.json  finished jobs, mean JCTs and more\n"
 		"  --timeline FILE.csv  per round and job: cell and work "
 		"left\n");
@@ -602,6 +607,7 @@ int main(int argc, char **argv)
 		{ "arena", required_argument, NULL, 'a' },
 		{ "arena-rules", required_argument, NULL, 'L' },
 		{ "throughput", required_argument, NULL, 'T' },
+		{ "cell-choice", required_argument, NULL, 'C' },
 		{ "max-rounds", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -702,6 +708,19 @@ int main(int argc, char **argv)
 			} else {
 				fprintf(stderr, "copus-sim: --throughput: '%s' "
 					"is not oracle or planner\n", optarg);
+				return 2;
+			}
+			break;
+		case 'C':
+			if (strcmp(optarg, "all") == 0) {
+				ao.choice = ARENA_CHOICE_ALL;
+			} else if (strcmp(optarg, "count") == 0) {
+				ao.choice = ARENA_CHOICE_COUNT;
+			} else if (strcmp(optarg, "none") == 0) {
+				ao.choice = ARENA_CHOICE_NONE;
+			} else {
+				fprintf(stderr, "copus-sim: --cell-choice: '%s' "
+					"is not all, count or none\n", optarg);
 				return 2;
 			}
 			break;

@@ -1153,6 +1153,60 @@ static double improve(struct greedy_ctx *g, size_t *idx, int *cap, int *slack,
 	return greedy(g, 3, idx, cap, slack);
 }
 
+/*
+ * Move jobs to another GPU type where the GPUs still free there are worth
+ * more to them than the cell the greedy gave them (the greedy grows a job
+ * only on the type of its first step, so a type nobody started on stays
+ * idle while jobs crowd a faster one), then let the greedy hand out what
+ * they leave. Every move raises the job's value and only frees GPUs, so
+ * the total never falls. Returns whether a job moved.
+ */
+static bool migrate(struct greedy_ctx *g, size_t *idx, int *cap, int *slack)
+{
+	struct jw *w = g->w;
+	bool moved = false;
+
+	for (size_t j = 0; j < g->n; j++) {
+		struct jw *x = &w[j];
+		if (x->k <= 0)
+			continue;
+		double bv = value(x, x->t, x->k, g->node_gpus, g->prm, g->o);
+		int bt = -1, bk = 0, kmax = growth_cap(x->job);
+		if (x->cs != NULL && kmax > x->cs_kmax)
+			kmax = x->cs_kmax;
+		bv *= 1.0 + 1e-9;
+		for (int t = 0; t < g->T; t++) {
+			if (t == x->t)
+				continue;
+			for (int k = 1; k <= kmax && k <= cap[t]; k++) {
+				if (!cell_allowed(x, t, k, g->node_gpus, g->o))
+					continue;
+				double v = value(x, t, k, g->node_gpus, g->prm,
+						 g->o);
+				if (v > bv) {
+					bv = v;
+					bt = t;
+					bk = k;
+				}
+			}
+		}
+		if (bt < 0)
+			continue;
+		int t0 = x->t, k0 = x->k;
+		cap[t0] += k0;
+		slack[t0] += k0;
+		x->t = -1;
+		x->k = 0;
+		if (only_type(x, g->T, g->node_gpus) == t0)
+			slack[t0] -= base_need(x);
+		take_cell(x, bt, bk, g->T, g->node_gpus, cap, slack);
+		moved = true;
+	}
+	if (moved)
+		greedy(g, 3, idx, cap, slack);
+	return moved;
+}
+
 /* A cell of a job for exact_dp: a type and a size (0: queued), its value. */
 struct cell {
 	int t, k;
@@ -1284,6 +1338,20 @@ out:
  * per GPU first, until none fits: the chosen sizes count a
  * type's GPUs, not how they lie on the nodes, and idle GPUs help nobody.
  */
+/* Has job jb a cell of k GPUs of type t on as many nodes as row uses? */
+static bool has_cell(const copus_job *jb, int t, int k, const int *row, int N)
+{
+	int nodes = 0;
+
+	for (int i = 0; i < N; i++)
+		nodes += row[i] > 0;
+	for (int i = 0; i < jb->num_cells; i++)
+		if (jb->cells[i].gpu_type == t && jb->cells[i].gpus == k &&
+		    jb->cells[i].nodes == nodes)
+			return true;
+	return false;
+}
+
 /*
  * Places job x on its type x->t at the largest size from x->k down that
  * fits. An elastic job shrinks to fit when its speedup is known, or when it
@@ -1318,6 +1386,12 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		}
 		if (rc == COPUS_ENOMEM)
 			return rc;
+		if (rc == COPUS_OK && x->cs != NULL &&
+		    !has_cell(jb, t, k, row, c->num_nodes)) {
+			/* Spread where the job has no plan: a smaller size. */
+			memset(row, 0, (size_t)c->num_nodes * sizeof(int));
+			continue;
+		}
 		if (rc == COPUS_OK) {
 			x->k = k;
 			*type = t;
@@ -1816,11 +1890,23 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 				w[j].k = 0;
 				take_cell(&w[j], t, k, T, node_gpus, cp, sl);
 			}
-		if (improve(&g, idx, cp, sl, vic) <= best_v)
+		if (improve(&g, idx, cp, sl, vic) <= best_v) {
 			for (size_t j = 0; j < n; j++) {
 				w[j].t = w[j].best_t;
 				w[j].k = w[j].best_k;
 			}
+			memcpy(cp, cap, sizeof(cp));
+			memcpy(sl, slack, sizeof(sl));
+			for (size_t j = 0; j < n; j++)
+				if (w[j].k > 0) {
+					int t = w[j].t, k = w[j].k;
+					w[j].t = -1;
+					w[j].k = 0;
+					take_cell(&w[j], t, k, T, node_gpus, cp, sl);
+				}
+		}
+		if (T > 1)
+			migrate(&g, idx, cp, sl);
 		exact_dp(&g, total);
 	}
 
