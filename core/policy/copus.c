@@ -367,10 +367,14 @@ static int growth_cap(const copus_job *j)
 	return cap < j->max_gpus ? cap : j->max_gpus;
 }
 
-/* The job's request within its elastic bounds. */
+/*
+ * The job's request within its elastic bounds. An elastic job with cells
+ * is known at every size it fits, so its request says nothing its table
+ * does not: its weight covers its whole speedup.
+ */
 static int request(const copus_job *j)
 {
-	int q = j->req_gpus;
+	int q = j->num_cells > 0 && j->elastic ? j->max_gpus : j->req_gpus;
 
 	if (j->elastic && q < j->min_gpus)
 		q = j->min_gpus;
