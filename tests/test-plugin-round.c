@@ -130,23 +130,33 @@ static struct copus__round_job *_running(uint32_t id, int first, int nodes,
 	return j;
 }
 
-/* Gives the job a record with a hint that has a model for a100. */
-static void _hint(const struct copus__round_job *j)
+/*
+ * Gives the job a record with a hint that has a model for a100, and a
+ * granularity when gran > 1.
+ */
+static void _hint_gran(const struct copus__round_job *j, int gran)
 {
-	char text[COPUS_HINT_MAX_LEN + 1], err[128];
+	char text[COPUS_HINT_MAX_LEN + 1], err[128], g[32] = "";
 	struct copus__memo *in = copus__memo_get(&_s, j->id);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	if (gran > 1)
+		snprintf(g, sizeof(g), ",\"gran\":%d", gran);
 	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
 		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,"
 		 "\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,"
 		 "\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":10,"
-		 "\"tgt\":100000,\"perf\":{\"a100\":[0.02,0.002,0.05,0.002,"
-		 "0.005,0.0005,1.5]}}", j->id, j->restarts, NOW - 10);
+		 "\"tgt\":100000%s,\"perf\":{\"a100\":[0.02,0.002,0.05,0.002,"
+		 "0.005,0.0005,1.5]}}", j->id, j->restarts, NOW - 10, g);
 	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
 		      COPUS_OK);
 	in->have_hint = true;
 	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+}
+
+static void _hint(const struct copus__round_job *j)
+{
+	_hint_gran(j, 1);
 }
 
 static void _decide(void)
@@ -205,6 +215,28 @@ static void a_pending_elastic_job_gets_gpus_within_its_range(void)
 	CU_ASSERT(large->per_node * large->num_nodes <= 3);
 	CU_ASSERT_EQUAL(small->dtype, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(large->reason, "copus: starts with"));
+}
+
+/*
+ * A job whose hint says its model spans two GPUs per replica (pipeline x
+ * tensor 2) starts on an even count: on a node of 3 free GPUs, 2 of its
+ * 1-3, where without it it would take all 3.
+ */
+static void a_job_of_two_gpus_per_replica_gets_an_even_count(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(1, 3);
+	j = _pending(1, 1, 3, 1, 3);
+	_hint(j);
+	_decide();
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 3);
+	_cluster(1, 3);
+	j = _pending(1, 1, 3, 1, 3);
+	_hint_gran(j, 2);
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_RESIZE);
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
 }
 
 static void a_pending_elastic_job_on_its_request_starts_as_it_is(void)
@@ -503,6 +535,7 @@ int main(void)
 	static const struct test_case tests[] = {
 		TEST(a_pending_elastic_job_gets_gpus_within_its_range),
 		TEST(a_pending_elastic_job_on_its_request_starts_as_it_is),
+		TEST(a_job_of_two_gpus_per_replica_gets_an_even_count),
 		TEST(a_running_rigid_job_is_never_moved),
 		TEST(a_job_on_an_unusable_node_is_asked_to_move),
 		TEST(a_job_is_not_asked_again_within_its_restart_delay),
