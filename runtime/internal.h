@@ -44,6 +44,21 @@ struct copus__obs {
 
 struct copus__publisher;
 
+/*
+ * What the ranks agree on at a step boundary: whether any rank was asked to
+ * rescale or is due for a periodic checkpoint, and rank 0's inputs of the
+ * plan (its gradient statistics and fitted throughput parameters), so that
+ * every rank computes the same plan.
+ */
+struct copus__boundary {
+	bool rescale;
+	bool ckpt_due;
+	bool have_grad;
+	copus_grad_stats grad;
+	bool have_perf;
+	copus_perf_params perf;
+};
+
 struct copus_ctx {
 	copus_config cfg;        /* the caller's config, copied */
 	char *ckpt_dir;          /* owned copies of the config's strings */
@@ -89,6 +104,18 @@ struct copus_ctx {
 	double last_ckpt;        /* monotonic seconds of the latest attempt */
 	char **ckpt_files;       /* its files, for removal once replaced */
 	int n_ckpt_files;
+
+	/*
+	 * The plan's inputs as the ranks last agreed on them (rank 0's): the
+	 * plan of every rank is computed from these alone.
+	 */
+	copus_grad_stats plan_grad;
+	copus_perf_params plan_perf;
+	bool plan_have_perf;
+	double last_refit;       /* monotonic seconds of rank 0's last fit */
+	/* The agreement of this step, delivered by copus_agree_unpack(). */
+	struct copus__boundary folded;
+	bool have_folded;
 
 	/* Hints. */
 	struct copus__publisher *pub;
@@ -173,6 +200,10 @@ int copus__publish_wait(copus_ctx *ctx, uint64_t seq, double timeout);
 int copus__publish_hint(copus_ctx *ctx, copus_job_state state, bool wait);
 
 /* rescale.c */
+/* This rank's side of the agreement at a step boundary. */
+void copus__boundary_local(copus_ctx *ctx, struct copus__boundary *b);
+/* Take the agreed plan inputs of b as the plan's. */
+void copus__boundary_apply(copus_ctx *ctx, const struct copus__boundary *b);
 int copus__signals_install(copus_ctx *ctx);
 void copus__signals_restore(copus_ctx *ctx);
 /*

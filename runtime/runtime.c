@@ -467,6 +467,17 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	rc = copus__restore(ctx);
 	if (rc != COPUS_OK)
 		goto fail;
+	/*
+	 * The plan's first inputs: the restored ones, which every rank read
+	 * from the same manifest.
+	 */
+	ctx->plan_grad = copus__grad(ctx);
+	if (ctx->n_obs > 0 && copus__fit(ctx) == COPUS_OK &&
+	    copus__perf_of_type(ctx) != NULL) {
+		ctx->plan_perf = *copus__perf_of_type(ctx);
+		ctx->plan_have_perf = true;
+	}
+	ctx->last_refit = copus__now();
 	rc = copus__publisher_start(ctx);
 	if (rc != COPUS_OK)
 		goto fail;
@@ -670,11 +681,17 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 		_stage_layers(ctx, out->pipeline_rank, &out->first_layer,
 			      &out->n_layers);
 
-	copus__fit(ctx);
-	p = copus__perf_of_type(ctx);
+	if (ctx->info.world > 1) {
+		/* The inputs every rank agreed on: the same plan everywhere. */
+		p = ctx->plan_have_perf ? &ctx->plan_perf : NULL;
+		m.grad = ctx->plan_grad;
+	} else {
+		copus__fit(ctx);
+		p = copus__perf_of_type(ctx);
+		m.grad = copus__grad(ctx);
+	}
 	if (p == NULL && ctx->cfg.prior.alpha_c > 0)
 		p = &ctx->cfg.prior;
-	m.grad = copus__grad(ctx);
 	m.limits = *l;
 	nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
 						     : ctx->degrees.data;

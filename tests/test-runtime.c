@@ -434,6 +434,8 @@ static void test_pipeline_layers(void)
  * ------------------------------------------------------------------------ */
 
 /* Busy work standing in for a step's computation (a CPU test model). */
+static void spin(double seconds);
+
 static void spin(double seconds)
 {
 	struct timespec a, b;
@@ -661,10 +663,10 @@ struct star {
 static int star_agree(void *arg, int64_t *v, int n)
 {
 	struct star *s = arg;
-	int64_t buf[8];
+	int64_t buf[16];
 	size_t len = sizeof(int64_t) * (size_t)n;
 
-	if (n > 8)
+	if (n > 16)
 		return -1;
 	if (s->rank == 0) {
 		for (int r = 1; r < s->world; r++) {
@@ -697,6 +699,8 @@ struct run {
 	int step_us;             /* each step sleeps this long */
 	int64_t die_at;          /* every rank dies after this step (0: no) */
 	int save_all;            /* config.save_all_ranks */
+	int distinct;            /* ranks measure different noise and times */
+	const char *plans;       /* each rank writes its final plan here.<rank> */
 };
 
 /* One rank's training loop; the exit status tells the parent what happened. */
@@ -740,6 +744,9 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 	c.no_signal_handler = 0;
 	c.ckpt_interval = run->ckpt_interval;
 	c.save_all_ranks = run->save_all;
+	if (run->distinct)
+		c.prior = (copus_perf_params){ 0.02, 0.001, 0.1, 0.01, 0.05,
+					       0.005, 1.5 };
 	a.crash_on_save = rank == 0 && run->crash_on_save;
 	a.fail_on_save = rank == 0 && run->fail_on_save;
 	if (copus_init(&c, &ctx) != COPUS_OK)
@@ -752,6 +759,13 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 		if (a.step == run->signal_at && rank == run->signal_rank)
 			raise(SIGUSR1);
 		app_step(&a);
+		if (run->distinct) {
+			/* Each rank sees its own noise and its own speed. */
+			spin(0.001 * (rank + 1));
+			/* |G|^2 = 1, tr(Sigma) = 200 or 400, batches 16, 32. */
+			copus_grad_local(ctx, 1.0 + 200.0 * (rank + 1) / 16);
+			copus_grad_total(ctx, 1.0 + 200.0 * (rank + 1) / 32);
+		}
 		/* A failed rescale checkpoint is logged; the step succeeds. */
 		rc = copus_step_end(ctx, 16, 0);
 		if (rc != COPUS_OK)
@@ -766,6 +780,18 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 			_exit(31);
 	}
 	copus_info(ctx, &in);
+	if (run->plans != NULL) {
+		copus_plan p;
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s.%d", run->plans, rank);
+		f = fopen(path, "w");
+		if (f == NULL || copus_plan_get(ctx, &p) != COPUS_OK)
+			_exit(24);
+		fprintf(f, "%.17g %d %d %.17g %.17g\n", p.batch, p.local,
+			p.accum_steps, p.lr_gain, p.efficiency);
+		fclose(f);
+	}
 	if (report != NULL && rank == 0) {
 		f = fopen(report, "w");
 		if (f != NULL) {
@@ -1213,6 +1239,49 @@ static void test_old_run_does_not_overwrite_the_current_checkpoint(void)
 	remove_tmpdir();
 }
 
+static void read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_PTR_NOT_NULL(fgets(buf, (int)len, f));
+	fclose(f);
+}
+
+/*
+ * Two ranks that measure different gradient noise and step times get the
+ * same plan: batch, micro-batch, accumulation and learning-rate gain.
+ */
+static void test_ranks_get_the_same_plan(void)
+{
+	char plans[512], path[600], p0[256], p1[256];
+	struct run run = { .world = 2, .steps = 12, .signal_at = -1,
+			   .checkpoint_at = -1, .distinct = 1,
+			   .plans = plans };
+	int st[MAX_RANKS];
+	double batch, gain;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(plans, sizeof(plans), "%s/plan", tmpdir);
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	snprintf(path, sizeof(path), "%s.0", plans);
+	read_line(path, p0, sizeof(p0));
+	snprintf(path, sizeof(path), "%s.1", plans);
+	read_line(path, p1, sizeof(p1));
+	if (strcmp(p0, p1) != 0)
+		fprintf(stderr, "rank 0's plan %s differs from rank 1's %s",
+			p0, p1);
+	CU_ASSERT_STRING_EQUAL(p0, p1);
+	/* The plan uses the measured noise: the gain is not the default. */
+	CU_ASSERT_EQUAL(sscanf(p0, "%lg %*d %*d %lg", &batch, &gain), 2);
+	CU_ASSERT(gain > 1.0);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -1334,6 +1403,7 @@ int main(void)
 		TEST(test_failed_checkpoint_leaves_no_files),
 		TEST(test_all_ranks_refuse_a_layout_they_cannot_load),
 		TEST(test_old_run_does_not_overwrite_the_current_checkpoint),
+		TEST(test_ranks_get_the_same_plan),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
 	};

@@ -278,8 +278,30 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps);
 /* The smoothed gradient statistics; COPUS_ENODATA before any. */
 int copus_grad_stats_get(const copus_ctx *ctx, copus_grad_stats *out);
 
-/* The plan that maximises goodput on the current allocation. */
+/*
+ * The plan that maximises goodput on the current allocation. It is the same
+ * on every rank that calls it after the same step: with several ranks it is
+ * computed from the inputs the ranks agreed on at the latest step boundary
+ * (rank 0's gradient statistics and fitted throughput, refitted at most once
+ * a second), never from one rank's own measurements; before the first
+ * boundary, from the restored checkpoint (or cfg.prior).
+ */
 int copus_plan_get(copus_ctx *ctx, copus_plan *out);
+
+/*
+ * The step boundary's agreement carried by the application's own collective
+ * (its gradient all-reduce), so that the runtime adds no collective of its
+ * own to a step. In a step, before the all-reduce, copus_agree_pack() fills
+ * COPUS_AGREE_LEN values; the application sums them over all ranks with its
+ * gradients (exact in float32 and float64, not in float16) and hands the
+ * sums to copus_agree_unpack() before copus_step_end(), which then calls no
+ * agree callback (and ignores agree_interval). Every rank folds in the same
+ * steps; a step that does not fold falls back to the agree callback. Sums
+ * over fewer ranks than the job's, or rounded ones, are COPUS_EINVAL.
+ */
+#define COPUS_AGREE_LEN 48
+int copus_agree_pack(copus_ctx *ctx, double *out, int n);
+int copus_agree_unpack(copus_ctx *ctx, const double *sums, int n);
 
 /* The throughput parameters fitted from the steps measured so far. */
 int copus_perf_get(copus_ctx *ctx, copus_perf_params *out);
