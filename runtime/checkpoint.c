@@ -56,6 +56,21 @@ void copus__ckpt_files_free(copus_ctx *ctx)
 	ctx->n_ckpt_files = 0;
 }
 
+int copus__ckpt_slot(const copus_ctx *ctx, int rank, int *nslots)
+{
+	copus_plan_coords at;
+
+	if (ctx->cfg.save_all_ranks) {
+		*nslots = ctx->info.world;
+		return rank;
+	}
+	*nslots = ctx->degrees.pipeline * ctx->degrees.tensor;
+	if (copus_plan_coords_of_rank(&ctx->degrees, rank, &at) != COPUS_OK ||
+	    at.data_rank != 0)
+		return -1;
+	return at.data_group;
+}
+
 static int _fsync_path(const char *path, bool dir)
 {
 	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
@@ -212,6 +227,11 @@ static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
 	json_object_object_add(o, "save_all_ranks",
 			       json_object_new_int(ctx->cfg.save_all_ranks ? 1 : 0));
 	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_int(ctx->degrees.data));
+	json_object_array_add(a, json_object_new_int(ctx->degrees.tensor));
+	json_object_array_add(a, json_object_new_int(ctx->degrees.pipeline));
+	json_object_object_add(o, "layout", a);
+	a = json_object_new_array();
 	for (int i = 0; i < nfiles; i++) {
 		e = json_object_new_array();
 		json_object_array_add(e, json_object_new_string(files[i]));
@@ -315,7 +335,7 @@ int copus_checkpoint(copus_ctx *ctx)
 	long long *sizes = NULL, size = 0;
 	uint32_t crc = 0, *crcs = NULL;
 	int64_t step, v[2], *got = NULL;
-	int nfiles = 0, nsave, rc = COPUS_OK, saver;
+	int nfiles = 0, nsave, rc = COPUS_OK, saver, slot;
 	bool saved = false;
 
 	if (ctx == NULL)
@@ -336,9 +356,14 @@ int copus_checkpoint(copus_ctx *ctx)
 			   (long long)step, ctx->ckpt_dir);
 		return COPUS_OK;
 	}
-	saver = ctx->info.rank == 0 || ctx->cfg.save_all_ranks;
-	nsave = ctx->cfg.save == NULL ? 0
-		: ctx->cfg.save_all_ranks ? ctx->info.world : 1;
+	/*
+	 * One file per shard (pipeline stage and tensor slice), written by
+	 * the shard's first replica; or one per rank with save_all_ranks.
+	 */
+	slot = copus__ckpt_slot(ctx, ctx->info.rank, &nsave);
+	saver = slot >= 0;
+	if (ctx->cfg.save == NULL)
+		nsave = 0;
 	got = calloc((size_t)nsave + 1, sizeof(*got));
 	if (got == NULL)
 		return COPUS_ENOMEM;
@@ -356,8 +381,7 @@ int copus_checkpoint(copus_ctx *ctx)
 	 */
 	got[0] = rc != COPUS_OK;
 	if (rc == COPUS_OK && saver && nsave > 0)
-		got[1 + (ctx->cfg.save_all_ranks ? ctx->info.rank : 0)] =
-			(int64_t)crc + 1;
+		got[1 + slot] = (int64_t)crc + 1;
 	if (copus__agree(ctx, got, nsave + 1) != COPUS_OK || got[0] != 0) {
 		if (rc == COPUS_OK)
 			rc = copus__fail(ctx, COPUS_EIO,
@@ -374,12 +398,17 @@ int copus_checkpoint(copus_ctx *ctx)
 		if (files == NULL || sizes == NULL || crcs == NULL) {
 			rc = COPUS_ENOMEM;
 		} else {
+			/* The files in slot order: by rank or by shard. */
 			for (int r = 0; r < n && rc == COPUS_OK; r++) {
 				char f[256], path[4096];
 				struct stat st;
+				int q = 0, ns;
 
+				while (q < ctx->info.world &&
+				       copus__ckpt_slot(ctx, q, &ns) != r)
+					q++;
 				snprintf(f, sizeof(f), "ckpt-%lld.r%d",
-					 (long long)step, r);
+					 (long long)step, q);
 				snprintf(path, sizeof(path), "%s/%s",
 					 ctx->ckpt_dir, f);
 				/* Other ranks' files: the size they have now. */
@@ -392,11 +421,11 @@ int copus_checkpoint(copus_ctx *ctx)
 				if (got[1 + r] < 1) {
 					rc = copus__fail(ctx, COPUS_EIO,
 							 "rank %d sent no checksum of %s",
-							 r, path);
+							 q, path);
 					break;
 				}
 				files[nfiles] = strdup(f);
-				sizes[nfiles] = r == 0 ? size : (long long)st.st_size;
+				sizes[nfiles] = q == 0 ? size : (long long)st.st_size;
 				crcs[nfiles] = (uint32_t)(got[1 + r] - 1);
 				if (files[nfiles++] == NULL)
 					rc = COPUS_ENOMEM;
@@ -565,17 +594,41 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 	if (version >= 2 &&
 	    (!_get_num(o, "save_all_ranks", &all) || (all != 0 && all != 1)))
 		goto bad;
+	field = "layout";
+	m->layout = (copus_plan_degrees){ .data = (int)world, .pipeline = 1,
+					  .tensor = 1 };
+	if (version >= 3) {
+		double d[3];
+
+		if (!json_object_object_get_ex(o, "layout", &a) ||
+		    !json_object_is_type(a, json_type_array) ||
+		    json_object_array_length(a) != 3)
+			goto bad;
+		for (int k = 0; k < 3; k++)
+			if (!_arr_num(a, (size_t)k, &d[k]) || d[k] < 1 ||
+			    d[k] > world || d[k] != floor(d[k]))
+				goto bad;
+		if (d[0] * d[1] * d[2] != world)
+			goto bad;
+		m->layout = (copus_plan_degrees){ .data = (int)d[0],
+						  .tensor = (int)d[1],
+						  .pipeline = (int)d[2] };
+	}
 	field = "files";
 	if (!json_object_object_get_ex(o, "files", &a) ||
 	    !json_object_is_type(a, json_type_array))
 		goto bad;
 	nfiles = (int)json_object_array_length(a);
 	/*
-	 * One file per rank when every rank saved, one when rank 0 did (none
-	 * without a save callback); version 1 did not say which.
+	 * One file per rank when every rank saved, else one per shard
+	 * (pipeline stage and tensor slice); none without a save callback.
+	 * Version 1 did not say which.
 	 */
-	if (version >= 2 ? (all ? nfiles != (int)world : nfiles > 1)
-			 : (nfiles > 1 && nfiles != (int)world))
+	if (nfiles > 0 &&
+	    (version >= 2 ? nfiles != (all ? (int)world
+					   : m->layout.pipeline *
+						     m->layout.tensor)
+			  : (nfiles > 1 && nfiles != (int)world)))
 		goto bad;
 	if (version == 1)
 		all = nfiles > 1;
@@ -776,17 +829,43 @@ int copus__restore(copus_ctx *ctx)
 	if (rc != COPUS_OK)
 		return rc;
 	/*
-	 * Rank r loads its own file when every rank saved, else rank 0's.
-	 * Every rank reads the same manifest, so a layout this run cannot
-	 * load stops every rank alike.
+	 * Rank r loads its own file when every rank saved, else its shard's
+	 * (its pipeline stage and tensor slice, any data degree). The files
+	 * of another layout cannot be served: every rank reads the same
+	 * manifest and refuses it alike.
 	 */
-	if (m.all_ranks && m.world != ctx->info.world) {
+	if (m.nfiles > 0 && m.all_ranks &&
+	    (m.world != ctx->info.world ||
+	     m.layout.pipeline != ctx->degrees.pipeline ||
+	     m.layout.tensor != ctx->degrees.tensor)) {
 		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld holds one file per rank of %d ranks; this run has %d ranks",
-				 (long long)m.step, m.world, ctx->info.world);
+				 "checkpoint of step %lld in %s holds one file per rank of %d ranks (pipeline %d x tensor %d); this run has %d ranks (pipeline %d x tensor %d)",
+				 (long long)m.step, ctx->ckpt_dir, m.world,
+				 m.layout.pipeline, m.layout.tensor,
+				 ctx->info.world, ctx->degrees.pipeline,
+				 ctx->degrees.tensor);
 		goto out;
 	}
-	idx = m.all_ranks ? ctx->info.rank : 0;
+	if (m.nfiles > 0 && !m.all_ranks &&
+	    (m.layout.pipeline != ctx->degrees.pipeline ||
+	     m.layout.tensor != ctx->degrees.tensor)) {
+		rc = copus__fail(ctx, COPUS_ESTATE,
+				 "checkpoint of step %lld in %s holds the shards of pipeline %d x tensor %d; this run has pipeline %d x tensor %d and cannot load them",
+				 (long long)m.step, ctx->ckpt_dir,
+				 m.layout.pipeline, m.layout.tensor,
+				 ctx->degrees.pipeline, ctx->degrees.tensor);
+		goto out;
+	}
+	if (m.all_ranks) {
+		idx = ctx->info.rank;
+	} else {
+		copus_plan_coords at;
+
+		idx = 0;
+		if (copus_plan_coords_of_rank(&ctx->degrees, ctx->info.rank,
+					      &at) == COPUS_OK)
+			idx = at.data_group;
+	}
 	if (m.nfiles > 0) {
 		struct stat st;
 		uint32_t crc;

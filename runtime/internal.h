@@ -26,10 +26,11 @@
 /* The manifest that names the latest complete checkpoint. */
 #define COPUS_MANIFEST "copus.manifest"
 /*
- * 2: every file with its CRC-32 and the saving mode; 1 (sizes only) is
- * still read.
+ * 3: the layout (data, tensor, pipeline degrees) of the run that wrote it;
+ * 2: every file with its CRC-32 and the saving mode; 1 (sizes only). All
+ * three are read.
  */
-#define COPUS_MANIFEST_VERSION 2
+#define COPUS_MANIFEST_VERSION 3
 /* Largest manifest read back (it holds at most COPUS_MAX_OBS entries). */
 #define COPUS_MANIFEST_MAX (256 * 1024)
 
@@ -168,12 +169,21 @@ const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx);
 int copus__restore(copus_ctx *ctx);
 /* Forget the files of the latest checkpoint. */
 void copus__ckpt_files_free(copus_ctx *ctx);
+/*
+ * The file slot of a rank in a checkpoint: with save_all_ranks its rank;
+ * otherwise its shard (pipeline stage and tensor slice, the data group of
+ * copus/plan.h) when it is the first replica of the shard; -1 when the rank
+ * saves nothing. *nslots: the number of files.
+ */
+int copus__ckpt_slot(const copus_ctx *ctx, int rank, int *nslots);
 
 /* A checkpoint as its manifest names it. */
 struct copus__manifest {
 	int64_t step;
 	int world;            /* the ranks of the run that wrote it */
-	bool all_ranks;       /* every rank saved a file (else rank 0 alone) */
+	bool all_ranks;       /* every rank saved a file (else one per shard) */
+	/* Its degrees; version 2 and 1 manifests: world x 1 x 1. */
+	copus_plan_degrees layout;
 	int nfiles;
 	char **files;
 	long long *sizes;

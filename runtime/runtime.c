@@ -465,27 +465,39 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	ctx->last_ckpt = copus__now();
 
 	rc = copus__restore(ctx);
-	if (rc != COPUS_OK)
-		goto fail;
-	/*
-	 * The plan's first inputs: the restored ones, which every rank read
-	 * from the same manifest.
-	 */
-	ctx->plan_grad = copus__grad(ctx);
-	if (ctx->n_obs > 0 && copus__fit(ctx) == COPUS_OK &&
-	    copus__perf_of_type(ctx) != NULL) {
-		ctx->plan_perf = *copus__perf_of_type(ctx);
-		ctx->plan_have_perf = true;
+	if (rc == COPUS_OK) {
+		/*
+		 * The plan's first inputs: the restored ones, which every
+		 * rank read from the same manifest.
+		 */
+		ctx->plan_grad = copus__grad(ctx);
+		if (ctx->n_obs > 0 && copus__fit(ctx) == COPUS_OK &&
+		    copus__perf_of_type(ctx) != NULL) {
+			ctx->plan_perf = *copus__perf_of_type(ctx);
+			ctx->plan_have_perf = true;
+		}
+		ctx->last_refit = copus__now();
+		rc = copus__publisher_start(ctx);
 	}
-	ctx->last_refit = copus__now();
-	rc = copus__publisher_start(ctx);
-	if (rc != COPUS_OK)
-		goto fail;
-	if (!cfg->no_signal_handler) {
+	if (rc == COPUS_OK && !cfg->no_signal_handler)
 		rc = copus__signals_install(ctx);
-		if (rc != COPUS_OK)
-			goto fail;
+	/*
+	 * The ranks start together or not at all: a rank that could not
+	 * restore its state (its file is corrupt, its load failed) stops
+	 * every rank here, before any of them trains.
+	 */
+	if (ctx->info.world > 1) {
+		int64_t v[1] = { rc != COPUS_OK };
+		int arc = copus__agree(ctx, v, 1);
+
+		if (rc == COPUS_OK && arc != COPUS_OK)
+			rc = arc;
+		else if (rc == COPUS_OK && v[0] != 0)
+			rc = copus__fail(ctx, COPUS_ESTATE,
+					 "another rank of the job failed to start (see its log); no rank trains");
 	}
+	if (rc != COPUS_OK)
+		goto fail;
 	copus__log(ctx, 1, "job %u restart %d: rank %d of %d on %d nodes, %d GPUs per node (%s), step %lld",
 		   ctx->info.job_id, ctx->info.restart_count, ctx->info.rank,
 		   ctx->info.world, ctx->info.nodes, ctx->info.gpus_per_node,

@@ -639,6 +639,15 @@ static int app_load(void *arg, const char *path, int64_t step)
 	return 0;
 }
 
+static double expected_w_from(double w0, int64_t steps)
+{
+	struct app a = { .w = w0 };
+
+	while (a.step < steps)
+		app_step(&a);
+	return a.w;
+}
+
 static double expected_w(int64_t steps)
 {
 	struct app a = { 0 };
@@ -700,6 +709,8 @@ struct run {
 	int64_t die_at;          /* every rank dies after this step (0: no) */
 	int save_all;            /* config.save_all_ranks */
 	int distinct;            /* ranks measure different noise and times */
+	int pipeline;            /* config.pipeline_degree (0: 1) */
+	int rank_state;          /* rank r's model starts at 1000 r */
 	const char *plans;       /* each rank writes its final plan here.<rank> */
 };
 
@@ -747,6 +758,10 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 	if (run->distinct)
 		c.prior = (copus_perf_params){ 0.02, 0.001, 0.1, 0.01, 0.05,
 					       0.005, 1.5 };
+	if (run->pipeline > 0)
+		c.pipeline_degree = run->pipeline;
+	if (run->rank_state)
+		a.w = 1000.0 * rank;
 	a.crash_on_save = rank == 0 && run->crash_on_save;
 	a.fail_on_save = rank == 0 && run->fail_on_save;
 	if (copus_init(&c, &ctx) != COPUS_OK)
@@ -780,6 +795,9 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 			_exit(31);
 	}
 	copus_info(ctx, &in);
+	/* Each rank's own state went through the checkpoints intact. */
+	if (run->rank_state && a.w != expected_w_from(1000.0 * rank, a.step))
+		_exit(25);
 	if (run->plans != NULL) {
 		copus_plan p;
 		char path[512];
@@ -1282,6 +1300,91 @@ static void test_ranks_get_the_same_plan(void)
 	remove_tmpdir();
 }
 
+/*
+ * Two pipeline stages hold different state: each stage's is saved (by the
+ * first replica of the stage), and after the restart each stage loads its
+ * own, whatever the default saving mode.
+ */
+static void test_pipeline_stages_each_save_their_state(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = 3,
+			   .signal_rank = 1, .checkpoint_at = -1,
+			   .pipeline = 2, .rank_state = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(st[1], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 4);
+	CU_ASSERT(exists("ckpt-4.r0"));
+	CU_ASSERT(exists("ckpt-4.r1"));
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0); /* 25: stage 1 got stage 0's state */
+	remove_tmpdir();
+}
+
+/*
+ * A checkpoint of two pipeline stages restarted without a pipeline: the
+ * files cannot serve the new layout, and every rank refuses it alike.
+ */
+static void test_another_pipeline_layout_is_refused_by_every_rank(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = 3,
+			   .signal_rank = 0, .checkpoint_at = -1,
+			   .pipeline = 2, .rank_state = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 4);
+	run.signal_at = -1;
+	run.restart = 1;
+	run.pipeline = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 20);
+	CU_ASSERT_EQUAL(st[1], 20);
+	remove_tmpdir();
+}
+
+/*
+ * One rank cannot restore (its file is corrupt): no rank starts training,
+ * every rank's copus_init fails.
+ */
+static void test_one_rank_failing_to_restore_stops_every_rank(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = -1,
+			   .checkpoint_at = 4, .save_all = 1 };
+	char path[512];
+	int st[MAX_RANKS];
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	run.steps = 4;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 4);
+	snprintf(path, sizeof(path), "%s/ckpt-4.r1", tmpdir);
+	f = fopen(path, "r+");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputc('9', f);
+	fclose(f);
+	run.steps = 12;
+	run.checkpoint_at = -1;
+	run.restart = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 20); /* 22 when rank 0 trained alone */
+	CU_ASSERT_EQUAL(st[1], 20);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -1333,6 +1436,23 @@ static void test_bad_manifest(void)
 		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
 	fclose(f);
 	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	/* A layout that is not the world, or one file for two stages. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[1,1,2],"
+		   "\"files\":[[\"ckpt-3.r0\",10,7],[\"ckpt-3.r2\",10,7]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(NULL), "layout"));
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[2,1,2],"
+		   "\"files\":[[\"ckpt-3.r0\",10,7]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(NULL), "files"));
 	/* A CRC-32 out of range. */
 	f = fopen(path, "w");
 	fprintf(f, "{\"copus_ckpt\":2,\"step\":3,\"samples\":1,\"progress\":1,"
@@ -1404,6 +1524,9 @@ int main(void)
 		TEST(test_all_ranks_refuse_a_layout_they_cannot_load),
 		TEST(test_old_run_does_not_overwrite_the_current_checkpoint),
 		TEST(test_ranks_get_the_same_plan),
+		TEST(test_pipeline_stages_each_save_their_state),
+		TEST(test_another_pipeline_layout_is_refused_by_every_rank),
+		TEST(test_one_rank_failing_to_restore_stops_every_rank),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
 	};

@@ -53,11 +53,17 @@
  *   COPUS_DEBUG=0|1|2         log what the runtime does (stderr)
  * A malformed value is an error of copus_init that names the variable.
  *
- * Checkpoints: with one saving rank (the default), every rank of the
- * restarted job loads rank 0's file, so the directory must be visible to
- * all nodes of the new allocation (or the job must stay on one node). With
- * save_all_ranks, rank r loads rank r's file, and a run with another number
- * of ranks refuses the checkpoint on every rank. The manifest holds each
+ * Checkpoints: by default one file per shard of the model (pipeline stage
+ * and tensor slice), written by the shard's first data-parallel replica;
+ * every rank of the restarted job loads its shard's file, whatever the data
+ * degree, so the directory must be visible to all nodes of the new
+ * allocation. Without pipeline and tensor degrees that is one file, rank
+ * 0's. With save_all_ranks, rank r loads rank r's file. The manifest
+ * records the layout (data, tensor, pipeline degrees); a run whose layout
+ * cannot load the files (other pipeline or tensor degrees, or another
+ * number of ranks with save_all_ranks) refuses the checkpoint on every
+ * rank. copus_init() succeeds on every rank or on none: the ranks agree
+ * before any of them trains. The manifest holds each
  * file's size and CRC-32; a file that does not match is refused, never
  * loaded. A new run removes what a crash or a failed checkpoint left in
  * the directory (temporary files, files no manifest names). The manifest
@@ -138,7 +144,10 @@ typedef struct copus_config {
 
 	/* Checkpoints: NULL reads $COPUS_CKPT_DIR; none disables rescale. */
 	const char *ckpt_dir;
-	/* 0: only rank 0 saves (data parallel); 1: every rank saves. */
+	/*
+	 * 0: the first replica of each shard (pipeline stage, tensor slice)
+	 * saves, rank 0 alone when the model is not split; 1: every rank.
+	 */
 	int save_all_ranks;
 	copus_save_cb save;
 	copus_load_cb load;
