@@ -37,6 +37,8 @@ import torch.distributed as dist
 
 COPUS_OK = 0
 COPUS_ENODATA = -3
+# The values of a step boundary's agreement (COPUS_AGREE_LEN in copus.h).
+AGREE_LEN = 48
 STATE_RUNNING, STATE_CHECKPOINTING, STATE_CHECKPOINTED = 0, 1, 2
 OPT_SGD, OPT_ADAM = 0, 1
 
@@ -175,6 +177,9 @@ def library():
         "copus_checkpoint": [P],
         "copus_state": [P, ctypes.POINTER(ctypes.c_int)],
         "copus_exit_code": [P, ctypes.POINTER(ctypes.c_int)],
+        "copus_agree_pack": [P, ctypes.POINTER(ctypes.c_double), ctypes.c_int],
+        "copus_agree_unpack": [P, ctypes.POINTER(ctypes.c_double),
+                               ctypes.c_int],
     }
     for name, args in sigs.items():
         fn = getattr(lib, name)
@@ -195,7 +200,8 @@ class Runtime:
                  accumulation=True, optimizer=OPT_SGD, ckpt_dir=None,
                  save=None, load=None, target_progress=0.0,
                  noise_decay=0.0, hint_interval=0.0, publish=None,
-                 gpu_type=None, agree_interval=1, ckpt_interval=0.0):
+                 gpu_type=None, agree_interval=1, ckpt_interval=0.0,
+                 prior=None):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -205,6 +211,10 @@ class Runtime:
         cfg.limits = BatchLimits(init_batch, max_batch, min_local, max_local,
                                  accumulation)
         cfg.optimizer = optimizer
+        if prior is not None:
+            # Throughput parameters known in advance (alpha_c, beta_c,
+            # alpha_n, beta_n, alpha_r, beta_r, gamma).
+            cfg.prior = PerfParams(*prior)
         cfg.target_progress = target_progress
         cfg.noise_decay = noise_decay
         cfg.hint_interval = hint_interval
@@ -234,6 +244,8 @@ class Runtime:
             self._cbs.append(PUBLISH_CB(self._on_publish))
             cfg.publish = self._cbs[-1]
         self.error = None
+        # Calls of the agree callback (all-reduces of the runtime's own).
+        self.agree_calls = 0
         self.ctx = ctypes.c_void_p()
         rc = lib.copus_init(ctypes.byref(cfg), ctypes.byref(self.ctx))
         if rc != COPUS_OK:
@@ -270,6 +282,7 @@ class Runtime:
             return 1
 
     def _on_agree(self, arg, values, n):
+        self.agree_calls += 1
         try:
             t = torch.tensor([values[i] for i in range(n)], dtype=torch.int64)
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -344,6 +357,19 @@ class Runtime:
         self._check(self._lib.copus_request_rescale(self.ctx),
                     "copus_request_rescale")
 
+    def agree_pack(self):
+        """This rank's values of the step's agreement, to be summed over
+        all ranks (with the gradients)."""
+        buf = (ctypes.c_double * AGREE_LEN)()
+        self._check(self._lib.copus_agree_pack(self.ctx, buf, AGREE_LEN),
+                    "copus_agree_pack")
+        return list(buf)
+
+    def agree_unpack(self, sums):
+        buf = (ctypes.c_double * AGREE_LEN)(*sums)
+        self._check(self._lib.copus_agree_unpack(self.ctx, buf, AGREE_LEN),
+                    "copus_agree_unpack")
+
     def checkpoint(self):
         self._check(self._lib.copus_checkpoint(self.ctx), "copus_checkpoint")
 
@@ -363,19 +389,111 @@ def _sqnorm(tensors):
     return 0.0 if total is None else float(total)
 
 
+class GlobalSampler:
+    """A data set's samples in one global order, split among the data-
+    parallel replicas, resumable at the same global sample on any number
+    of replicas.
+
+    Every replica calls next_batch(n) in step: each call takes the next
+    replicas x n samples of the global order, and replica r gets the r-th
+    n of them. The position counts global samples, so that the samples of
+    an optimizer step depend only on its global batch, not on how it was
+    split; state_dict() holds the position, and a job restarted on another
+    number of replicas resumes at the same global sample. The order is a
+    permutation of the data set per epoch, drawn from seed (shuffle) or
+    the identity. dataset[i] returns (input, target) tensors; collate
+    makes a batch of a list of them (default: stack each).
+    """
+
+    def __init__(self, dataset, replica=None, replicas=None, seed=0,
+                 shuffle=True, collate=None):
+        if replicas is None:
+            on = dist.is_available() and dist.is_initialized()
+            replicas = dist.get_world_size() if on else 1
+            replica = dist.get_rank() if on else 0
+        if not 0 <= replica < replicas:
+            raise CopusError("GlobalSampler: replica %r is not in [0, %r)"
+                             % (replica, replicas))
+        self.dataset = dataset
+        self.replica, self.replicas = replica, replicas
+        self.seed, self.shuffle = seed, shuffle
+        self.collate = collate or (lambda items: tuple(
+            torch.stack(list(col)) for col in zip(*items)))
+        self.pos = 0
+        self._perm_epoch, self._perm = None, None
+
+    def _order(self, epoch):
+        if self._perm_epoch != epoch:
+            n = len(self.dataset)
+            if self.shuffle:
+                g = torch.Generator().manual_seed(self.seed * 1000003 + epoch)
+                self._perm = torch.randperm(n, generator=g).tolist()
+            else:
+                self._perm = list(range(n))
+            self._perm_epoch = epoch
+        return self._perm
+
+    def global_indices(self, start, count):
+        """The data set indices of global samples start .. start+count-1."""
+        n = len(self.dataset)
+        out = []
+        for g in range(start, start + count):
+            out.append(self._order(g // n)[g % n])
+        return out
+
+    def indices(self, n):
+        """This replica's indices of the next call, without taking them."""
+        return self.global_indices(self.pos + self.replica * n, n)
+
+    def next_batch(self, n):
+        idx = self.indices(n)
+        self.pos += n * self.replicas
+        return self.collate([self.dataset[i] for i in idx])
+
+    def state_dict(self):
+        return {"pos": self.pos, "seed": self.seed, "shuffle": self.shuffle}
+
+    def load_state_dict(self, s):
+        if s.get("seed", self.seed) != self.seed or \
+                s.get("shuffle", self.shuffle) != self.shuffle:
+            raise CopusError("GlobalSampler: the checkpoint's order (seed %r, "
+                             "shuffle %r) is not this sampler's (%r, %r)"
+                             % (s.get("seed"), s.get("shuffle"), self.seed,
+                                self.shuffle))
+        self.pos = int(s["pos"])
+
+
 class Trainer:
-    """One optimizer step at a time, planned and measured by libcopus."""
+    """One optimizer step at a time, planned and measured by libcopus.
+
+    train_step() runs a whole step. To run the backward pass yourself
+    (a GradScaler, gradient clipping, a custom loss), iterate over
+    micro_batches() and finish with optimizer_step():
+
+        for x, y in trainer.micro_batches():
+            loss = loss_fn(model(x), y) / trainer.n_micro
+            scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        trainer.optimizer_step(lambda: scaler.step(optimizer))
+        scaler.update()
+
+    Each micro-batch's loss is divided by n_micro, so that .grad ends as
+    the mean. With a loss scaler, pass it as grad_scaler: the gradients
+    are measured before your unscaling and clipping, divided by its scale.
+    """
 
     def __init__(self, model, optimizer, loss_fn, data, init_batch,
                  max_batch, min_local, max_local, accumulation=True,
                  ckpt_dir=None, optimizer_kind=OPT_SGD, replan_every=0,
                  grad_stats=True, stats_every=1, on_rescale=None,
-                 **runtime_args):
+                 grad_scaler=None, fold_agreement=True, **runtime_args):
         self.model = model
         self.optimizer = optimizer
         self.loss_fn = loss_fn
         self.data = data
         self.grad_stats = grad_stats
+        self.grad_scaler = grad_scaler
         # Gradient norms on every stats_every-th step only: they cost a few
         # passes over the gradients per micro-batch.
         self.stats_every = max(1, int(stats_every))
@@ -384,15 +502,19 @@ class Trainer:
         self.replan_every = replan_every
         # Called with the checkpointed step just before the process exits.
         self.on_rescale = on_rescale
-        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.ddp = isinstance(model,
                               torch.nn.parallel.DistributedDataParallel)
+        # The step's agreement travels with the gradients' all-reduce.
+        self.fold_agreement = fold_agreement and self.ddp
+        self._agree_sums = None
+        self._in_step = False
         self._prev = None       # accumulated .grad before the last micro-batch
         self._hook_sq = 0.0     # local squared norm of the last micro-batch
         self._scratch = {}
         self._pair_prev = None  # the previous step's gradient (one process)
         self._scale = 1.0
+        self.n_micro = 1
         self.rt = Runtime(init_batch, max_batch, min_local, max_local,
                           accumulation=accumulation,
                           optimizer=optimizer_kind, ckpt_dir=ckpt_dir,
@@ -411,14 +533,15 @@ class Trainer:
         of the same gradient (the model moves little in one step)."""
         cur = [p.grad.detach() for p in self.params]
         prev = self._pair_prev
+        k = self._scale * self._scale
         if prev is not None:
             mean = self._buffers("mean", cur)
             for m, c, q in zip(mean, cur, prev):
                 torch.add(c, q, out=m)
                 m.mul_(0.5)
-            self.rt.grad_local(_sqnorm(prev))
-            self.rt.grad_local(_sqnorm(cur))
-            self.rt.grad_total(_sqnorm(mean))
+            self.rt.grad_local(_sqnorm(prev) * k)
+            self.rt.grad_local(_sqnorm(cur) * k)
+            self.rt.grad_total(_sqnorm(mean) * k)
         prev = self._buffers("pair", cur)
         for q, c in zip(prev, cur):
             q.copy_(c)
@@ -455,7 +578,7 @@ class Trainer:
     # -- DDP communication hook: the local gradient before the all-reduce --
     @staticmethod
     def _comm_hook(self, bucket):
-        if self._measure:
+        if self._measure and self._in_step:
             grads = bucket.gradients()
             if self._prev is None:
                 sq = _sqnorm(grads)
@@ -467,6 +590,20 @@ class Trainer:
             self._hook_sq += sq * self._scale * self._scale
         buf = bucket.buffer()
         buf.div_(dist.get_world_size())
+        if self.fold_agreement and self._in_step and bucket.is_last() and \
+                buf.dtype in (torch.float32, torch.float64):
+            # The step's agreement rides on the last bucket: no
+            # all-reduce of its own.
+            n = buf.numel()
+            extra = torch.tensor(self.rt.agree_pack(), dtype=buf.dtype)
+            fut = dist.all_reduce(torch.cat([buf, extra]),
+                                  async_op=True).get_future()
+
+            def split(f):
+                t = f.value()[0]
+                self._agree_sums = t[n:]
+                return t[:n]
+            return fut.then(split)
         fut = dist.all_reduce(buf, async_op=True).get_future()
 
         def done(f):
@@ -474,19 +611,21 @@ class Trainer:
         return fut.then(done)
 
     # -- one optimizer step -----------------------------------------------
-    def _set_lr(self):
-        for g, lr in zip(self.optimizer.param_groups, self.base_lrs):
-            g["lr"] = lr * self.plan.lr_gain
-
-    def train_step(self):
-        """Run one step of plan.local x (plan.accum_steps + 1) samples per
-        replica; returns the mean loss. Exits the process with the requeue
-        code when the scheduler asked for a rescale."""
+    def micro_batches(self):
+        """Begin a step and yield its plan.accum_steps + 1 micro-batches of
+        plan.local samples (inputs, targets); run forward and backward on
+        each before taking the next, then call optimizer_step()."""
         rt, plan = self.rt, self.plan
         local, accum = plan.local, plan.accum_steps
         n_micro = accum + 1
-        # Each micro-batch's loss is scaled so that .grad ends as the mean.
-        self._scale = float(n_micro)
+        self.n_micro = n_micro
+        # Each micro-batch's loss is scaled so that .grad ends as the mean;
+        # a loss scaler's factor is divided out of the measurements.
+        scale = 1.0
+        if self.grad_scaler is not None:
+            scale = float(self.grad_scaler.get_scale())
+        self._scale = float(n_micro) / scale
+        k_total = 1.0 / (scale * scale)
         # One gradient per step on one process: consecutive steps are the
         # two estimates, so measured steps come in pairs.
         pairs = n_micro == 1 and not self.ddp
@@ -498,25 +637,24 @@ class Trainer:
         self._measure = measure
         self._calls += 1
         rt.step_begin()
+        self._in_step = True
+        self._agree_sums = None
         self.optimizer.zero_grad(set_to_none=False)
-        total_loss = 0.0
         prev_flat = None
         self._prev = None
         self._hook_sq = 0.0
+        k = self._scale * self._scale
         for i in range(n_micro):
             x, y = self.data.next_batch(local)
             last = i == accum
             if self.ddp and not last:
                 with self.model.no_sync():
-                    loss = self.loss_fn(self.model(x), y) / n_micro
-                    loss.backward()
+                    yield x, y
             else:
                 if last and measure and self.ddp and accum > 0:
                     self._prev = {p.data_ptr(): p.grad.detach().clone()
                                   for p in self.params}
-                loss = self.loss_fn(self.model(x), y) / n_micro
-                loss.backward()
-            total_loss += float(loss) * n_micro
+                yield x, y
             if measure and pairs:
                 pass
             elif measure and not (self.ddp and last):
@@ -530,7 +668,7 @@ class Trainer:
                     for d, c, q in zip(diff, cur, prev_flat):
                         torch.sub(c, q, out=d)
                     sq = _sqnorm(diff)
-                rt.grad_local(sq * n_micro * n_micro)
+                rt.grad_local(sq * k)
                 if not last:
                     prev_flat = self._buffers("prev", cur)
                     for q, c in zip(prev_flat, cur):
@@ -541,18 +679,52 @@ class Trainer:
         if measure and pairs:
             self._pair_step()
         elif measure:
-            rt.grad_total(_sqnorm(p.grad for p in self.params))
+            rt.grad_total(_sqnorm(p.grad for p in self.params) * k_total)
         elif pairs:
             self._pair_prev = None
-        self._set_lr()
-        self.optimizer.step()
-        rt.step_end(local, accum)
-        self.data_advance = local * n_micro
+        if self._agree_sums is not None:
+            rt.agree_unpack(self._agree_sums.tolist())
+            self._agree_sums = None
+
+    def optimizer_step(self, step=None):
+        """End the step: the optimizer's step (or step(), e.g.
+        lambda: scaler.step(optimizer)) with every group's learning rate
+        multiplied by the plan's gain for that call only, so that the
+        user's learning-rate schedule stays in charge; then libcopus's
+        step end. Exits the process with the requeue code when the
+        scheduler asked for a rescale."""
+        rt, plan = self.rt, self.plan
+        groups = self.optimizer.param_groups
+        lrs = [g["lr"] for g in groups]
+        for g, lr in zip(groups, lrs):
+            g["lr"] = lr * plan.lr_gain
+        try:
+            if step is None:
+                self.optimizer.step()
+            else:
+                step()
+        finally:
+            for g, lr in zip(groups, lrs):
+                g["lr"] = lr
+        self._in_step = False
+        rt.step_end(plan.local, plan.accum_steps)
+        self.data_advance = plan.local * (plan.accum_steps + 1)
         if rt.state() == STATE_CHECKPOINTED:
             self.exit_for_rescale()
         if self.replan_every and self.step % self.replan_every == 0:
             self.plan = rt.plan()
-        return total_loss / n_micro
+
+    def train_step(self):
+        """Run one step of plan.local x (plan.accum_steps + 1) samples per
+        replica; returns the mean loss. Exits the process with the requeue
+        code when the scheduler asked for a rescale."""
+        total_loss = 0.0
+        for x, y in self.micro_batches():
+            loss = self.loss_fn(self.model(x), y) / self.n_micro
+            loss.backward()
+            total_loss += float(loss)
+        self.optimizer_step()
+        return total_loss
 
     def exit_for_rescale(self):
         code = self.rt.exit_code()
