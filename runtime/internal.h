@@ -83,6 +83,11 @@ struct copus_ctx {
 	int local_count;
 	double total_sqr;
 	bool have_total;
+	/* Consecutive steps of one gradient each (copus_grad_dot). */
+	double dot;
+	bool have_dot;
+	double prev_sqr;         /* the previous step's squared norm; < 0: none */
+	int prev_local;          /* and its micro-batch */
 	copus_noise noise;
 	copus_grad_stats last_raw;
 

@@ -461,6 +461,7 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	ctx->skip_obs = WARMUP_STEPS;
 	ctx->state = COPUS_STATE_RUNNING;
 	ctx->ckpt_step = -1;
+	ctx->prev_sqr = -1;
 	ctx->last_hint = -1.0;
 	ctx->last_ckpt = copus__now();
 
@@ -553,6 +554,7 @@ int copus_step_begin(copus_ctx *ctx)
 	ctx->local_sum = 0.0;
 	ctx->local_count = 0;
 	ctx->have_total = false;
+	ctx->have_dot = false;
 	return COPUS_OK;
 }
 

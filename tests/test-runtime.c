@@ -91,6 +91,7 @@ static void test_bad_arguments(void)
 	ASSERT_STATUS(copus_sync_end(NULL), COPUS_EINVAL);
 	ASSERT_STATUS(copus_grad_local(NULL, 1), COPUS_EINVAL);
 	ASSERT_STATUS(copus_grad_total(NULL, 1), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_dot(NULL, 1), COPUS_EINVAL);
 	ASSERT_STATUS(copus_step_end(NULL, 1, 0), COPUS_EINVAL);
 	ASSERT_STATUS(copus_grad_stats_get(NULL, &g), COPUS_EINVAL);
 	ASSERT_STATUS(copus_plan_get(NULL, &plan), COPUS_EINVAL);
@@ -340,6 +341,45 @@ static void test_grad_stats_and_progress(void)
 	CU_ASSERT_EQUAL(in.samples, 50 * 64);
 	/* The batch is M0 = 64: every step counts one iteration. */
 	ASSERT_CLOSE(in.progress, 50, 1e-9);
+	copus_finalize(ctx);
+}
+
+/*
+ * One process, one micro-batch a step: consecutive steps are the two
+ * estimates. Without the dot product there is nothing to measure; with it
+ * the estimates come out exact.
+ */
+static void test_grad_stats_of_consecutive_steps(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_grad_stats g;
+	const double sqr = 2.0, tr = 512.0; /* |G|^2 and tr(Sigma_1) */
+	const int local = 16;
+
+	clear_env();
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	for (int s = 0; s < 5; s++) {
+		ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+		ASSERT_STATUS(copus_grad_local(ctx, sqr + tr / local), COPUS_OK);
+		ASSERT_STATUS(copus_grad_total(ctx, sqr + tr / local), COPUS_OK);
+		ASSERT_STATUS(copus_step_end(ctx, local, 0), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_grad_stats_get(ctx, &g), COPUS_ENODATA);
+	ASSERT_STATUS(copus_grad_dot(ctx, 1.0), COPUS_ESTATE);
+	for (int s = 0; s < 50; s++) {
+		ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+		ASSERT_STATUS(copus_grad_local(ctx, sqr + tr / local), COPUS_OK);
+		/* Independent noise: E[a.b] = |G|^2. */
+		ASSERT_STATUS(copus_grad_dot(ctx, sqr), COPUS_OK);
+		ASSERT_STATUS(copus_step_end(ctx, local, 0), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_grad_stats_get(ctx, &g), COPUS_OK);
+	ASSERT_CLOSE(g.sqr, sqr, 1e-9);
+	ASSERT_CLOSE(g.var, tr / 64.0, 1e-9);
+	ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+	ASSERT_STATUS(copus_grad_dot(ctx, NAN), COPUS_EINVAL);
 	copus_finalize(ctx);
 }
 
@@ -1507,6 +1547,7 @@ int main(void)
 		TEST(test_bad_environment),
 		TEST(test_environment),
 		TEST(test_grad_stats_and_progress),
+		TEST(test_grad_stats_of_consecutive_steps),
 		TEST(test_plan),
 		TEST(test_pipeline_layers),
 		TEST(test_hints_callback),

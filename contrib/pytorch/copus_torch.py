@@ -169,6 +169,7 @@ def library():
         "copus_sync_end": [P],
         "copus_grad_local": [P, ctypes.c_double],
         "copus_grad_total": [P, ctypes.c_double],
+        "copus_grad_dot": [P, ctypes.c_double],
         "copus_step_end": [P, ctypes.c_int, ctypes.c_int],
         "copus_grad_stats_get": [P, ctypes.POINTER(GradStats)],
         "copus_plan_get": [P, ctypes.POINTER(Plan)],
@@ -348,6 +349,9 @@ class Runtime:
     def grad_total(self, sq):
         self._check(self._lib.copus_grad_total(self.ctx, sq),
                     "copus_grad_total")
+
+    def grad_dot(self, dot):
+        self._check(self._lib.copus_grad_dot(self.ctx, dot), "copus_grad_dot")
 
     def step_end(self, local, accum_steps):
         self._check(self._lib.copus_step_end(self.ctx, local, accum_steps),
@@ -530,18 +534,19 @@ class Trainer:
 
     def _pair_step(self):
         """This step's and the previous step's gradients as two estimates
-        of the same gradient (the model moves little in one step)."""
+        of the same gradient (the model moves little in one step): libcopus
+        pairs them from the squared norm and their dot product."""
         cur = [p.grad.detach() for p in self.params]
         prev = self._pair_prev
         k = self._scale * self._scale
+        self.rt.grad_local(_sqnorm(cur) * k)
         if prev is not None:
-            mean = self._buffers("mean", cur)
-            for m, c, q in zip(mean, cur, prev):
-                torch.add(c, q, out=m)
-                m.mul_(0.5)
-            self.rt.grad_local(_sqnorm(prev) * k)
-            self.rt.grad_local(_sqnorm(cur) * k)
-            self.rt.grad_total(_sqnorm(mean) * k)
+            dot = None
+            for c, q in zip(cur, prev):
+                d = torch.dot(c.reshape(-1), q.reshape(-1))
+                dot = d if dot is None else dot + d
+            if dot is not None:
+                self.rt.grad_dot(float(dot) * k)
         prev = self._buffers("pair", cur)
         for q, c in zip(prev, cur):
             q.copy_(c)

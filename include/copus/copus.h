@@ -276,6 +276,15 @@ int copus_grad_local(copus_ctx *ctx, double sqnorm);
 int copus_grad_total(copus_ctx *ctx, double sqnorm);
 
 /*
+ * One process without accumulation has one gradient per step: the noise
+ * is then measured from consecutive steps, as two estimates of the same
+ * gradient (the model moves little in one step). Give this step's squared
+ * norm to copus_grad_local() and the dot product of this step's gradient
+ * with the previous step's here (copus_grad_total() is not needed).
+ */
+int copus_grad_dot(copus_ctx *ctx, double dot);
+
+/*
  * End a step that used micro-batches of local samples per GPU and accum_steps
  * accumulation steps: record its time, update progress and the gradient
  * statistics, publish a hint when due (rank 0), and honour a rescale request.
