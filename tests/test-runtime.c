@@ -707,7 +707,34 @@ struct star {
 	int up[MAX_RANKS][2];   /* rank r -> rank 0 */
 	int down[MAX_RANKS][2]; /* rank 0 -> rank r */
 	int rank;
+	int agree_calls;        /* this rank's calls of star_agree */
 };
+
+/* The sum of n doubles over the ranks (the application's all-reduce). */
+static int star_sum(struct star *s, double *v, int n)
+{
+	double buf[COPUS_AGREE_LEN];
+	size_t len = sizeof(double) * (size_t)n;
+
+	if (n > COPUS_AGREE_LEN)
+		return -1;
+	if (s->rank == 0) {
+		for (int r = 1; r < s->world; r++) {
+			if (read(s->up[r][0], buf, len) != (ssize_t)len)
+				return -1;
+			for (int i = 0; i < n; i++)
+				v[i] += buf[i];
+		}
+		for (int r = 1; r < s->world; r++)
+			if (write(s->down[r][1], v, len) != (ssize_t)len)
+				return -1;
+		return 0;
+	}
+	if (write(s->up[s->rank][1], v, len) != (ssize_t)len ||
+	    read(s->down[s->rank][0], v, len) != (ssize_t)len)
+		return -1;
+	return 0;
+}
 
 static int star_agree(void *arg, int64_t *v, int n)
 {
@@ -715,6 +742,7 @@ static int star_agree(void *arg, int64_t *v, int n)
 	int64_t buf[16];
 	size_t len = sizeof(int64_t) * (size_t)n;
 
+	s->agree_calls++;
 	if (n > 16)
 		return -1;
 	if (s->rank == 0) {
@@ -751,6 +779,7 @@ struct run {
 	int distinct;            /* ranks measure different noise and times */
 	int pipeline;            /* config.pipeline_degree (0: 1) */
 	int rank_state;          /* rank r's model starts at 1000 r */
+	int fold;                /* the agreement rides on a sum of the ranks */
 	const char *plans;       /* each rank writes its final plan here.<rank> */
 };
 
@@ -821,6 +850,15 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 			copus_grad_local(ctx, 1.0 + 200.0 * (rank + 1) / 16);
 			copus_grad_total(ctx, 1.0 + 200.0 * (rank + 1) / 32);
 		}
+		if (run->fold) {
+			double v[COPUS_AGREE_LEN];
+
+			if (copus_agree_pack(ctx, v, COPUS_AGREE_LEN) != COPUS_OK ||
+			    star_sum(s, v, COPUS_AGREE_LEN) != 0 ||
+			    copus_agree_unpack(ctx, v, COPUS_AGREE_LEN) !=
+				    COPUS_OK)
+				_exit(26);
+		}
 		/* A failed rescale checkpoint is logged; the step succeeds. */
 		rc = copus_step_end(ctx, 16, 0);
 		if (rc != COPUS_OK)
@@ -835,6 +873,9 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 			_exit(31);
 	}
 	copus_info(ctx, &in);
+	/* Folded: one agreement of the runtime's own, at init. */
+	if (run->fold && s->agree_calls != 1)
+		_exit(27);
 	/* Each rank's own state went through the checkpoints intact. */
 	if (run->rank_state && a.w != expected_w_from(1000.0 * rank, a.step))
 		_exit(25);
@@ -1425,6 +1466,51 @@ static void test_one_rank_failing_to_restore_stops_every_rank(void)
 	remove_tmpdir();
 }
 
+/*
+ * The agreement carried by the application's sum (its gradient
+ * all-reduce): a request on one rank stops both after the step, and
+ * without one the runtime calls no collective of its own after init.
+ */
+static void test_folded_agreement(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = 4,
+			   .signal_rank = 1, .checkpoint_at = -1, .fold = 1 };
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	double v[COPUS_AGREE_LEN];
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(st[1], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0); /* 27: an agree call per step */
+	CU_ASSERT_EQUAL(st[1], 0);
+	remove_tmpdir();
+
+	/* Sums that are not of the job's ranks, or rounded, are refused. */
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_agree_pack(ctx, v, COPUS_AGREE_LEN), COPUS_ESTATE);
+	ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+	ASSERT_STATUS(copus_agree_pack(ctx, v, 3), COPUS_EINVAL);
+	ASSERT_STATUS(copus_agree_pack(ctx, v, COPUS_AGREE_LEN), COPUS_OK);
+	v[COPUS_AGREE_LEN - 2] = 2;
+	ASSERT_STATUS(copus_agree_unpack(ctx, v, COPUS_AGREE_LEN), COPUS_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(ctx), "ranks"));
+	v[COPUS_AGREE_LEN - 2] = 1;
+	v[5] += 0.5;
+	ASSERT_STATUS(copus_agree_unpack(ctx, v, COPUS_AGREE_LEN), COPUS_EINVAL);
+	v[5] -= 0.5;
+	ASSERT_STATUS(copus_agree_unpack(ctx, v, COPUS_AGREE_LEN), COPUS_OK);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	copus_finalize(ctx);
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -1568,6 +1654,7 @@ int main(void)
 		TEST(test_pipeline_stages_each_save_their_state),
 		TEST(test_another_pipeline_layout_is_refused_by_every_rank),
 		TEST(test_one_rank_failing_to_restore_stops_every_rank),
+		TEST(test_folded_agreement),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
 	};
