@@ -48,7 +48,7 @@ tests_test_runtime_job_SOURCES = tests/test-runtime-job.c
 tests_test_runtime_job_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 TESTS += tests/test-runtime-slurm.sh
 EXTRA_DIST += tests/test-runtime-slurm.sh
-EXTRA_DIST += tests/bench-runtime-pytorch.py
+EXTRA_DIST += tests/bench-runtime-pytorch.py tests/bench-runtime-agree.py
 
 # The GPU path: built only with NCCL, skipped without a GPU.
 TESTS += tests/test-runtime-gpu.sh

@@ -567,6 +567,64 @@ static void test_hints_callback_outside_slurm(void)
 }
 
 /* The Slurm channel, with a stand-in for scontrol that records its argv. */
+static copus_job_state hint_states[8];
+
+static int record_state(void *arg, const char *hint)
+{
+	copus_hint h;
+
+	(void)arg;
+	if (copus_hint_parse(hint, &h, NULL, 0) == COPUS_OK && hints_seen < 8)
+		hint_states[hints_seen] = h.state;
+	hints_seen++;
+	return 0;
+}
+
+/*
+ * A rescale checkpoint that cannot be written (the directory became a
+ * regular file): the step succeeds, the job keeps running, and the
+ * scheduler hears "checkpointing" and then "running" again.
+ */
+static void test_failed_rescale_checkpoint_tells_the_scheduler(void)
+{
+	copus_config c = base_config();
+	copus_job_state st;
+	copus_ctx *ctx;
+	char dir[512];
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(dir, sizeof(dir), "%s/ckpt", tmpdir);
+	setenv("COPUS_JOB_ID", "321", 1);
+	c.publish = record_state;
+	c.hint_interval = 3600;
+	c.ckpt_dir = dir;
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	f = fopen(dir, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("not a directory\n", f);
+	fclose(f);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK); /* a hint */
+	copus_request_rescale(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	ASSERT_STATUS(copus_state(ctx, &st), COPUS_OK);
+	CU_ASSERT_EQUAL(st, COPUS_STATE_RUNNING);
+	CU_ASSERT_EQUAL(hints_seen, 3);
+	CU_ASSERT_EQUAL(hint_states[1], COPUS_STATE_CHECKPOINTING);
+	CU_ASSERT_EQUAL(hint_states[2], COPUS_STATE_RUNNING);
+	/* It trains on. */
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	copus_finalize(ctx);
+	clear_env();
+	remove_tmpdir();
+}
+
 static void test_hints_scontrol(void)
 {
 	copus_config c = base_config();
@@ -1638,6 +1696,7 @@ int main(void)
 		TEST(test_pipeline_layers),
 		TEST(test_hints_callback),
 		TEST(test_hints_callback_outside_slurm),
+		TEST(test_failed_rescale_checkpoint_tells_the_scheduler),
 		TEST(test_hints_scontrol),
 		TEST(test_rescale_one_process),
 		TEST(test_rescale_three_ranks_to_two),

@@ -361,17 +361,18 @@ class Runtime:
         self._check(self._lib.copus_request_rescale(self.ctx),
                     "copus_request_rescale")
 
-    def agree_pack(self):
+    def agree_pack(self, out):
         """This rank's values of the step's agreement, to be summed over
-        all ranks (with the gradients)."""
-        buf = (ctypes.c_double * AGREE_LEN)()
-        self._check(self._lib.copus_agree_pack(self.ctx, buf, AGREE_LEN),
+        all ranks (with the gradients), into out: a contiguous float64
+        tensor of AGREE_LEN values."""
+        ptr = ctypes.cast(out.data_ptr(), ctypes.POINTER(ctypes.c_double))
+        self._check(self._lib.copus_agree_pack(self.ctx, ptr, AGREE_LEN),
                     "copus_agree_pack")
-        return list(buf)
 
     def agree_unpack(self, sums):
-        buf = (ctypes.c_double * AGREE_LEN)(*sums)
-        self._check(self._lib.copus_agree_unpack(self.ctx, buf, AGREE_LEN),
+        """The sums over all ranks: a contiguous float64 tensor."""
+        ptr = ctypes.cast(sums.data_ptr(), ctypes.POINTER(ctypes.c_double))
+        self._check(self._lib.copus_agree_unpack(self.ctx, ptr, AGREE_LEN),
                     "copus_agree_unpack")
 
     def checkpoint(self):
@@ -512,6 +513,7 @@ class Trainer:
         # The step's agreement travels with the gradients' all-reduce.
         self.fold_agreement = fold_agreement and self.ddp
         self._agree_sums = None
+        self._agree_out = torch.zeros(AGREE_LEN, dtype=torch.float64)
         self._in_step = False
         self._prev = None       # accumulated .grad before the last micro-batch
         self._hook_sq = 0.0     # local squared norm of the last micro-batch
@@ -600,9 +602,9 @@ class Trainer:
             # The step's agreement rides on the last bucket: no
             # all-reduce of its own.
             n = buf.numel()
-            extra = torch.tensor(self.rt.agree_pack(), dtype=buf.dtype)
-            fut = dist.all_reduce(torch.cat([buf, extra]),
-                                  async_op=True).get_future()
+            self.rt.agree_pack(self._agree_out)
+            fut = dist.all_reduce(torch.cat([buf, self._agree_out.to(
+                buf.dtype)]), async_op=True).get_future()
 
             def split(f):
                 t = f.value()[0]
@@ -688,7 +690,7 @@ class Trainer:
         elif pairs:
             self._pair_prev = None
         if self._agree_sums is not None:
-            rt.agree_unpack(self._agree_sums.tolist())
+            rt.agree_unpack(self._agree_sums.to(torch.float64).contiguous())
             self._agree_sums = None
 
     def optimizer_step(self, step=None):

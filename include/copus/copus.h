@@ -289,7 +289,11 @@ int copus_grad_dot(copus_ctx *ctx, double dot);
  * accumulation steps: record its time, update progress and the gradient
  * statistics, publish a hint when due (rank 0), and honour a rescale request.
  * A checkpoint that fails here (rescale or periodic) never fails the step:
- * the reason is logged, the previous checkpoint stays, training goes on.
+ * the reason is logged, the previous checkpoint stays, training goes on at
+ * the same size. After a failed rescale checkpoint rank 0 publishes its
+ * hint with the state running at once (it had said checkpointing), which
+ * tells the scheduler that the job stays where it is; the process does not
+ * exit, so nothing is requeued without a checkpoint.
  */
 int copus_step_end(copus_ctx *ctx, int local, int accum_steps);
 
