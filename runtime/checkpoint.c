@@ -35,7 +35,9 @@
  */
 #define MANIFEST_COUNT_MAX 9007199254740992.0
 
-/* Reading a manifest back (below the writing). */
+/* Reading a manifest back and removing leftovers (below the writing). */
+static void _remove_leftovers(copus_ctx *ctx,
+			      const struct copus__manifest *m);
 static int _read_file(copus_ctx *ctx, const char *path, char **out);
 static bool _get_num(struct json_object *o, const char *key, double *out);
 
@@ -469,6 +471,21 @@ int copus_checkpoint(copus_ctx *ctx)
 		files = NULL;
 	}
 	ctx->ckpt_step = step;
+	/*
+	 * What earlier failed attempts of this run left (their temporary
+	 * files, files no manifest names) goes now, not only at the next
+	 * start: on a small disk it could make the next checkpoint fail.
+	 */
+	{
+		char *own = saver && ctx->cfg.save != NULL ? name : NULL;
+		struct copus__manifest now = {
+			.nfiles = ctx->info.rank == 0 ? ctx->n_ckpt_files
+						      : own != NULL,
+			.files = ctx->info.rank == 0 ? ctx->ckpt_files : &own,
+		};
+
+		_remove_leftovers(ctx, &now);
+	}
 	copus__log(ctx, 1, "checkpoint of step %lld written to %s",
 		   (long long)step, ctx->ckpt_dir);
 out:

@@ -838,6 +838,7 @@ struct run {
 	int pipeline;            /* config.pipeline_degree (0: 1) */
 	int rank_state;          /* rank r's model starts at 1000 r */
 	int fold;                /* the agreement rides on a sum of the ranks */
+	int leftovers_after_init; /* leftovers appear after copus_init */
 	const char *plans;       /* each rank writes its final plan here.<rank> */
 };
 
@@ -896,6 +897,17 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 	copus_info(ctx, &in);
 	if (in.restored && in.step != a.step)
 		_exit(21);
+	if (run->leftovers_after_init) {
+		/* A crash of an earlier attempt, as seen by this run. */
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/ckpt-6.r%d", tmpdir, rank);
+		if ((f = fopen(path, "w")) == NULL || fclose(f) != 0)
+			_exit(28);
+		snprintf(path, sizeof(path), "%s/ckpt-7.r%d.tmp", tmpdir, rank);
+		if ((f = fopen(path, "w")) == NULL || fclose(f) != 0)
+			_exit(28);
+	}
 	while (a.step < run->steps) {
 		copus_step_begin(ctx);
 		if (a.step == run->signal_at && rank == run->signal_rank)
@@ -1313,6 +1325,37 @@ static void test_leftovers_are_removed_at_start(void)
 }
 
 /*
+ * Leftovers that appear while a run trains (as an earlier attempt's would
+ * if it crashed mid-write) go at its next checkpoint, not only at the next
+ * start.
+ */
+static void test_leftovers_are_removed_after_a_commit(void)
+{
+	struct run run = { .world = 2, .steps = 8, .signal_at = -1,
+			   .checkpoint_at = 3, .save_all = 1,
+			   .leftovers_after_init = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 3);
+	for (int r = 0; r < 2; r++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "ckpt-6.r%d", r);
+		CU_ASSERT(!exists(name));
+		snprintf(name, sizeof(name), "ckpt-7.r%d.tmp", r);
+		CU_ASSERT(!exists(name));
+		snprintf(name, sizeof(name), "ckpt-3.r%d", r);
+		CU_ASSERT(exists(name));
+	}
+	remove_tmpdir();
+}
+
+/*
  * Every rank saves; rank 0's save fails while rank 1's file is complete:
  * nothing commits, and rank 1's file does not stay behind.
  */
@@ -1707,6 +1750,7 @@ int main(void)
 		TEST(test_corrupt_checkpoint_is_refused),
 		TEST(test_leftovers_are_removed_at_start),
 		TEST(test_failed_checkpoint_leaves_no_files),
+		TEST(test_leftovers_are_removed_after_a_commit),
 		TEST(test_all_ranks_refuse_a_layout_they_cannot_load),
 		TEST(test_old_run_does_not_overwrite_the_current_checkpoint),
 		TEST(test_ranks_get_the_same_plan),
