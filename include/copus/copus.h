@@ -65,8 +65,9 @@
  * rank. copus_init() succeeds on every rank or on none: the ranks agree
  * before any of them trains. The manifest holds each
  * file's size and CRC-32; a file that does not match is refused, never
- * loaded. A new run removes what a crash or a failed checkpoint left in
- * the directory (temporary files, files no manifest names). The manifest
+ * loaded. What a crash or a failed checkpoint left in the directory
+ * (temporary files, files no manifest names) is removed when a new run
+ * starts and after each checkpoint that commits. The manifest
  * names the restart count (SLURM_RESTART_COUNT) of the run that wrote it;
  * an older run of the job that is still alive (on a node Slurm gave up on)
  * is refused when it tries to checkpoint over it.
