@@ -233,6 +233,8 @@ static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
 	json_object_array_add(a, json_object_new_int(ctx->degrees.tensor));
 	json_object_array_add(a, json_object_new_int(ctx->degrees.pipeline));
 	json_object_object_add(o, "layout", a);
+	json_object_object_add(o, "layers",
+			       json_object_new_int(ctx->cfg.n_layers));
 	a = json_object_new_array();
 	for (int i = 0; i < nfiles; i++) {
 		e = json_object_new_array();
@@ -630,6 +632,11 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 		m->layout = (copus_plan_degrees){ .data = (int)d[0],
 						  .tensor = (int)d[1],
 						  .pipeline = (int)d[2] };
+		field = "layers";
+		if (!_get_num(o, "layers", &x) || x < 0 || x > INT_MAX ||
+		    x != floor(x))
+			goto bad;
+		m->n_layers = (int)x;
 	}
 	field = "files";
 	if (!json_object_object_get_ex(o, "files", &a) ||
@@ -822,10 +829,136 @@ static void _remove_leftovers(copus_ctx *ctx,
 	closedir(d);
 }
 
+/* File idx of the manifest: there, of its size and CRC-32; its path. */
+static int _check_file(copus_ctx *ctx, const struct copus__manifest *m,
+		       int idx, char *path, size_t len)
+{
+	struct stat st;
+	uint32_t crc;
+	int rc;
+
+	snprintf(path, len, "%s/%s", ctx->ckpt_dir, m->files[idx]);
+	if (stat(path, &st) != 0 || (long long)st.st_size != m->sizes[idx])
+		return copus__fail(ctx, COPUS_EIO,
+				   "checkpoint file %s is missing or not %lld bytes",
+				   path, m->sizes[idx]);
+	if (m->crcs[idx] < 0)
+		return COPUS_OK;
+	rc = _crc_file(ctx, path, &crc);
+	if (rc != COPUS_OK)
+		return rc;
+	if (crc != (uint32_t)m->crcs[idx])
+		return copus__fail(ctx, COPUS_EIO,
+				   "checkpoint file %s is corrupt: CRC-32 %08x, the manifest says %08x",
+				   path, crc, (uint32_t)m->crcs[idx]);
+	return COPUS_OK;
+}
+
+/* The layers of a stage of stages (all of them: 0, 0 without layers). */
+static void _layers_of(const copus_ctx *ctx, int stages, int stage,
+		       int *first, int *count)
+{
+	int n = ctx->cfg.n_layers;
+	int *bounds;
+
+	*first = 0;
+	*count = 0;
+	if (n == 0)
+		return;
+	bounds = malloc(sizeof(int) * ((size_t)stages + 1));
+	if (bounds != NULL &&
+	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
+		*first = bounds[stage];
+		*count = bounds[stage + 1] - bounds[stage];
+	} else {
+		copus_plan_stage_even(n, stages, stage, first, count);
+	}
+	free(bounds);
+}
+
+/*
+ * Restore under another layout: every shard of the old layout whose layers
+ * and tensor slice overlap this rank's new ones is checked and handed to
+ * the reshard callback; the others are not read.
+ */
+static int _reshard(copus_ctx *ctx, const struct copus__manifest *m)
+{
+	const copus_plan_degrees *o = &m->layout, *d = &ctx->degrees;
+	int nshards = o->pipeline * o->tensor, first, count, rc = COPUS_OK;
+	copus_ckpt_layout old = { o->data, o->tensor, o->pipeline };
+	copus_ckpt_layout now = { d->data, d->tensor, d->pipeline };
+	copus_ckpt_shard *shards;
+	char (*paths)[4096];
+	copus_plan_coords at;
+
+	if (m->n_layers != ctx->cfg.n_layers)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "checkpoint of step %lld in %s is of a model of %d layers; this run has %d",
+				   (long long)m->step, ctx->ckpt_dir,
+				   m->n_layers, ctx->cfg.n_layers);
+	if (m->nfiles < nshards)
+		return copus__fail(ctx, COPUS_EPARSE,
+				   "checkpoint of step %lld in %s names %d files for %d shards",
+				   (long long)m->step, ctx->ckpt_dir, m->nfiles,
+				   nshards);
+	rc = copus_plan_coords_of_rank(d, ctx->info.rank, &at);
+	if (rc != COPUS_OK)
+		return rc;
+	_layers_of(ctx, d->pipeline, at.pipeline_rank, &first, &count);
+	shards = calloc((size_t)nshards, sizeof(*shards));
+	paths = calloc((size_t)nshards, sizeof(*paths));
+	if (shards == NULL || paths == NULL) {
+		free(shards);
+		free(paths);
+		return COPUS_ENOMEM;
+	}
+	for (int i = 0; i < nshards && rc == COPUS_OK; i++) {
+		copus_ckpt_shard *sh = &shards[i];
+		bool layers, slice;
+
+		/* Shard i is data group i; its file, by rank or by shard. */
+		sh->pipeline_rank = i / o->tensor;
+		sh->tensor_rank = i % o->tensor;
+		_layers_of(ctx, o->pipeline, sh->pipeline_rank,
+			   &sh->first_layer, &sh->n_layers);
+		layers = ctx->cfg.n_layers == 0 ||
+			 (sh->first_layer < first + count &&
+			  first < sh->first_layer + sh->n_layers);
+		/* Slices j / t_old .. (j + 1) / t_old against k / t_new ... */
+		slice = (long)sh->tensor_rank * d->tensor <
+				(long)(at.tensor_rank + 1) * o->tensor &&
+			(long)at.tensor_rank * o->tensor <
+				(long)(sh->tensor_rank + 1) * d->tensor;
+		if (!layers || !slice)
+			continue;
+		rc = _check_file(ctx, m, i, paths[i], sizeof(paths[i]));
+		sh->path = paths[i];
+	}
+	if (rc == COPUS_OK) {
+		copus_ckpt_shard mine = { NULL, at.pipeline_rank,
+					  at.tensor_rank, first, count };
+		int cb = ctx->cfg.reshard(ctx->cfg.cb_arg, m->step, &old, &now,
+					  &mine, shards, nshards);
+		if (cb != 0)
+			rc = copus__fail(ctx, COPUS_EIO,
+					 "the reshard callback failed (%d) loading step %lld from pipeline %d x tensor %d into pipeline %d x tensor %d",
+					 cb, (long long)m->step, o->pipeline,
+					 o->tensor, d->pipeline, d->tensor);
+	}
+	if (rc == COPUS_OK)
+		copus__log(ctx, 1, "resharded step %lld from data %d x pipeline %d x tensor %d to data %d x pipeline %d x tensor %d",
+			   (long long)m->step, o->data, o->pipeline, o->tensor,
+			   d->data, d->pipeline, d->tensor);
+	free(shards);
+	free(paths);
+	return rc;
+}
+
 int copus__restore(copus_ctx *ctx)
 {
 	char path[4096], *text = NULL;
 	struct copus__manifest m = { 0 };
+	bool other;
 	int rc, idx;
 
 	if (ctx->ckpt_dir == NULL)
@@ -847,64 +980,41 @@ int copus__restore(copus_ctx *ctx)
 		return rc;
 	/*
 	 * Rank r loads its own file when every rank saved, else its shard's
-	 * (its pipeline stage and tensor slice, any data degree). The files
-	 * of another layout cannot be served: every rank reads the same
-	 * manifest and refuses it alike.
+	 * (its pipeline stage and tensor slice, any data degree). Files of
+	 * another layout go through the reshard callback, or are refused:
+	 * every rank reads the same manifest and decides alike.
 	 */
-	if (m.nfiles > 0 && m.all_ranks &&
-	    (m.world != ctx->info.world ||
-	     m.layout.pipeline != ctx->degrees.pipeline ||
-	     m.layout.tensor != ctx->degrees.tensor)) {
+	other = m.nfiles > 0 &&
+		(m.layout.pipeline != ctx->degrees.pipeline ||
+		 m.layout.tensor != ctx->degrees.tensor ||
+		 (m.all_ranks && m.world != ctx->info.world));
+	if (other && ctx->cfg.reshard != NULL) {
+		rc = _reshard(ctx, &m);
+		if (rc != COPUS_OK)
+			goto out;
+	} else if (other) {
 		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld in %s holds one file per rank of %d ranks (pipeline %d x tensor %d); this run has %d ranks (pipeline %d x tensor %d)",
+				 "checkpoint of step %lld in %s was written by %d ranks (data %d x pipeline %d x tensor %d%s); this run has %d ranks (data %d x pipeline %d x tensor %d) and no reshard callback to load it",
 				 (long long)m.step, ctx->ckpt_dir, m.world,
-				 m.layout.pipeline, m.layout.tensor,
-				 ctx->info.world, ctx->degrees.pipeline,
-				 ctx->degrees.tensor);
-		goto out;
-	}
-	if (m.nfiles > 0 && !m.all_ranks &&
-	    (m.layout.pipeline != ctx->degrees.pipeline ||
-	     m.layout.tensor != ctx->degrees.tensor)) {
-		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld in %s holds the shards of pipeline %d x tensor %d; this run has pipeline %d x tensor %d and cannot load them",
-				 (long long)m.step, ctx->ckpt_dir,
-				 m.layout.pipeline, m.layout.tensor,
+				 m.layout.data, m.layout.pipeline,
+				 m.layout.tensor,
+				 m.all_ranks ? ", a file per rank" : "",
+				 ctx->info.world, ctx->degrees.data,
 				 ctx->degrees.pipeline, ctx->degrees.tensor);
 		goto out;
-	}
-	if (m.all_ranks) {
-		idx = ctx->info.rank;
-	} else {
+	} else if (m.nfiles > 0) {
 		copus_plan_coords at;
 
 		idx = 0;
-		if (copus_plan_coords_of_rank(&ctx->degrees, ctx->info.rank,
-					      &at) == COPUS_OK)
+		if (m.all_ranks)
+			idx = ctx->info.rank;
+		else if (copus_plan_coords_of_rank(&ctx->degrees,
+						   ctx->info.rank, &at) ==
+			 COPUS_OK)
 			idx = at.data_group;
-	}
-	if (m.nfiles > 0) {
-		struct stat st;
-		uint32_t crc;
-
-		snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir, m.files[idx]);
-		if (stat(path, &st) != 0 || (long long)st.st_size != m.sizes[idx]) {
-			rc = copus__fail(ctx, COPUS_EIO,
-					 "checkpoint file %s is missing or not %lld bytes",
-					 path, m.sizes[idx]);
+		rc = _check_file(ctx, &m, idx, path, sizeof(path));
+		if (rc != COPUS_OK)
 			goto out;
-		}
-		if (m.crcs[idx] >= 0) {
-			rc = _crc_file(ctx, path, &crc);
-			if (rc != COPUS_OK)
-				goto out;
-			if (crc != (uint32_t)m.crcs[idx]) {
-				rc = copus__fail(ctx, COPUS_EIO,
-						 "checkpoint file %s is corrupt: CRC-32 %08x, the manifest says %08x",
-						 path, crc, (uint32_t)m.crcs[idx]);
-				goto out;
-			}
-		}
 		if (ctx->cfg.load == NULL) {
 			rc = copus__fail(ctx, COPUS_ESTATE,
 					 "a checkpoint of step %lld exists but config.load is NULL",

@@ -189,6 +189,7 @@ struct copus__manifest {
 	bool all_ranks;       /* every rank saved a file (else one per shard) */
 	/* Its degrees; version 2 and 1 manifests: world x 1 x 1. */
 	copus_plan_degrees layout;
+	int n_layers;         /* the model's layers (0: not given) */
 	int nfiles;
 	char **files;
 	long long *sizes;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <copus/copus.h>
+#include <copus/plan.h>
 
 #include "harness.h"
 
@@ -839,8 +840,196 @@ struct run {
 	int rank_state;          /* rank r's model starts at 1000 r */
 	int fold;                /* the agreement rides on a sum of the ranks */
 	int leftovers_after_init; /* leftovers appear after copus_init */
+	int layered;             /* a model of LAYERS layers, split in stages */
+	int reshard;             /* with a reshard callback */
 	const char *plans;       /* each rank writes its final plan here.<rank> */
 };
+
+/*
+ * A model of layers, each a value that depends on every step in order;
+ * a rank holds its pipeline stage's layers only and saves them with their
+ * numbers, so that a run of another pipeline degree can pick its own.
+ */
+#define LAYERS 6
+struct lapp {
+	int first, n;         /* this rank's layers */
+	double w[LAYERS];     /* valid for first .. first + n - 1 */
+	int64_t step;
+	int read_files;       /* files the restore read */
+};
+
+static double layer_value(int layer, int64_t steps)
+{
+	double w = 10.0 * layer;
+
+	for (int64_t t = 0; t < steps; t++)
+		w = w * 0.5 + (double)(t + 1) + layer;
+	return w;
+}
+
+static int lapp_save(void *arg, const char *path, int64_t step)
+{
+	struct lapp *a = arg;
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return -1;
+	fprintf(f, "%lld %d %d", (long long)step, a->first, a->n);
+	for (int l = a->first; l < a->first + a->n; l++)
+		fprintf(f, " %.17g", a->w[l]);
+	fprintf(f, "\n");
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Read the layers of one file that fall in [lo, hi) into a->w. */
+static int lapp_read(struct lapp *a, const char *path, int64_t step, int lo,
+		     int hi, bool *have)
+{
+	long long s;
+	int first, n;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return -1;
+	a->read_files++;
+	if (fscanf(f, "%lld %d %d", &s, &first, &n) != 3 || s != step ||
+	    first < 0 || n < 0 || first + n > LAYERS) {
+		fclose(f);
+		return -2;
+	}
+	for (int l = first; l < first + n; l++) {
+		double v;
+
+		if (fscanf(f, "%lg", &v) != 1) {
+			fclose(f);
+			return -3;
+		}
+		if (l >= lo && l < hi) {
+			a->w[l] = v;
+			have[l] = true;
+		}
+	}
+	fclose(f);
+	a->step = step;
+	return 0;
+}
+
+static int lapp_load(void *arg, const char *path, int64_t step)
+{
+	struct lapp *a = arg;
+	bool have[LAYERS] = { false };
+
+	if (lapp_read(a, path, step, a->first, a->first + a->n, have) != 0)
+		return -1;
+	for (int l = a->first; l < a->first + a->n; l++)
+		if (!have[l])
+			return -4;
+	return 0;
+}
+
+static int lapp_reshard(void *arg, int64_t step, const copus_ckpt_layout *old,
+			const copus_ckpt_layout *now,
+			const copus_ckpt_shard *mine,
+			const copus_ckpt_shard *shards, int n_shards)
+{
+	struct lapp *a = arg;
+	bool have[LAYERS] = { false };
+
+	if (n_shards != old->pipeline * old->tensor || now->pipeline < 1 ||
+	    mine->first_layer != a->first || mine->n_layers != a->n)
+		return -5;
+	for (int i = 0; i < n_shards; i++)
+		if (shards[i].path != NULL &&
+		    lapp_read(a, shards[i].path, step, a->first,
+			      a->first + a->n, have) != 0)
+			return -1;
+	for (int l = a->first; l < a->first + a->n; l++)
+		if (!have[l])
+			return -4;
+	return 0;
+}
+
+static int star_agree(void *arg, int64_t *v, int n);
+
+static void layered_main(const struct run *run, struct star *s, int rank,
+			 const char *report)
+{
+	static const double costs[LAYERS] = { 1, 1, 1, 1, 1, 1 };
+	copus_config c = base_config();
+	struct lapp a = { 0 };
+	copus_ctx *ctx;
+	copus_job_info in;
+	copus_plan p;
+	char env[32];
+
+	snprintf(env, sizeof(env), "%d", run->restart);
+	setenv("SLURM_RESTART_COUNT", env, 1);
+	setenv("COPUS_HINTS", "0", 1);
+	c.world = run->world;
+	c.rank = rank;
+	c.ckpt_dir = tmpdir;
+	c.pipeline_degree = run->pipeline > 0 ? run->pipeline : 1;
+	c.layer_costs = costs;
+	c.n_layers = LAYERS;
+	c.save = lapp_save;
+	c.load = lapp_load;
+	c.reshard = run->reshard ? lapp_reshard : NULL;
+	c.cb_arg = &a;
+	c.agree = star_agree;
+	c.comm_arg = s;
+	c.no_signal_handler = 0;
+	/* The callbacks need this rank's layers before init restores. */
+	{
+		copus_plan_degrees d;
+		copus_plan_coords at;
+		int b[LAYERS + 1];
+
+		if (copus_plan_degrees_of_world(c.world, c.pipeline_degree, 1,
+						&d) != COPUS_OK ||
+		    copus_plan_coords_of_rank(&d, rank, &at) != COPUS_OK ||
+		    copus_plan_stages(costs, LAYERS, c.pipeline_degree, b) !=
+			    COPUS_OK)
+			_exit(29);
+		a.first = b[at.pipeline_rank];
+		a.n = b[at.pipeline_rank + 1] - b[at.pipeline_rank];
+	}
+	for (int l = 0; l < LAYERS; l++)
+		a.w[l] = 10.0 * l;
+	if (copus_init(&c, &ctx) != COPUS_OK)
+		_exit(20);
+	copus_info(ctx, &in);
+	if (copus_plan_get(ctx, &p) != COPUS_OK || p.first_layer != a.first ||
+	    p.n_layers != a.n)
+		_exit(29);
+	if (in.restored && in.step != a.step)
+		_exit(21);
+	if (report != NULL) {
+		char path[600];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s.%d", report, rank);
+		f = fopen(path, "w");
+		if (f != NULL) {
+			fprintf(f, "%d\n", a.read_files);
+			fclose(f);
+		}
+	}
+	while (a.step < run->steps) {
+		copus_step_begin(ctx);
+		if (a.step == run->signal_at && rank == run->signal_rank)
+			raise(SIGUSR1);
+		for (int l = a.first; l < a.first + a.n; l++)
+			a.w[l] = a.w[l] * 0.5 + (double)(a.step + 1) + l;
+		a.step++;
+		if (copus_step_end(ctx, 16, 0) != COPUS_OK)
+			_exit(22);
+	}
+	for (int l = a.first; l < a.first + a.n; l++)
+		if (a.w[l] != layer_value(l, a.step))
+			_exit(25);
+	copus_finalize(ctx);
+	_exit(0);
+}
 
 /* One rank's training loop; the exit status tells the parent what happened. */
 static void rank_main(const struct run *run, struct star *s, int rank,
@@ -869,6 +1058,8 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 			close(s->down[r][1]);
 		}
 	}
+	if (run->layered)
+		layered_main(run, s, rank, report);
 	snprintf(env, sizeof(env), "%d", run->restart);
 	setenv("SLURM_RESTART_COUNT", env, 1);
 	setenv("COPUS_HINTS", "0", 1);
@@ -1612,6 +1803,78 @@ static void test_folded_agreement(void)
 	copus_finalize(ctx);
 }
 
+static int read_count(const char *report, int rank)
+{
+	char path[600];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s.%d", report, rank);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Four ranks (data 2 x pipeline 2) of a six-layer model checkpoint; the
+ * job resumes on three ranks in three stages and on two ranks in one
+ * stage, each rank reading only the old stages that hold its layers, and
+ * every layer ends as in an uninterrupted run.
+ */
+static void test_checkpoints_reshard_between_layouts(void)
+{
+	struct run run = { .world = 4, .steps = 5, .signal_at = 2,
+			   .signal_rank = 3, .checkpoint_at = -1,
+			   .pipeline = 2, .layered = 1, .reshard = 1 };
+	char report[512];
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/read", tmpdir);
+	launch(&run, st, report);
+	for (int r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(st[r], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 3);
+	/* Three stages of two layers from two of three: 1, 2 and 1 files. */
+	run.world = 3;
+	run.pipeline = 3;
+	run.signal_at = 6;
+	run.signal_rank = 0;
+	run.steps = 12;
+	run.restart = 1;
+	launch(&run, st, report);
+	for (int r = 0; r < 3; r++)
+		CU_ASSERT_EQUAL(st[r], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(read_count(report, 0), 1);
+	CU_ASSERT_EQUAL(read_count(report, 1), 2);
+	CU_ASSERT_EQUAL(read_count(report, 2), 1);
+	CU_ASSERT_EQUAL(manifest_step(), 7);
+	/* One stage on two replicas: each reads all three files. */
+	run.world = 2;
+	run.pipeline = 1;
+	run.signal_at = -1;
+	run.restart = 2;
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0); /* 25: a layer lost or mixed up */
+	CU_ASSERT_EQUAL(st[1], 0);
+	CU_ASSERT_EQUAL(read_count(report, 0), 3);
+	/* Without the callback the same checkpoint is refused by all. */
+	run.world = 4;
+	run.pipeline = 2;
+	run.reshard = 0;
+	run.restart = 3;
+	unlink(report);
+	launch(&run, st, report);
+	for (int r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(st[r], 20);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -1666,7 +1929,7 @@ static void test_bad_manifest(void)
 	/* A layout that is not the world, or one file for two stages. */
 	f = fopen(path, "w");
 	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
-		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[1,1,2],"
+		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[1,1,2],\"layers\":0,"
 		   "\"files\":[[\"ckpt-3.r0\",10,7],[\"ckpt-3.r2\",10,7]],"
 		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
 	fclose(f);
@@ -1674,7 +1937,7 @@ static void test_bad_manifest(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(NULL), "layout"));
 	f = fopen(path, "w");
 	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
-		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[2,1,2],"
+		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[2,1,2],\"layers\":0,"
 		   "\"files\":[[\"ckpt-3.r0\",10,7]],"
 		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
 	fclose(f);
@@ -1758,6 +2021,7 @@ int main(void)
 		TEST(test_another_pipeline_layout_is_refused_by_every_rank),
 		TEST(test_one_rank_failing_to_restore_stops_every_rank),
 		TEST(test_folded_agreement),
+		TEST(test_checkpoints_reshard_between_layouts),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
 	};

@@ -75,6 +75,25 @@ BCAST_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
 PUBLISH_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
 
 
+class Layout(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_int), ("tensor", ctypes.c_int),
+                ("pipeline", ctypes.c_int)]
+
+
+class Shard(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_char_p),
+                ("pipeline_rank", ctypes.c_int),
+                ("tensor_rank", ctypes.c_int),
+                ("first_layer", ctypes.c_int),
+                ("n_layers", ctypes.c_int)]
+
+
+RESHARD_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.POINTER(Layout), ctypes.POINTER(Layout),
+                              ctypes.POINTER(Shard), ctypes.POINTER(Shard),
+                              ctypes.c_int)
+
+
 class Config(ctypes.Structure):
     # The layout of copus_config in include/copus/copus.h, field by field.
     _fields_ = [("size", ctypes.c_size_t),
@@ -111,7 +130,8 @@ class Config(ctypes.Structure):
                 ("agree_interval", ctypes.c_int),
                 ("noise_decay", ctypes.c_double),
                 ("no_signal_handler", ctypes.c_int),
-                ("ckpt_interval", ctypes.c_double)]
+                ("ckpt_interval", ctypes.c_double),
+                ("reshard", RESHARD_CB)]
 
 
 class JobInfo(ctypes.Structure):

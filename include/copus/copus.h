@@ -59,10 +59,11 @@
  * degree, so the directory must be visible to all nodes of the new
  * allocation. Without pipeline and tensor degrees that is one file, rank
  * 0's. With save_all_ranks, rank r loads rank r's file. The manifest
- * records the layout (data, tensor, pipeline degrees); a run whose layout
- * cannot load the files (other pipeline or tensor degrees, or another
- * number of ranks with save_all_ranks) refuses the checkpoint on every
- * rank. copus_init() succeeds on every rank or on none: the ranks agree
+ * records the layout (data, tensor, pipeline degrees); a run under other
+ * pipeline or tensor degrees (or another number of ranks with
+ * save_all_ranks) restores it through cfg.reshard, which is told both
+ * layouts and given only the files of the shards this rank needs, or,
+ * without that callback, refuses the checkpoint on every rank. copus_init() succeeds on every rank or on none: the ranks agree
  * before any of them trains. The manifest holds each
  * file's size and CRC-32; a file that does not match is refused, never
  * loaded. What a crash or a failed checkpoint left in the directory
@@ -107,6 +108,36 @@ typedef enum copus_optimizer {
  */
 typedef int (*copus_save_cb)(void *arg, const char *path, int64_t step);
 typedef int (*copus_load_cb)(void *arg, const char *path, int64_t step);
+/* The degrees of parallelism a checkpoint was written in, or loaded in. */
+typedef struct copus_ckpt_layout {
+	int data, tensor, pipeline;
+} copus_ckpt_layout;
+
+/*
+ * One shard (pipeline stage and tensor slice) of a checkpoint written in
+ * another layout, as the reshard callback sees it.
+ */
+typedef struct copus_ckpt_shard {
+	const char *path;    /* its file; NULL: this rank needs none of it */
+	int pipeline_rank;   /* its stage and slice in the old layout */
+	int tensor_rank;
+	int first_layer;     /* the layers of its stage (0, 0 without layers) */
+	int n_layers;
+} copus_ckpt_shard;
+
+/*
+ * Restore a checkpoint written in another layout: shards[] lists every
+ * shard of the old layout; those whose layers (and tensor slices) overlap
+ * this rank's new stage and slice carry a path, checked against the
+ * manifest's size and CRC-32; the others are NULL and need not be read.
+ * mine is this rank's shard in the new layout (now), as copus_plan_get()
+ * will give it, with a NULL path; n_shards = old->pipeline x old->tensor.
+ */
+typedef int (*copus_reshard_cb)(void *arg, int64_t step,
+				const copus_ckpt_layout *old,
+				const copus_ckpt_layout *now,
+				const copus_ckpt_shard *mine,
+				const copus_ckpt_shard *shards, int n_shards);
 /* In-place maximum all-reduce of n values across all ranks. */
 typedef int (*copus_agree_cb)(void *arg, int64_t *values, int n);
 /* Broadcast len bytes from rank 0 to all ranks (bootstrap fallback). */
@@ -191,6 +222,12 @@ typedef struct copus_config {
 	 * training goes on.
 	 */
 	double ckpt_interval;
+	/*
+	 * Optional: load a checkpoint written under other pipeline or tensor
+	 * degrees (called instead of load, with cb_arg). Without it such a
+	 * checkpoint is refused on every rank.
+	 */
+	copus_reshard_cb reshard;
 } copus_config;
 
 #define COPUS_CONFIG_INITIALIZER                                              \
