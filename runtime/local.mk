@@ -40,6 +40,7 @@ tests_bench_runtime_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 # The PyTorch adapter and its test (skipped when torch is not importable).
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
+	tests/test_pytorch_pipeline.py \
 	contrib/pytorch/copus_torch.py
 
 # A stand-in training job for the loopback-cluster test.

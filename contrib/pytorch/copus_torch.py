@@ -23,8 +23,13 @@ Usage:
         loss = trainer.train_step()
 
 `data` is any object with `next_batch(n)` returning (inputs, targets) and
-`state_dict()` / `load_state_dict()` for its position. The library is found
-through $COPUS_LIB, then the system's library path.
+`state_dict()` / `load_state_dict()` for its position; GlobalSampler is one
+that resumes at the same global sample on any number of replicas. To run
+the backward pass yourself (a loss scaler, clipping), see Trainer's
+micro_batches() and optimizer_step(). PipelineTrainer trains an
+nn.Sequential in the plan's pipeline stages and data-parallel replicas, and
+reshards its checkpoints when a job restarts under another layout. The
+library is found through $COPUS_LIB, then the system's library path.
 """
 
 import ctypes
@@ -166,6 +171,30 @@ class Plan(ctypes.Structure):
                 ("n_layers", ctypes.c_int)]
 
 
+class Degrees(ctypes.Structure):
+    # copus_plan_degrees of copus/plan.h
+    _fields_ = [("data", ctypes.c_int), ("pipeline", ctypes.c_int),
+                ("tensor", ctypes.c_int)]
+
+
+class Coords(ctypes.Structure):
+    # copus_plan_coords of copus/plan.h
+    _fields_ = [(n, ctypes.c_int) for n in
+                ("data_rank", "pipeline_rank", "tensor_rank", "data_group",
+                 "pipeline_group", "tensor_group")]
+
+
+def coords_of_rank(data, pipeline, tensor, rank):
+    """Where rank stands in a layout: the core's numbering of ranks."""
+    out = Coords()
+    d = Degrees(data, pipeline, tensor)
+    if library().copus_plan_coords_of_rank(ctypes.byref(d), rank,
+                                           ctypes.byref(out)) != COPUS_OK:
+        raise CopusError("rank %d is not in data %d x pipeline %d x tensor %d"
+                         % (rank, data, pipeline, tensor))
+    return out
+
+
 _lib = None
 
 
@@ -206,6 +235,10 @@ def library():
         fn = getattr(lib, name)
         fn.argtypes = args
         fn.restype = ctypes.c_int
+    lib.copus_plan_coords_of_rank.argtypes = [ctypes.POINTER(Degrees),
+                                              ctypes.c_int,
+                                              ctypes.POINTER(Coords)]
+    lib.copus_plan_coords_of_rank.restype = ctypes.c_int
     lib.copus_errmsg.argtypes = [P]
     lib.copus_errmsg.restype = ctypes.c_char_p
     lib.copus_strerror.argtypes = [ctypes.c_int]
@@ -222,7 +255,8 @@ class Runtime:
                  save=None, load=None, target_progress=0.0,
                  noise_decay=0.0, hint_interval=0.0, publish=None,
                  gpu_type=None, agree_interval=1, ckpt_interval=0.0,
-                 prior=None):
+                 prior=None, pipeline_degree=1, tensor_degree=1,
+                 layer_costs=None, reshard=None):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -237,6 +271,12 @@ class Runtime:
             # alpha_n, beta_n, alpha_r, beta_r, gamma).
             cfg.prior = PerfParams(*prior)
         cfg.target_progress = target_progress
+        cfg.pipeline_degree = pipeline_degree
+        cfg.tensor_degree = tensor_degree
+        if layer_costs:
+            self._costs = (ctypes.c_double * len(layer_costs))(*layer_costs)
+            cfg.layer_costs = self._costs
+            cfg.n_layers = len(layer_costs)
         cfg.noise_decay = noise_decay
         cfg.hint_interval = hint_interval
         # Steps between two all-reduces of the rescale flag (gloo/NCCL).
@@ -260,6 +300,10 @@ class Runtime:
         self._cbs = [SAVE_CB(self._on_save), LOAD_CB(self._on_load),
                      AGREE_CB(self._on_agree)]
         cfg.save, cfg.load, cfg.agree = self._cbs
+        if reshard is not None:
+            self._reshard = reshard
+            self._cbs.append(RESHARD_CB(self._on_reshard))
+            cfg.reshard = self._cbs[-1]
         if publish is not None:
             self._publish = publish
             self._cbs.append(PUBLISH_CB(self._on_publish))
@@ -299,6 +343,22 @@ class Runtime:
             return 0
         except Exception as e:  # noqa: BLE001
             self.error = "load: %r" % (e,)
+            print("copus_torch: %s" % self.error, file=sys.stderr)
+            return 1
+
+    def _on_reshard(self, arg, step, old, now, mine, shards, n):
+        try:
+            lay = lambda l: (l.data, l.tensor, l.pipeline)  # noqa: E731
+            files = [(os.fsdecode(shards[i].path) if shards[i].path
+                      else None, shards[i].pipeline_rank,
+                      shards[i].first_layer, shards[i].n_layers)
+                     for i in range(n)]
+            self._reshard(step, lay(old[0]), lay(now[0]),
+                          (mine[0].pipeline_rank, mine[0].first_layer,
+                           mine[0].n_layers), files)
+            return 0
+        except Exception as e:  # noqa: BLE001
+            self.error = "reshard: %r" % (e,)
             print("copus_torch: %s" % self.error, file=sys.stderr)
             return 1
 
@@ -763,3 +823,218 @@ class Trainer:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+class PipelineTrainer:
+    """An nn.Sequential trained in the plan's pipeline stages and data-
+    parallel replicas, on CPU with gloo (or any backend with send/recv).
+
+    Every rank builds the whole model (the same initial parameters) and
+    trains only its stage's layers: micro-batches go forward through the
+    stages and their gradients back (GPipe: all forward, then all
+    backward), activations by send/recv to the neighbouring stage of the
+    same replica; the gradients of a stage are averaged over its replicas
+    in one all-reduce. A checkpoint holds each stage's layers and their
+    optimizer state by layer number (one file per stage, written by its
+    first replica), so that a job restarted under another pipeline degree
+    reads the stages that hold its layers (libcopus's reshard).
+
+    make_optimizer(params) builds the optimizer of a stage's parameters;
+    sampler is a GlobalSampler-like object of the replicas (next_batch,
+    state_dict, load_state_dict); global_batch samples a step in n_micro
+    micro-batches per replica.
+    """
+
+    def __init__(self, model, make_optimizer, loss_fn, sampler,
+                 global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
+                 layer_costs=None, on_rescale=None, **runtime_args):
+        self.layers = list(model)
+        self.loss_fn = loss_fn
+        self.sampler = sampler
+        self.on_rescale = on_rescale
+        self._pending = None    # state read by load/reshard, applied below
+        self.rank = dist.get_rank() if dist.is_initialized() else 0
+        self.world = dist.get_world_size() if dist.is_initialized() else 1
+        costs = layer_costs or [1.0] * len(self.layers)
+        data = self.world // pipeline_degree
+        if data < 1 or data * pipeline_degree != self.world or \
+                global_batch % (data * n_micro) != 0:
+            raise CopusError("PipelineTrainer: %d ranks, pipeline %d: the "
+                             "global batch %d is not a multiple of data x "
+                             "micro-batches" % (self.world, pipeline_degree,
+                                                global_batch))
+        self.micro = global_batch // (data * n_micro)
+        self.n_micro = n_micro
+        self.rt = Runtime(global_batch, global_batch, self.micro,
+                          self.micro, accumulation=True, ckpt_dir=ckpt_dir,
+                          save=self._save_state, load=self._load_state,
+                          pipeline_degree=pipeline_degree, layer_costs=costs,
+                          reshard=self._reshard_state, **runtime_args)
+        self.plan = self.rt.plan()
+        p = self.plan
+        self.first, self.count = p.first_layer, p.n_layers
+        self.stage = torch.nn.Sequential(
+            *self.layers[self.first:self.first + self.count])
+        self.params = list(self.stage.parameters())
+        self.optimizer = make_optimizer(self.params)
+        self._names = {id(q): n for n, q in self._named_params()}
+
+        def rank_of(d, s):
+            for r in range(self.world):
+                c = coords_of_rank(p.data_degree, p.pipeline_degree, 1, r)
+                if c.data_rank == d and c.pipeline_rank == s:
+                    return r
+        self.prev = rank_of(p.data_rank, p.pipeline_rank - 1) \
+            if p.pipeline_rank > 0 else None
+        self.next = rank_of(p.data_rank, p.pipeline_rank + 1) \
+            if p.pipeline_rank < p.pipeline_degree - 1 else None
+        # Every rank creates every data group, in the same order.
+        self.group = None
+        for s in range(p.pipeline_degree):
+            ranks = [rank_of(d, s) for d in range(p.data_degree)]
+            g = dist.new_group(ranks) if self.world > 1 else None
+            if s == p.pipeline_rank:
+                self.group = g
+        if self._pending is not None:
+            self._apply(self._pending)
+            self._pending = None
+
+    @property
+    def step(self):
+        return self.rt.info().step
+
+    def _named_params(self):
+        for i in range(self.first, self.first + self.count):
+            for n, q in self.layers[i].named_parameters():
+                yield "%d.%s" % (i, n), q
+
+    # -- checkpoints: layers and optimizer state by layer number ----------
+    def _save_state(self, path, step):
+        opt = self.optimizer.state_dict()
+        by_name = {}
+        for i, q in enumerate(self.params):
+            if i in opt["state"]:
+                by_name[self._names[id(q)]] = opt["state"][i]
+        torch.save({"step": step,
+                    "layers": {i: self.layers[i].state_dict()
+                               for i in range(self.first,
+                                              self.first + self.count)},
+                    "optim": by_name,
+                    "groups": [{k: v for k, v in g.items() if k != "params"}
+                               for g in opt["param_groups"]],
+                    "sampler": self.sampler.state_dict()}, path)
+
+    def _read(self, path, step, state):
+        saved = torch.load(path)
+        if saved["step"] != step:
+            raise CopusError("checkpoint %s holds step %d, manifest says %d"
+                             % (path, saved["step"], step))
+        state["layers"].update(saved["layers"])
+        state["optim"].update(saved["optim"])
+        state["groups"] = saved["groups"]
+        state["sampler"] = saved["sampler"]
+
+    def _load_state(self, path, step):
+        state = {"layers": {}, "optim": {}}
+        self._read(path, step, state)
+        self._pending = state
+
+    def _reshard_state(self, step, old, now, mine, shards):
+        state = {"layers": {}, "optim": {}}
+        for path, _, _, _ in shards:
+            if path is not None:
+                self._read(path, step, state)
+        _, first, count = mine
+        missing = [i for i in range(first, first + count)
+                   if i not in state["layers"]]
+        if missing:
+            raise CopusError("layers %s are in none of the shards read"
+                             % missing)
+        self._pending = state
+
+    def _apply(self, state):
+        for i in range(self.first, self.first + self.count):
+            self.layers[i].load_state_dict(state["layers"][i])
+        for g, saved in zip(self.optimizer.param_groups, state["groups"]):
+            g.update(saved)
+        for n, q in self._named_params():
+            if n in state["optim"]:
+                self.optimizer.state[q] = {
+                    k: v.clone() if torch.is_tensor(v) else v
+                    for k, v in state["optim"][n].items()}
+        self.sampler.load_state_dict(state["sampler"])
+
+    # -- one step: GPipe over the stages, all-reduce over the replicas ----
+    def _send(self, t, peer):
+        shape = torch.zeros(8, dtype=torch.int64)
+        shape[0] = t.dim()
+        shape[1:1 + t.dim()] = torch.tensor(t.shape)
+        dist.send(shape, peer)
+        dist.send(t.contiguous(), peer)
+
+    def _recv(self, peer):
+        shape = torch.zeros(8, dtype=torch.int64)
+        dist.recv(shape, peer)
+        t = torch.empty(*shape[1:1 + int(shape[0])].tolist())
+        dist.recv(t, peer)
+        return t
+
+    def train_step(self):
+        """One optimizer step of the global batch; the mean loss on the
+        last stage (None elsewhere). Exits with the requeue code when the
+        scheduler asked for a rescale."""
+        rt = self.rt
+        rt.step_begin()
+        for q in self.params:
+            q.grad = None
+        saved, total = [], 0.0
+        for _ in range(self.n_micro):
+            x, y = self.sampler.next_batch(self.micro)
+            a = x if self.prev is None else self._recv(self.prev)
+            a.requires_grad_(self.prev is not None)
+            out = self.stage(a)
+            if self.next is not None:
+                self._send(out.detach(), self.next)
+            else:
+                out = self.loss_fn(out, y) / self.n_micro
+                total += float(out)
+            saved.append((a, out))
+        for a, out in reversed(saved):
+            if self.next is None:
+                out.backward()
+            else:
+                out.backward(self._recv(self.next))
+            if self.prev is not None:
+                self._send(a.grad, self.prev)
+        rt.sync_begin()
+        if self.group is not None and self.plan.data_degree > 1:
+            grads = [q.grad if q.grad is not None else torch.zeros_like(q)
+                     for q in self.params]
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            dist.all_reduce(flat, group=self.group)
+            flat.div_(self.plan.data_degree)
+            off = 0
+            for q, g in zip(self.params, grads):
+                q.grad = flat[off:off + g.numel()].view_as(g).clone()
+                off += g.numel()
+        rt.sync_end()
+        groups = self.optimizer.param_groups
+        lrs = [g["lr"] for g in groups]
+        for g, lr in zip(groups, lrs):
+            g["lr"] = lr * self.plan.lr_gain
+        try:
+            self.optimizer.step()
+        finally:
+            for g, lr in zip(groups, lrs):
+                g["lr"] = lr
+        rt.step_end(self.micro, self.n_micro - 1)
+        if rt.state() == STATE_CHECKPOINTED:
+            code = rt.exit_code()
+            if self.on_rescale is not None:
+                self.on_rescale(rt.info().step)
+            rt.finalize()
+            dist.destroy_process_group()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return total if self.next is None else None
