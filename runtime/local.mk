@@ -37,6 +37,10 @@ noinst_PROGRAMS += tests/bench-runtime
 tests_bench_runtime_SOURCES = tests/bench-runtime.c
 tests_bench_runtime_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 
+noinst_PROGRAMS += tests/bench-runtime-reshard
+tests_bench_runtime_reshard_SOURCES = tests/bench-runtime-reshard.c
+tests_bench_runtime_reshard_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
+
 # The PyTorch adapter and its test (skipped when torch is not importable).
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
