@@ -63,10 +63,10 @@
  * pipeline or tensor degrees (or another number of ranks with
  * save_all_ranks) restores it through cfg.reshard, which is told both
  * layouts and given only the files of the shards this rank needs, or,
- * without that callback, refuses the checkpoint on every rank. copus_init() succeeds on every rank or on none: the ranks agree
- * before any of them trains. The manifest holds each
- * file's size and CRC-32; a file that does not match is refused, never
- * loaded. What a crash or a failed checkpoint left in the directory
+ * without that callback, refuses the checkpoint on every rank.
+ * copus_init() succeeds on every rank or on none: the ranks agree before
+ * any of them trains. The manifest holds each file's size and CRC-32; a
+ * file that does not match is refused, never loaded. What a crash or a failed checkpoint left in the directory
  * (temporary files, files no manifest names) is removed when a new run
  * starts and after each checkpoint that commits. The manifest
  * names the restart count (SLURM_RESTART_COUNT) of the run that wrote it;
