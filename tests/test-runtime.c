@@ -842,6 +842,7 @@ struct run {
 	int leftovers_after_init; /* leftovers appear after copus_init */
 	int layered;             /* a model of LAYERS layers, split in stages */
 	int reshard;             /* with a reshard callback */
+	int tensor;              /* config.tensor_degree (0: 1) */
 	const char *plans;       /* each rank writes its final plan here.<rank> */
 };
 
@@ -969,6 +970,7 @@ static void layered_main(const struct run *run, struct star *s, int rank,
 	c.rank = rank;
 	c.ckpt_dir = tmpdir;
 	c.pipeline_degree = run->pipeline > 0 ? run->pipeline : 1;
+	c.tensor_degree = run->tensor > 0 ? run->tensor : 1;
 	c.layer_costs = costs;
 	c.n_layers = LAYERS;
 	c.save = lapp_save;
@@ -984,8 +986,8 @@ static void layered_main(const struct run *run, struct star *s, int rank,
 		copus_plan_coords at;
 		int b[LAYERS + 1];
 
-		if (copus_plan_degrees_of_world(c.world, c.pipeline_degree, 1,
-						&d) != COPUS_OK ||
+		if (copus_plan_degrees_of_world(c.world, c.pipeline_degree,
+						c.tensor_degree, &d) != COPUS_OK ||
 		    copus_plan_coords_of_rank(&d, rank, &at) != COPUS_OK ||
 		    copus_plan_stages(costs, LAYERS, c.pipeline_degree, b) !=
 			    COPUS_OK)
@@ -1875,6 +1877,38 @@ static void test_checkpoints_reshard_between_layouts(void)
 	remove_tmpdir();
 }
 
+/*
+ * Tensor slices: two slices restored as three, each new slice reading the
+ * old slices it overlaps (1/3 of the first, both, 1/3 of the second).
+ */
+static void test_checkpoints_reshard_tensor_slices(void)
+{
+	struct run run = { .world = 2, .steps = 5, .signal_at = 2,
+			   .signal_rank = 1, .checkpoint_at = -1,
+			   .tensor = 2, .layered = 1, .reshard = 1 };
+	char report[512];
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/read", tmpdir);
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(st[1], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 3);
+	run.world = 3;
+	run.tensor = 3;
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, report);
+	for (int r = 0; r < 3; r++)
+		CU_ASSERT_EQUAL(st[r], 0);
+	CU_ASSERT_EQUAL(read_count(report, 0), 1);
+	CU_ASSERT_EQUAL(read_count(report, 1), 2);
+	CU_ASSERT_EQUAL(read_count(report, 2), 1);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -2022,6 +2056,7 @@ int main(void)
 		TEST(test_one_rank_failing_to_restore_stops_every_rank),
 		TEST(test_folded_agreement),
 		TEST(test_checkpoints_reshard_between_layouts),
+		TEST(test_checkpoints_reshard_tensor_slices),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
 	};
