@@ -285,21 +285,33 @@ static int _check_config(copus_ctx *ctx, const copus_config *cfg)
 	return COPUS_OK;
 }
 
-/* GPU type names travel in hints: keep [A-Za-z0-9_.-] only. */
-static void _set_gpu_type(copus_ctx *ctx, const char *t)
+/*
+ * GPU type names travel in hints: 1..15 characters of [A-Za-z0-9_.-]. Any
+ * other name (from the config or COPUS_GPU_TYPE, named by what) is an
+ * error, rather than a name the scheduler would not recognise.
+ */
+static int _set_gpu_type(copus_ctx *ctx, const char *t, const char *what)
 {
-	size_t j = 0;
+	size_t n = t != NULL ? strlen(t) : 0;
 
-	for (size_t i = 0; t != NULL && t[i] != '\0' &&
-	     j + 1 < sizeof(ctx->gpu_type); i++) {
-		char c = t[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-')
-			ctx->gpu_type[j++] = c;
-	}
-	ctx->gpu_type[j] = '\0';
-	if (j == 0)
+	if (t == NULL || *t == '\0') {
 		snprintf(ctx->gpu_type, sizeof(ctx->gpu_type), "default");
+		return COPUS_OK;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char c = t[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		      c == '-'))
+			n = sizeof(ctx->gpu_type);
+	}
+	if (n >= sizeof(ctx->gpu_type))
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "%s \"%.40s\" is not a GPU type name (1 to %zu characters of A-Z a-z 0-9 _ . -)",
+				   what, t, sizeof(ctx->gpu_type) - 1);
+	snprintf(ctx->gpu_type, sizeof(ctx->gpu_type), "%s", t);
+	return COPUS_OK;
 }
 
 /* Environment parameters of the rescale, read once. */
@@ -428,8 +440,12 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		       sizeof(double) * (size_t)cfg->n_layers);
 	}
 	ctx->cfg.layer_costs = ctx->layer_costs;
-	_set_gpu_type(ctx, cfg->gpu_type != NULL ? cfg->gpu_type
-						 : getenv("COPUS_GPU_TYPE"));
+	rc = cfg->gpu_type != NULL
+		? _set_gpu_type(ctx, cfg->gpu_type, "config: gpu_type")
+		: _set_gpu_type(ctx, getenv("COPUS_GPU_TYPE"),
+				"environment variable COPUS_GPU_TYPE");
+	if (rc != COPUS_OK)
+		goto fail;
 	ctx->cfg.gpu_type = ctx->gpu_type;
 	if (ctx->cfg.noise_decay == 0)
 		ctx->cfg.noise_decay = DEFAULT_NOISE_DECAY;

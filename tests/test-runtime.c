@@ -254,6 +254,14 @@ static void test_bad_environment(void)
 	clear_env();
 	setenv("COPUS_NO_PMIX", "x", 1);
 	expect_init_error(&c, COPUS_EINVAL, "COPUS_NO_PMIX");
+	/* A GPU type the hints could not carry as it is. */
+	clear_env();
+	setenv("COPUS_GPU_TYPE", "a100 sxm", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_GPU_TYPE");
+	clear_env();
+	c.gpu_type = "h100/80g";
+	expect_init_error(&c, COPUS_EINVAL, "gpu_type");
+	c.gpu_type = NULL;
 	clear_env();
 }
 
