@@ -854,28 +854,6 @@ static int _check_file(copus_ctx *ctx, const struct copus__manifest *m,
 	return COPUS_OK;
 }
 
-/* The layers of a stage of stages (all of them: 0, 0 without layers). */
-static void _layers_of(const copus_ctx *ctx, int stages, int stage,
-		       int *first, int *count)
-{
-	int n = ctx->cfg.n_layers;
-	int *bounds;
-
-	*first = 0;
-	*count = 0;
-	if (n == 0)
-		return;
-	bounds = malloc(sizeof(int) * ((size_t)stages + 1));
-	if (bounds != NULL &&
-	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
-		*first = bounds[stage];
-		*count = bounds[stage + 1] - bounds[stage];
-	} else {
-		copus_plan_stage_even(n, stages, stage, first, count);
-	}
-	free(bounds);
-}
-
 /*
  * Restore under another layout: every shard of the old layout whose layers
  * and tensor slice overlap this rank's new ones is checked and handed to
@@ -904,7 +882,7 @@ static int _reshard(copus_ctx *ctx, const struct copus__manifest *m)
 	rc = copus_plan_coords_of_rank(d, ctx->info.rank, &at);
 	if (rc != COPUS_OK)
 		return rc;
-	_layers_of(ctx, d->pipeline, at.pipeline_rank, &first, &count);
+	copus__stage_layers(ctx, d->pipeline, at.pipeline_rank, &first, &count);
 	shards = calloc((size_t)nshards, sizeof(*shards));
 	paths = calloc((size_t)nshards, sizeof(*paths));
 	if (shards == NULL || paths == NULL) {
@@ -919,8 +897,8 @@ static int _reshard(copus_ctx *ctx, const struct copus__manifest *m)
 		/* Shard i is data group i; its file, by rank or by shard. */
 		sh->pipeline_rank = i / o->tensor;
 		sh->tensor_rank = i % o->tensor;
-		_layers_of(ctx, o->pipeline, sh->pipeline_rank,
-			   &sh->first_layer, &sh->n_layers);
+		copus__stage_layers(ctx, o->pipeline, sh->pipeline_rank,
+				    &sh->first_layer, &sh->n_layers);
 		layers = ctx->cfg.n_layers == 0 ||
 			 (sh->first_layer < first + count &&
 			  first < sh->first_layer + sh->n_layers);

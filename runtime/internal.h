@@ -146,6 +146,13 @@ double copus__now(void);
  * callback); trivial with one rank.
  */
 int copus__agree(copus_ctx *ctx, int64_t *values, int n);
+/*
+ * The layers of a pipeline stage when the model's layers are split into
+ * stages (copus_plan_stages over the layer costs; by count when the tables
+ * do not fit in memory): 0 and 0 without layers.
+ */
+void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
+			 int *first, int *count);
 
 /* measure.c */
 /*

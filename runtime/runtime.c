@@ -664,27 +664,6 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 	exit(code);
 }
 
-/*
- * The layers of this rank's pipeline stage. Without memory for the
- * partition the layers are split by count, as they are when there are more
- * stages than layers.
- */
-static void _stage_layers(const copus_ctx *ctx, int stage, int *first,
-			  int *count)
-{
-	int n = ctx->cfg.n_layers, stages = ctx->degrees.pipeline;
-	int *bounds = malloc(sizeof(int) * ((size_t)stages + 1));
-
-	if (bounds != NULL &&
-	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
-		*first = bounds[stage];
-		*count = bounds[stage + 1] - bounds[stage];
-	} else {
-		copus_plan_stage_even(n, stages, stage, first, count);
-	}
-	free(bounds);
-}
-
 int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 {
 	const copus_batch_limits *l;
@@ -708,8 +687,9 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 	out->pipeline_rank = at.pipeline_rank;
 	out->data_rank = at.data_rank;
 	if (ctx->cfg.n_layers > 0)
-		_stage_layers(ctx, out->pipeline_rank, &out->first_layer,
-			      &out->n_layers);
+		copus__stage_layers(ctx, ctx->degrees.pipeline,
+				    out->pipeline_rank, &out->first_layer,
+				    &out->n_layers);
 
 	if (ctx->info.world > 1) {
 		/* The inputs every rank agreed on: the same plan everywhere. */
