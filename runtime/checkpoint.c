@@ -35,7 +35,9 @@
  */
 #define MANIFEST_COUNT_MAX 9007199254740992.0
 
-/* Reading a manifest back (below the writing). */
+/* Reading a manifest back and removing leftovers (below the writing). */
+static void _remove_leftovers(copus_ctx *ctx,
+			      const struct copus__manifest *m);
 static int _read_file(copus_ctx *ctx, const char *path, char **out);
 static bool _get_num(struct json_object *o, const char *key, double *out);
 
@@ -54,6 +56,21 @@ void copus__ckpt_files_free(copus_ctx *ctx)
 	_names_free(ctx->ckpt_files, ctx->n_ckpt_files);
 	ctx->ckpt_files = NULL;
 	ctx->n_ckpt_files = 0;
+}
+
+int copus__ckpt_slot(const copus_ctx *ctx, int rank, int *nslots)
+{
+	copus_plan_coords at;
+
+	if (ctx->cfg.save_all_ranks) {
+		*nslots = ctx->info.world;
+		return rank;
+	}
+	*nslots = ctx->degrees.pipeline * ctx->degrees.tensor;
+	if (copus_plan_coords_of_rank(&ctx->degrees, rank, &at) != COPUS_OK ||
+	    at.data_rank != 0)
+		return -1;
+	return at.data_group;
 }
 
 static int _fsync_path(const char *path, bool dir)
@@ -212,6 +229,13 @@ static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
 	json_object_object_add(o, "save_all_ranks",
 			       json_object_new_int(ctx->cfg.save_all_ranks ? 1 : 0));
 	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_int(ctx->degrees.data));
+	json_object_array_add(a, json_object_new_int(ctx->degrees.tensor));
+	json_object_array_add(a, json_object_new_int(ctx->degrees.pipeline));
+	json_object_object_add(o, "layout", a);
+	json_object_object_add(o, "layers",
+			       json_object_new_int(ctx->cfg.n_layers));
+	a = json_object_new_array();
 	for (int i = 0; i < nfiles; i++) {
 		e = json_object_new_array();
 		json_object_array_add(e, json_object_new_string(files[i]));
@@ -315,7 +339,7 @@ int copus_checkpoint(copus_ctx *ctx)
 	long long *sizes = NULL, size = 0;
 	uint32_t crc = 0, *crcs = NULL;
 	int64_t step, v[2], *got = NULL;
-	int nfiles = 0, nsave, rc = COPUS_OK, saver;
+	int nfiles = 0, nsave, rc = COPUS_OK, saver, slot;
 	bool saved = false;
 
 	if (ctx == NULL)
@@ -336,9 +360,14 @@ int copus_checkpoint(copus_ctx *ctx)
 			   (long long)step, ctx->ckpt_dir);
 		return COPUS_OK;
 	}
-	saver = ctx->info.rank == 0 || ctx->cfg.save_all_ranks;
-	nsave = ctx->cfg.save == NULL ? 0
-		: ctx->cfg.save_all_ranks ? ctx->info.world : 1;
+	/*
+	 * One file per shard (pipeline stage and tensor slice), written by
+	 * the shard's first replica; or one per rank with save_all_ranks.
+	 */
+	slot = copus__ckpt_slot(ctx, ctx->info.rank, &nsave);
+	saver = slot >= 0;
+	if (ctx->cfg.save == NULL)
+		nsave = 0;
 	got = calloc((size_t)nsave + 1, sizeof(*got));
 	if (got == NULL)
 		return COPUS_ENOMEM;
@@ -356,8 +385,7 @@ int copus_checkpoint(copus_ctx *ctx)
 	 */
 	got[0] = rc != COPUS_OK;
 	if (rc == COPUS_OK && saver && nsave > 0)
-		got[1 + (ctx->cfg.save_all_ranks ? ctx->info.rank : 0)] =
-			(int64_t)crc + 1;
+		got[1 + slot] = (int64_t)crc + 1;
 	if (copus__agree(ctx, got, nsave + 1) != COPUS_OK || got[0] != 0) {
 		if (rc == COPUS_OK)
 			rc = copus__fail(ctx, COPUS_EIO,
@@ -374,12 +402,17 @@ int copus_checkpoint(copus_ctx *ctx)
 		if (files == NULL || sizes == NULL || crcs == NULL) {
 			rc = COPUS_ENOMEM;
 		} else {
+			/* The files in slot order: by rank or by shard. */
 			for (int r = 0; r < n && rc == COPUS_OK; r++) {
 				char f[256], path[4096];
 				struct stat st;
+				int q = 0, ns;
 
+				while (q < ctx->info.world &&
+				       copus__ckpt_slot(ctx, q, &ns) != r)
+					q++;
 				snprintf(f, sizeof(f), "ckpt-%lld.r%d",
-					 (long long)step, r);
+					 (long long)step, q);
 				snprintf(path, sizeof(path), "%s/%s",
 					 ctx->ckpt_dir, f);
 				/* Other ranks' files: the size they have now. */
@@ -392,11 +425,11 @@ int copus_checkpoint(copus_ctx *ctx)
 				if (got[1 + r] < 1) {
 					rc = copus__fail(ctx, COPUS_EIO,
 							 "rank %d sent no checksum of %s",
-							 r, path);
+							 q, path);
 					break;
 				}
 				files[nfiles] = strdup(f);
-				sizes[nfiles] = r == 0 ? size : (long long)st.st_size;
+				sizes[nfiles] = q == 0 ? size : (long long)st.st_size;
 				crcs[nfiles] = (uint32_t)(got[1 + r] - 1);
 				if (files[nfiles++] == NULL)
 					rc = COPUS_ENOMEM;
@@ -440,6 +473,21 @@ int copus_checkpoint(copus_ctx *ctx)
 		files = NULL;
 	}
 	ctx->ckpt_step = step;
+	/*
+	 * What earlier failed attempts of this run left (their temporary
+	 * files, files no manifest names) goes now, not only at the next
+	 * start: on a small disk it could make the next checkpoint fail.
+	 */
+	{
+		char *own = saver && ctx->cfg.save != NULL ? name : NULL;
+		struct copus__manifest now = {
+			.nfiles = ctx->info.rank == 0 ? ctx->n_ckpt_files
+						      : own != NULL,
+			.files = ctx->info.rank == 0 ? ctx->ckpt_files : &own,
+		};
+
+		_remove_leftovers(ctx, &now);
+	}
 	copus__log(ctx, 1, "checkpoint of step %lld written to %s",
 		   (long long)step, ctx->ckpt_dir);
 out:
@@ -565,17 +613,46 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 	if (version >= 2 &&
 	    (!_get_num(o, "save_all_ranks", &all) || (all != 0 && all != 1)))
 		goto bad;
+	field = "layout";
+	m->layout = (copus_plan_degrees){ .data = (int)world, .pipeline = 1,
+					  .tensor = 1 };
+	if (version >= 3) {
+		double d[3];
+
+		if (!json_object_object_get_ex(o, "layout", &a) ||
+		    !json_object_is_type(a, json_type_array) ||
+		    json_object_array_length(a) != 3)
+			goto bad;
+		for (int k = 0; k < 3; k++)
+			if (!_arr_num(a, (size_t)k, &d[k]) || d[k] < 1 ||
+			    d[k] > world || d[k] != floor(d[k]))
+				goto bad;
+		if (d[0] * d[1] * d[2] != world)
+			goto bad;
+		m->layout = (copus_plan_degrees){ .data = (int)d[0],
+						  .tensor = (int)d[1],
+						  .pipeline = (int)d[2] };
+		field = "layers";
+		if (!_get_num(o, "layers", &x) || x < 0 || x > INT_MAX ||
+		    x != floor(x))
+			goto bad;
+		m->n_layers = (int)x;
+	}
 	field = "files";
 	if (!json_object_object_get_ex(o, "files", &a) ||
 	    !json_object_is_type(a, json_type_array))
 		goto bad;
 	nfiles = (int)json_object_array_length(a);
 	/*
-	 * One file per rank when every rank saved, one when rank 0 did (none
-	 * without a save callback); version 1 did not say which.
+	 * One file per rank when every rank saved, else one per shard
+	 * (pipeline stage and tensor slice); none without a save callback.
+	 * Version 1 did not say which.
 	 */
-	if (version >= 2 ? (all ? nfiles != (int)world : nfiles > 1)
-			 : (nfiles > 1 && nfiles != (int)world))
+	if (nfiles > 0 &&
+	    (version >= 2 ? nfiles != (all ? (int)world
+					   : m->layout.pipeline *
+						     m->layout.tensor)
+			  : (nfiles > 1 && nfiles != (int)world)))
 		goto bad;
 	if (version == 1)
 		all = nfiles > 1;
@@ -752,10 +829,114 @@ static void _remove_leftovers(copus_ctx *ctx,
 	closedir(d);
 }
 
+/* File idx of the manifest: there, of its size and CRC-32; its path. */
+static int _check_file(copus_ctx *ctx, const struct copus__manifest *m,
+		       int idx, char *path, size_t len)
+{
+	struct stat st;
+	uint32_t crc;
+	int rc;
+
+	snprintf(path, len, "%s/%s", ctx->ckpt_dir, m->files[idx]);
+	if (stat(path, &st) != 0 || (long long)st.st_size != m->sizes[idx])
+		return copus__fail(ctx, COPUS_EIO,
+				   "checkpoint file %s is missing or not %lld bytes",
+				   path, m->sizes[idx]);
+	if (m->crcs[idx] < 0)
+		return COPUS_OK;
+	rc = _crc_file(ctx, path, &crc);
+	if (rc != COPUS_OK)
+		return rc;
+	if (crc != (uint32_t)m->crcs[idx])
+		return copus__fail(ctx, COPUS_EIO,
+				   "checkpoint file %s is corrupt: CRC-32 %08x, the manifest says %08x",
+				   path, crc, (uint32_t)m->crcs[idx]);
+	return COPUS_OK;
+}
+
+/*
+ * Restore under another layout: every shard of the old layout whose layers
+ * and tensor slice overlap this rank's new ones is checked and handed to
+ * the reshard callback; the others are not read.
+ */
+static int _reshard(copus_ctx *ctx, const struct copus__manifest *m)
+{
+	const copus_plan_degrees *o = &m->layout, *d = &ctx->degrees;
+	int nshards = o->pipeline * o->tensor, first, count, rc = COPUS_OK;
+	copus_ckpt_layout old = { o->data, o->tensor, o->pipeline };
+	copus_ckpt_layout now = { d->data, d->tensor, d->pipeline };
+	copus_ckpt_shard *shards;
+	char (*paths)[4096];
+	copus_plan_coords at;
+
+	if (m->n_layers != ctx->cfg.n_layers)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "checkpoint of step %lld in %s is of a model of %d layers; this run has %d",
+				   (long long)m->step, ctx->ckpt_dir,
+				   m->n_layers, ctx->cfg.n_layers);
+	if (m->nfiles < nshards)
+		return copus__fail(ctx, COPUS_EPARSE,
+				   "checkpoint of step %lld in %s names %d files for %d shards",
+				   (long long)m->step, ctx->ckpt_dir, m->nfiles,
+				   nshards);
+	rc = copus_plan_coords_of_rank(d, ctx->info.rank, &at);
+	if (rc != COPUS_OK)
+		return rc;
+	copus__stage_layers(ctx, d->pipeline, at.pipeline_rank, &first, &count);
+	shards = calloc((size_t)nshards, sizeof(*shards));
+	paths = calloc((size_t)nshards, sizeof(*paths));
+	if (shards == NULL || paths == NULL) {
+		free(shards);
+		free(paths);
+		return COPUS_ENOMEM;
+	}
+	for (int i = 0; i < nshards && rc == COPUS_OK; i++) {
+		copus_ckpt_shard *sh = &shards[i];
+		bool layers, slice;
+
+		/* Shard i is data group i; its file, by rank or by shard. */
+		sh->pipeline_rank = i / o->tensor;
+		sh->tensor_rank = i % o->tensor;
+		copus__stage_layers(ctx, o->pipeline, sh->pipeline_rank,
+				    &sh->first_layer, &sh->n_layers);
+		layers = ctx->cfg.n_layers == 0 ||
+			 (sh->first_layer < first + count &&
+			  first < sh->first_layer + sh->n_layers);
+		/* Slices j / t_old .. (j + 1) / t_old against k / t_new ... */
+		slice = (long)sh->tensor_rank * d->tensor <
+				(long)(at.tensor_rank + 1) * o->tensor &&
+			(long)at.tensor_rank * o->tensor <
+				(long)(sh->tensor_rank + 1) * d->tensor;
+		if (!layers || !slice)
+			continue;
+		rc = _check_file(ctx, m, i, paths[i], sizeof(paths[i]));
+		sh->path = paths[i];
+	}
+	if (rc == COPUS_OK) {
+		copus_ckpt_shard mine = { NULL, at.pipeline_rank,
+					  at.tensor_rank, first, count };
+		int cb = ctx->cfg.reshard(ctx->cfg.cb_arg, m->step, &old, &now,
+					  &mine, shards, nshards);
+		if (cb != 0)
+			rc = copus__fail(ctx, COPUS_EIO,
+					 "the reshard callback failed (%d) loading step %lld from pipeline %d x tensor %d into pipeline %d x tensor %d",
+					 cb, (long long)m->step, o->pipeline,
+					 o->tensor, d->pipeline, d->tensor);
+	}
+	if (rc == COPUS_OK)
+		copus__log(ctx, 1, "resharded step %lld from data %d x pipeline %d x tensor %d to data %d x pipeline %d x tensor %d",
+			   (long long)m->step, o->data, o->pipeline, o->tensor,
+			   d->data, d->pipeline, d->tensor);
+	free(shards);
+	free(paths);
+	return rc;
+}
+
 int copus__restore(copus_ctx *ctx)
 {
 	char path[4096], *text = NULL;
 	struct copus__manifest m = { 0 };
+	bool other;
 	int rc, idx;
 
 	if (ctx->ckpt_dir == NULL)
@@ -776,39 +957,42 @@ int copus__restore(copus_ctx *ctx)
 	if (rc != COPUS_OK)
 		return rc;
 	/*
-	 * Rank r loads its own file when every rank saved, else rank 0's.
-	 * Every rank reads the same manifest, so a layout this run cannot
-	 * load stops every rank alike.
+	 * Rank r loads its own file when every rank saved, else its shard's
+	 * (its pipeline stage and tensor slice, any data degree). Files of
+	 * another layout go through the reshard callback, or are refused:
+	 * every rank reads the same manifest and decides alike.
 	 */
-	if (m.all_ranks && m.world != ctx->info.world) {
-		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld holds one file per rank of %d ranks; this run has %d ranks",
-				 (long long)m.step, m.world, ctx->info.world);
-		goto out;
-	}
-	idx = m.all_ranks ? ctx->info.rank : 0;
-	if (m.nfiles > 0) {
-		struct stat st;
-		uint32_t crc;
-
-		snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir, m.files[idx]);
-		if (stat(path, &st) != 0 || (long long)st.st_size != m.sizes[idx]) {
-			rc = copus__fail(ctx, COPUS_EIO,
-					 "checkpoint file %s is missing or not %lld bytes",
-					 path, m.sizes[idx]);
+	other = m.nfiles > 0 &&
+		(m.layout.pipeline != ctx->degrees.pipeline ||
+		 m.layout.tensor != ctx->degrees.tensor ||
+		 (m.all_ranks && m.world != ctx->info.world));
+	if (other && ctx->cfg.reshard != NULL) {
+		rc = _reshard(ctx, &m);
+		if (rc != COPUS_OK)
 			goto out;
-		}
-		if (m.crcs[idx] >= 0) {
-			rc = _crc_file(ctx, path, &crc);
-			if (rc != COPUS_OK)
-				goto out;
-			if (crc != (uint32_t)m.crcs[idx]) {
-				rc = copus__fail(ctx, COPUS_EIO,
-						 "checkpoint file %s is corrupt: CRC-32 %08x, the manifest says %08x",
-						 path, crc, (uint32_t)m.crcs[idx]);
-				goto out;
-			}
-		}
+	} else if (other) {
+		rc = copus__fail(ctx, COPUS_ESTATE,
+				 "checkpoint of step %lld in %s was written by %d ranks (data %d x pipeline %d x tensor %d%s); this run has %d ranks (data %d x pipeline %d x tensor %d) and no reshard callback to load it",
+				 (long long)m.step, ctx->ckpt_dir, m.world,
+				 m.layout.data, m.layout.pipeline,
+				 m.layout.tensor,
+				 m.all_ranks ? ", a file per rank" : "",
+				 ctx->info.world, ctx->degrees.data,
+				 ctx->degrees.pipeline, ctx->degrees.tensor);
+		goto out;
+	} else if (m.nfiles > 0) {
+		copus_plan_coords at;
+
+		idx = 0;
+		if (m.all_ranks)
+			idx = ctx->info.rank;
+		else if (copus_plan_coords_of_rank(&ctx->degrees,
+						   ctx->info.rank, &at) ==
+			 COPUS_OK)
+			idx = at.data_group;
+		rc = _check_file(ctx, &m, idx, path, sizeof(path));
+		if (rc != COPUS_OK)
+			goto out;
 		if (ctx->cfg.load == NULL) {
 			rc = copus__fail(ctx, COPUS_ESTATE,
 					 "a checkpoint of step %lld exists but config.load is NULL",

@@ -1,9 +1,11 @@
 /*
  * What every file of the runtime uses: the context's error message, the
- * runtime's one logger, the monotonic clock, and the agreement among ranks.
+ * runtime's one logger, the monotonic clock, the agreement among ranks, and
+ * the layers of a pipeline stage.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "internal.h"
@@ -74,4 +76,25 @@ int copus__agree(copus_ctx *ctx, int64_t *values, int n)
 		return copus__fail(ctx, COPUS_EIO,
 				   "the agree callback failed (%d)", rc);
 	return COPUS_OK;
+}
+
+void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
+			 int *first, int *count)
+{
+	int n = ctx->cfg.n_layers;
+	int *bounds;
+
+	*first = 0;
+	*count = 0;
+	if (n == 0)
+		return;
+	bounds = malloc(sizeof(int) * ((size_t)stages + 1));
+	if (bounds != NULL &&
+	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
+		*first = bounds[stage];
+		*count = bounds[stage + 1] - bounds[stage];
+	} else {
+		copus_plan_stage_even(n, stages, stage, first, count);
+	}
+	free(bounds);
 }

@@ -26,10 +26,11 @@
 /* The manifest that names the latest complete checkpoint. */
 #define COPUS_MANIFEST "copus.manifest"
 /*
- * 2: every file with its CRC-32 and the saving mode; 1 (sizes only) is
- * still read.
+ * 3: the layout (data, tensor, pipeline degrees) of the run that wrote it;
+ * 2: every file with its CRC-32 and the saving mode; 1 (sizes only). All
+ * three are read.
  */
-#define COPUS_MANIFEST_VERSION 2
+#define COPUS_MANIFEST_VERSION 3
 /* Largest manifest read back (it holds at most COPUS_MAX_OBS entries). */
 #define COPUS_MANIFEST_MAX (256 * 1024)
 
@@ -43,6 +44,21 @@ struct copus__obs {
 };
 
 struct copus__publisher;
+
+/*
+ * What the ranks agree on at a step boundary: whether any rank was asked to
+ * rescale or is due for a periodic checkpoint, and rank 0's inputs of the
+ * plan (its gradient statistics and fitted throughput parameters), so that
+ * every rank computes the same plan.
+ */
+struct copus__boundary {
+	bool rescale;
+	bool ckpt_due;
+	bool have_grad;
+	copus_grad_stats grad;
+	bool have_perf;
+	copus_perf_params perf;
+};
 
 struct copus_ctx {
 	copus_config cfg;        /* the caller's config, copied */
@@ -67,6 +83,11 @@ struct copus_ctx {
 	int local_count;
 	double total_sqr;
 	bool have_total;
+	/* Consecutive steps of one gradient each (copus_grad_dot). */
+	double dot;
+	bool have_dot;
+	double prev_sqr;         /* the previous step's squared norm; < 0: none */
+	int prev_local;          /* and its micro-batch */
 	copus_noise noise;
 	copus_grad_stats last_raw;
 
@@ -89,6 +110,18 @@ struct copus_ctx {
 	double last_ckpt;        /* monotonic seconds of the latest attempt */
 	char **ckpt_files;       /* its files, for removal once replaced */
 	int n_ckpt_files;
+
+	/*
+	 * The plan's inputs as the ranks last agreed on them (rank 0's): the
+	 * plan of every rank is computed from these alone.
+	 */
+	copus_grad_stats plan_grad;
+	copus_perf_params plan_perf;
+	bool plan_have_perf;
+	double last_refit;       /* monotonic seconds of rank 0's last fit */
+	/* The agreement of this step, delivered by copus_agree_unpack(). */
+	struct copus__boundary folded;
+	bool have_folded;
 
 	/* Hints. */
 	struct copus__publisher *pub;
@@ -113,6 +146,13 @@ double copus__now(void);
  * callback); trivial with one rank.
  */
 int copus__agree(copus_ctx *ctx, int64_t *values, int n);
+/*
+ * The layers of a pipeline stage when the model's layers are split into
+ * stages (copus_plan_stages over the layer costs; by count when the tables
+ * do not fit in memory): 0 and 0 without layers.
+ */
+void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
+			 int *first, int *count);
 
 /* measure.c */
 /*
@@ -141,12 +181,22 @@ const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx);
 int copus__restore(copus_ctx *ctx);
 /* Forget the files of the latest checkpoint. */
 void copus__ckpt_files_free(copus_ctx *ctx);
+/*
+ * The file slot of a rank in a checkpoint: with save_all_ranks its rank;
+ * otherwise its shard (pipeline stage and tensor slice, the data group of
+ * copus/plan.h) when it is the first replica of the shard; -1 when the rank
+ * saves nothing. *nslots: the number of files.
+ */
+int copus__ckpt_slot(const copus_ctx *ctx, int rank, int *nslots);
 
 /* A checkpoint as its manifest names it. */
 struct copus__manifest {
 	int64_t step;
 	int world;            /* the ranks of the run that wrote it */
-	bool all_ranks;       /* every rank saved a file (else rank 0 alone) */
+	bool all_ranks;       /* every rank saved a file (else one per shard) */
+	/* Its degrees; version 2 and 1 manifests: world x 1 x 1. */
+	copus_plan_degrees layout;
+	int n_layers;         /* the model's layers (0: not given) */
 	int nfiles;
 	char **files;
 	long long *sizes;
@@ -173,6 +223,10 @@ int copus__publish_wait(copus_ctx *ctx, uint64_t seq, double timeout);
 int copus__publish_hint(copus_ctx *ctx, copus_job_state state, bool wait);
 
 /* rescale.c */
+/* This rank's side of the agreement at a step boundary. */
+void copus__boundary_local(copus_ctx *ctx, struct copus__boundary *b);
+/* Take the agreed plan inputs of b as the plan's. */
+void copus__boundary_apply(copus_ctx *ctx, const struct copus__boundary *b);
 int copus__signals_install(copus_ctx *ctx);
 void copus__signals_restore(copus_ctx *ctx);
 /*

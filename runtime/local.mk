@@ -37,9 +37,14 @@ noinst_PROGRAMS += tests/bench-runtime
 tests_bench_runtime_SOURCES = tests/bench-runtime.c
 tests_bench_runtime_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 
+noinst_PROGRAMS += tests/bench-runtime-reshard
+tests_bench_runtime_reshard_SOURCES = tests/bench-runtime-reshard.c
+tests_bench_runtime_reshard_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
+
 # The PyTorch adapter and its test (skipped when torch is not importable).
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
+	tests/test_pytorch_pipeline.py \
 	contrib/pytorch/copus_torch.py
 
 # A stand-in training job for the loopback-cluster test.
@@ -48,7 +53,7 @@ tests_test_runtime_job_SOURCES = tests/test-runtime-job.c
 tests_test_runtime_job_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
 TESTS += tests/test-runtime-slurm.sh
 EXTRA_DIST += tests/test-runtime-slurm.sh
-EXTRA_DIST += tests/bench-runtime-pytorch.py
+EXTRA_DIST += tests/bench-runtime-pytorch.py tests/bench-runtime-agree.py
 
 # The GPU path: built only with NCCL, skipped without a GPU.
 TESTS += tests/test-runtime-gpu.sh

@@ -42,6 +42,21 @@ int copus_grad_total(copus_ctx *ctx, double sqnorm)
 	return COPUS_OK;
 }
 
+int copus_grad_dot(copus_ctx *ctx, double dot)
+{
+	if (ctx == NULL)
+		return COPUS_EINVAL;
+	if (!isfinite(dot))
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "grad_dot: dot product %g is not finite", dot);
+	if (!ctx->in_step)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "grad_dot outside a step");
+	ctx->dot = dot;
+	ctx->have_dot = true;
+	return COPUS_OK;
+}
+
 /* The gradient statistics, or zeros (no information) before any. */
 copus_grad_stats copus__grad(const copus_ctx *ctx)
 {
@@ -105,6 +120,27 @@ void copus__measure_step(copus_ctx *ctx, int local, int accum_steps,
 	double batch, gain;
 	copus_grad_stats g;
 
+	/*
+	 * One gradient per step on one replica: with the dot product of
+	 * consecutive gradients, the two steps are two estimates of one
+	 * gradient, |mean|^2 = (|a|^2 + |b|^2 + 2 a.b) / 4.
+	 */
+	if (ctx->degrees.data == 1 && ctx->local_count == 1 && ctx->have_dot &&
+	    ctx->prev_sqr >= 0 && ctx->prev_local == local && accum_steps == 0) {
+		double cur = ctx->local_sum;
+
+		ctx->local_sum = ctx->prev_sqr + cur;
+		ctx->local_count = 2;
+		ctx->total_sqr = (ctx->prev_sqr + cur + 2 * ctx->dot) / 4;
+		ctx->have_total = true;
+		ctx->prev_sqr = cur;
+	} else if (ctx->degrees.data == 1 && ctx->local_count == 1 &&
+		   accum_steps == 0) {
+		ctx->prev_sqr = ctx->local_sum;
+	} else {
+		ctx->prev_sqr = -1;
+	}
+	ctx->prev_local = local;
 	/* Gradient statistics: every data-parallel replica saw as many. */
 	if (ctx->local_count > 0 && ctx->have_total) {
 		int count = ctx->degrees.data * ctx->local_count;

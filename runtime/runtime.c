@@ -285,21 +285,33 @@ static int _check_config(copus_ctx *ctx, const copus_config *cfg)
 	return COPUS_OK;
 }
 
-/* GPU type names travel in hints: keep [A-Za-z0-9_.-] only. */
-static void _set_gpu_type(copus_ctx *ctx, const char *t)
+/*
+ * GPU type names travel in hints: 1..15 characters of [A-Za-z0-9_.-]. Any
+ * other name (from the config or COPUS_GPU_TYPE, named by what) is an
+ * error, rather than a name the scheduler would not recognise.
+ */
+static int _set_gpu_type(copus_ctx *ctx, const char *t, const char *what)
 {
-	size_t j = 0;
+	size_t n = t != NULL ? strlen(t) : 0;
 
-	for (size_t i = 0; t != NULL && t[i] != '\0' &&
-	     j + 1 < sizeof(ctx->gpu_type); i++) {
-		char c = t[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-')
-			ctx->gpu_type[j++] = c;
-	}
-	ctx->gpu_type[j] = '\0';
-	if (j == 0)
+	if (t == NULL || *t == '\0') {
 		snprintf(ctx->gpu_type, sizeof(ctx->gpu_type), "default");
+		return COPUS_OK;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char c = t[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		      c == '-'))
+			n = sizeof(ctx->gpu_type);
+	}
+	if (n >= sizeof(ctx->gpu_type))
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "%s \"%.40s\" is not a GPU type name (1 to %zu characters of A-Z a-z 0-9 _ . -)",
+				   what, t, sizeof(ctx->gpu_type) - 1);
+	snprintf(ctx->gpu_type, sizeof(ctx->gpu_type), "%s", t);
+	return COPUS_OK;
 }
 
 /* Environment parameters of the rescale, read once. */
@@ -428,8 +440,12 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		       sizeof(double) * (size_t)cfg->n_layers);
 	}
 	ctx->cfg.layer_costs = ctx->layer_costs;
-	_set_gpu_type(ctx, cfg->gpu_type != NULL ? cfg->gpu_type
-						 : getenv("COPUS_GPU_TYPE"));
+	rc = cfg->gpu_type != NULL
+		? _set_gpu_type(ctx, cfg->gpu_type, "config: gpu_type")
+		: _set_gpu_type(ctx, getenv("COPUS_GPU_TYPE"),
+				"environment variable COPUS_GPU_TYPE");
+	if (rc != COPUS_OK)
+		goto fail;
 	ctx->cfg.gpu_type = ctx->gpu_type;
 	if (ctx->cfg.noise_decay == 0)
 		ctx->cfg.noise_decay = DEFAULT_NOISE_DECAY;
@@ -461,20 +477,44 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	ctx->skip_obs = WARMUP_STEPS;
 	ctx->state = COPUS_STATE_RUNNING;
 	ctx->ckpt_step = -1;
+	ctx->prev_sqr = -1;
 	ctx->last_hint = -1.0;
 	ctx->last_ckpt = copus__now();
 
 	rc = copus__restore(ctx);
-	if (rc != COPUS_OK)
-		goto fail;
-	rc = copus__publisher_start(ctx);
-	if (rc != COPUS_OK)
-		goto fail;
-	if (!cfg->no_signal_handler) {
-		rc = copus__signals_install(ctx);
-		if (rc != COPUS_OK)
-			goto fail;
+	if (rc == COPUS_OK) {
+		/*
+		 * The plan's first inputs: the restored ones, which every
+		 * rank read from the same manifest.
+		 */
+		ctx->plan_grad = copus__grad(ctx);
+		if (ctx->n_obs > 0 && copus__fit(ctx) == COPUS_OK &&
+		    copus__perf_of_type(ctx) != NULL) {
+			ctx->plan_perf = *copus__perf_of_type(ctx);
+			ctx->plan_have_perf = true;
+		}
+		ctx->last_refit = copus__now();
+		rc = copus__publisher_start(ctx);
 	}
+	if (rc == COPUS_OK && !cfg->no_signal_handler)
+		rc = copus__signals_install(ctx);
+	/*
+	 * The ranks start together or not at all: a rank that could not
+	 * restore its state (its file is corrupt, its load failed) stops
+	 * every rank here, before any of them trains.
+	 */
+	if (ctx->info.world > 1) {
+		int64_t v[1] = { rc != COPUS_OK };
+		int arc = copus__agree(ctx, v, 1);
+
+		if (rc == COPUS_OK && arc != COPUS_OK)
+			rc = arc;
+		else if (rc == COPUS_OK && v[0] != 0)
+			rc = copus__fail(ctx, COPUS_ESTATE,
+					 "another rank of the job failed to start (see its log); no rank trains");
+	}
+	if (rc != COPUS_OK)
+		goto fail;
 	copus__log(ctx, 1, "job %u restart %d: rank %d of %d on %d nodes, %d GPUs per node (%s), step %lld",
 		   ctx->info.job_id, ctx->info.restart_count, ctx->info.rank,
 		   ctx->info.world, ctx->info.nodes, ctx->info.gpus_per_node,
@@ -530,6 +570,7 @@ int copus_step_begin(copus_ctx *ctx)
 	ctx->local_sum = 0.0;
 	ctx->local_count = 0;
 	ctx->have_total = false;
+	ctx->have_dot = false;
 	return COPUS_OK;
 }
 
@@ -623,27 +664,6 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 	exit(code);
 }
 
-/*
- * The layers of this rank's pipeline stage. Without memory for the
- * partition the layers are split by count, as they are when there are more
- * stages than layers.
- */
-static void _stage_layers(const copus_ctx *ctx, int stage, int *first,
-			  int *count)
-{
-	int n = ctx->cfg.n_layers, stages = ctx->degrees.pipeline;
-	int *bounds = malloc(sizeof(int) * ((size_t)stages + 1));
-
-	if (bounds != NULL &&
-	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
-		*first = bounds[stage];
-		*count = bounds[stage + 1] - bounds[stage];
-	} else {
-		copus_plan_stage_even(n, stages, stage, first, count);
-	}
-	free(bounds);
-}
-
 int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 {
 	const copus_batch_limits *l;
@@ -667,14 +687,21 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 	out->pipeline_rank = at.pipeline_rank;
 	out->data_rank = at.data_rank;
 	if (ctx->cfg.n_layers > 0)
-		_stage_layers(ctx, out->pipeline_rank, &out->first_layer,
-			      &out->n_layers);
+		copus__stage_layers(ctx, ctx->degrees.pipeline,
+				    out->pipeline_rank, &out->first_layer,
+				    &out->n_layers);
 
-	copus__fit(ctx);
-	p = copus__perf_of_type(ctx);
+	if (ctx->info.world > 1) {
+		/* The inputs every rank agreed on: the same plan everywhere. */
+		p = ctx->plan_have_perf ? &ctx->plan_perf : NULL;
+		m.grad = ctx->plan_grad;
+	} else {
+		copus__fit(ctx);
+		p = copus__perf_of_type(ctx);
+		m.grad = copus__grad(ctx);
+	}
 	if (p == NULL && ctx->cfg.prior.alpha_c > 0)
 		p = &ctx->cfg.prior;
-	m.grad = copus__grad(ctx);
 	m.limits = *l;
 	nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
 						     : ctx->degrees.data;

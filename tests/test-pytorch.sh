@@ -1,5 +1,6 @@
 #!/bin/sh
-# The PyTorch adapter (contrib/pytorch) on CPU with gloo; see test_pytorch.py.
+# The PyTorch adapter (contrib/pytorch) on CPU with gloo; see test_pytorch.py
+# and test_pytorch_pipeline.py.
 # Debian's python3-torch is visible to /usr/bin/python3 only.
 PYTHON=${COPUS_PYTHON:-/usr/bin/python3}
 srcdir=${srcdir:-.}
@@ -18,4 +19,8 @@ if ldd "$lib" | grep -q 'libasan'; then
 	echo "SKIP: libcopus is built with sanitizers; the adapter test needs a plain build"
 	exit 77
 fi
-COPUS_LIB=$lib exec "$PYTHON" "$srcdir/tests/test_pytorch.py" run
+export COPUS_LIB=$lib
+rc=0
+"$PYTHON" "$srcdir/tests/test_pytorch.py" run || rc=1
+"$PYTHON" "$srcdir/tests/test_pytorch_pipeline.py" run || rc=1
+exit $rc

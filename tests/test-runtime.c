@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <copus/copus.h>
+#include <copus/plan.h>
 
 #include "harness.h"
 
@@ -91,6 +92,7 @@ static void test_bad_arguments(void)
 	ASSERT_STATUS(copus_sync_end(NULL), COPUS_EINVAL);
 	ASSERT_STATUS(copus_grad_local(NULL, 1), COPUS_EINVAL);
 	ASSERT_STATUS(copus_grad_total(NULL, 1), COPUS_EINVAL);
+	ASSERT_STATUS(copus_grad_dot(NULL, 1), COPUS_EINVAL);
 	ASSERT_STATUS(copus_step_end(NULL, 1, 0), COPUS_EINVAL);
 	ASSERT_STATUS(copus_grad_stats_get(NULL, &g), COPUS_EINVAL);
 	ASSERT_STATUS(copus_plan_get(NULL, &plan), COPUS_EINVAL);
@@ -252,6 +254,14 @@ static void test_bad_environment(void)
 	clear_env();
 	setenv("COPUS_NO_PMIX", "x", 1);
 	expect_init_error(&c, COPUS_EINVAL, "COPUS_NO_PMIX");
+	/* A GPU type the hints could not carry as it is. */
+	clear_env();
+	setenv("COPUS_GPU_TYPE", "a100 sxm", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_GPU_TYPE");
+	clear_env();
+	c.gpu_type = "h100/80g";
+	expect_init_error(&c, COPUS_EINVAL, "gpu_type");
+	c.gpu_type = NULL;
 	clear_env();
 }
 
@@ -340,6 +350,45 @@ static void test_grad_stats_and_progress(void)
 	CU_ASSERT_EQUAL(in.samples, 50 * 64);
 	/* The batch is M0 = 64: every step counts one iteration. */
 	ASSERT_CLOSE(in.progress, 50, 1e-9);
+	copus_finalize(ctx);
+}
+
+/*
+ * One process, one micro-batch a step: consecutive steps are the two
+ * estimates. Without the dot product there is nothing to measure; with it
+ * the estimates come out exact.
+ */
+static void test_grad_stats_of_consecutive_steps(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_grad_stats g;
+	const double sqr = 2.0, tr = 512.0; /* |G|^2 and tr(Sigma_1) */
+	const int local = 16;
+
+	clear_env();
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	for (int s = 0; s < 5; s++) {
+		ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+		ASSERT_STATUS(copus_grad_local(ctx, sqr + tr / local), COPUS_OK);
+		ASSERT_STATUS(copus_grad_total(ctx, sqr + tr / local), COPUS_OK);
+		ASSERT_STATUS(copus_step_end(ctx, local, 0), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_grad_stats_get(ctx, &g), COPUS_ENODATA);
+	ASSERT_STATUS(copus_grad_dot(ctx, 1.0), COPUS_ESTATE);
+	for (int s = 0; s < 50; s++) {
+		ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+		ASSERT_STATUS(copus_grad_local(ctx, sqr + tr / local), COPUS_OK);
+		/* Independent noise: E[a.b] = |G|^2. */
+		ASSERT_STATUS(copus_grad_dot(ctx, sqr), COPUS_OK);
+		ASSERT_STATUS(copus_step_end(ctx, local, 0), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_grad_stats_get(ctx, &g), COPUS_OK);
+	ASSERT_CLOSE(g.sqr, sqr, 1e-9);
+	ASSERT_CLOSE(g.var, tr / 64.0, 1e-9);
+	ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+	ASSERT_STATUS(copus_grad_dot(ctx, NAN), COPUS_EINVAL);
 	copus_finalize(ctx);
 }
 
@@ -434,6 +483,8 @@ static void test_pipeline_layers(void)
  * ------------------------------------------------------------------------ */
 
 /* Busy work standing in for a step's computation (a CPU test model). */
+static void spin(double seconds);
+
 static void spin(double seconds)
 {
 	struct timespec a, b;
@@ -525,6 +576,64 @@ static void test_hints_callback_outside_slurm(void)
 }
 
 /* The Slurm channel, with a stand-in for scontrol that records its argv. */
+static copus_job_state hint_states[8];
+
+static int record_state(void *arg, const char *hint)
+{
+	copus_hint h;
+
+	(void)arg;
+	if (copus_hint_parse(hint, &h, NULL, 0) == COPUS_OK && hints_seen < 8)
+		hint_states[hints_seen] = h.state;
+	hints_seen++;
+	return 0;
+}
+
+/*
+ * A rescale checkpoint that cannot be written (the directory became a
+ * regular file): the step succeeds, the job keeps running, and the
+ * scheduler hears "checkpointing" and then "running" again.
+ */
+static void test_failed_rescale_checkpoint_tells_the_scheduler(void)
+{
+	copus_config c = base_config();
+	copus_job_state st;
+	copus_ctx *ctx;
+	char dir[512];
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(dir, sizeof(dir), "%s/ckpt", tmpdir);
+	setenv("COPUS_JOB_ID", "321", 1);
+	c.publish = record_state;
+	c.hint_interval = 3600;
+	c.ckpt_dir = dir;
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	f = fopen(dir, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("not a directory\n", f);
+	fclose(f);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK); /* a hint */
+	copus_request_rescale(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	ASSERT_STATUS(copus_state(ctx, &st), COPUS_OK);
+	CU_ASSERT_EQUAL(st, COPUS_STATE_RUNNING);
+	CU_ASSERT_EQUAL(hints_seen, 3);
+	CU_ASSERT_EQUAL(hint_states[1], COPUS_STATE_CHECKPOINTING);
+	CU_ASSERT_EQUAL(hint_states[2], COPUS_STATE_RUNNING);
+	/* It trains on. */
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	copus_finalize(ctx);
+	clear_env();
+	remove_tmpdir();
+}
+
 static void test_hints_scontrol(void)
 {
 	copus_config c = base_config();
@@ -637,6 +746,15 @@ static int app_load(void *arg, const char *path, int64_t step)
 	return 0;
 }
 
+static double expected_w_from(double w0, int64_t steps)
+{
+	struct app a = { .w = w0 };
+
+	while (a.step < steps)
+		app_step(&a);
+	return a.w;
+}
+
 static double expected_w(int64_t steps)
 {
 	struct app a = { 0 };
@@ -656,15 +774,43 @@ struct star {
 	int up[MAX_RANKS][2];   /* rank r -> rank 0 */
 	int down[MAX_RANKS][2]; /* rank 0 -> rank r */
 	int rank;
+	int agree_calls;        /* this rank's calls of star_agree */
 };
+
+/* The sum of n doubles over the ranks (the application's all-reduce). */
+static int star_sum(struct star *s, double *v, int n)
+{
+	double buf[COPUS_AGREE_LEN];
+	size_t len = sizeof(double) * (size_t)n;
+
+	if (n > COPUS_AGREE_LEN)
+		return -1;
+	if (s->rank == 0) {
+		for (int r = 1; r < s->world; r++) {
+			if (read(s->up[r][0], buf, len) != (ssize_t)len)
+				return -1;
+			for (int i = 0; i < n; i++)
+				v[i] += buf[i];
+		}
+		for (int r = 1; r < s->world; r++)
+			if (write(s->down[r][1], v, len) != (ssize_t)len)
+				return -1;
+		return 0;
+	}
+	if (write(s->up[s->rank][1], v, len) != (ssize_t)len ||
+	    read(s->down[s->rank][0], v, len) != (ssize_t)len)
+		return -1;
+	return 0;
+}
 
 static int star_agree(void *arg, int64_t *v, int n)
 {
 	struct star *s = arg;
-	int64_t buf[8];
+	int64_t buf[16];
 	size_t len = sizeof(int64_t) * (size_t)n;
 
-	if (n > 8)
+	s->agree_calls++;
+	if (n > 16)
 		return -1;
 	if (s->rank == 0) {
 		for (int r = 1; r < s->world; r++) {
@@ -697,7 +843,203 @@ struct run {
 	int step_us;             /* each step sleeps this long */
 	int64_t die_at;          /* every rank dies after this step (0: no) */
 	int save_all;            /* config.save_all_ranks */
+	int distinct;            /* ranks measure different noise and times */
+	int pipeline;            /* config.pipeline_degree (0: 1) */
+	int rank_state;          /* rank r's model starts at 1000 r */
+	int fold;                /* the agreement rides on a sum of the ranks */
+	int leftovers_after_init; /* leftovers appear after copus_init */
+	int layered;             /* a model of LAYERS layers, split in stages */
+	int reshard;             /* with a reshard callback */
+	int tensor;              /* config.tensor_degree (0: 1) */
+	const char *plans;       /* each rank writes its final plan here.<rank> */
 };
+
+/*
+ * A model of layers, each a value that depends on every step in order;
+ * a rank holds its pipeline stage's layers only and saves them with their
+ * numbers, so that a run of another pipeline degree can pick its own.
+ */
+#define LAYERS 6
+struct lapp {
+	int first, n;         /* this rank's layers */
+	double w[LAYERS];     /* valid for first .. first + n - 1 */
+	int64_t step;
+	int read_files;       /* files the restore read */
+};
+
+static double layer_value(int layer, int64_t steps)
+{
+	double w = 10.0 * layer;
+
+	for (int64_t t = 0; t < steps; t++)
+		w = w * 0.5 + (double)(t + 1) + layer;
+	return w;
+}
+
+static int lapp_save(void *arg, const char *path, int64_t step)
+{
+	struct lapp *a = arg;
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return -1;
+	fprintf(f, "%lld %d %d", (long long)step, a->first, a->n);
+	for (int l = a->first; l < a->first + a->n; l++)
+		fprintf(f, " %.17g", a->w[l]);
+	fprintf(f, "\n");
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Read the layers of one file that fall in [lo, hi) into a->w. */
+static int lapp_read(struct lapp *a, const char *path, int64_t step, int lo,
+		     int hi, bool *have)
+{
+	long long s;
+	int first, n;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return -1;
+	a->read_files++;
+	if (fscanf(f, "%lld %d %d", &s, &first, &n) != 3 || s != step ||
+	    first < 0 || n < 0 || first + n > LAYERS) {
+		fclose(f);
+		return -2;
+	}
+	for (int l = first; l < first + n; l++) {
+		double v;
+
+		if (fscanf(f, "%lg", &v) != 1) {
+			fclose(f);
+			return -3;
+		}
+		if (l >= lo && l < hi) {
+			a->w[l] = v;
+			have[l] = true;
+		}
+	}
+	fclose(f);
+	a->step = step;
+	return 0;
+}
+
+static int lapp_load(void *arg, const char *path, int64_t step)
+{
+	struct lapp *a = arg;
+	bool have[LAYERS] = { false };
+
+	if (lapp_read(a, path, step, a->first, a->first + a->n, have) != 0)
+		return -1;
+	for (int l = a->first; l < a->first + a->n; l++)
+		if (!have[l])
+			return -4;
+	return 0;
+}
+
+static int lapp_reshard(void *arg, int64_t step, const copus_ckpt_layout *old,
+			const copus_ckpt_layout *now,
+			const copus_ckpt_shard *mine,
+			const copus_ckpt_shard *shards, int n_shards)
+{
+	struct lapp *a = arg;
+	bool have[LAYERS] = { false };
+
+	if (n_shards != old->pipeline * old->tensor || now->pipeline < 1 ||
+	    mine->first_layer != a->first || mine->n_layers != a->n)
+		return -5;
+	for (int i = 0; i < n_shards; i++)
+		if (shards[i].path != NULL &&
+		    lapp_read(a, shards[i].path, step, a->first,
+			      a->first + a->n, have) != 0)
+			return -1;
+	for (int l = a->first; l < a->first + a->n; l++)
+		if (!have[l])
+			return -4;
+	return 0;
+}
+
+static int star_agree(void *arg, int64_t *v, int n);
+
+static void layered_main(const struct run *run, struct star *s, int rank,
+			 const char *report)
+{
+	static const double costs[LAYERS] = { 1, 1, 1, 1, 1, 1 };
+	copus_config c = base_config();
+	struct lapp a = { 0 };
+	copus_ctx *ctx;
+	copus_job_info in;
+	copus_plan p;
+	char env[32];
+
+	snprintf(env, sizeof(env), "%d", run->restart);
+	setenv("SLURM_RESTART_COUNT", env, 1);
+	setenv("COPUS_HINTS", "0", 1);
+	c.world = run->world;
+	c.rank = rank;
+	c.ckpt_dir = tmpdir;
+	c.pipeline_degree = run->pipeline > 0 ? run->pipeline : 1;
+	c.tensor_degree = run->tensor > 0 ? run->tensor : 1;
+	c.layer_costs = costs;
+	c.n_layers = LAYERS;
+	c.save = lapp_save;
+	c.load = lapp_load;
+	c.reshard = run->reshard ? lapp_reshard : NULL;
+	c.cb_arg = &a;
+	c.agree = star_agree;
+	c.comm_arg = s;
+	c.no_signal_handler = 0;
+	/* The callbacks need this rank's layers before init restores. */
+	{
+		copus_plan_degrees d;
+		copus_plan_coords at;
+		int b[LAYERS + 1];
+
+		if (copus_plan_degrees_of_world(c.world, c.pipeline_degree,
+						c.tensor_degree, &d) != COPUS_OK ||
+		    copus_plan_coords_of_rank(&d, rank, &at) != COPUS_OK ||
+		    copus_plan_stages(costs, LAYERS, c.pipeline_degree, b) !=
+			    COPUS_OK)
+			_exit(29);
+		a.first = b[at.pipeline_rank];
+		a.n = b[at.pipeline_rank + 1] - b[at.pipeline_rank];
+	}
+	for (int l = 0; l < LAYERS; l++)
+		a.w[l] = 10.0 * l;
+	if (copus_init(&c, &ctx) != COPUS_OK)
+		_exit(20);
+	copus_info(ctx, &in);
+	if (copus_plan_get(ctx, &p) != COPUS_OK || p.first_layer != a.first ||
+	    p.n_layers != a.n)
+		_exit(29);
+	if (in.restored && in.step != a.step)
+		_exit(21);
+	if (report != NULL) {
+		char path[600];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s.%d", report, rank);
+		f = fopen(path, "w");
+		if (f != NULL) {
+			fprintf(f, "%d\n", a.read_files);
+			fclose(f);
+		}
+	}
+	while (a.step < run->steps) {
+		copus_step_begin(ctx);
+		if (a.step == run->signal_at && rank == run->signal_rank)
+			raise(SIGUSR1);
+		for (int l = a.first; l < a.first + a.n; l++)
+			a.w[l] = a.w[l] * 0.5 + (double)(a.step + 1) + l;
+		a.step++;
+		if (copus_step_end(ctx, 16, 0) != COPUS_OK)
+			_exit(22);
+	}
+	for (int l = a.first; l < a.first + a.n; l++)
+		if (a.w[l] != layer_value(l, a.step))
+			_exit(25);
+	copus_finalize(ctx);
+	_exit(0);
+}
 
 /* One rank's training loop; the exit status tells the parent what happened. */
 static void rank_main(const struct run *run, struct star *s, int rank,
@@ -726,6 +1068,8 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 			close(s->down[r][1]);
 		}
 	}
+	if (run->layered)
+		layered_main(run, s, rank, report);
 	snprintf(env, sizeof(env), "%d", run->restart);
 	setenv("SLURM_RESTART_COUNT", env, 1);
 	setenv("COPUS_HINTS", "0", 1);
@@ -740,6 +1084,13 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 	c.no_signal_handler = 0;
 	c.ckpt_interval = run->ckpt_interval;
 	c.save_all_ranks = run->save_all;
+	if (run->distinct)
+		c.prior = (copus_perf_params){ 0.02, 0.001, 0.1, 0.01, 0.05,
+					       0.005, 1.5 };
+	if (run->pipeline > 0)
+		c.pipeline_degree = run->pipeline;
+	if (run->rank_state)
+		a.w = 1000.0 * rank;
 	a.crash_on_save = rank == 0 && run->crash_on_save;
 	a.fail_on_save = rank == 0 && run->fail_on_save;
 	if (copus_init(&c, &ctx) != COPUS_OK)
@@ -747,11 +1098,38 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 	copus_info(ctx, &in);
 	if (in.restored && in.step != a.step)
 		_exit(21);
+	if (run->leftovers_after_init) {
+		/* A crash of an earlier attempt, as seen by this run. */
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/ckpt-6.r%d", tmpdir, rank);
+		if ((f = fopen(path, "w")) == NULL || fclose(f) != 0)
+			_exit(28);
+		snprintf(path, sizeof(path), "%s/ckpt-7.r%d.tmp", tmpdir, rank);
+		if ((f = fopen(path, "w")) == NULL || fclose(f) != 0)
+			_exit(28);
+	}
 	while (a.step < run->steps) {
 		copus_step_begin(ctx);
 		if (a.step == run->signal_at && rank == run->signal_rank)
 			raise(SIGUSR1);
 		app_step(&a);
+		if (run->distinct) {
+			/* Each rank sees its own noise and its own speed. */
+			spin(0.001 * (rank + 1));
+			/* |G|^2 = 1, tr(Sigma) = 200 or 400, batches 16, 32. */
+			copus_grad_local(ctx, 1.0 + 200.0 * (rank + 1) / 16);
+			copus_grad_total(ctx, 1.0 + 200.0 * (rank + 1) / 32);
+		}
+		if (run->fold) {
+			double v[COPUS_AGREE_LEN];
+
+			if (copus_agree_pack(ctx, v, COPUS_AGREE_LEN) != COPUS_OK ||
+			    star_sum(s, v, COPUS_AGREE_LEN) != 0 ||
+			    copus_agree_unpack(ctx, v, COPUS_AGREE_LEN) !=
+				    COPUS_OK)
+				_exit(26);
+		}
 		/* A failed rescale checkpoint is logged; the step succeeds. */
 		rc = copus_step_end(ctx, 16, 0);
 		if (rc != COPUS_OK)
@@ -766,6 +1144,24 @@ static void rank_main(const struct run *run, struct star *s, int rank,
 			_exit(31);
 	}
 	copus_info(ctx, &in);
+	/* Folded: one agreement of the runtime's own, at init. */
+	if (run->fold && s->agree_calls != 1)
+		_exit(27);
+	/* Each rank's own state went through the checkpoints intact. */
+	if (run->rank_state && a.w != expected_w_from(1000.0 * rank, a.step))
+		_exit(25);
+	if (run->plans != NULL) {
+		copus_plan p;
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s.%d", run->plans, rank);
+		f = fopen(path, "w");
+		if (f == NULL || copus_plan_get(ctx, &p) != COPUS_OK)
+			_exit(24);
+		fprintf(f, "%.17g %d %d %.17g %.17g\n", p.batch, p.local,
+			p.accum_steps, p.lr_gain, p.efficiency);
+		fclose(f);
+	}
 	if (report != NULL && rank == 0) {
 		f = fopen(report, "w");
 		if (f != NULL) {
@@ -1130,6 +1526,37 @@ static void test_leftovers_are_removed_at_start(void)
 }
 
 /*
+ * Leftovers that appear while a run trains (as an earlier attempt's would
+ * if it crashed mid-write) go at its next checkpoint, not only at the next
+ * start.
+ */
+static void test_leftovers_are_removed_after_a_commit(void)
+{
+	struct run run = { .world = 2, .steps = 8, .signal_at = -1,
+			   .checkpoint_at = 3, .save_all = 1,
+			   .leftovers_after_init = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 3);
+	for (int r = 0; r < 2; r++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "ckpt-6.r%d", r);
+		CU_ASSERT(!exists(name));
+		snprintf(name, sizeof(name), "ckpt-7.r%d.tmp", r);
+		CU_ASSERT(!exists(name));
+		snprintf(name, sizeof(name), "ckpt-3.r%d", r);
+		CU_ASSERT(exists(name));
+	}
+	remove_tmpdir();
+}
+
+/*
  * Every rank saves; rank 0's save fails while rank 1's file is complete:
  * nothing commits, and rank 1's file does not stay behind.
  */
@@ -1213,6 +1640,283 @@ static void test_old_run_does_not_overwrite_the_current_checkpoint(void)
 	remove_tmpdir();
 }
 
+static void read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_PTR_NOT_NULL(fgets(buf, (int)len, f));
+	fclose(f);
+}
+
+/*
+ * Two ranks that measure different gradient noise and step times get the
+ * same plan: batch, micro-batch, accumulation and learning-rate gain.
+ */
+static void test_ranks_get_the_same_plan(void)
+{
+	char plans[512], path[600], p0[256], p1[256];
+	struct run run = { .world = 2, .steps = 12, .signal_at = -1,
+			   .checkpoint_at = -1, .distinct = 1,
+			   .plans = plans };
+	int st[MAX_RANKS];
+	double batch, gain;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(plans, sizeof(plans), "%s/plan", tmpdir);
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0);
+	snprintf(path, sizeof(path), "%s.0", plans);
+	read_line(path, p0, sizeof(p0));
+	snprintf(path, sizeof(path), "%s.1", plans);
+	read_line(path, p1, sizeof(p1));
+	if (strcmp(p0, p1) != 0)
+		fprintf(stderr, "rank 0's plan %s differs from rank 1's %s",
+			p0, p1);
+	CU_ASSERT_STRING_EQUAL(p0, p1);
+	/* The plan uses the measured noise: the gain is not the default. */
+	CU_ASSERT_EQUAL(sscanf(p0, "%lg %*d %*d %lg", &batch, &gain), 2);
+	CU_ASSERT(gain > 1.0);
+	remove_tmpdir();
+}
+
+/*
+ * Two pipeline stages hold different state: each stage's is saved (by the
+ * first replica of the stage), and after the restart each stage loads its
+ * own, whatever the default saving mode.
+ */
+static void test_pipeline_stages_each_save_their_state(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = 3,
+			   .signal_rank = 1, .checkpoint_at = -1,
+			   .pipeline = 2, .rank_state = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(st[1], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 4);
+	CU_ASSERT(exists("ckpt-4.r0"));
+	CU_ASSERT(exists("ckpt-4.r1"));
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(st[1], 0); /* 25: stage 1 got stage 0's state */
+	remove_tmpdir();
+}
+
+/*
+ * A checkpoint of two pipeline stages restarted without a pipeline: the
+ * files cannot serve the new layout, and every rank refuses it alike.
+ */
+static void test_another_pipeline_layout_is_refused_by_every_rank(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = 3,
+			   .signal_rank = 0, .checkpoint_at = -1,
+			   .pipeline = 2, .rank_state = 1 };
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 4);
+	run.signal_at = -1;
+	run.restart = 1;
+	run.pipeline = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 20);
+	CU_ASSERT_EQUAL(st[1], 20);
+	remove_tmpdir();
+}
+
+/*
+ * One rank cannot restore (its file is corrupt): no rank starts training,
+ * every rank's copus_init fails.
+ */
+static void test_one_rank_failing_to_restore_stops_every_rank(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = -1,
+			   .checkpoint_at = 4, .save_all = 1 };
+	char path[512];
+	int st[MAX_RANKS];
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	run.steps = 4;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0);
+	CU_ASSERT_EQUAL(manifest_step(), 4);
+	snprintf(path, sizeof(path), "%s/ckpt-4.r1", tmpdir);
+	f = fopen(path, "r+");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputc('9', f);
+	fclose(f);
+	run.steps = 12;
+	run.checkpoint_at = -1;
+	run.restart = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 20); /* 22 when rank 0 trained alone */
+	CU_ASSERT_EQUAL(st[1], 20);
+	remove_tmpdir();
+}
+
+/*
+ * The agreement carried by the application's sum (its gradient
+ * all-reduce): a request on one rank stops both after the step, and
+ * without one the runtime calls no collective of its own after init.
+ */
+static void test_folded_agreement(void)
+{
+	struct run run = { .world = 2, .steps = 12, .signal_at = 4,
+			   .signal_rank = 1, .checkpoint_at = -1, .fold = 1 };
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	double v[COPUS_AGREE_LEN];
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(st[1], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 5);
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, NULL);
+	CU_ASSERT_EQUAL(st[0], 0); /* 27: an agree call per step */
+	CU_ASSERT_EQUAL(st[1], 0);
+	remove_tmpdir();
+
+	/* Sums that are not of the job's ranks, or rounded, are refused. */
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_agree_pack(ctx, v, COPUS_AGREE_LEN), COPUS_ESTATE);
+	ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+	ASSERT_STATUS(copus_agree_pack(ctx, v, 3), COPUS_EINVAL);
+	ASSERT_STATUS(copus_agree_pack(ctx, v, COPUS_AGREE_LEN), COPUS_OK);
+	v[COPUS_AGREE_LEN - 2] = 2;
+	ASSERT_STATUS(copus_agree_unpack(ctx, v, COPUS_AGREE_LEN), COPUS_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(ctx), "ranks"));
+	v[COPUS_AGREE_LEN - 2] = 1;
+	v[5] += 0.5;
+	ASSERT_STATUS(copus_agree_unpack(ctx, v, COPUS_AGREE_LEN), COPUS_EINVAL);
+	v[5] -= 0.5;
+	ASSERT_STATUS(copus_agree_unpack(ctx, v, COPUS_AGREE_LEN), COPUS_OK);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	copus_finalize(ctx);
+}
+
+static int read_count(const char *report, int rank)
+{
+	char path[600];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s.%d", report, rank);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Four ranks (data 2 x pipeline 2) of a six-layer model checkpoint; the
+ * job resumes on three ranks in three stages and on two ranks in one
+ * stage, each rank reading only the old stages that hold its layers, and
+ * every layer ends as in an uninterrupted run.
+ */
+static void test_checkpoints_reshard_between_layouts(void)
+{
+	struct run run = { .world = 4, .steps = 5, .signal_at = 2,
+			   .signal_rank = 3, .checkpoint_at = -1,
+			   .pipeline = 2, .layered = 1, .reshard = 1 };
+	char report[512];
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/read", tmpdir);
+	launch(&run, st, report);
+	for (int r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(st[r], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 3);
+	/* Three stages of two layers from two of three: 1, 2 and 1 files. */
+	run.world = 3;
+	run.pipeline = 3;
+	run.signal_at = 6;
+	run.signal_rank = 0;
+	run.steps = 12;
+	run.restart = 1;
+	launch(&run, st, report);
+	for (int r = 0; r < 3; r++)
+		CU_ASSERT_EQUAL(st[r], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(read_count(report, 0), 1);
+	CU_ASSERT_EQUAL(read_count(report, 1), 2);
+	CU_ASSERT_EQUAL(read_count(report, 2), 1);
+	CU_ASSERT_EQUAL(manifest_step(), 7);
+	/* One stage on two replicas: each reads all three files. */
+	run.world = 2;
+	run.pipeline = 1;
+	run.signal_at = -1;
+	run.restart = 2;
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], 0); /* 25: a layer lost or mixed up */
+	CU_ASSERT_EQUAL(st[1], 0);
+	CU_ASSERT_EQUAL(read_count(report, 0), 3);
+	/* Without the callback the same checkpoint is refused by all. */
+	run.world = 4;
+	run.pipeline = 2;
+	run.reshard = 0;
+	run.restart = 3;
+	unlink(report);
+	launch(&run, st, report);
+	for (int r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(st[r], 20);
+	remove_tmpdir();
+}
+
+/*
+ * Tensor slices: two slices restored as three, each new slice reading the
+ * old slices it overlaps (1/3 of the first, both, 1/3 of the second).
+ */
+static void test_checkpoints_reshard_tensor_slices(void)
+{
+	struct run run = { .world = 2, .steps = 5, .signal_at = 2,
+			   .signal_rank = 1, .checkpoint_at = -1,
+			   .tensor = 2, .layered = 1, .reshard = 1 };
+	char report[512];
+	int st[MAX_RANKS];
+
+	clear_env();
+	make_tmpdir();
+	snprintf(report, sizeof(report), "%s/read", tmpdir);
+	launch(&run, st, report);
+	CU_ASSERT_EQUAL(st[0], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(st[1], COPUS_EXIT_REQUEUE);
+	CU_ASSERT_EQUAL(manifest_step(), 3);
+	run.world = 3;
+	run.tensor = 3;
+	run.signal_at = -1;
+	run.restart = 1;
+	launch(&run, st, report);
+	for (int r = 0; r < 3; r++)
+		CU_ASSERT_EQUAL(st[r], 0);
+	CU_ASSERT_EQUAL(read_count(report, 0), 1);
+	CU_ASSERT_EQUAL(read_count(report, 1), 2);
+	CU_ASSERT_EQUAL(read_count(report, 2), 1);
+	remove_tmpdir();
+}
+
 static void test_bad_manifest(void)
 {
 	copus_config c = base_config();
@@ -1264,6 +1968,23 @@ static void test_bad_manifest(void)
 		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
 	fclose(f);
 	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	/* A layout that is not the world, or one file for two stages. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[1,1,2],\"layers\":0,"
+		   "\"files\":[[\"ckpt-3.r0\",10,7],[\"ckpt-3.r2\",10,7]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(NULL), "layout"));
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":4,\"save_all_ranks\":0,\"layout\":[2,1,2],\"layers\":0,"
+		   "\"files\":[[\"ckpt-3.r0\",10,7]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(NULL), "files"));
 	/* A CRC-32 out of range. */
 	f = fopen(path, "w");
 	fprintf(f, "{\"copus_ckpt\":2,\"step\":3,\"samples\":1,\"progress\":1,"
@@ -1318,10 +2039,12 @@ int main(void)
 		TEST(test_bad_environment),
 		TEST(test_environment),
 		TEST(test_grad_stats_and_progress),
+		TEST(test_grad_stats_of_consecutive_steps),
 		TEST(test_plan),
 		TEST(test_pipeline_layers),
 		TEST(test_hints_callback),
 		TEST(test_hints_callback_outside_slurm),
+		TEST(test_failed_rescale_checkpoint_tells_the_scheduler),
 		TEST(test_hints_scontrol),
 		TEST(test_rescale_one_process),
 		TEST(test_rescale_three_ranks_to_two),
@@ -1332,8 +2055,16 @@ int main(void)
 		TEST(test_corrupt_checkpoint_is_refused),
 		TEST(test_leftovers_are_removed_at_start),
 		TEST(test_failed_checkpoint_leaves_no_files),
+		TEST(test_leftovers_are_removed_after_a_commit),
 		TEST(test_all_ranks_refuse_a_layout_they_cannot_load),
 		TEST(test_old_run_does_not_overwrite_the_current_checkpoint),
+		TEST(test_ranks_get_the_same_plan),
+		TEST(test_pipeline_stages_each_save_their_state),
+		TEST(test_another_pipeline_layout_is_refused_by_every_rank),
+		TEST(test_one_rank_failing_to_restore_stops_every_rank),
+		TEST(test_folded_agreement),
+		TEST(test_checkpoints_reshard_between_layouts),
+		TEST(test_checkpoints_reshard_tensor_slices),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
 	};

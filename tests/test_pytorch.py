@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "contrib", "pytorch"))
@@ -33,11 +34,17 @@ class Data:
         self.rank, self.world = rank, world
         self.pos = 0
         self.torch = torch
+        self.skew = False
 
     def next_batch(self, n):
         start = self.pos + self.rank * n
         idx = self.torch.arange(start, start + n) % N
         self.pos += n * self.world
+        if self.skew:
+            # Ranks of different speeds and noise: their own measurements
+            # differ, their plans must not.
+            time.sleep(0.002 * self.rank)
+            return self.x[idx] * (1 + self.rank), self.y[idx]
         return self.x[idx], self.y[idx]
 
     def state_dict(self):
@@ -45,6 +52,29 @@ class Data:
 
     def load_state_dict(self, s):
         self.pos = s["pos"]
+
+
+class LossScaler:
+    """The part of torch.cuda.amp.GradScaler's protocol a training loop
+    uses, with a fixed scale (GradScaler itself needs CUDA)."""
+
+    def __init__(self, scale):
+        self.scale_value = scale
+
+    def get_scale(self):
+        return self.scale_value
+
+    def scale(self, loss):
+        return loss * self.scale_value
+
+    def unscale_(self, opt):
+        for g in opt.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    p.grad.div_(self.scale_value)
+
+    def step(self, opt):
+        opt.step()
 
 
 def direct_noise(torch, model, data):
@@ -74,8 +104,20 @@ def worker(args):
     model = torch.nn.Linear(DIM, 1)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(model.parameters(), lr=args["lr"])
+    # The learning rate each optimizer step used, as the optimizer saw it.
+    used_lrs = []
+
+    class RecordingSGD(torch.optim.SGD):
+        def step(self, *a, **k):
+            used_lrs.append(self.param_groups[0]["lr"])
+            return super().step(*a, **k)
+    opt = RecordingSGD(model.parameters(), lr=args["lr"])
+    sched = None
+    if args.get("steplr"):
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=args["steplr"],
+                                                gamma=0.5)
     data = Data(torch, rank, world)
+    data.skew = args.get("skew", False)
     loss_fn = torch.nn.MSELoss()
     out = args["out"] + ".%d" % rank
     log = {}
@@ -91,11 +133,15 @@ def worker(args):
                        exit_eval=float(loss_fn(module(data.x), data.y)))
         flush()
 
+    scaler = LossScaler(1024.0) if args.get("own_backward") else None
     tr = copus_torch.Trainer(model, opt, loss_fn, data, on_rescale=on_rescale,
-                             init_batch=32, max_batch=32, min_local=4,
-                             max_local=args["max_local"],
+                             init_batch=args.get("init_batch", 32),
+                             max_batch=args.get("max_batch", 32),
+                             min_local=4, max_local=args["max_local"],
                              ckpt_dir=args.get("ckpt"),
-                             noise_decay=args.get("decay", 0.0))
+                             noise_decay=args.get("decay", 0.0),
+                             replan_every=args.get("replan", 0),
+                             prior=args.get("prior"), grad_scaler=scaler)
     info = tr.rt.info()
     module = model.module if world > 1 else model
     with torch.no_grad():
@@ -105,17 +151,42 @@ def worker(args):
                 "start_eval": eval_loss, "local": tr.plan.local,
                 "accum": tr.plan.accum_steps, "losses": [], "evals": []})
 
+    log["plans"] = []
+    log["lrs"] = []
     while tr.step < args["steps"]:
         if tr.step == args.get("signal_at", -1) and \
                 rank == args.get("signal_rank", 0):
             os.kill(os.getpid(), signal.SIGUSR1)
-        log["losses"].append(tr.train_step())
+        if tr.step == args.get("break_ckpt_at", -1) and rank == 0:
+            subprocess.call(["rm", "-rf", args["ckpt"]])
+            with open(args["ckpt"], "w") as f:
+                f.write("not a directory\n")
+        if scaler is not None:
+            # The user's own backward: a loss scaler, unscaling, clipping.
+            total = 0.0
+            for x, y in tr.micro_batches():
+                loss = loss_fn(model(x), y) / tr.n_micro
+                scaler.scale(loss).backward()
+                total += float(loss)
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1e6)
+            tr.optimizer_step(lambda: scaler.step(opt))
+            log["losses"].append(total)
+        else:
+            log["losses"].append(tr.train_step())
+        if sched is not None:
+            sched.step()
+        log["plans"].append([tr.plan.local, tr.plan.accum_steps,
+                             tr.plan.lr_gain])
+        log["lrs"].append([used_lrs[-1], opt.param_groups[0]["lr"],
+                           tr.plan.lr_gain])
         with torch.no_grad():
             log["evals"].append(float(loss_fn(module(data.x), data.y)))
         flush()
     g = tr.rt.grad_stats()
     sqr, trace = direct_noise(torch, module, data)
     log.update(end_step=tr.step, end_pos=data.pos,
+               agree_calls=tr.rt.agree_calls,
                est_sqr=g.sqr if g else None, est_var=g.var if g else None,
                direct_sqr=sqr, direct_tr=trace,
                params=[float(p.detach().double().sum())
@@ -199,9 +270,58 @@ def bad_arguments():
     rt.finalize()
 
 
+def sampler_resumes_across_world_sizes():
+    """GlobalSampler: a job of two replicas stopped after 3 calls resumes
+    on one or three replicas at the same global sample, and every sample
+    of the data set comes once per epoch."""
+    import torch
+    import copus_torch
+
+    data = [(torch.tensor([float(i)]), torch.tensor([0.0])) for i in range(40)]
+
+    def take(samplers, n):
+        got = []
+        for s in samplers:
+            got += [int(v) for v in s.next_batch(n)[0].reshape(-1)]
+        return got
+
+    two = [copus_torch.GlobalSampler(data, r, 2, seed=7) for r in range(2)]
+    ref = [copus_torch.GlobalSampler(data, r, 2, seed=7) for r in range(2)]
+    seen = []
+    for _ in range(3):
+        seen += take(two, 4)
+        take(ref, 4)
+    state = two[0].state_dict()
+    expect = take(ref, 4) + take(ref, 4)   # the next 16 global samples
+    one = copus_torch.GlobalSampler(data, 0, 1, seed=7)
+    one.load_state_dict(state)
+    check(take([one], 16) == expect,
+          "GlobalSampler: one replica resumes at two replicas' sample")
+    # Two steps of a global batch of 8 on four replicas of 2.
+    four = [copus_torch.GlobalSampler(data, r, 4, seed=7) for r in range(4)]
+    for s in four:
+        s.load_state_dict(state)
+    check(take(four, 2) + take(four, 2) == expect,
+          "GlobalSampler: four replicas resume at two replicas' sample")
+    full = copus_torch.GlobalSampler(data, 0, 1, seed=7)
+    check(sorted(take([full], 40)) == list(range(40)),
+          "GlobalSampler: an epoch holds every sample once")
+    try:
+        copus_torch.GlobalSampler(data, 0, 1, seed=8).load_state_dict(state)
+        check(False, "GlobalSampler refuses another seed's position")
+    except copus_torch.CopusError as e:
+        check("seed" in str(e), "GlobalSampler refuses another seed's "
+              "position (%s)" % e)
+
+
+# Throughput parameters known in advance, so that plans depend on the noise.
+PRIOR = [0.02, 0.001, 0.1, 0.01, 0.05, 0.005, 1.5]
+
+
 def run():
     tmp = tempfile.mkdtemp(prefix="copus-pytorch-")
     bad_arguments()
+    sampler_resumes_across_world_sizes()
 
     # One process: the batch of 32 is 4 micro-batches of 8.
     codes, logs = launch(1, tmp, "one")
@@ -226,15 +346,57 @@ def run():
         check(logs[0]["params"] == logs[1]["params"],
               "two processes: the replicas hold the same parameters")
 
+    # The step's agreement rides on the gradient all-reduce: the runtime
+    # called no all-reduce of its own in 40 steps (one at init).
+    if None not in logs:
+        check(all(lg["agree_calls"] <= 1 for lg in logs),
+              "two processes: no all-reduce of the runtime's per step "
+              "(agree callback called %s times)"
+              % [lg["agree_calls"] for lg in logs])
+
+    # Ranks that measure different speeds and noise re-plan every 2 steps:
+    # the same plans on both, the same parameters.
+    codes, logs = launch(2, tmp, "replan", replan=2, skew=True, steps=20,
+                         init_batch=4, max_batch=256, prior=PRIOR)
+    check(codes == [0, 0], "re-planning processes exit 0 (%s)" % codes)
+    if None not in logs:
+        p0, p1 = logs[0]["plans"], logs[1]["plans"]
+        diff = [(i, a, b) for i, (a, b) in enumerate(zip(p0, p1)) if a != b]
+        check(not diff, "re-planning ranks get the same plans (first "
+              "difference: %s)" % (diff[:1],))
+        check(any(p[2] > 1.0 for p in p0),
+              "re-planning: the plans use the measured noise (gains %s)"
+              % sorted(set(round(p[2], 3) for p in p0)))
+        check(logs[0]["params"] == logs[1]["params"],
+              "re-planning ranks hold the same parameters (%s vs %s)"
+              % (logs[0]["params"], logs[1]["params"]))
+
+    # The user's StepLR schedule stays in charge; the gain multiplies it.
+    codes, logs = launch(1, tmp, "steplr", steplr=5, steps=12)
+    lg = logs[0]
+    check(codes == [0], "StepLR run exits 0 (%s)" % codes)
+    if lg is not None:
+        bad = [(i, used, after, gain) for i, (used, after, gain)
+               in enumerate(lg["lrs"])
+               if abs(after - 0.05 * 0.5 ** ((i + 1) // 5)) > 1e-12 or
+               abs(used - gain * 0.05 * 0.5 ** (i // 5)) > 1e-12]
+        check(not bad, "StepLR: each step uses the schedule's rate times the "
+              "gain, and the schedule's rate stays (first wrong: %s)"
+              % (bad[:1],))
+
     # The noise estimate at a fixed model (lr 0) against the full data set,
     # on one process (accumulation) and on two (DDP hook).
     # max_local 32 on one process: one micro-batch, consecutive steps.
-    for world, max_local, what in ((1, 8, "accumulation"),
-                                   (2, 8, "DDP hook"),
-                                   (1, 32, "consecutive steps")):
-        codes, logs = launch(world, tmp, "noise%d-%d" % (world, max_local),
+    # The user's own backward (a loss scaler of 1024, clipping) on two.
+    for world, max_local, what, own in (
+            (1, 8, "accumulation", False),
+            (2, 8, "DDP hook", False),
+            (1, 32, "consecutive steps", False),
+            (2, 8, "own backward with a loss scaler", True)):
+        codes, logs = launch(world, tmp, "noise%d-%d-%d" % (world, max_local,
+                                                           own),
                              lr=0.0, steps=400, decay=0.995,
-                             max_local=max_local)
+                             max_local=max_local, own_backward=own)
         lg = logs[0]
         check(codes == [0] * world, "noise run (%s) exits 0" % what)
         check(lg is not None and lg["est_sqr"] is not None,
@@ -278,6 +440,17 @@ def run():
         check(after["evals"][-1] < 0.2 * before["start_eval"],
               "restart keeps learning (%.3f -> %.3f)"
               % (before["start_eval"], after["evals"][-1]))
+    # A rescale checkpoint that cannot be written never kills the job:
+    # both ranks train to the end.
+    # The directory turns into a regular file after step 3.
+    codes, logs = launch(2, tmp, "rsfail", ckpt=os.path.join(tmp, "gone"),
+                         break_ckpt_at=3, signal_at=5, signal_rank=1,
+                         steps=12)
+    check(codes == [0, 0], "a failed rescale checkpoint: both ranks train "
+          "on and exit 0 (%s)" % codes)
+    if None not in logs:
+        check(all(lg.get("end_step") == 12 for lg in logs),
+              "a failed rescale checkpoint: both ranks reach step 12")
     subprocess.call(["rm", "-rf", tmp])
     if failures:
         print("%d check(s) failed" % len(failures))

@@ -23,8 +23,13 @@ Usage:
         loss = trainer.train_step()
 
 `data` is any object with `next_batch(n)` returning (inputs, targets) and
-`state_dict()` / `load_state_dict()` for its position. The library is found
-through $COPUS_LIB, then the system's library path.
+`state_dict()` / `load_state_dict()` for its position; GlobalSampler is one
+that resumes at the same global sample on any number of replicas. To run
+the backward pass yourself (a loss scaler, clipping), see Trainer's
+micro_batches() and optimizer_step(). PipelineTrainer trains an
+nn.Sequential in the plan's pipeline stages and data-parallel replicas, and
+reshards its checkpoints when a job restarts under another layout. The
+library is found through $COPUS_LIB, then the system's library path.
 """
 
 import ctypes
@@ -37,6 +42,8 @@ import torch.distributed as dist
 
 COPUS_OK = 0
 COPUS_ENODATA = -3
+# The values of a step boundary's agreement (COPUS_AGREE_LEN in copus.h).
+AGREE_LEN = 48
 STATE_RUNNING, STATE_CHECKPOINTING, STATE_CHECKPOINTED = 0, 1, 2
 OPT_SGD, OPT_ADAM = 0, 1
 
@@ -71,6 +78,25 @@ AGREE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
 BCAST_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                             ctypes.c_size_t)
 PUBLISH_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class Layout(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_int), ("tensor", ctypes.c_int),
+                ("pipeline", ctypes.c_int)]
+
+
+class Shard(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_char_p),
+                ("pipeline_rank", ctypes.c_int),
+                ("tensor_rank", ctypes.c_int),
+                ("first_layer", ctypes.c_int),
+                ("n_layers", ctypes.c_int)]
+
+
+RESHARD_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.POINTER(Layout), ctypes.POINTER(Layout),
+                              ctypes.POINTER(Shard), ctypes.POINTER(Shard),
+                              ctypes.c_int)
 
 
 class Config(ctypes.Structure):
@@ -109,7 +135,8 @@ class Config(ctypes.Structure):
                 ("agree_interval", ctypes.c_int),
                 ("noise_decay", ctypes.c_double),
                 ("no_signal_handler", ctypes.c_int),
-                ("ckpt_interval", ctypes.c_double)]
+                ("ckpt_interval", ctypes.c_double),
+                ("reshard", RESHARD_CB)]
 
 
 class JobInfo(ctypes.Structure):
@@ -144,6 +171,30 @@ class Plan(ctypes.Structure):
                 ("n_layers", ctypes.c_int)]
 
 
+class Degrees(ctypes.Structure):
+    # copus_plan_degrees of copus/plan.h
+    _fields_ = [("data", ctypes.c_int), ("pipeline", ctypes.c_int),
+                ("tensor", ctypes.c_int)]
+
+
+class Coords(ctypes.Structure):
+    # copus_plan_coords of copus/plan.h
+    _fields_ = [(n, ctypes.c_int) for n in
+                ("data_rank", "pipeline_rank", "tensor_rank", "data_group",
+                 "pipeline_group", "tensor_group")]
+
+
+def coords_of_rank(data, pipeline, tensor, rank):
+    """Where rank stands in a layout: the core's numbering of ranks."""
+    out = Coords()
+    d = Degrees(data, pipeline, tensor)
+    if library().copus_plan_coords_of_rank(ctypes.byref(d), rank,
+                                           ctypes.byref(out)) != COPUS_OK:
+        raise CopusError("rank %d is not in data %d x pipeline %d x tensor %d"
+                         % (rank, data, pipeline, tensor))
+    return out
+
+
 _lib = None
 
 
@@ -167,6 +218,7 @@ def library():
         "copus_sync_end": [P],
         "copus_grad_local": [P, ctypes.c_double],
         "copus_grad_total": [P, ctypes.c_double],
+        "copus_grad_dot": [P, ctypes.c_double],
         "copus_step_end": [P, ctypes.c_int, ctypes.c_int],
         "copus_grad_stats_get": [P, ctypes.POINTER(GradStats)],
         "copus_plan_get": [P, ctypes.POINTER(Plan)],
@@ -175,11 +227,18 @@ def library():
         "copus_checkpoint": [P],
         "copus_state": [P, ctypes.POINTER(ctypes.c_int)],
         "copus_exit_code": [P, ctypes.POINTER(ctypes.c_int)],
+        "copus_agree_pack": [P, ctypes.POINTER(ctypes.c_double), ctypes.c_int],
+        "copus_agree_unpack": [P, ctypes.POINTER(ctypes.c_double),
+                               ctypes.c_int],
     }
     for name, args in sigs.items():
         fn = getattr(lib, name)
         fn.argtypes = args
         fn.restype = ctypes.c_int
+    lib.copus_plan_coords_of_rank.argtypes = [ctypes.POINTER(Degrees),
+                                              ctypes.c_int,
+                                              ctypes.POINTER(Coords)]
+    lib.copus_plan_coords_of_rank.restype = ctypes.c_int
     lib.copus_errmsg.argtypes = [P]
     lib.copus_errmsg.restype = ctypes.c_char_p
     lib.copus_strerror.argtypes = [ctypes.c_int]
@@ -195,7 +254,9 @@ class Runtime:
                  accumulation=True, optimizer=OPT_SGD, ckpt_dir=None,
                  save=None, load=None, target_progress=0.0,
                  noise_decay=0.0, hint_interval=0.0, publish=None,
-                 gpu_type=None, agree_interval=1, ckpt_interval=0.0):
+                 gpu_type=None, agree_interval=1, ckpt_interval=0.0,
+                 prior=None, pipeline_degree=1, tensor_degree=1,
+                 layer_costs=None, reshard=None):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -205,7 +266,17 @@ class Runtime:
         cfg.limits = BatchLimits(init_batch, max_batch, min_local, max_local,
                                  accumulation)
         cfg.optimizer = optimizer
+        if prior is not None:
+            # Throughput parameters known in advance (alpha_c, beta_c,
+            # alpha_n, beta_n, alpha_r, beta_r, gamma).
+            cfg.prior = PerfParams(*prior)
         cfg.target_progress = target_progress
+        cfg.pipeline_degree = pipeline_degree
+        cfg.tensor_degree = tensor_degree
+        if layer_costs:
+            self._costs = (ctypes.c_double * len(layer_costs))(*layer_costs)
+            cfg.layer_costs = self._costs
+            cfg.n_layers = len(layer_costs)
         cfg.noise_decay = noise_decay
         cfg.hint_interval = hint_interval
         # Steps between two all-reduces of the rescale flag (gloo/NCCL).
@@ -229,11 +300,17 @@ class Runtime:
         self._cbs = [SAVE_CB(self._on_save), LOAD_CB(self._on_load),
                      AGREE_CB(self._on_agree)]
         cfg.save, cfg.load, cfg.agree = self._cbs
+        if reshard is not None:
+            self._reshard = reshard
+            self._cbs.append(RESHARD_CB(self._on_reshard))
+            cfg.reshard = self._cbs[-1]
         if publish is not None:
             self._publish = publish
             self._cbs.append(PUBLISH_CB(self._on_publish))
             cfg.publish = self._cbs[-1]
         self.error = None
+        # Calls of the agree callback (all-reduces of the runtime's own).
+        self.agree_calls = 0
         self.ctx = ctypes.c_void_p()
         rc = lib.copus_init(ctypes.byref(cfg), ctypes.byref(self.ctx))
         if rc != COPUS_OK:
@@ -269,7 +346,24 @@ class Runtime:
             print("copus_torch: %s" % self.error, file=sys.stderr)
             return 1
 
+    def _on_reshard(self, arg, step, old, now, mine, shards, n):
+        try:
+            lay = lambda l: (l.data, l.tensor, l.pipeline)  # noqa: E731
+            files = [(os.fsdecode(shards[i].path) if shards[i].path
+                      else None, shards[i].pipeline_rank,
+                      shards[i].first_layer, shards[i].n_layers)
+                     for i in range(n)]
+            self._reshard(step, lay(old[0]), lay(now[0]),
+                          (mine[0].pipeline_rank, mine[0].first_layer,
+                           mine[0].n_layers), files)
+            return 0
+        except Exception as e:  # noqa: BLE001
+            self.error = "reshard: %r" % (e,)
+            print("copus_torch: %s" % self.error, file=sys.stderr)
+            return 1
+
     def _on_agree(self, arg, values, n):
+        self.agree_calls += 1
         try:
             t = torch.tensor([values[i] for i in range(n)], dtype=torch.int64)
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -336,6 +430,9 @@ class Runtime:
         self._check(self._lib.copus_grad_total(self.ctx, sq),
                     "copus_grad_total")
 
+    def grad_dot(self, dot):
+        self._check(self._lib.copus_grad_dot(self.ctx, dot), "copus_grad_dot")
+
     def step_end(self, local, accum_steps):
         self._check(self._lib.copus_step_end(self.ctx, local, accum_steps),
                     "copus_step_end")
@@ -343,6 +440,20 @@ class Runtime:
     def request_rescale(self):
         self._check(self._lib.copus_request_rescale(self.ctx),
                     "copus_request_rescale")
+
+    def agree_pack(self, out):
+        """This rank's values of the step's agreement, to be summed over
+        all ranks (with the gradients), into out: a contiguous float64
+        tensor of AGREE_LEN values."""
+        ptr = ctypes.cast(out.data_ptr(), ctypes.POINTER(ctypes.c_double))
+        self._check(self._lib.copus_agree_pack(self.ctx, ptr, AGREE_LEN),
+                    "copus_agree_pack")
+
+    def agree_unpack(self, sums):
+        """The sums over all ranks: a contiguous float64 tensor."""
+        ptr = ctypes.cast(sums.data_ptr(), ctypes.POINTER(ctypes.c_double))
+        self._check(self._lib.copus_agree_unpack(self.ctx, ptr, AGREE_LEN),
+                    "copus_agree_unpack")
 
     def checkpoint(self):
         self._check(self._lib.copus_checkpoint(self.ctx), "copus_checkpoint")
@@ -363,19 +474,111 @@ def _sqnorm(tensors):
     return 0.0 if total is None else float(total)
 
 
+class GlobalSampler:
+    """A data set's samples in one global order, split among the data-
+    parallel replicas, resumable at the same global sample on any number
+    of replicas.
+
+    Every replica calls next_batch(n) in step: each call takes the next
+    replicas x n samples of the global order, and replica r gets the r-th
+    n of them. The position counts global samples, so that the samples of
+    an optimizer step depend only on its global batch, not on how it was
+    split; state_dict() holds the position, and a job restarted on another
+    number of replicas resumes at the same global sample. The order is a
+    permutation of the data set per epoch, drawn from seed (shuffle) or
+    the identity. dataset[i] returns (input, target) tensors; collate
+    makes a batch of a list of them (default: stack each).
+    """
+
+    def __init__(self, dataset, replica=None, replicas=None, seed=0,
+                 shuffle=True, collate=None):
+        if replicas is None:
+            on = dist.is_available() and dist.is_initialized()
+            replicas = dist.get_world_size() if on else 1
+            replica = dist.get_rank() if on else 0
+        if not 0 <= replica < replicas:
+            raise CopusError("GlobalSampler: replica %r is not in [0, %r)"
+                             % (replica, replicas))
+        self.dataset = dataset
+        self.replica, self.replicas = replica, replicas
+        self.seed, self.shuffle = seed, shuffle
+        self.collate = collate or (lambda items: tuple(
+            torch.stack(list(col)) for col in zip(*items)))
+        self.pos = 0
+        self._perm_epoch, self._perm = None, None
+
+    def _order(self, epoch):
+        if self._perm_epoch != epoch:
+            n = len(self.dataset)
+            if self.shuffle:
+                g = torch.Generator().manual_seed(self.seed * 1000003 + epoch)
+                self._perm = torch.randperm(n, generator=g).tolist()
+            else:
+                self._perm = list(range(n))
+            self._perm_epoch = epoch
+        return self._perm
+
+    def global_indices(self, start, count):
+        """The data set indices of global samples start .. start+count-1."""
+        n = len(self.dataset)
+        out = []
+        for g in range(start, start + count):
+            out.append(self._order(g // n)[g % n])
+        return out
+
+    def indices(self, n):
+        """This replica's indices of the next call, without taking them."""
+        return self.global_indices(self.pos + self.replica * n, n)
+
+    def next_batch(self, n):
+        idx = self.indices(n)
+        self.pos += n * self.replicas
+        return self.collate([self.dataset[i] for i in idx])
+
+    def state_dict(self):
+        return {"pos": self.pos, "seed": self.seed, "shuffle": self.shuffle}
+
+    def load_state_dict(self, s):
+        if s.get("seed", self.seed) != self.seed or \
+                s.get("shuffle", self.shuffle) != self.shuffle:
+            raise CopusError("GlobalSampler: the checkpoint's order (seed %r, "
+                             "shuffle %r) is not this sampler's (%r, %r)"
+                             % (s.get("seed"), s.get("shuffle"), self.seed,
+                                self.shuffle))
+        self.pos = int(s["pos"])
+
+
 class Trainer:
-    """One optimizer step at a time, planned and measured by libcopus."""
+    """One optimizer step at a time, planned and measured by libcopus.
+
+    train_step() runs a whole step. To run the backward pass yourself
+    (a GradScaler, gradient clipping, a custom loss), iterate over
+    micro_batches() and finish with optimizer_step():
+
+        for x, y in trainer.micro_batches():
+            loss = loss_fn(model(x), y) / trainer.n_micro
+            scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        trainer.optimizer_step(lambda: scaler.step(optimizer))
+        scaler.update()
+
+    Each micro-batch's loss is divided by n_micro, so that .grad ends as
+    the mean. With a loss scaler, pass it as grad_scaler: the gradients
+    are measured before your unscaling and clipping, divided by its scale.
+    """
 
     def __init__(self, model, optimizer, loss_fn, data, init_batch,
                  max_batch, min_local, max_local, accumulation=True,
                  ckpt_dir=None, optimizer_kind=OPT_SGD, replan_every=0,
                  grad_stats=True, stats_every=1, on_rescale=None,
-                 **runtime_args):
+                 grad_scaler=None, fold_agreement=True, **runtime_args):
         self.model = model
         self.optimizer = optimizer
         self.loss_fn = loss_fn
         self.data = data
         self.grad_stats = grad_stats
+        self.grad_scaler = grad_scaler
         # Gradient norms on every stats_every-th step only: they cost a few
         # passes over the gradients per micro-batch.
         self.stats_every = max(1, int(stats_every))
@@ -384,15 +587,20 @@ class Trainer:
         self.replan_every = replan_every
         # Called with the checkpointed step just before the process exits.
         self.on_rescale = on_rescale
-        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.ddp = isinstance(model,
                               torch.nn.parallel.DistributedDataParallel)
+        # The step's agreement travels with the gradients' all-reduce.
+        self.fold_agreement = fold_agreement and self.ddp
+        self._agree_sums = None
+        self._agree_out = torch.zeros(AGREE_LEN, dtype=torch.float64)
+        self._in_step = False
         self._prev = None       # accumulated .grad before the last micro-batch
         self._hook_sq = 0.0     # local squared norm of the last micro-batch
         self._scratch = {}
         self._pair_prev = None  # the previous step's gradient (one process)
         self._scale = 1.0
+        self.n_micro = 1
         self.rt = Runtime(init_batch, max_batch, min_local, max_local,
                           accumulation=accumulation,
                           optimizer=optimizer_kind, ckpt_dir=ckpt_dir,
@@ -408,17 +616,19 @@ class Trainer:
 
     def _pair_step(self):
         """This step's and the previous step's gradients as two estimates
-        of the same gradient (the model moves little in one step)."""
+        of the same gradient (the model moves little in one step): libcopus
+        pairs them from the squared norm and their dot product."""
         cur = [p.grad.detach() for p in self.params]
         prev = self._pair_prev
+        k = self._scale * self._scale
+        self.rt.grad_local(_sqnorm(cur) * k)
         if prev is not None:
-            mean = self._buffers("mean", cur)
-            for m, c, q in zip(mean, cur, prev):
-                torch.add(c, q, out=m)
-                m.mul_(0.5)
-            self.rt.grad_local(_sqnorm(prev))
-            self.rt.grad_local(_sqnorm(cur))
-            self.rt.grad_total(_sqnorm(mean))
+            dot = None
+            for c, q in zip(cur, prev):
+                d = torch.dot(c.reshape(-1), q.reshape(-1))
+                dot = d if dot is None else dot + d
+            if dot is not None:
+                self.rt.grad_dot(float(dot) * k)
         prev = self._buffers("pair", cur)
         for q, c in zip(prev, cur):
             q.copy_(c)
@@ -455,7 +665,7 @@ class Trainer:
     # -- DDP communication hook: the local gradient before the all-reduce --
     @staticmethod
     def _comm_hook(self, bucket):
-        if self._measure:
+        if self._measure and self._in_step:
             grads = bucket.gradients()
             if self._prev is None:
                 sq = _sqnorm(grads)
@@ -467,6 +677,20 @@ class Trainer:
             self._hook_sq += sq * self._scale * self._scale
         buf = bucket.buffer()
         buf.div_(dist.get_world_size())
+        if self.fold_agreement and self._in_step and bucket.is_last() and \
+                buf.dtype in (torch.float32, torch.float64):
+            # The step's agreement rides on the last bucket: no
+            # all-reduce of its own.
+            n = buf.numel()
+            self.rt.agree_pack(self._agree_out)
+            fut = dist.all_reduce(torch.cat([buf, self._agree_out.to(
+                buf.dtype)]), async_op=True).get_future()
+
+            def split(f):
+                t = f.value()[0]
+                self._agree_sums = t[n:]
+                return t[:n]
+            return fut.then(split)
         fut = dist.all_reduce(buf, async_op=True).get_future()
 
         def done(f):
@@ -474,19 +698,21 @@ class Trainer:
         return fut.then(done)
 
     # -- one optimizer step -----------------------------------------------
-    def _set_lr(self):
-        for g, lr in zip(self.optimizer.param_groups, self.base_lrs):
-            g["lr"] = lr * self.plan.lr_gain
-
-    def train_step(self):
-        """Run one step of plan.local x (plan.accum_steps + 1) samples per
-        replica; returns the mean loss. Exits the process with the requeue
-        code when the scheduler asked for a rescale."""
+    def micro_batches(self):
+        """Begin a step and yield its plan.accum_steps + 1 micro-batches of
+        plan.local samples (inputs, targets); run forward and backward on
+        each before taking the next, then call optimizer_step()."""
         rt, plan = self.rt, self.plan
         local, accum = plan.local, plan.accum_steps
         n_micro = accum + 1
-        # Each micro-batch's loss is scaled so that .grad ends as the mean.
-        self._scale = float(n_micro)
+        self.n_micro = n_micro
+        # Each micro-batch's loss is scaled so that .grad ends as the mean;
+        # a loss scaler's factor is divided out of the measurements.
+        scale = 1.0
+        if self.grad_scaler is not None:
+            scale = float(self.grad_scaler.get_scale())
+        self._scale = float(n_micro) / scale
+        k_total = 1.0 / (scale * scale)
         # One gradient per step on one process: consecutive steps are the
         # two estimates, so measured steps come in pairs.
         pairs = n_micro == 1 and not self.ddp
@@ -498,25 +724,24 @@ class Trainer:
         self._measure = measure
         self._calls += 1
         rt.step_begin()
+        self._in_step = True
+        self._agree_sums = None
         self.optimizer.zero_grad(set_to_none=False)
-        total_loss = 0.0
         prev_flat = None
         self._prev = None
         self._hook_sq = 0.0
+        k = self._scale * self._scale
         for i in range(n_micro):
             x, y = self.data.next_batch(local)
             last = i == accum
             if self.ddp and not last:
                 with self.model.no_sync():
-                    loss = self.loss_fn(self.model(x), y) / n_micro
-                    loss.backward()
+                    yield x, y
             else:
                 if last and measure and self.ddp and accum > 0:
                     self._prev = {p.data_ptr(): p.grad.detach().clone()
                                   for p in self.params}
-                loss = self.loss_fn(self.model(x), y) / n_micro
-                loss.backward()
-            total_loss += float(loss) * n_micro
+                yield x, y
             if measure and pairs:
                 pass
             elif measure and not (self.ddp and last):
@@ -530,7 +755,7 @@ class Trainer:
                     for d, c, q in zip(diff, cur, prev_flat):
                         torch.sub(c, q, out=d)
                     sq = _sqnorm(diff)
-                rt.grad_local(sq * n_micro * n_micro)
+                rt.grad_local(sq * k)
                 if not last:
                     prev_flat = self._buffers("prev", cur)
                     for q, c in zip(prev_flat, cur):
@@ -541,18 +766,52 @@ class Trainer:
         if measure and pairs:
             self._pair_step()
         elif measure:
-            rt.grad_total(_sqnorm(p.grad for p in self.params))
+            rt.grad_total(_sqnorm(p.grad for p in self.params) * k_total)
         elif pairs:
             self._pair_prev = None
-        self._set_lr()
-        self.optimizer.step()
-        rt.step_end(local, accum)
-        self.data_advance = local * n_micro
+        if self._agree_sums is not None:
+            rt.agree_unpack(self._agree_sums.to(torch.float64).contiguous())
+            self._agree_sums = None
+
+    def optimizer_step(self, step=None):
+        """End the step: the optimizer's step (or step(), e.g.
+        lambda: scaler.step(optimizer)) with every group's learning rate
+        multiplied by the plan's gain for that call only, so that the
+        user's learning-rate schedule stays in charge; then libcopus's
+        step end. Exits the process with the requeue code when the
+        scheduler asked for a rescale."""
+        rt, plan = self.rt, self.plan
+        groups = self.optimizer.param_groups
+        lrs = [g["lr"] for g in groups]
+        for g, lr in zip(groups, lrs):
+            g["lr"] = lr * plan.lr_gain
+        try:
+            if step is None:
+                self.optimizer.step()
+            else:
+                step()
+        finally:
+            for g, lr in zip(groups, lrs):
+                g["lr"] = lr
+        self._in_step = False
+        rt.step_end(plan.local, plan.accum_steps)
+        self.data_advance = plan.local * (plan.accum_steps + 1)
         if rt.state() == STATE_CHECKPOINTED:
             self.exit_for_rescale()
         if self.replan_every and self.step % self.replan_every == 0:
             self.plan = rt.plan()
-        return total_loss / n_micro
+
+    def train_step(self):
+        """Run one step of plan.local x (plan.accum_steps + 1) samples per
+        replica; returns the mean loss. Exits the process with the requeue
+        code when the scheduler asked for a rescale."""
+        total_loss = 0.0
+        for x, y in self.micro_batches():
+            loss = self.loss_fn(self.model(x), y) / self.n_micro
+            loss.backward()
+            total_loss += float(loss)
+        self.optimizer_step()
+        return total_loss
 
     def exit_for_rescale(self):
         code = self.rt.exit_code()
@@ -564,3 +823,218 @@ class Trainer:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+class PipelineTrainer:
+    """An nn.Sequential trained in the plan's pipeline stages and data-
+    parallel replicas, on CPU with gloo (or any backend with send/recv).
+
+    Every rank builds the whole model (the same initial parameters) and
+    trains only its stage's layers: micro-batches go forward through the
+    stages and their gradients back (GPipe: all forward, then all
+    backward), activations by send/recv to the neighbouring stage of the
+    same replica; the gradients of a stage are averaged over its replicas
+    in one all-reduce. A checkpoint holds each stage's layers and their
+    optimizer state by layer number (one file per stage, written by its
+    first replica), so that a job restarted under another pipeline degree
+    reads the stages that hold its layers (libcopus's reshard).
+
+    make_optimizer(params) builds the optimizer of a stage's parameters;
+    sampler is a GlobalSampler-like object of the replicas (next_batch,
+    state_dict, load_state_dict); global_batch samples a step in n_micro
+    micro-batches per replica.
+    """
+
+    def __init__(self, model, make_optimizer, loss_fn, sampler,
+                 global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
+                 layer_costs=None, on_rescale=None, **runtime_args):
+        self.layers = list(model)
+        self.loss_fn = loss_fn
+        self.sampler = sampler
+        self.on_rescale = on_rescale
+        self._pending = None    # state read by load/reshard, applied below
+        self.rank = dist.get_rank() if dist.is_initialized() else 0
+        self.world = dist.get_world_size() if dist.is_initialized() else 1
+        costs = layer_costs or [1.0] * len(self.layers)
+        data = self.world // pipeline_degree
+        if data < 1 or data * pipeline_degree != self.world or \
+                global_batch % (data * n_micro) != 0:
+            raise CopusError("PipelineTrainer: %d ranks, pipeline %d: the "
+                             "global batch %d is not a multiple of data x "
+                             "micro-batches" % (self.world, pipeline_degree,
+                                                global_batch))
+        self.micro = global_batch // (data * n_micro)
+        self.n_micro = n_micro
+        self.rt = Runtime(global_batch, global_batch, self.micro,
+                          self.micro, accumulation=True, ckpt_dir=ckpt_dir,
+                          save=self._save_state, load=self._load_state,
+                          pipeline_degree=pipeline_degree, layer_costs=costs,
+                          reshard=self._reshard_state, **runtime_args)
+        self.plan = self.rt.plan()
+        p = self.plan
+        self.first, self.count = p.first_layer, p.n_layers
+        self.stage = torch.nn.Sequential(
+            *self.layers[self.first:self.first + self.count])
+        self.params = list(self.stage.parameters())
+        self.optimizer = make_optimizer(self.params)
+        self._names = {id(q): n for n, q in self._named_params()}
+
+        def rank_of(d, s):
+            for r in range(self.world):
+                c = coords_of_rank(p.data_degree, p.pipeline_degree, 1, r)
+                if c.data_rank == d and c.pipeline_rank == s:
+                    return r
+        self.prev = rank_of(p.data_rank, p.pipeline_rank - 1) \
+            if p.pipeline_rank > 0 else None
+        self.next = rank_of(p.data_rank, p.pipeline_rank + 1) \
+            if p.pipeline_rank < p.pipeline_degree - 1 else None
+        # Every rank creates every data group, in the same order.
+        self.group = None
+        for s in range(p.pipeline_degree):
+            ranks = [rank_of(d, s) for d in range(p.data_degree)]
+            g = dist.new_group(ranks) if self.world > 1 else None
+            if s == p.pipeline_rank:
+                self.group = g
+        if self._pending is not None:
+            self._apply(self._pending)
+            self._pending = None
+
+    @property
+    def step(self):
+        return self.rt.info().step
+
+    def _named_params(self):
+        for i in range(self.first, self.first + self.count):
+            for n, q in self.layers[i].named_parameters():
+                yield "%d.%s" % (i, n), q
+
+    # -- checkpoints: layers and optimizer state by layer number ----------
+    def _save_state(self, path, step):
+        opt = self.optimizer.state_dict()
+        by_name = {}
+        for i, q in enumerate(self.params):
+            if i in opt["state"]:
+                by_name[self._names[id(q)]] = opt["state"][i]
+        torch.save({"step": step,
+                    "layers": {i: self.layers[i].state_dict()
+                               for i in range(self.first,
+                                              self.first + self.count)},
+                    "optim": by_name,
+                    "groups": [{k: v for k, v in g.items() if k != "params"}
+                               for g in opt["param_groups"]],
+                    "sampler": self.sampler.state_dict()}, path)
+
+    def _read(self, path, step, state):
+        saved = torch.load(path)
+        if saved["step"] != step:
+            raise CopusError("checkpoint %s holds step %d, manifest says %d"
+                             % (path, saved["step"], step))
+        state["layers"].update(saved["layers"])
+        state["optim"].update(saved["optim"])
+        state["groups"] = saved["groups"]
+        state["sampler"] = saved["sampler"]
+
+    def _load_state(self, path, step):
+        state = {"layers": {}, "optim": {}}
+        self._read(path, step, state)
+        self._pending = state
+
+    def _reshard_state(self, step, old, now, mine, shards):
+        state = {"layers": {}, "optim": {}}
+        for path, _, _, _ in shards:
+            if path is not None:
+                self._read(path, step, state)
+        _, first, count = mine
+        missing = [i for i in range(first, first + count)
+                   if i not in state["layers"]]
+        if missing:
+            raise CopusError("layers %s are in none of the shards read"
+                             % missing)
+        self._pending = state
+
+    def _apply(self, state):
+        for i in range(self.first, self.first + self.count):
+            self.layers[i].load_state_dict(state["layers"][i])
+        for g, saved in zip(self.optimizer.param_groups, state["groups"]):
+            g.update(saved)
+        for n, q in self._named_params():
+            if n in state["optim"]:
+                self.optimizer.state[q] = {
+                    k: v.clone() if torch.is_tensor(v) else v
+                    for k, v in state["optim"][n].items()}
+        self.sampler.load_state_dict(state["sampler"])
+
+    # -- one step: GPipe over the stages, all-reduce over the replicas ----
+    def _send(self, t, peer):
+        shape = torch.zeros(8, dtype=torch.int64)
+        shape[0] = t.dim()
+        shape[1:1 + t.dim()] = torch.tensor(t.shape)
+        dist.send(shape, peer)
+        dist.send(t.contiguous(), peer)
+
+    def _recv(self, peer):
+        shape = torch.zeros(8, dtype=torch.int64)
+        dist.recv(shape, peer)
+        t = torch.empty(*shape[1:1 + int(shape[0])].tolist())
+        dist.recv(t, peer)
+        return t
+
+    def train_step(self):
+        """One optimizer step of the global batch; the mean loss on the
+        last stage (None elsewhere). Exits with the requeue code when the
+        scheduler asked for a rescale."""
+        rt = self.rt
+        rt.step_begin()
+        for q in self.params:
+            q.grad = None
+        saved, total = [], 0.0
+        for _ in range(self.n_micro):
+            x, y = self.sampler.next_batch(self.micro)
+            a = x if self.prev is None else self._recv(self.prev)
+            a.requires_grad_(self.prev is not None)
+            out = self.stage(a)
+            if self.next is not None:
+                self._send(out.detach(), self.next)
+            else:
+                out = self.loss_fn(out, y) / self.n_micro
+                total += float(out)
+            saved.append((a, out))
+        for a, out in reversed(saved):
+            if self.next is None:
+                out.backward()
+            else:
+                out.backward(self._recv(self.next))
+            if self.prev is not None:
+                self._send(a.grad, self.prev)
+        rt.sync_begin()
+        if self.group is not None and self.plan.data_degree > 1:
+            grads = [q.grad if q.grad is not None else torch.zeros_like(q)
+                     for q in self.params]
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            dist.all_reduce(flat, group=self.group)
+            flat.div_(self.plan.data_degree)
+            off = 0
+            for q, g in zip(self.params, grads):
+                q.grad = flat[off:off + g.numel()].view_as(g).clone()
+                off += g.numel()
+        rt.sync_end()
+        groups = self.optimizer.param_groups
+        lrs = [g["lr"] for g in groups]
+        for g, lr in zip(groups, lrs):
+            g["lr"] = lr * self.plan.lr_gain
+        try:
+            self.optimizer.step()
+        finally:
+            for g, lr in zip(groups, lrs):
+                g["lr"] = lr
+        rt.step_end(self.micro, self.n_micro - 1)
+        if rt.state() == STATE_CHECKPOINTED:
+            code = rt.exit_code()
+            if self.on_rescale is not None:
+                self.on_rescale(rt.info().step)
+            rt.finalize()
+            dist.destroy_process_group()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return total if self.next is None else None

@@ -53,14 +53,22 @@
  *   COPUS_DEBUG=0|1|2         log what the runtime does (stderr)
  * A malformed value is an error of copus_init that names the variable.
  *
- * Checkpoints: with one saving rank (the default), every rank of the
- * restarted job loads rank 0's file, so the directory must be visible to
- * all nodes of the new allocation (or the job must stay on one node). With
- * save_all_ranks, rank r loads rank r's file, and a run with another number
- * of ranks refuses the checkpoint on every rank. The manifest holds each
- * file's size and CRC-32; a file that does not match is refused, never
- * loaded. A new run removes what a crash or a failed checkpoint left in
- * the directory (temporary files, files no manifest names). The manifest
+ * Checkpoints: by default one file per shard of the model (pipeline stage
+ * and tensor slice), written by the shard's first data-parallel replica;
+ * every rank of the restarted job loads its shard's file, whatever the data
+ * degree, so the directory must be visible to all nodes of the new
+ * allocation. Without pipeline and tensor degrees that is one file, rank
+ * 0's. With save_all_ranks, rank r loads rank r's file. The manifest
+ * records the layout (data, tensor, pipeline degrees); a run under other
+ * pipeline or tensor degrees (or another number of ranks with
+ * save_all_ranks) restores it through cfg.reshard, which is told both
+ * layouts and given only the files of the shards this rank needs, or,
+ * without that callback, refuses the checkpoint on every rank.
+ * copus_init() succeeds on every rank or on none: the ranks agree before
+ * any of them trains. The manifest holds each file's size and CRC-32; a
+ * file that does not match is refused, never loaded. What a crash or a failed checkpoint left in the directory
+ * (temporary files, files no manifest names) is removed when a new run
+ * starts and after each checkpoint that commits. The manifest
  * names the restart count (SLURM_RESTART_COUNT) of the run that wrote it;
  * an older run of the job that is still alive (on a node Slurm gave up on)
  * is refused when it tries to checkpoint over it.
@@ -100,6 +108,36 @@ typedef enum copus_optimizer {
  */
 typedef int (*copus_save_cb)(void *arg, const char *path, int64_t step);
 typedef int (*copus_load_cb)(void *arg, const char *path, int64_t step);
+/* The degrees of parallelism a checkpoint was written in, or loaded in. */
+typedef struct copus_ckpt_layout {
+	int data, tensor, pipeline;
+} copus_ckpt_layout;
+
+/*
+ * One shard (pipeline stage and tensor slice) of a checkpoint written in
+ * another layout, as the reshard callback sees it.
+ */
+typedef struct copus_ckpt_shard {
+	const char *path;    /* its file; NULL: this rank needs none of it */
+	int pipeline_rank;   /* its stage and slice in the old layout */
+	int tensor_rank;
+	int first_layer;     /* the layers of its stage (0, 0 without layers) */
+	int n_layers;
+} copus_ckpt_shard;
+
+/*
+ * Restore a checkpoint written in another layout: shards[] lists every
+ * shard of the old layout; those whose layers (and tensor slices) overlap
+ * this rank's new stage and slice carry a path, checked against the
+ * manifest's size and CRC-32; the others are NULL and need not be read.
+ * mine is this rank's shard in the new layout (now), as copus_plan_get()
+ * will give it, with a NULL path; n_shards = old->pipeline x old->tensor.
+ */
+typedef int (*copus_reshard_cb)(void *arg, int64_t step,
+				const copus_ckpt_layout *old,
+				const copus_ckpt_layout *now,
+				const copus_ckpt_shard *mine,
+				const copus_ckpt_shard *shards, int n_shards);
 /* In-place maximum all-reduce of n values across all ranks. */
 typedef int (*copus_agree_cb)(void *arg, int64_t *values, int n);
 /* Broadcast len bytes from rank 0 to all ranks (bootstrap fallback). */
@@ -138,7 +176,10 @@ typedef struct copus_config {
 
 	/* Checkpoints: NULL reads $COPUS_CKPT_DIR; none disables rescale. */
 	const char *ckpt_dir;
-	/* 0: only rank 0 saves (data parallel); 1: every rank saves. */
+	/*
+	 * 0: the first replica of each shard (pipeline stage, tensor slice)
+	 * saves, rank 0 alone when the model is not split; 1: every rank.
+	 */
 	int save_all_ranks;
 	copus_save_cb save;
 	copus_load_cb load;
@@ -181,6 +222,12 @@ typedef struct copus_config {
 	 * training goes on.
 	 */
 	double ckpt_interval;
+	/*
+	 * Optional: load a checkpoint written under other pipeline or tensor
+	 * degrees (called instead of load, with cb_arg). Without it such a
+	 * checkpoint is refused on every rank.
+	 */
+	copus_reshard_cb reshard;
 } copus_config;
 
 #define COPUS_CONFIG_INITIALIZER                                              \
@@ -267,19 +314,54 @@ int copus_grad_local(copus_ctx *ctx, double sqnorm);
 int copus_grad_total(copus_ctx *ctx, double sqnorm);
 
 /*
+ * One process without accumulation has one gradient per step: the noise
+ * is then measured from consecutive steps, as two estimates of the same
+ * gradient (the model moves little in one step). Give this step's squared
+ * norm to copus_grad_local() and the dot product of this step's gradient
+ * with the previous step's here (copus_grad_total() is not needed).
+ */
+int copus_grad_dot(copus_ctx *ctx, double dot);
+
+/*
  * End a step that used micro-batches of local samples per GPU and accum_steps
  * accumulation steps: record its time, update progress and the gradient
  * statistics, publish a hint when due (rank 0), and honour a rescale request.
  * A checkpoint that fails here (rescale or periodic) never fails the step:
- * the reason is logged, the previous checkpoint stays, training goes on.
+ * the reason is logged, the previous checkpoint stays, training goes on at
+ * the same size. After a failed rescale checkpoint rank 0 publishes its
+ * hint with the state running at once (it had said checkpointing), which
+ * tells the scheduler that the job stays where it is; the process does not
+ * exit, so nothing is requeued without a checkpoint.
  */
 int copus_step_end(copus_ctx *ctx, int local, int accum_steps);
 
 /* The smoothed gradient statistics; COPUS_ENODATA before any. */
 int copus_grad_stats_get(const copus_ctx *ctx, copus_grad_stats *out);
 
-/* The plan that maximises goodput on the current allocation. */
+/*
+ * The plan that maximises goodput on the current allocation. It is the same
+ * on every rank that calls it after the same step: with several ranks it is
+ * computed from the inputs the ranks agreed on at the latest step boundary
+ * (rank 0's gradient statistics and fitted throughput, refitted at most once
+ * a second), never from one rank's own measurements; before the first
+ * boundary, from the restored checkpoint (or cfg.prior).
+ */
 int copus_plan_get(copus_ctx *ctx, copus_plan *out);
+
+/*
+ * The step boundary's agreement carried by the application's own collective
+ * (its gradient all-reduce), so that the runtime adds no collective of its
+ * own to a step. In a step, before the all-reduce, copus_agree_pack() fills
+ * COPUS_AGREE_LEN values; the application sums them over all ranks with its
+ * gradients (exact in float32 and float64, not in float16) and hands the
+ * sums to copus_agree_unpack() before copus_step_end(), which then calls no
+ * agree callback (and ignores agree_interval). Every rank folds in the same
+ * steps; a step that does not fold falls back to the agree callback. Sums
+ * over fewer ranks than the job's, or rounded ones, are COPUS_EINVAL.
+ */
+#define COPUS_AGREE_LEN 48
+int copus_agree_pack(copus_ctx *ctx, double *out, int n);
+int copus_agree_unpack(copus_ctx *ctx, const double *sums, int n);
 
 /* The throughput parameters fitted from the steps measured so far. */
 int copus_perf_get(copus_ctx *ctx, copus_perf_params *out);

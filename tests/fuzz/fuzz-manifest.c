@@ -16,8 +16,16 @@ static void check_manifest(const copus_ctx *ctx,
 {
 	FUZZ_CHECK(m->step >= 0 && m->step <= COPUS_HINT_STEP_MAX);
 	FUZZ_CHECK(m->world >= 1 && m->world <= 1 << 20);
-	/* Every rank's file, or rank 0's alone (or none). */
-	FUZZ_CHECK(m->all_ranks ? m->nfiles == m->world : m->nfiles <= 1);
+	/* A layout of the world; every rank's file, or a shard's each. */
+	FUZZ_CHECK(m->layout.data >= 1 && m->layout.pipeline >= 1 &&
+		   m->layout.tensor >= 1);
+	FUZZ_CHECK((long long)m->layout.data * m->layout.pipeline *
+			   m->layout.tensor == m->world);
+	FUZZ_CHECK(m->nfiles == 0 ||
+		   m->nfiles == (m->all_ranks ? m->world
+					      : m->layout.pipeline *
+							m->layout.tensor));
+	FUZZ_CHECK(m->n_layers >= 0);
 	FUZZ_CHECK(m->nfiles >= 0);
 	for (int i = 0; i < m->nfiles; i++) {
 		const char *f = m->files[i];
