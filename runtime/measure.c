@@ -254,6 +254,17 @@ int copus_hint_get(const copus_ctx *ctx, copus_hint *out)
 	out->grad = copus__grad(ctx);
 	out->progress = fmin(ctx->info.progress, COPUS_HINT_PROGRESS_MAX);
 	out->target = ctx->cfg.target_progress;
+	/*
+	 * Its ranks come in whole replicas of the model: tensor x pipeline
+	 * of them, or only tensor when a reshard callback lets its stages be
+	 * split again on any count.
+	 */
+	out->granularity = ctx->cfg.tensor_degree *
+			   (ctx->cfg.reshard != NULL ? 1 : ctx->cfg.pipeline_degree);
+	if (out->granularity <= 1)
+		out->granularity = 0;
+	if (out->granularity > COPUS_HINT_GRAN_MAX)
+		out->granularity = COPUS_HINT_GRAN_MAX;
 	out->n_perf = ctx->n_perf;
 	memcpy(out->perf, ctx->perf, sizeof(ctx->perf));
 	/* Keep fitted values within what the receiver accepts unclamped. */

@@ -317,6 +317,51 @@ static void test_environment(void)
 	clear_env();
 }
 
+static int reshard_noop(void *arg, int64_t step, const copus_ckpt_layout *old,
+			const copus_ckpt_layout *now,
+			const copus_ckpt_shard *mine,
+			const copus_ckpt_shard *shards, int n_shards)
+{
+	(void)arg, (void)step, (void)old, (void)now, (void)mine;
+	(void)shards, (void)n_shards;
+	return 0;
+}
+
+/*
+ * The hint says how many ranks make one replica of the model, so that the
+ * scheduler never gives the job a count it cannot run on: tensor x
+ * pipeline, or only tensor when a reshard callback splits the stages again
+ * on any count; nothing for a model on one rank.
+ */
+static void test_hint_carries_the_granularity(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_hint h;
+
+	clear_env();
+	setenv("SLURM_JOB_ID", "4243", 1);
+	setenv("SLURM_NTASKS", "4", 1);
+	setenv("SLURM_PROCID", "0", 1);
+	setenv("COPUS_HINTS", "0", 1);
+	c.agree = agree_noop;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
+	CU_ASSERT_EQUAL(h.granularity, 0);
+	copus_finalize(ctx);
+	c.pipeline_degree = 2;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
+	CU_ASSERT_EQUAL(h.granularity, 2);
+	copus_finalize(ctx);
+	c.reshard = reshard_noop;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
+	CU_ASSERT_EQUAL(h.granularity, 0);
+	copus_finalize(ctx);
+	clear_env();
+}
+
 /* Feed exact expectations: the estimates come out exact. */
 static void test_grad_stats_and_progress(void)
 {
@@ -2038,6 +2083,7 @@ int main(void)
 		TEST(test_bad_config),
 		TEST(test_bad_environment),
 		TEST(test_environment),
+		TEST(test_hint_carries_the_granularity),
 		TEST(test_grad_stats_and_progress),
 		TEST(test_grad_stats_of_consecutive_steps),
 		TEST(test_plan),
