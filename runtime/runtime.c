@@ -303,8 +303,10 @@ static int _set_gpu_type(copus_ctx *ctx, const char *t, const char *what)
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-		      c == '-'))
+		      c == '-')) {
 			n = sizeof(ctx->gpu_type);
+			break;
+		}
 	}
 	if (n >= sizeof(ctx->gpu_type))
 		return copus__fail(ctx, COPUS_EINVAL,

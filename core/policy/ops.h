@@ -79,6 +79,8 @@ COPUS__POLICIES(COPUS__POLICY_DECLARE)
 /* May job j run on GPU type t? */
 static inline bool copus__type_allowed(const copus_job *j, int t)
 {
+	if (t < 0 || t >= COPUS_MAX_GPU_TYPES)
+		return false;
 	return j->type_mask == 0 || (j->type_mask >> t) & 1u;
 }
 
