@@ -18,6 +18,8 @@ core_libcopus_core_la_SOURCES = \
 	core/noise.c \
 	core/policy.c \
 	core/plan.c \
+	core/planner.c \
+	core/planner-fit.c \
 	core/heap.h \
 	core/policy/ops.h \
 	core/policy/place.h \

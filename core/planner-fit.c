@@ -1,0 +1,191 @@
+/*
+ * Calibration of the planner's per-type constants on measured iteration
+ * times, with NLopt.
+ *
+ * Which plans fit a cell depends on memory alone, not on the constants, so
+ * each sample's feasible plans (with their stage splits) are listed once
+ * under the starting constants; each evaluation of the objective then
+ * re-prices those plans and takes the fastest, which is what the search
+ * would predict up to the choice of stage split.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nlopt.h>
+
+#include <copus/planner.h>
+
+#include "internal.h"
+
+/* Efficiencies are searched between these (a fraction of the listed peak
+ * FLOP/s; tensor cores run far above the listed single-precision peak). */
+#define EFF_MIN 1e-3
+#define EFF_MAX 100.0
+#define OVERHEAD_MAX 60.0
+
+struct sample_plans {
+	const copus_planner_sample *s;
+	copus_planner_plan *plans;
+	size_t n, cap;
+};
+
+struct fit_ctx {
+	struct sample_plans *sp;
+	size_t n;
+	copus_planner_gpu gpu; /* the constants under trial */
+	int free_eff[2];       /* which efficiencies are free */
+};
+
+static int collect(const copus_planner_plan *p, void *arg)
+{
+	struct sample_plans *sp = arg;
+
+	if (sp->n == sp->cap) {
+		size_t cap = sp->cap ? 2 * sp->cap : 32;
+		copus_planner_plan *q = realloc(sp->plans, cap * sizeof(*q));
+		if (q == NULL)
+			return COPUS_ENOMEM;
+		sp->plans = q;
+		sp->cap = cap;
+	}
+	sp->plans[sp->n++] = *p;
+	return COPUS_OK;
+}
+
+static void unpack(struct fit_ctx *c, const double *x)
+{
+	int k = 0;
+
+	for (int e = 0; e < 2; e++)
+		if (c->free_eff[e])
+			c->gpu.efficiency[e] = exp(x[k++]);
+	c->gpu.overhead_s = x[k];
+}
+
+static double objective(unsigned nx, const double *x, double *grad,
+			void *data)
+{
+	struct fit_ctx *c = data;
+	double f = 0.0;
+
+	(void)nx;
+	(void)grad;
+	unpack(c, x);
+	for (size_t i = 0; i < c->n; i++) {
+		struct sample_plans *sp = &c->sp[i];
+		const copus_planner_sample *s = sp->s;
+		double best = INFINITY;
+
+		for (size_t k = 0; k < sp->n; k++) {
+			copus_planner_plan p = sp->plans[k];
+			copus__planner_price(s->model, s->batch, &c->gpu,
+					     &s->cell, INFINITY, &p);
+			if (p.seconds < best)
+				best = p.seconds;
+		}
+		if (isfinite(best)) {
+			double r = log(best / s->seconds);
+			f += r * r;
+		}
+	}
+	return f;
+}
+
+static int calibrate_type(const copus_planner_sample *samples, size_t n,
+			  copus_planner_gpu *gpu, int index,
+			  const copus_planner_options *o)
+{
+	struct fit_ctx c = { 0 };
+	double x[3], lb[3], ub[3], fbest;
+	unsigned nx = 0;
+	int rc = COPUS_OK;
+
+	c.sp = calloc(n, sizeof(*c.sp));
+	if (c.sp == NULL)
+		return COPUS_ENOMEM;
+	c.gpu = *gpu;
+	for (size_t i = 0; i < n; i++) {
+		const copus_planner_sample *s = &samples[i];
+		if (s->gpu_index != index)
+			continue;
+		struct sample_plans *sp = &c.sp[c.n++];
+		sp->s = s;
+		rc = copus__planner_each(s->model, s->batch, gpu, &s->cell, o,
+					 collect, sp);
+		if (rc)
+			goto out;
+		c.free_eff[s->model->dtype_bytes == 2 ? COPUS_PLANNER_HALF
+						      : COPUS_PLANNER_SINGLE] = 1;
+	}
+	if (c.n == 0)
+		goto out;
+	for (int e = 0; e < 2; e++) {
+		if (!c.free_eff[e])
+			continue;
+		lb[nx] = log(EFF_MIN);
+		ub[nx] = log(EFF_MAX);
+		x[nx] = log(fmin(fmax(gpu->efficiency[e], EFF_MIN), EFF_MAX));
+		nx++;
+	}
+	lb[nx] = 0.0;
+	ub[nx] = OVERHEAD_MAX;
+	x[nx] = fmin(gpu->overhead_s, OVERHEAD_MAX);
+	nx++;
+
+	nlopt_opt opt = nlopt_create(NLOPT_LN_BOBYQA, nx);
+	if (opt == NULL) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	nlopt_set_lower_bounds(opt, lb);
+	nlopt_set_upper_bounds(opt, ub);
+	nlopt_set_min_objective(opt, objective, &c);
+	nlopt_set_xtol_abs1(opt, 1e-5);
+	nlopt_set_maxeval(opt, 2000);
+	nlopt_result r = nlopt_optimize(opt, x, &fbest);
+	nlopt_destroy(opt);
+	if (r < 0) {
+		rc = COPUS_EFIT;
+		goto out;
+	}
+	unpack(&c, x);
+	*gpu = c.gpu;
+out:
+	for (size_t i = 0; i < c.n; i++)
+		free(c.sp[i].plans);
+	free(c.sp);
+	return rc;
+}
+
+int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
+			    copus_planner_gpu *gpus, int n_gpus,
+			    const copus_planner_options *opt)
+{
+	static const copus_planner_options def =
+		COPUS_PLANNER_OPTIONS_INITIALIZER;
+	const copus_planner_options *o = opt ? opt : &def;
+	int rc;
+
+	if ((samples == NULL && n > 0) || gpus == NULL || n_gpus < 1)
+		return COPUS_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		const copus_planner_sample *s = &samples[i];
+		copus_planner_plan p;
+		if (s->gpu_index < 0 || s->gpu_index >= n_gpus ||
+		    !(s->seconds > 0.0) || !isfinite(s->seconds))
+			return COPUS_EINVAL;
+		/* Arguments are checked once here, through the search. */
+		rc = copus_planner_best(s->model, s->batch,
+					&gpus[s->gpu_index], &s->cell, o, &p);
+		if (rc != COPUS_OK && rc != COPUS_ERANGE)
+			return rc;
+	}
+	for (int g = 0; g < n_gpus; g++) {
+		rc = calibrate_type(samples, n, &gpus[g], g, o);
+		if (rc)
+			return rc;
+	}
+	return COPUS_OK;
+}
