@@ -24,6 +24,13 @@
 #define EFF_MIN 1e-3
 #define EFF_MAX 100.0
 #define OVERHEAD_MAX 60.0
+#define LAYER_MAX 0.5
+/* The bandwidth scale stays within a factor of 8 of the measured rates,
+ * and a weak penalty on its logarithm keeps it at the measured rates
+ * unless the iteration times say otherwise. */
+#define COMM_SCALE_LOG_MAX 2.0794415416798357
+#define COMM_SCALE_PENALTY 0.05
+#define NPARAM (COPUS_PLANNER_KINDS + 3)
 
 struct sample_plans {
 	const copus_planner_sample *s;
@@ -35,7 +42,7 @@ struct fit_ctx {
 	struct sample_plans *sp;
 	size_t n;
 	copus_planner_gpu gpu; /* the constants under trial */
-	int free_eff[2];       /* which efficiencies are free */
+	int free_eff[COPUS_PLANNER_KINDS]; /* which efficiencies are free */
 };
 
 static int collect(const copus_planner_plan *p, void *arg)
@@ -58,21 +65,23 @@ static void unpack(struct fit_ctx *c, const double *x)
 {
 	int k = 0;
 
-	for (int e = 0; e < 2; e++)
+	for (int e = 0; e < COPUS_PLANNER_KINDS; e++)
 		if (c->free_eff[e])
 			c->gpu.efficiency[e] = exp(x[k++]);
-	c->gpu.overhead_s = x[k];
+	c->gpu.overhead_s = x[k++];
+	c->gpu.layer_s = x[k++];
+	c->gpu.comm_scale = exp(x[k]);
 }
 
 static double objective(unsigned nx, const double *x, double *grad,
 			void *data)
 {
 	struct fit_ctx *c = data;
-	double f = 0.0;
+	double f;
 
-	(void)nx;
 	(void)grad;
 	unpack(c, x);
+	f = COMM_SCALE_PENALTY * x[nx - 1] * x[nx - 1];
 	for (size_t i = 0; i < c->n; i++) {
 		struct sample_plans *sp = &c->sp[i];
 		const copus_planner_sample *s = sp->s;
@@ -98,7 +107,7 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 			  const copus_planner_options *o)
 {
 	struct fit_ctx c = { 0 };
-	double x[3], lb[3], ub[3], fbest;
+	double x[NPARAM], lb[NPARAM], ub[NPARAM], fbest;
 	unsigned nx = 0;
 	int rc = COPUS_OK;
 
@@ -116,12 +125,11 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 					 collect, sp);
 		if (rc)
 			goto out;
-		c.free_eff[s->model->dtype_bytes == 2 ? COPUS_PLANNER_HALF
-						      : COPUS_PLANNER_SINGLE] = 1;
+		c.free_eff[s->model->kind] = 1;
 	}
 	if (c.n == 0)
 		goto out;
-	for (int e = 0; e < 2; e++) {
+	for (int e = 0; e < COPUS_PLANNER_KINDS; e++) {
 		if (!c.free_eff[e])
 			continue;
 		lb[nx] = log(EFF_MIN);
@@ -132,6 +140,15 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 	lb[nx] = 0.0;
 	ub[nx] = OVERHEAD_MAX;
 	x[nx] = fmin(gpu->overhead_s, OVERHEAD_MAX);
+	nx++;
+	lb[nx] = 0.0;
+	ub[nx] = LAYER_MAX;
+	x[nx] = fmin(gpu->layer_s, LAYER_MAX);
+	nx++;
+	lb[nx] = -COMM_SCALE_LOG_MAX;
+	ub[nx] = COMM_SCALE_LOG_MAX;
+	x[nx] = fmax(fmin(log(gpu->comm_scale), COMM_SCALE_LOG_MAX),
+		     -COMM_SCALE_LOG_MAX);
 	nx++;
 
 	nlopt_opt opt = nlopt_create(NLOPT_LN_BOBYQA, nx);

@@ -38,7 +38,8 @@ static int transformer_layers(const copus_planner_desc *d,
 	int k = 0;
 
 	if (d->layers < 1 || d->hidden < 1 || d->heads < 1 ||
-	    d->seq_len < 1 || d->vocab < 1 || (moe && d->experts < 1))
+	    d->seq_len < 1 || d->vocab < 1 ||
+	    (moe && (d->experts < 1 || d->expert_group < 1)))
 		return COPUS_EINVAL;
 	if (d->layers + 2 > max)
 		return COPUS_ERANGE;
@@ -67,10 +68,15 @@ static int transformer_layers(const copus_planner_desc *d,
 		};
 		if (moe) {
 			/* Each token runs through its top two experts of
-			 * 8 h^2 parameters each; tokens go to their experts
-			 * and come back (two all-to-alls of 2 s h). */
-			y.flops += 2.0 * 16.0 * s * h * h + 2.0 * s * h *
-				d->experts;
+			 * 8 h^2 parameters each; the dispatch and combine
+			 * einsums over a group of G tokens and experts x
+			 * capacity (2 G) slots cost 2 x 2 G h per token
+			 * each; tokens go to their experts and come back
+			 * (two all-to-alls of 2 s h). */
+			double group = d->expert_group;
+			y.flops += 2.0 * 16.0 * s * h * h +
+				   2.0 * s * h * d->experts +
+				   8.0 * group * h * s;
 			y.params += h * d->experts;
 			y.expert_params = d->experts * (8.0 * h * h + 5.0 * h);
 			y.a2a_elems = 4.0 * s * h;
@@ -215,14 +221,16 @@ static double collective(const copus_planner_gpu *g, copus_collective c,
 		f = (double)(n - 1) / n;
 		break;
 	}
-	return g->alpha[link][c] + f * bytes * g->inv_beta[link][c];
+	return g->alpha[link][c] +
+	       g->comm_scale * f * bytes * g->inv_beta[link][c];
 }
 
 static int model_check(const copus_planner_model *m)
 {
 	if (m == NULL || m->layers == NULL || m->n_layers < 1 ||
 	    m->n_layers > COPUS_PLANNER_MAX_LAYERS ||
-	    (m->dtype_bytes != 2 && m->dtype_bytes != 4))
+	    (m->dtype_bytes != 2 && m->dtype_bytes != 4) || m->kind < 0 ||
+	    m->kind >= COPUS_PLANNER_KINDS)
 		return COPUS_EINVAL;
 	for (int l = 0; l < m->n_layers; l++) {
 		const copus_planner_layer *y = &m->layers[l];
@@ -239,9 +247,13 @@ static int model_check(const copus_planner_model *m)
 static int gpu_check(const copus_planner_gpu *g)
 {
 	if (g == NULL || !(g->peak_flops > 0.0) || !(g->memory_bytes > 0.0) ||
-	    !(g->efficiency[0] > 0.0) || !(g->efficiency[1] > 0.0) ||
-	    !(g->overhead_s >= 0.0) || !isfinite(g->overhead_s))
+	    !(g->comm_scale > 0.0) || !isfinite(g->comm_scale) ||
+	    !(g->overhead_s >= 0.0) || !isfinite(g->overhead_s) ||
+	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s))
 		return COPUS_EINVAL;
+	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
+		if (!(g->efficiency[k] > 0.0) || !isfinite(g->efficiency[k]))
+			return COPUS_EINVAL;
 	for (int l = 0; l < COPUS_LINK_COUNT; l++)
 		for (int c = 0; c < COPUS_COLL_COUNT; c++)
 			if (!(g->alpha[l][c] >= 0.0) ||
@@ -289,9 +301,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 	int M = p->micro_batches, bneck = 0;
 	double mb = (double)batch / ((double)dp * M);
 	double bytes = m->dtype_bytes;
-	double speed = g->peak_flops *
-		       g->efficiency[m->dtype_bytes == 2 ? COPUS_PLANNER_HALF
-							 : COPUS_PLANNER_SINGLE];
+	double speed = g->peak_flops * g->efficiency[m->kind];
 	double t[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double comp[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double tens[COPUS_PLANNER_MAX_STAGES] = { 0 };
@@ -308,7 +318,8 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 		     l++) {
 			const copus_planner_layer *x = &m->layers[l];
 
-			comp[s] += REMAT_FACTOR * x->flops * mb / (tp * speed);
+			comp[s] += REMAT_FACTOR * x->flops * mb / (tp * speed) +
+				   g->layer_s;
 			tens[s] += ACT_PASSES *
 				   collective(g, COPUS_COLL_ALL_REDUCE, tp,
 					      y.tensor_across,
@@ -432,17 +443,15 @@ static int stage_splits(const copus_planner_model *m,
 			int split[2][COPUS_PLANNER_MAX_STAGES + 1])
 {
 	double w[COPUS_PLANNER_MAX_LAYERS];
-	double speed = g->peak_flops *
-		       g->efficiency[m->dtype_bytes == 2 ? COPUS_PLANNER_HALF
-							 : COPUS_PLANNER_SINGLE];
+	double speed = g->peak_flops * g->efficiency[m->kind];
 	int rc;
 
 	for (int l = 0; l < m->n_layers; l++) {
 		const copus_planner_layer *x = &m->layers[l];
-		w[l] = REMAT_FACTOR * x->flops / (tp * speed);
+		w[l] = REMAT_FACTOR * x->flops / (tp * speed) + g->layer_s;
 		if (tp > 1)
 			w[l] += ACT_PASSES * 2.0 * x->tensor_elems *
-				m->dtype_bytes *
+				m->dtype_bytes * g->comm_scale *
 				g->inv_beta[COPUS_LINK_INTRA]
 					   [COPUS_COLL_ALL_REDUCE];
 	}

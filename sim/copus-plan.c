@@ -238,7 +238,7 @@ static int cmd_show(const struct args *a)
 	       "efficiency %.3g, overhead %.3g s)\n",
 	       a->args[2], r.cell.nodes, r.cell.gpus_per_node, g->type,
 	       g->gpu.memory_bytes / 1073741824.0, g->gpu.peak_flops / 1e12,
-	       g->gpu.efficiency[m->model.dtype_bytes == 2 ? 0 : 1],
+	       g->gpu.efficiency[m->model.kind],
 	       g->gpu.overhead_s);
 	rc = best(&d, &r, &p);
 	if (rc == COPUS_ERANGE) {

@@ -31,6 +31,12 @@ static int read_json(const char *path, struct json_object **out, char *err,
 #define PRIOR_EFFICIENCY_HALF 2.0
 #define PRIOR_EFFICIENCY_SINGLE 0.5
 
+/* The efficiency class of a described model. */
+static int kind_of(const copus_planner_desc *d)
+{
+	return (int)d->arch - 1;
+}
+
 /*
  * GPU types that devices.json may lack, from their vendors' data sheets:
  * NVIDIA A10, 31.2 TFLOP/s single precision, 24 GB (22,731 MiB usable).
@@ -167,6 +173,9 @@ static int model_desc(const struct csv *c, size_t r, copus_planner_desc *m,
 		if (m->arch == COPUS_ARCH_MOE)
 			f[nf++] = (typeof(f[0])){ "num_experts",
 						  &m->experts };
+		if (m->arch == COPUS_ARCH_MOE)
+			f[nf++] = (typeof(f[0])){ "expert_group_size",
+						  &m->expert_group };
 	} else if (strcmp(family, "wide_resnet") == 0) {
 		m->arch = COPUS_ARCH_WIDE_RESNET;
 		f[nf++] = (typeof(f[0])){ "layer_num", &m->depth };
@@ -245,6 +254,7 @@ static int read_models(const char *path, struct plan_data *d, char *err,
 		m->model.layers = m->layers;
 		m->model.n_layers = n;
 		m->model.dtype_bytes = m->desc.dtype_bytes;
+		m->model.kind = kind_of(&m->desc);
 	}
 out:
 	sim_csv_free(&c);
@@ -316,8 +326,11 @@ static void gpu_init(struct plan_gpu *g, const char *type, double gflops,
 	snprintf(g->type, sizeof(g->type), "%s", type);
 	g->gpu.peak_flops = gflops * 1e9;
 	g->gpu.memory_bytes = mb * 1048576.0;
-	g->gpu.efficiency[COPUS_PLANNER_HALF] = PRIOR_EFFICIENCY_HALF;
-	g->gpu.efficiency[COPUS_PLANNER_SINGLE] = PRIOR_EFFICIENCY_SINGLE;
+	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
+		g->gpu.efficiency[k] = PRIOR_EFFICIENCY_HALF;
+	g->gpu.efficiency[COPUS_ARCH_WIDE_RESNET - 1] =
+		PRIOR_EFFICIENCY_SINGLE;
+	g->gpu.comm_scale = 1.0;
 }
 
 static int json_number(struct json_object *o, const char *key, double *out)

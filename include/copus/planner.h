@@ -22,9 +22,10 @@
  * exceeds its memory; and prices the rest with the cost model below.
  *
  * Cost model (seconds per iteration), from first principles:
- *   compute   = remat x FLOPs / (tensor x efficiency[dtype] x peak), with
+ *   compute   = remat x FLOPs / (tensor x efficiency[kind] x peak), with
  *               remat = 4 (forward, recomputed forward, backward twice the
- *               forward), per micro-batch and stage;
+ *               forward), plus a fixed time per layer, per micro-batch and
+ *               stage;
  *   tensor    = the all-reduces of each layer's activations over its tensor
  *               group, and the expert all-to-alls over data x tensor ranks;
  *   pipeline  = the activations sent between stages, forward and backward;
@@ -33,8 +34,8 @@
  *   data      = the all-reduce of each stage's gradients over its data
  *               group, once per iteration;
  *   plus a fixed overhead per iteration.
- * A collective of b bytes over a group of n GPUs takes alpha + f(n) b /
- * beta, with f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
+ * A collective of b bytes over a group of n GPUs takes alpha + s f(n) b /
+ * beta, with s a calibrated scale of the type's measured bandwidths and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
  * reduce-scatter and all-to-all, and 1 for a send; alpha and 1/beta are kept
  * per GPU type, collective and link (within a node or across nodes).
  *
@@ -95,17 +96,29 @@ typedef struct copus_planner_desc {
 	int dtype_bytes; /* 2 (float16) or 4 (float32) */
 	/* Transformer and MoE. */
 	int layers, hidden, heads, seq_len, vocab;
-	int experts; /* MoE only */
+	/* MoE only: experts per layer, and the tokens of one routing group
+	 * (GShard dispatches a group's tokens to expert slots of capacity
+	 * 2 x group / experts with one-hot einsums). */
+	int experts, expert_group;
 	/* Wide-ResNet: depth 50 or 101, width factor of the 3x3 convs,
 	 * channels of the first stage, classes, image side in pixels. */
 	int depth, width_factor, channels, classes, image_size;
 } copus_planner_desc;
+
+/*
+ * Efficiency classes: models whose kernels run at different shares of a
+ * GPU's peak (matrix products, expert dispatch einsums, convolutions) keep
+ * separate calibrated efficiencies. A described model's class is its
+ * architecture - 1.
+ */
+#define COPUS_PLANNER_KINDS 4
 
 /* A model as the planner sees it. */
 typedef struct copus_planner_model {
 	const copus_planner_layer *layers;
 	int n_layers;
 	int dtype_bytes;
+	int kind; /* efficiency class, 0 .. COPUS_PLANNER_KINDS - 1 */
 } copus_planner_model;
 
 /*
@@ -136,17 +149,20 @@ typedef enum copus_link {
 	COPUS_LINK_COUNT
 } copus_link;
 
-/* Efficiency index by the model's element size. */
-#define COPUS_PLANNER_HALF 0   /* 2-byte elements */
-#define COPUS_PLANNER_SINGLE 1 /* 4-byte elements */
-
 /* One GPU type: its device constants and its calibrated constants. */
 typedef struct copus_planner_gpu {
 	double peak_flops;   /* FLOP/s as listed for the device */
 	double memory_bytes; /* usable memory of one GPU */
-	/* Achieved FLOP/s over peak_flops, by element size (calibrated). */
-	double efficiency[2];
+	/* Achieved FLOP/s over peak_flops, by efficiency class
+	 * (calibrated). */
+	double efficiency[COPUS_PLANNER_KINDS];
+	/* Scale of the measured collective bandwidths in training
+	 * (calibrated; 1 for the measured rates). */
+	double comm_scale;
 	double overhead_s; /* fixed time per iteration (calibrated) */
+	/* Fixed time of one layer's forward and backward pass on one
+	 * micro-batch (kernel launches, small kernels; calibrated). */
+	double layer_s;
 	/* Collective time alpha (s) + f(n) bytes x inv_beta (s/byte). */
 	double alpha[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
 	double inv_beta[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
@@ -245,12 +261,13 @@ int copus_planner_best_cached(copus_planner_cache *c,
 			      const copus_planner_plan **plan);
 
 /*
- * Calibration of the per-type constants (efficiency by element size and the
- * overhead) on measured iteration times: the times of samples[i] (model,
+ * Calibration of the per-type constants (efficiency by class, the scale of
+ * collective bandwidths, the time per layer and the overhead per
+ * iteration) on measured iteration times: the times of samples[i] (model,
  * batch, cell of GPU type gpu_index) are fitted by least squares on the
  * logarithm of the ratio of predicted to measured time, with NLopt, for
- * each GPU type separately. Types without samples keep their constants; an
- * element size without samples of a type keeps its efficiency. gpus is
+ * each GPU type separately. Types without samples keep their constants; a
+ * class without samples of a type keeps its efficiency. gpus is
  * updated in place.
  */
 typedef struct copus_planner_sample {
