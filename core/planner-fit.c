@@ -25,12 +25,12 @@
 #define EFF_MAX 100.0
 #define OVERHEAD_MAX 60.0
 #define LAYER_MAX 0.5
-/* The bandwidth scale stays within a factor of 8 of the measured rates,
- * and a weak penalty on its logarithm keeps it at the measured rates
+/* The bandwidth scales stay within a factor of 16 of the measured rates,
+ * and a weak penalty on their logarithms keeps them at the measured rates
  * unless the iteration times say otherwise. */
-#define COMM_SCALE_LOG_MAX 2.0794415416798357
+#define COMM_SCALE_LOG_MAX 2.772588722239781
 #define COMM_SCALE_PENALTY 0.05
-#define NPARAM (COPUS_PLANNER_KINDS + 3)
+#define NPARAM (COPUS_PLANNER_KINDS + 4)
 
 struct sample_plans {
 	const copus_planner_sample *s;
@@ -70,7 +70,8 @@ static void unpack(struct fit_ctx *c, const double *x)
 			c->gpu.efficiency[e] = exp(x[k++]);
 	c->gpu.overhead_s = x[k++];
 	c->gpu.layer_s = x[k++];
-	c->gpu.comm_scale = exp(x[k]);
+	c->gpu.comm_scale[0] = exp(x[k++]);
+	c->gpu.comm_scale[1] = exp(x[k]);
 }
 
 static double objective(unsigned nx, const double *x, double *grad,
@@ -81,7 +82,8 @@ static double objective(unsigned nx, const double *x, double *grad,
 
 	(void)grad;
 	unpack(c, x);
-	f = COMM_SCALE_PENALTY * x[nx - 1] * x[nx - 1];
+	f = COMM_SCALE_PENALTY *
+	    (x[nx - 1] * x[nx - 1] + x[nx - 2] * x[nx - 2]);
 	for (size_t i = 0; i < c->n; i++) {
 		struct sample_plans *sp = &c->sp[i];
 		const copus_planner_sample *s = sp->s;
@@ -145,13 +147,15 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 	ub[nx] = LAYER_MAX;
 	x[nx] = fmin(gpu->layer_s, LAYER_MAX);
 	nx++;
-	lb[nx] = -COMM_SCALE_LOG_MAX;
-	ub[nx] = COMM_SCALE_LOG_MAX;
-	x[nx] = fmax(fmin(log(gpu->comm_scale), COMM_SCALE_LOG_MAX),
-		     -COMM_SCALE_LOG_MAX);
-	nx++;
+	for (int l = 0; l < COPUS_LINK_COUNT; l++) {
+		lb[nx] = -COMM_SCALE_LOG_MAX;
+		ub[nx] = COMM_SCALE_LOG_MAX;
+		x[nx] = fmax(fmin(log(gpu->comm_scale[l]), COMM_SCALE_LOG_MAX),
+			     -COMM_SCALE_LOG_MAX);
+		nx++;
+	}
 
-	nlopt_opt opt = nlopt_create(NLOPT_LN_BOBYQA, nx);
+	nlopt_opt opt = nlopt_create(NLOPT_LN_SBPLX, nx);
 	if (opt == NULL) {
 		rc = COPUS_ENOMEM;
 		goto out;

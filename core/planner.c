@@ -222,7 +222,7 @@ static double collective(const copus_planner_gpu *g, copus_collective c,
 		break;
 	}
 	return g->alpha[link][c] +
-	       g->comm_scale * f * bytes * g->inv_beta[link][c];
+	       g->comm_scale[link] * f * bytes * g->inv_beta[link][c];
 }
 
 static int model_check(const copus_planner_model *m)
@@ -247,7 +247,8 @@ static int model_check(const copus_planner_model *m)
 static int gpu_check(const copus_planner_gpu *g)
 {
 	if (g == NULL || !(g->peak_flops > 0.0) || !(g->memory_bytes > 0.0) ||
-	    !(g->comm_scale > 0.0) || !isfinite(g->comm_scale) ||
+	    !(g->comm_scale[0] > 0.0) || !isfinite(g->comm_scale[0]) ||
+	    !(g->comm_scale[1] > 0.0) || !isfinite(g->comm_scale[1]) ||
 	    !(g->overhead_s >= 0.0) || !isfinite(g->overhead_s) ||
 	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s))
 		return COPUS_EINVAL;
@@ -347,7 +348,10 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 		t[s] = comp[s] + tens[s] + send[s];
 		if (t[s] > t[bneck])
 			bneck = s;
-		double mem = STATE_BYTES * state +
+		/* Weights and gradients are whole on every data rank; the
+		 * optimizer's state is split over the data ranks. */
+		double mem = 2.0 * bytes * state +
+			     (STATE_BYTES - 2.0 * bytes) * state / dp +
 			     (in_flight * inputs + work / tp) * mb * bytes;
 		if (mem > mem_max)
 			mem_max = mem;
@@ -451,7 +455,7 @@ static int stage_splits(const copus_planner_model *m,
 		w[l] = REMAT_FACTOR * x->flops / (tp * speed) + g->layer_s;
 		if (tp > 1)
 			w[l] += ACT_PASSES * 2.0 * x->tensor_elems *
-				m->dtype_bytes * g->comm_scale *
+				m->dtype_bytes * g->comm_scale[COPUS_LINK_INTRA] *
 				g->inv_beta[COPUS_LINK_INTRA]
 					   [COPUS_COLL_ALL_REDUCE];
 	}

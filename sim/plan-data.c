@@ -330,7 +330,8 @@ static void gpu_init(struct plan_gpu *g, const char *type, double gflops,
 		g->gpu.efficiency[k] = PRIOR_EFFICIENCY_HALF;
 	g->gpu.efficiency[COPUS_ARCH_WIDE_RESNET - 1] =
 		PRIOR_EFFICIENCY_SINGLE;
-	g->gpu.comm_scale = 1.0;
+	g->gpu.comm_scale[COPUS_LINK_INTRA] = 1.0;
+	g->gpu.comm_scale[COPUS_LINK_INTER] = 1.0;
 }
 
 static int json_number(struct json_object *o, const char *key, double *out)

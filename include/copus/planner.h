@@ -35,17 +35,20 @@
  *               group, once per iteration;
  *   plus a fixed overhead per iteration.
  * A collective of b bytes over a group of n GPUs takes alpha + s f(n) b /
- * beta, with s a calibrated scale of the type's measured bandwidths and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
+ * beta, with s a calibrated scale of the type's measured bandwidths (one
+ * within a node, one across nodes) and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
  * reduce-scatter and all-to-all, and 1 for a send; alpha and 1/beta are kept
  * per GPU type, collective and link (within a node or across nodes).
  *
- * Memory per GPU (bytes): 16 per parameter held (weights, gradients and
- * Adam's two moments with an fp32 master copy for 2-byte models; weights,
- * gradients and two moments for 4-byte ones), parameters split over tensor
- * ranks and expert parameters over data x tensor ranks; plus, per layer of
- * the stage, its input for each micro-batch in flight (min(M, stages - s)
- * under 1F1B), plus the working activations of the largest layer of one
- * micro-batch, split over tensor ranks.
+ * Memory per GPU (bytes): 16 per parameter held (2-byte models: weights
+ * and gradients in 2 bytes each, an fp32 master copy and Adam's two
+ * moments; 4-byte models: weights, gradients and two moments), parameters
+ * split over tensor ranks and expert parameters over data x tensor ranks;
+ * weights and gradients are whole on each data rank and the optimizer's
+ * state is split over the data ranks (as ZeRO's first stage does); plus,
+ * per layer of the stage, its input for each micro-batch in flight
+ * (min(M, stages - s) under 1F1B), plus the working activations of the
+ * largest layer of one micro-batch, split over tensor ranks.
  *
  * The functions are pure: no I/O and no global state. A cache object that
  * the caller owns memoises answers. Every function returns COPUS_OK or a
@@ -156,9 +159,10 @@ typedef struct copus_planner_gpu {
 	/* Achieved FLOP/s over peak_flops, by efficiency class
 	 * (calibrated). */
 	double efficiency[COPUS_PLANNER_KINDS];
-	/* Scale of the measured collective bandwidths in training
-	 * (calibrated; 1 for the measured rates). */
-	double comm_scale;
+	/* Scale of the measured collective times per byte in training,
+	 * within a node and across nodes (calibrated; 1 for the measured
+	 * rates). */
+	double comm_scale[COPUS_LINK_COUNT];
 	double overhead_s; /* fixed time per iteration (calibrated) */
 	/* Fixed time of one layer's forward and backward pass on one
 	 * micro-batch (kernel launches, small kernels; calibrated). */
