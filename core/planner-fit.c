@@ -30,7 +30,13 @@
  * unless the iteration times say otherwise. */
 #define COMM_SCALE_LOG_MAX 2.772588722239781
 #define COMM_SCALE_PENALTY 0.05
-#define NPARAM (COPUS_PLANNER_KINDS + 4)
+/* Nanoseconds per parameter held, at most. */
+#define PARAM_NS_MAX 100.0
+#define NPARAM (2 * COPUS_PLANNER_KINDS + 4)
+/* The loss of a log ratio r is sqrt(r^2 + eps^2): quadratic near 0,
+ * linear beyond eps, so that a few plans far off their prediction do not
+ * pull the constants of all the others. */
+#define ROBUST_EPS 0.02
 
 struct sample_plans {
 	const copus_planner_sample *s;
@@ -66,8 +72,10 @@ static void unpack(struct fit_ctx *c, const double *x)
 	int k = 0;
 
 	for (int e = 0; e < COPUS_PLANNER_KINDS; e++)
-		if (c->free_eff[e])
+		if (c->free_eff[e]) {
 			c->gpu.efficiency[e] = exp(x[k++]);
+			c->gpu.param_s[e] = 1e-9 * x[k++];
+		}
 	c->gpu.overhead_s = x[k++];
 	c->gpu.layer_s = x[k++];
 	c->gpu.comm_scale[0] = exp(x[k++]);
@@ -98,7 +106,7 @@ static double objective(unsigned nx, const double *x, double *grad,
 		}
 		if (isfinite(best)) {
 			double r = log(best / s->seconds);
-			f += r * r;
+			f += sqrt(r * r + ROBUST_EPS * ROBUST_EPS);
 		}
 	}
 	return f;
@@ -138,6 +146,10 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 		ub[nx] = log(EFF_MAX);
 		x[nx] = log(fmin(fmax(gpu->efficiency[e], EFF_MIN), EFF_MAX));
 		nx++;
+		lb[nx] = 0.0;
+		ub[nx] = PARAM_NS_MAX;
+		x[nx] = fmin(1e9 * gpu->param_s[e], PARAM_NS_MAX);
+		nx++;
 	}
 	lb[nx] = 0.0;
 	ub[nx] = OVERHEAD_MAX;
@@ -164,7 +176,7 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 	nlopt_set_upper_bounds(opt, ub);
 	nlopt_set_min_objective(opt, objective, &c);
 	nlopt_set_xtol_abs1(opt, 1e-5);
-	nlopt_set_maxeval(opt, 2000);
+	nlopt_set_maxeval(opt, 6000);
 	nlopt_result r = nlopt_optimize(opt, x, &fbest);
 	nlopt_destroy(opt);
 	if (r < 0) {

@@ -253,7 +253,8 @@ static int gpu_check(const copus_planner_gpu *g)
 	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s))
 		return COPUS_EINVAL;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
-		if (!(g->efficiency[k] > 0.0) || !isfinite(g->efficiency[k]))
+		if (!(g->efficiency[k] > 0.0) || !isfinite(g->efficiency[k]) ||
+		    !(g->param_s[k] >= 0.0) || !isfinite(g->param_s[k]))
 			return COPUS_EINVAL;
 	for (int l = 0; l < COPUS_LINK_COUNT; l++)
 		for (int c = 0; c < COPUS_COLL_COUNT; c++)
@@ -307,7 +308,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 	double comp[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double tens[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double send[COPUS_PLANNER_MAX_STAGES] = { 0 };
-	double data_s = 0.0, mem_max = 0.0;
+	double data_s = 0.0, mem_max = 0.0, held_max = 0.0;
 	struct layout y = layout_of(d, p->data_inner, cell->gpus_per_node);
 
 	for (int s = 0; s < pp; s++) {
@@ -355,6 +356,8 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 			     (in_flight * inputs + work / tp) * mb * bytes;
 		if (mem > mem_max)
 			mem_max = mem;
+		if (state > held_max)
+			held_max = state;
 		double ds = collective(g, COPUS_COLL_ALL_REDUCE, dp,
 				       y.data_across, grads * bytes);
 		if (ds > data_s)
@@ -371,6 +374,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 		p->tensor_s += tens[s];
 		p->pipeline_s += send[s];
 	}
+	p->compute_s += held_max * g->param_s[m->kind];
 	p->data_s = data_s;
 	p->overhead_s = g->overhead_s;
 	p->seconds = p->compute_s + p->tensor_s + p->pipeline_s + p->data_s +

@@ -33,7 +33,8 @@
  *               sum(t_s) + (M - 1) max(t_s) (GPipe and 1F1B alike);
  *   data      = the all-reduce of each stage's gradients over its data
  *               group, once per iteration;
- *   plus a fixed overhead per iteration.
+ *   plus a time per parameter held (the work on weights that does not
+ *   shrink with the batch) and a fixed overhead per iteration.
  * A collective of b bytes over a group of n GPUs takes alpha + s f(n) b /
  * beta, with s a calibrated scale of the type's measured bandwidths (one
  * within a node, one across nodes) and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
@@ -164,6 +165,11 @@ typedef struct copus_planner_gpu {
 	 * rates). */
 	double comm_scale[COPUS_LINK_COUNT];
 	double overhead_s; /* fixed time per iteration (calibrated) */
+	/* Time per parameter a GPU holds, per iteration, by efficiency
+	 * class: the work on weights that does not shrink with the batch
+	 * (optimizer step, gradient accumulation, weight layouts;
+	 * calibrated). */
+	double param_s[COPUS_PLANNER_KINDS];
 	/* Fixed time of one layer's forward and backward pass on one
 	 * micro-batch (kernel launches, small kernels; calibrated). */
 	double layer_s;
@@ -197,6 +203,8 @@ typedef struct copus_planner_plan {
 	/* Stage s holds layers first_layer[s] .. first_layer[s + 1] - 1. */
 	int first_layer[COPUS_PLANNER_MAX_STAGES + 1];
 	double seconds; /* per iteration, the sum of the five below */
+	/* compute_s includes the time per parameter held; overhead_s is
+	 * the fixed time per iteration. */
 	double compute_s, tensor_s, pipeline_s, data_s, overhead_s;
 	double memory_bytes; /* on the fullest GPU */
 } copus_planner_plan;
@@ -265,9 +273,9 @@ int copus_planner_best_cached(copus_planner_cache *c,
 			      const copus_planner_plan **plan);
 
 /*
- * Calibration of the per-type constants (efficiency by class, the scale of
- * collective bandwidths, the time per layer and the overhead per
- * iteration) on measured iteration times: the times of samples[i] (model,
+ * Calibration of the per-type constants (efficiency and time per
+ * parameter by class, the scales of collective bandwidths, the time per
+ * layer and the overhead per iteration) on measured iteration times: the times of samples[i] (model,
  * batch, cell of GPU type gpu_index) are fitted by least squares on the
  * logarithm of the ratio of predicted to measured time, with NLopt, for
  * each GPU type separately. Types without samples keep their constants; a
