@@ -167,22 +167,50 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 		nx++;
 	}
 
-	nlopt_opt opt = nlopt_create(NLOPT_LN_SBPLX, nx);
-	if (opt == NULL) {
-		rc = COPUS_ENOMEM;
-		goto out;
+	/*
+	 * The fastest plan changes with the constants, so the objective has
+	 * kinks and local minima: the search starts from the given
+	 * efficiencies and from a quarter and four times them, restarts
+	 * once from where each run ends, and keeps the best.
+	 */
+	double best[NPARAM], best_f = INFINITY;
+	static const double starts[3] = { 0.0, -1.3862943611198906,
+					  1.3862943611198906 };
+	for (int st = 0; st < 3; st++) {
+		double y[NPARAM];
+		memcpy(y, x, sizeof(double) * nx);
+		for (unsigned k = 0, e = 0; e < COPUS_PLANNER_KINDS; e++) {
+			if (!c.free_eff[e])
+				continue;
+			y[k] = fmin(fmax(y[k] + starts[st], lb[k]), ub[k]);
+			k += 2;
+		}
+		for (int run = 0; run < 2; run++) {
+			nlopt_opt opt = nlopt_create(NLOPT_LN_SBPLX, nx);
+			if (opt == NULL) {
+				rc = COPUS_ENOMEM;
+				goto out;
+			}
+			nlopt_set_lower_bounds(opt, lb);
+			nlopt_set_upper_bounds(opt, ub);
+			nlopt_set_min_objective(opt, objective, &c);
+			nlopt_set_xtol_abs1(opt, 1e-5);
+			nlopt_set_maxeval(opt, 3000);
+			nlopt_result r = nlopt_optimize(opt, y, &fbest);
+			nlopt_destroy(opt);
+			if (r < 0 && r != NLOPT_ROUNDOFF_LIMITED)
+				break;
+			if (fbest < best_f) {
+				best_f = fbest;
+				memcpy(best, y, sizeof(double) * nx);
+			}
+		}
 	}
-	nlopt_set_lower_bounds(opt, lb);
-	nlopt_set_upper_bounds(opt, ub);
-	nlopt_set_min_objective(opt, objective, &c);
-	nlopt_set_xtol_abs1(opt, 1e-5);
-	nlopt_set_maxeval(opt, 6000);
-	nlopt_result r = nlopt_optimize(opt, x, &fbest);
-	nlopt_destroy(opt);
-	if (r < 0) {
+	if (!isfinite(best_f)) {
 		rc = COPUS_EFIT;
 		goto out;
 	}
+	memcpy(x, best, sizeof(double) * nx);
 	unpack(&c, x);
 	*gpu = c.gpu;
 out:

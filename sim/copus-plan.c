@@ -235,11 +235,13 @@ static int cmd_show(const struct args *a)
 	       m->name, m->model.n_layers, copus_planner_params(&m->model),
 	       m->model.dtype_bytes);
 	printf("cell %s: %d node(s) x %d %s (%.1f GiB, %.1f TFLOP/s listed, "
-	       "efficiency %.3g, overhead %.3g s, %.3g s per layer, "
-	       "collectives x %.3g within a node, x %.3g across)\n",
+	       "efficiency %.3g, %.3g ns per parameter held, overhead %.3g s, "
+	       "%.3g s per layer, collectives x %.3g within a node, x %.3g "
+	       "across)\n",
 	       a->args[2], r.cell.nodes, r.cell.gpus_per_node, g->type,
 	       g->gpu.memory_bytes / 1073741824.0, g->gpu.peak_flops / 1e12,
-	       g->gpu.efficiency[m->model.kind], g->gpu.overhead_s,
+	       g->gpu.efficiency[m->model.kind],
+	       1e9 * g->gpu.param_s[m->model.kind], g->gpu.overhead_s,
 	       g->gpu.layer_s, g->gpu.comm_scale[COPUS_LINK_INTRA],
 	       g->gpu.comm_scale[COPUS_LINK_INTER]);
 	rc = best(&d, &r, &p);
