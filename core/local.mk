@@ -111,3 +111,9 @@ tests_bench_sim_search_LDADD = core/libcopus-core.la -lm
 
 # The policy's synthetic instances (tests/bench-policy, tests/test-policy-exact).
 EXTRA_DIST += tests/policy-gen.h
+
+# The planner (core/planner.c, core/planner-fit.c).
+check_PROGRAMS += tests/test-planner
+tests_test_planner_SOURCES = tests/test-planner.c tests/harness.h
+tests_test_planner_CFLAGS = $(TEST_CFLAGS)
+tests_test_planner_LDADD = $(TEST_LIBS)
