@@ -67,6 +67,28 @@ static int collect(const copus_planner_plan *p, void *arg)
 	return COPUS_OK;
 }
 
+/*
+ * Plans more than PRUNE_FACTOR times slower than a sample's fastest under
+ * the starting constants are dropped: no change of constants that the
+ * calibration makes in practice brings them back, and the objective runs
+ * much faster without them.
+ */
+#define PRUNE_FACTOR 4.0
+
+static void prune(struct sample_plans *sp)
+{
+	double best = INFINITY;
+	size_t k = 0;
+
+	for (size_t i = 0; i < sp->n; i++)
+		if (sp->plans[i].seconds < best)
+			best = sp->plans[i].seconds;
+	for (size_t i = 0; i < sp->n; i++)
+		if (sp->plans[i].seconds <= PRUNE_FACTOR * best)
+			sp->plans[k++] = sp->plans[i];
+	sp->n = k;
+}
+
 static void unpack(struct fit_ctx *c, const double *x)
 {
 	int k = 0;
@@ -135,6 +157,7 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 					 collect, sp);
 		if (rc)
 			goto out;
+		prune(sp);
 		c.free_eff[s->model->kind] = 1;
 	}
 	if (c.n == 0)
@@ -195,7 +218,8 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 			nlopt_set_upper_bounds(opt, ub);
 			nlopt_set_min_objective(opt, objective, &c);
 			nlopt_set_xtol_abs1(opt, 1e-5);
-			nlopt_set_maxeval(opt, 3000);
+			nlopt_set_ftol_rel(opt, 1e-7);
+			nlopt_set_maxeval(opt, 1500);
 			nlopt_result r = nlopt_optimize(opt, y, &fbest);
 			nlopt_destroy(opt);
 			if (r < 0 && r != NLOPT_ROUNDOFF_LIMITED)
