@@ -117,3 +117,8 @@ check_PROGRAMS += tests/test-planner
 tests_test_planner_SOURCES = tests/test-planner.c tests/harness.h
 tests_test_planner_CFLAGS = $(TEST_CFLAGS)
 tests_test_planner_LDADD = $(TEST_LIBS)
+
+# Benchmark (not a test): one model x cell search and a memoised lookup.
+noinst_PROGRAMS += tests/bench-planner
+tests_bench_planner_SOURCES = tests/bench-planner.c
+tests_bench_planner_LDADD = core/libcopus-core.la -lm
