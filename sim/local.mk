@@ -41,6 +41,7 @@ bin_PROGRAMS += sim/copus-plan
 sim_copus_plan_SOURCES = sim/copus-plan.c sim/plan-data.c sim/plan-data.h
 sim_copus_plan_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 sim_copus_plan_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
+dist_man_MANS += etc/copus-plan.1
 
 TESTS += tests/test-copus-plan.sh
 EXTRA_DIST += tests/test-copus-plan.sh
