@@ -187,10 +187,12 @@ typedef struct copus_planner_cell {
 /* Choices of the search. */
 typedef struct copus_planner_options {
 	int max_micro_batches; /* powers of two up to this */
-	double memory_fraction; /* share of memory_bytes a plan may use */
+	/* Share of memory_bytes a plan may use; the rest is left to the
+	 * CUDA context, the allocator's fragmentation and workspaces. */
+	double memory_fraction;
 } copus_planner_options;
 
-#define COPUS_PLANNER_OPTIONS_INITIALIZER { 16, 1.0 }
+#define COPUS_PLANNER_OPTIONS_INITIALIZER { 16, 0.9 }
 
 /* A plan and its predicted time. */
 typedef struct copus_planner_plan {
