@@ -308,31 +308,47 @@ static double quantile(double *v, size_t n, double q)
 }
 
 /* Relative errors of the predictions for the rows where test[i]; a row
- * with no plan counts as an error of 100%. */
+ * with no plan counts as an error of 100%. The median of each
+ * architecture follows on the same line. */
 static void report(const char *what, struct plan_data *d,
 		   const struct plan_row *rows, size_t n, const bool *test,
 		   size_t n_train)
 {
-	double *e = malloc((n ? n : 1) * sizeof(*e));
-	size_t k = 0, none = 0;
+	static const char *arch[4] = { "", "transformer", "moe",
+				       "wide-resnet" };
+	double *e = malloc((n ? n : 1) * sizeof(*e) * 5);
+	size_t k = 0, none = 0, ka[4] = { 0 };
 
 	if (e == NULL)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		copus_planner_plan p;
+		double err;
+		int a = (int)d->models[rows[i].model].desc.arch;
+
 		if (!test[i] || rows[i].seconds <= 0.0)
 			continue;
 		if (best(d, &rows[i], &p) != COPUS_OK) {
-			e[k++] = 1.0;
+			err = 1.0;
 			none++;
-			continue;
+		} else {
+			err = fabs(p.seconds - rows[i].seconds) /
+			      rows[i].seconds;
 		}
-		e[k++] = fabs(p.seconds - rows[i].seconds) / rows[i].seconds;
+		e[k++] = err;
+		if (a >= 1 && a <= 3)
+			e[n * (size_t)(a + 1) + ka[a]++] = err;
 	}
 	printf("%s: calibrated on %zu, predicted %zu: median %.1f%%, "
-	       "p90 %.1f%%, no plan for %zu\n",
+	       "p90 %.1f%%, no plan for %zu (median",
 	       what, n_train, k, 100.0 * quantile(e, k, 0.5),
 	       100.0 * quantile(e, k, 0.9), none);
+	for (int a = 1; a <= 3; a++)
+		if (ka[a])
+			printf(" %s %.1f%%", arch[a],
+			       100.0 * quantile(e + n * (size_t)(a + 1), ka[a],
+						0.5));
+	printf(")\n");
 	free(e);
 }
 
