@@ -24,4 +24,23 @@ int copus__best_batch(const copus_model *m, int nodes, int replicas,
  * (alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma). */
 double copus__fit_objective(const copus_observation *obs, size_t n,
 			    const copus_perf_params *p, double *grad);
+
+/* The planner (core/planner.c), for its calibration (core/planner-fit.c). */
+#include <copus/planner.h>
+
+/* The time and memory of plan p, checked against memory_limit bytes:
+ * COPUS_OK or COPUS_ERANGE (does not fit). Arguments are not checked. */
+int copus__planner_price(const copus_planner_model *m, int batch,
+			 const copus_planner_gpu *g,
+			 const copus_planner_cell *cell, double memory_limit,
+			 copus_planner_plan *p);
+
+/* fn on every plan of the search that fits, until fn returns non-zero.
+ * Arguments are not checked. */
+int copus__planner_each(const copus_planner_model *m, int batch,
+			const copus_planner_gpu *g,
+			const copus_planner_cell *cell,
+			const copus_planner_options *o,
+			int (*fn)(const copus_planner_plan *p, void *arg),
+			void *arg);
 #endif /* COPUS_CORE_INTERNAL_H */

@@ -18,6 +18,8 @@ core_libcopus_core_la_SOURCES = \
 	core/noise.c \
 	core/policy.c \
 	core/plan.c \
+	core/planner.c \
+	core/planner-fit.c \
 	core/heap.h \
 	core/policy/ops.h \
 	core/policy/place.h \
@@ -109,3 +111,14 @@ tests_bench_sim_search_LDADD = core/libcopus-core.la -lm
 
 # The policy's synthetic instances (tests/bench-policy, tests/test-policy-exact).
 EXTRA_DIST += tests/policy-gen.h
+
+# The planner (core/planner.c, core/planner-fit.c).
+check_PROGRAMS += tests/test-planner
+tests_test_planner_SOURCES = tests/test-planner.c tests/harness.h
+tests_test_planner_CFLAGS = $(TEST_CFLAGS)
+tests_test_planner_LDADD = $(TEST_LIBS)
+
+# Benchmark (not a test): one model x cell search and a memoised lookup.
+noinst_PROGRAMS += tests/bench-planner
+tests_bench_planner_SOURCES = tests/bench-planner.c
+tests_bench_planner_LDADD = core/libcopus-core.la -lm

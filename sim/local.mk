@@ -39,3 +39,15 @@ tests_bench_model_SOURCES = tests/bench-model.c tests/profiles.c \
 	tests/profiles.h
 tests_bench_model_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/core -I$(top_srcdir)/sim
 tests_bench_model_LDADD = sim/libsim.la core/libcopus-core.la -lm
+
+# ---------------------------------------------------------------------------
+# copus-plan: the planner from the command line (predict, show, evaluate).
+# ---------------------------------------------------------------------------
+bin_PROGRAMS += sim/copus-plan
+sim_copus_plan_SOURCES = sim/copus-plan.c sim/plan-data.c sim/plan-data.h
+sim_copus_plan_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+sim_copus_plan_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
+dist_man_MANS += etc/copus-plan.1
+
+TESTS += tests/test-copus-plan.sh
+EXTRA_DIST += tests/test-copus-plan.sh

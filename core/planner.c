@@ -1,0 +1,722 @@
+/*
+ * The planner: layers of the described architectures, the cost of a plan on
+ * a cell, the search for the best plan, and its memoisation.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <copus/planner.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------ contents */
+static int transformer_layers(const copus_planner_desc *d,
+			      copus_planner_layer *out, int max, int *n);
+static int wide_resnet_layers(const copus_planner_desc *d,
+			      copus_planner_layer *out, int max, int *n);
+static double collective(const copus_planner_gpu *g, copus_collective c,
+			 int n, bool across, double bytes);
+static int model_check(const copus_planner_model *m);
+static int gpu_check(const copus_planner_gpu *g);
+
+/* Forward, recomputed forward and backward (twice the forward). */
+#define REMAT_FACTOR 4.0
+/* Passes that move a layer's activations: forward, recomputed, backward. */
+#define ACT_PASSES 3.0
+/* Bytes of state per parameter held (see planner.h). */
+#define STATE_BYTES 16.0
+
+/* ---------------------------------------------------------------- layers */
+
+static int transformer_layers(const copus_planner_desc *d,
+			      copus_planner_layer *out, int max, int *n)
+{
+	double h = d->hidden, s = d->seq_len, v = d->vocab, a = d->heads;
+	bool moe = d->arch == COPUS_ARCH_MOE;
+	int k = 0;
+
+	if (d->layers < 1 || d->hidden < 1 || d->heads < 1 ||
+	    d->seq_len < 1 || d->vocab < 1 ||
+	    (moe && (d->experts < 1 || d->expert_group < 1)))
+		return COPUS_EINVAL;
+	if (d->layers + 2 > max)
+		return COPUS_ERANGE;
+	/* Token and position embeddings; the vocabulary is split over
+	 * tensor ranks, whose partial embeddings are summed. */
+	out[k++] = (copus_planner_layer){
+		.flops = 2.0 * s * h,
+		.params = v * h + s * h,
+		.out_elems = s * h,
+		.work_elems = 2.0 * s * h,
+		.tensor_elems = s * h,
+	};
+	for (int l = 0; l < d->layers; l++) {
+		copus_planner_layer y = {
+			/* QKV and output projections, scores and the
+			 * weighted sum: 8 s h^2 + 4 s^2 h. */
+			.flops = 8.0 * s * h * h + 4.0 * s * s * h,
+			.params = 4.0 * h * h + 9.0 * h,
+			.out_elems = s * h,
+			/* Megatron's count of the activations a layer keeps
+			 * for its backward pass, in elements. */
+			.work_elems = 17.0 * s * h + 2.5 * a * s * s,
+			/* One all-reduce after attention and one after the
+			 * MLP. */
+			.tensor_elems = 2.0 * s * h,
+		};
+		if (moe) {
+			/* Each token runs through its top two experts of
+			 * 8 h^2 parameters each; the dispatch and combine
+			 * einsums over a group of G tokens and experts x
+			 * capacity (2 G) slots cost 2 x 2 G h per token
+			 * each; tokens go to their experts and come back
+			 * (two all-to-alls of 2 s h). */
+			double group = d->expert_group;
+			y.flops += 2.0 * 16.0 * s * h * h +
+				   2.0 * s * h * d->experts +
+				   8.0 * group * h * s;
+			y.params += h * d->experts;
+			y.expert_params = d->experts * (8.0 * h * h + 5.0 * h);
+			y.a2a_elems = 4.0 * s * h;
+			y.work_elems += 2.0 * 6.0 * s * h;
+		} else {
+			y.flops += 16.0 * s * h * h;
+			y.params += 8.0 * h * h + 5.0 * h;
+		}
+		out[k++] = y;
+	}
+	/* The output layer, its weights tied to the embedding's. */
+	out[k++] = (copus_planner_layer){
+		.flops = 2.0 * s * h * v,
+		.out_elems = 1.0,
+		.work_elems = s * v,
+	};
+	*n = k;
+	return COPUS_OK;
+}
+
+static int wide_resnet_layers(const copus_planner_desc *d,
+			      copus_planner_layer *out, int max, int *n)
+{
+	static const int blocks50[4] = { 3, 4, 6, 3 };
+	static const int blocks101[4] = { 3, 4, 23, 3 };
+	const int *blocks;
+	double c0 = d->channels, wf = d->width_factor, side, cin;
+	int k = 0, total;
+
+	if (d->depth == 50)
+		blocks = blocks50;
+	else if (d->depth == 101)
+		blocks = blocks101;
+	else
+		return COPUS_EINVAL;
+	if (d->width_factor < 1 || d->channels < 1 || d->classes < 1 ||
+	    d->image_size < 32)
+		return COPUS_EINVAL;
+	total = 2;
+	for (int i = 0; i < 4; i++)
+		total += blocks[i];
+	if (total > max)
+		return COPUS_ERANGE;
+	/* A 7x7 stride-2 convolution from 3 channels, then a stride-2 max
+	 * pool. */
+	side = d->image_size / 2.0;
+	out[k++] = (copus_planner_layer){
+		.flops = 2.0 * side * side * 49.0 * 3.0 * c0,
+		.params = 49.0 * 3.0 * c0 + 2.0 * c0,
+		.out_elems = side * side * c0 / 4.0,
+		.work_elems = 3.0 * side * side * c0,
+		.tensor_elems = side * side * c0 / 4.0,
+	};
+	side /= 2.0;
+	cin = c0;
+	for (int i = 0; i < 4; i++) {
+		double f = c0 * (double)(1 << i), w = f * wf, o = 4.0 * f;
+
+		for (int j = 0; j < blocks[i]; j++) {
+			double in_side = side;
+			double out_side = (i > 0 && j == 0) ? side / 2.0 : side;
+			double hw = out_side * out_side;
+			/* 1x1 to f channels, 3x3 (with the block's stride)
+			 * to f x width channels, 1x1 to 4 f, and a 1x1
+			 * projection of the input when its shape changes. */
+			double p = cin * f + 9.0 * f * w + w * o;
+			double fl = 2.0 * in_side * in_side * cin * f +
+				    2.0 * hw * (9.0 * f * w + w * o);
+			if (cin != o) {
+				p += cin * o;
+				fl += 2.0 * hw * cin * o;
+			}
+			out[k++] = (copus_planner_layer){
+				.flops = fl,
+				.params = p + 2.0 * (f + w + o),
+				.out_elems = hw * o,
+				/* Each convolution's output, its
+				 * normalisation and activation. */
+				.work_elems = 2.0 * (in_side * in_side * f +
+						     hw * (w + 2.0 * o)),
+				.tensor_elems = hw * o,
+			};
+			cin = o;
+			side = out_side;
+		}
+	}
+	out[k++] = (copus_planner_layer){
+		.flops = 2.0 * cin * d->classes + side * side * cin,
+		.params = cin * d->classes + d->classes,
+		.out_elems = d->classes,
+		.work_elems = cin + d->classes,
+	};
+	*n = k;
+	return COPUS_OK;
+}
+
+int copus_planner_layers(const copus_planner_desc *d,
+			 copus_planner_layer *out, int max, int *n)
+{
+	if (d == NULL || out == NULL || n == NULL || max < 1 ||
+	    (d->dtype_bytes != 2 && d->dtype_bytes != 4))
+		return COPUS_EINVAL;
+	switch (d->arch) {
+	case COPUS_ARCH_TRANSFORMER:
+	case COPUS_ARCH_MOE:
+		return transformer_layers(d, out, max, n);
+	case COPUS_ARCH_WIDE_RESNET:
+		return wide_resnet_layers(d, out, max, n);
+	}
+	return COPUS_EINVAL;
+}
+
+double copus_planner_params(const copus_planner_model *m)
+{
+	double p = 0.0;
+
+	if (m == NULL || m->layers == NULL)
+		return 0.0;
+	for (int l = 0; l < m->n_layers; l++)
+		p += m->layers[l].params + m->layers[l].expert_params;
+	return p;
+}
+
+/* ----------------------------------------------------------- cost model */
+
+static double collective(const copus_planner_gpu *g, copus_collective c,
+			 int n, bool across, double bytes)
+{
+	double f;
+	int link = across ? COPUS_LINK_INTER : COPUS_LINK_INTRA;
+
+	if (n <= 1 || bytes <= 0.0)
+		return 0.0;
+	switch (c) {
+	case COPUS_COLL_ALL_REDUCE:
+		f = 2.0 * (n - 1) / n;
+		break;
+	case COPUS_COLL_SEND:
+		f = 1.0;
+		break;
+	default:
+		f = (double)(n - 1) / n;
+		break;
+	}
+	return g->alpha[link][c] +
+	       g->comm_scale[link] * f * bytes * g->inv_beta[link][c];
+}
+
+static int model_check(const copus_planner_model *m)
+{
+	if (m == NULL || m->layers == NULL || m->n_layers < 1 ||
+	    m->n_layers > COPUS_PLANNER_MAX_LAYERS ||
+	    (m->dtype_bytes != 2 && m->dtype_bytes != 4) || m->kind < 0 ||
+	    m->kind >= COPUS_PLANNER_KINDS)
+		return COPUS_EINVAL;
+	for (int l = 0; l < m->n_layers; l++) {
+		const copus_planner_layer *y = &m->layers[l];
+		double v[7] = { y->flops, y->params, y->expert_params,
+				y->out_elems, y->work_elems, y->tensor_elems,
+				y->a2a_elems };
+		for (int i = 0; i < 7; i++)
+			if (!isfinite(v[i]) || v[i] < 0.0)
+				return COPUS_EINVAL;
+	}
+	return COPUS_OK;
+}
+
+static int gpu_check(const copus_planner_gpu *g)
+{
+	if (g == NULL || !(g->peak_flops > 0.0) || !(g->memory_bytes > 0.0) ||
+	    !(g->comm_scale[0] > 0.0) || !isfinite(g->comm_scale[0]) ||
+	    !(g->comm_scale[1] > 0.0) || !isfinite(g->comm_scale[1]) ||
+	    !(g->overhead_s >= 0.0) || !isfinite(g->overhead_s) ||
+	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s))
+		return COPUS_EINVAL;
+	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
+		if (!(g->efficiency[k] > 0.0) || !isfinite(g->efficiency[k]) ||
+		    !(g->param_s[k] >= 0.0) || !isfinite(g->param_s[k]))
+			return COPUS_EINVAL;
+	for (int l = 0; l < COPUS_LINK_COUNT; l++)
+		for (int c = 0; c < COPUS_COLL_COUNT; c++)
+			if (!(g->alpha[l][c] >= 0.0) ||
+			    !(g->inv_beta[l][c] >= 0.0) ||
+			    !isfinite(g->alpha[l][c]) ||
+			    !isfinite(g->inv_beta[l][c]))
+				return COPUS_EINVAL;
+	return COPUS_OK;
+}
+
+/* Whether a group of n ranks at stride apart spans nodes (ranks placed in
+ * blocks of gpus_per_node). */
+static bool spans(int n, int stride, int gpn)
+{
+	return (n - 1) * stride >= gpn;
+}
+
+/* The layout of a plan's groups on the cell's nodes. */
+struct layout {
+	bool tensor_across, pipeline_across, data_across, expert_across;
+};
+
+static struct layout layout_of(const copus_plan_degrees *d, int data_inner,
+			       int gpn)
+{
+	struct layout y;
+	int tp = d->tensor, pp = d->pipeline, dp = d->data;
+	int data_stride = data_inner ? tp : tp * pp;
+	int pipe_stride = data_inner ? tp * dp : tp;
+
+	y.tensor_across = spans(tp, 1, gpn);
+	y.pipeline_across = spans(pp, pipe_stride, gpn);
+	y.data_across = spans(dp, data_stride, gpn);
+	y.expert_across = (tp - 1) + (dp - 1) * data_stride >= gpn;
+	return y;
+}
+
+int copus__planner_price(const copus_planner_model *m, int batch,
+			 const copus_planner_gpu *g,
+			 const copus_planner_cell *cell, double memory_limit,
+			 copus_planner_plan *p)
+{
+	const copus_plan_degrees *d = &p->degrees;
+	int tp = d->tensor, pp = d->pipeline, dp = d->data;
+	int M = p->micro_batches, bneck = 0;
+	double mb = (double)batch / ((double)dp * M);
+	double bytes = m->dtype_bytes;
+	double speed = g->peak_flops * g->efficiency[m->kind];
+	double t[COPUS_PLANNER_MAX_STAGES] = { 0 };
+	double comp[COPUS_PLANNER_MAX_STAGES] = { 0 };
+	double tens[COPUS_PLANNER_MAX_STAGES] = { 0 };
+	double send[COPUS_PLANNER_MAX_STAGES] = { 0 };
+	double data_s = 0.0, mem_max = 0.0, held_max = 0.0;
+	struct layout y = layout_of(d, p->data_inner, cell->gpus_per_node);
+
+	for (int s = 0; s < pp; s++) {
+		double state = 0.0, inputs = 0.0, work = 0.0, grads = 0.0;
+		int in_flight = M < pp - s ? M : pp - s;
+
+		comp[s] = tens[s] = send[s] = 0.0;
+		for (int l = p->first_layer[s]; l < p->first_layer[s + 1];
+		     l++) {
+			const copus_planner_layer *x = &m->layers[l];
+
+			comp[s] += REMAT_FACTOR * x->flops * mb / (tp * speed) +
+				   g->layer_s;
+			tens[s] += ACT_PASSES *
+				   collective(g, COPUS_COLL_ALL_REDUCE, tp,
+					      y.tensor_across,
+					      x->tensor_elems * mb * bytes);
+			tens[s] += ACT_PASSES *
+				   collective(g, COPUS_COLL_ALL_TO_ALL,
+					      dp * tp, y.expert_across,
+					      x->a2a_elems * mb * bytes / tp);
+			state += x->params / tp +
+				 x->expert_params / ((double)dp * tp);
+			grads += x->params / tp;
+			if (l > 0)
+				inputs += m->layers[l - 1].out_elems;
+			if (x->work_elems > work)
+				work = x->work_elems;
+		}
+		if (s + 1 < pp) {
+			double out = m->layers[p->first_layer[s + 1] - 1]
+					     .out_elems;
+			/* Forward activations out, their gradients back. */
+			send[s] = 2.0 * collective(g, COPUS_COLL_SEND, 2,
+						   y.pipeline_across,
+						   out * mb * bytes);
+		}
+		t[s] = comp[s] + tens[s] + send[s];
+		if (t[s] > t[bneck])
+			bneck = s;
+		/* Weights and gradients are whole on every data rank; the
+		 * optimizer's state is split over the data ranks. */
+		double mem = 2.0 * bytes * state +
+			     (STATE_BYTES - 2.0 * bytes) * state / dp +
+			     (in_flight * inputs + work / tp) * mb * bytes;
+		if (mem > mem_max)
+			mem_max = mem;
+		if (state > held_max)
+			held_max = state;
+		double ds = collective(g, COPUS_COLL_ALL_REDUCE, dp,
+				       y.data_across, grads * bytes);
+		if (ds > data_s)
+			data_s = ds;
+	}
+	p->memory_bytes = mem_max;
+	/* Every stage runs each micro-batch once; the bottleneck stage
+	 * paces the M - 1 micro-batches after the first. */
+	p->compute_s = (M - 1) * comp[bneck];
+	p->tensor_s = (M - 1) * tens[bneck];
+	p->pipeline_s = (M - 1) * send[bneck];
+	for (int s = 0; s < pp; s++) {
+		p->compute_s += comp[s];
+		p->tensor_s += tens[s];
+		p->pipeline_s += send[s];
+	}
+	p->compute_s += held_max * g->param_s[m->kind];
+	p->data_s = data_s;
+	p->overhead_s = g->overhead_s;
+	p->seconds = p->compute_s + p->tensor_s + p->pipeline_s + p->data_s +
+		     p->overhead_s;
+	return mem_max <= memory_limit ? COPUS_OK : COPUS_ERANGE;
+}
+
+static int options_of(const copus_planner_options *opt,
+		      copus_planner_options *o)
+{
+	static const copus_planner_options def =
+		COPUS_PLANNER_OPTIONS_INITIALIZER;
+
+	*o = opt ? *opt : def;
+	if (o->max_micro_batches < 1 || !(o->memory_fraction > 0.0) ||
+	    o->memory_fraction > 1.0)
+		return COPUS_EINVAL;
+	return COPUS_OK;
+}
+
+static int cell_check(const copus_planner_cell *c)
+{
+	if (c == NULL || c->nodes < 1 || c->gpus_per_node < 1 ||
+	    c->nodes > 4096 || c->gpus_per_node > 4096 ||
+	    c->nodes * c->gpus_per_node > 65536)
+		return COPUS_EINVAL;
+	return COPUS_OK;
+}
+
+int copus_planner_price(const copus_planner_model *m, int batch,
+			const copus_planner_gpu *gpu,
+			const copus_planner_cell *cell,
+			const copus_planner_options *opt,
+			copus_planner_plan *plan)
+{
+	copus_planner_options o;
+	const copus_plan_degrees *d;
+	int rc;
+
+	if ((rc = model_check(m)) || (rc = gpu_check(gpu)) ||
+	    (rc = cell_check(cell)) || (rc = options_of(opt, &o)))
+		return rc;
+	if (plan == NULL || batch < 1)
+		return COPUS_EINVAL;
+	d = &plan->degrees;
+	if (d->data < 1 || d->tensor < 1 || d->pipeline < 1 ||
+	    d->pipeline > COPUS_PLANNER_MAX_STAGES ||
+	    d->pipeline > m->n_layers ||
+	    (long)d->data * d->tensor * d->pipeline !=
+		    (long)cell->nodes * cell->gpus_per_node ||
+	    plan->micro_batches < 1 ||
+	    batch % (d->data * plan->micro_batches) != 0 ||
+	    plan->first_layer[0] != 0 ||
+	    plan->first_layer[d->pipeline] != m->n_layers)
+		return COPUS_EINVAL;
+	for (int s = 0; s < d->pipeline; s++)
+		if (plan->first_layer[s + 1] <= plan->first_layer[s])
+			return COPUS_EINVAL;
+	return copus__planner_price(m, batch, gpu, cell,
+				    o.memory_fraction * gpu->memory_bytes,
+				    plan);
+}
+
+/* ---------------------------------------------------------------- search */
+
+/*
+ * The two stage splits tried for tensor x pipeline: by time per sample
+ * (compute and tensor traffic, without latencies) and by memory per
+ * sample-free state, so that a stage too full under the first may fit
+ * under the second.
+ */
+static int stage_splits(const copus_planner_model *m,
+			const copus_planner_gpu *g, int tp, int pp,
+			int split[2][COPUS_PLANNER_MAX_STAGES + 1])
+{
+	double w[COPUS_PLANNER_MAX_LAYERS];
+	double speed = g->peak_flops * g->efficiency[m->kind];
+	int rc;
+
+	for (int l = 0; l < m->n_layers; l++) {
+		const copus_planner_layer *x = &m->layers[l];
+		w[l] = REMAT_FACTOR * x->flops / (tp * speed) + g->layer_s;
+		if (tp > 1)
+			w[l] += ACT_PASSES * 2.0 * x->tensor_elems *
+				m->dtype_bytes * g->comm_scale[COPUS_LINK_INTRA] *
+				g->inv_beta[COPUS_LINK_INTRA]
+					   [COPUS_COLL_ALL_REDUCE];
+	}
+	rc = copus_plan_stages(w, m->n_layers, pp, split[0]);
+	if (rc)
+		return rc;
+	for (int l = 0; l < m->n_layers; l++) {
+		const copus_planner_layer *x = &m->layers[l];
+		w[l] = STATE_BYTES * (x->params + x->expert_params) +
+		       x->out_elems * m->dtype_bytes;
+	}
+	return copus_plan_stages(w, m->n_layers, pp, split[1]);
+}
+
+int copus__planner_each(const copus_planner_model *m, int batch,
+			const copus_planner_gpu *g,
+			const copus_planner_cell *cell,
+			const copus_planner_options *o,
+			int (*fn)(const copus_planner_plan *p, void *arg),
+			void *arg)
+{
+	int world = cell->nodes * cell->gpus_per_node;
+	double limit = o->memory_fraction * g->memory_bytes;
+	int split[2][COPUS_PLANNER_MAX_STAGES + 1];
+	copus_planner_plan p;
+	int rc;
+
+	for (int tp = 1; tp <= world; tp++) {
+		if (world % tp)
+			continue;
+		for (int pp = 1; pp <= world / tp; pp++) {
+			int dp;
+
+			if ((world / tp) % pp || pp > m->n_layers ||
+			    pp > COPUS_PLANNER_MAX_STAGES)
+				continue;
+			dp = world / tp / pp;
+			if (batch % dp)
+				continue;
+			rc = stage_splits(m, g, tp, pp, split);
+			if (rc)
+				return rc;
+			for (int M = 1; M <= o->max_micro_batches &&
+					(batch / dp) % M == 0;
+			     M *= 2) {
+				for (int inner = 0;
+				     inner <= (dp > 1 && pp > 1); inner++) {
+					memset(&p, 0, sizeof(p));
+					p.degrees = (copus_plan_degrees){
+						dp, pp, tp
+					};
+					p.micro_batches = M;
+					p.data_inner = inner;
+					for (int k = 0; k < 2; k++) {
+						memcpy(p.first_layer, split[k],
+						       sizeof(int) * (pp + 1));
+						rc = copus__planner_price(
+							m, batch, g, cell,
+							limit, &p);
+						if (rc == COPUS_OK)
+							break;
+						if (pp == 1)
+							break;
+					}
+					if (rc != COPUS_OK)
+						continue;
+					rc = fn(&p, arg);
+					if (rc)
+						return rc;
+				}
+			}
+		}
+	}
+	return COPUS_OK;
+}
+
+struct best_ctx {
+	copus_planner_plan *best;
+	bool found;
+};
+
+static int keep_best(const copus_planner_plan *p, void *arg)
+{
+	struct best_ctx *c = arg;
+
+	/* Strictly faster only, so that among equals the plan with the
+	 * least tensor parallelism, then the fewest stages and
+	 * micro-batches, stays. */
+	if (!c->found || p->seconds < c->best->seconds) {
+		*c->best = *p;
+		c->found = true;
+	}
+	return COPUS_OK;
+}
+
+int copus_planner_best(const copus_planner_model *m, int batch,
+		       const copus_planner_gpu *gpu,
+		       const copus_planner_cell *cell,
+		       const copus_planner_options *opt,
+		       copus_planner_plan *out)
+{
+	copus_planner_options o;
+	copus_planner_plan best;
+	struct best_ctx c = { &best, false };
+	int rc;
+
+	if ((rc = model_check(m)) || (rc = gpu_check(gpu)) ||
+	    (rc = cell_check(cell)) || (rc = options_of(opt, &o)))
+		return rc;
+	if (out == NULL || batch < 1)
+		return COPUS_EINVAL;
+	rc = copus__planner_each(m, batch, gpu, cell, &o, keep_best, &c);
+	if (rc)
+		return rc;
+	if (!c.found)
+		return COPUS_ERANGE;
+	*out = best;
+	return COPUS_OK;
+}
+
+/* ----------------------------------------------------------------- cache */
+
+struct cache_entry {
+	copus_planner_key key;
+	int used;
+	int status;
+	copus_planner_plan plan;
+};
+
+struct copus_planner_cache {
+	struct cache_entry *slots;
+	size_t mask;     /* slots - 1, a power of two minus one */
+	size_t capacity; /* answers stored at most */
+	size_t count;
+};
+
+static size_t key_hash(const copus_planner_key *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	const int32_t v[5] = { k->model, k->batch, k->gpu, k->nodes,
+			       k->gpus_per_node };
+
+	for (int i = 0; i < 5; i++) {
+		h ^= (uint32_t)v[i];
+		h *= 1099511628211ull;
+		h ^= h >> 29;
+	}
+	return (size_t)h;
+}
+
+static bool key_equal(const copus_planner_key *a, const copus_planner_key *b)
+{
+	return a->model == b->model && a->batch == b->batch &&
+	       a->gpu == b->gpu && a->nodes == b->nodes &&
+	       a->gpus_per_node == b->gpus_per_node;
+}
+
+int copus_planner_cache_new(size_t capacity, copus_planner_cache **out)
+{
+	copus_planner_cache *c;
+	size_t slots = 16;
+
+	if (out == NULL || capacity < 1 || capacity > ((size_t)1 << 28))
+		return COPUS_EINVAL;
+	while (slots < 2 * capacity)
+		slots *= 2;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return COPUS_ENOMEM;
+	c->slots = calloc(slots, sizeof(*c->slots));
+	if (c->slots == NULL) {
+		free(c);
+		return COPUS_ENOMEM;
+	}
+	c->mask = slots - 1;
+	c->capacity = capacity;
+	*out = c;
+	return COPUS_OK;
+}
+
+void copus_planner_cache_free(copus_planner_cache *c)
+{
+	if (c == NULL)
+		return;
+	free(c->slots);
+	free(c);
+}
+
+void copus_planner_cache_clear(copus_planner_cache *c)
+{
+	if (c == NULL)
+		return;
+	memset(c->slots, 0, (c->mask + 1) * sizeof(*c->slots));
+	c->count = 0;
+}
+
+/* The slot of key, or the empty slot where it would go. */
+static struct cache_entry *slot_of(const copus_planner_cache *c,
+				   const copus_planner_key *key)
+{
+	size_t i = key_hash(key) & c->mask;
+
+	while (c->slots[i].used && !key_equal(&c->slots[i].key, key))
+		i = (i + 1) & c->mask;
+	return &c->slots[i];
+}
+
+int copus_planner_cache_find(const copus_planner_cache *c,
+			     const copus_planner_key *key,
+			     const copus_planner_plan **plan)
+{
+	const struct cache_entry *e;
+
+	if (c == NULL || key == NULL || plan == NULL)
+		return COPUS_EINVAL;
+	e = slot_of(c, key);
+	if (!e->used)
+		return COPUS_ENODATA;
+	*plan = &e->plan;
+	return e->status;
+}
+
+int copus_planner_best_cached(copus_planner_cache *c,
+			      const copus_planner_key *key,
+			      const copus_planner_model *m,
+			      const copus_planner_gpu *gpu,
+			      const copus_planner_options *opt,
+			      const copus_planner_plan **plan)
+{
+	struct cache_entry *e;
+	copus_planner_cell cell;
+	int rc;
+
+	if (c == NULL || key == NULL || plan == NULL)
+		return COPUS_EINVAL;
+	e = slot_of(c, key);
+	if (e->used) {
+		*plan = &e->plan;
+		return e->status;
+	}
+	cell.nodes = key->nodes;
+	cell.gpus_per_node = key->gpus_per_node;
+	if (c->count >= c->capacity) {
+		/* Full: the answer goes into the empty slot, which stays
+		 * unused, so it lasts until the next call. */
+		rc = copus_planner_best(m, key->batch, gpu, &cell, opt,
+					&e->plan);
+		*plan = &e->plan;
+		return rc;
+	}
+	rc = copus_planner_best(m, key->batch, gpu, &cell, opt, &e->plan);
+	if (rc != COPUS_OK && rc != COPUS_ERANGE)
+		return rc;
+	e->key = *key;
+	e->status = rc;
+	e->used = 1;
+	c->count++;
+	*plan = &e->plan;
+	return rc;
+}

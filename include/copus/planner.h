@@ -1,0 +1,303 @@
+/*
+ * copus core: the planner, which finds the parallel plan of least iteration
+ * time for a model, a total batch and a cell of GPUs.
+ * Reader: the policy and the simulator, which ask it for every job and cell;
+ * copus-plan, which calibrates it; contributors.
+ *
+ * A model is a list of layers in the order it runs them, each described by
+ * what costs time and memory: forward FLOPs, parameters, the activations it
+ * passes on and holds, and the elements its tensor-parallel and expert
+ * (all-to-all) exchanges move. copus_planner_layers() builds that list from
+ * a compact description of the three architectures of the trace (a uniform
+ * transformer, a mixture of experts, a Wide-ResNet); a runtime that has
+ * timed its own layers may fill the list itself.
+ *
+ * A cell is nodes x GPUs per node of one GPU type. The planner tries every
+ * data x tensor x pipeline split of the cell's GPUs (ranks laid out with the
+ * tensor rank fastest, as in copus/plan.h, so that a tensor group stays on
+ * one node whenever it can), either order of the data and pipeline ranks,
+ * and powers of two of micro-batches; splits the layers into stages with a
+ * dynamic program over layers (copus_plan_stages, then a memory-balanced
+ * split when that one does not fit); rejects a plan whose fullest GPU
+ * exceeds its memory; and prices the rest with the cost model below.
+ *
+ * Cost model (seconds per iteration), from first principles:
+ *   compute   = remat x FLOPs / (tensor x efficiency[kind] x peak), with
+ *               remat = 4 (forward, recomputed forward, backward twice the
+ *               forward), plus a fixed time per layer, per micro-batch and
+ *               stage;
+ *   tensor    = the all-reduces of each layer's activations over its tensor
+ *               group, and the expert all-to-alls over data x tensor ranks;
+ *   pipeline  = the activations sent between stages, forward and backward;
+ *               a pipeline of M micro-batches over stages of times t_s takes
+ *               sum(t_s) + (M - 1) max(t_s) (GPipe and 1F1B alike);
+ *   data      = the all-reduce of each stage's gradients over its data
+ *               group, once per iteration;
+ *   plus a time per parameter held (the work on weights that does not
+ *   shrink with the batch) and a fixed overhead per iteration.
+ * A collective of b bytes over a group of n GPUs takes alpha + s f(n) b /
+ * beta, with s a calibrated scale of the type's measured bandwidths (one
+ * within a node, one across nodes) and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
+ * reduce-scatter and all-to-all, and 1 for a send; alpha and 1/beta are kept
+ * per GPU type, collective and link (within a node or across nodes).
+ *
+ * Memory per GPU (bytes): 16 per parameter held (2-byte models: weights
+ * and gradients in 2 bytes each, an fp32 master copy and Adam's two
+ * moments; 4-byte models: weights, gradients and two moments), parameters
+ * split over tensor ranks and expert parameters over data x tensor ranks;
+ * weights and gradients are whole on each data rank and the optimizer's
+ * state is split over the data ranks (as ZeRO's first stage does); plus,
+ * per layer of the stage, its input for each micro-batch in flight
+ * (min(M, stages - s) under 1F1B), plus the working activations of the
+ * largest layer of one micro-batch, split over tensor ranks.
+ *
+ * The functions are pure: no I/O and no global state. A cache object that
+ * the caller owns memoises answers. Every function returns COPUS_OK or a
+ * negative copus_status; copus_planner_best() returns COPUS_ERANGE when no
+ * plan fits the cell.
+ */
+#ifndef COPUS_PLANNER_H
+#define COPUS_PLANNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <copus/error.h>
+#include <copus/plan.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most layers a model and the most stages a plan may have. */
+#define COPUS_PLANNER_MAX_LAYERS 512
+#define COPUS_PLANNER_MAX_STAGES 64
+
+/* One layer: its costs per sample of the batch. */
+typedef struct copus_planner_layer {
+	double flops;         /* forward FLOPs */
+	double params;        /* parameters, split over tensor ranks */
+	double expert_params; /* parameters split over data x tensor ranks */
+	double out_elems;     /* activation elements it passes on */
+	double work_elems;    /* activation elements it holds while it runs */
+	double tensor_elems;  /* elements all-reduced over the tensor group
+			       * per forward pass (the backward pass moves
+			       * as many) */
+	double a2a_elems;     /* elements sent all-to-all over data x tensor
+			       * ranks per forward pass */
+} copus_planner_layer;
+
+/* The architectures that copus_planner_layers() describes. */
+typedef enum copus_planner_arch {
+	COPUS_ARCH_TRANSFORMER = 1, /* BERT/GPT: attention and MLP layers */
+	COPUS_ARCH_MOE,             /* GShard: every MLP is top-2 experts */
+	COPUS_ARCH_WIDE_RESNET      /* bottleneck blocks, wide 3x3 convs */
+} copus_planner_arch;
+
+/* A compact description of one model; the fields of its architecture. */
+typedef struct copus_planner_desc {
+	copus_planner_arch arch;
+	int dtype_bytes; /* 2 (float16) or 4 (float32) */
+	/* Transformer and MoE. */
+	int layers, hidden, heads, seq_len, vocab;
+	/* MoE only: experts per layer, and the tokens of one routing group
+	 * (GShard dispatches a group's tokens to expert slots of capacity
+	 * 2 x group / experts with one-hot einsums). */
+	int experts, expert_group;
+	/* Wide-ResNet: depth 50 or 101, width factor of the 3x3 convs,
+	 * channels of the first stage, classes, image side in pixels. */
+	int depth, width_factor, channels, classes, image_size;
+} copus_planner_desc;
+
+/*
+ * Efficiency classes: models whose kernels run at different shares of a
+ * GPU's peak (matrix products, expert dispatch einsums, convolutions) keep
+ * separate calibrated efficiencies. A described model's class is its
+ * architecture - 1.
+ */
+#define COPUS_PLANNER_KINDS 4
+
+/* A model as the planner sees it. */
+typedef struct copus_planner_model {
+	const copus_planner_layer *layers;
+	int n_layers;
+	int dtype_bytes;
+	int kind; /* efficiency class, 0 .. COPUS_PLANNER_KINDS - 1 */
+} copus_planner_model;
+
+/*
+ * The layers of a described model into out (max entries), their number in
+ * *n. COPUS_EINVAL for a field out of range, COPUS_ERANGE when max is too
+ * small.
+ */
+int copus_planner_layers(const copus_planner_desc *d,
+			 copus_planner_layer *out, int max, int *n);
+
+/* Total parameters of a model (dense and expert). */
+double copus_planner_params(const copus_planner_model *m);
+
+/* The collectives the cost model prices. */
+typedef enum copus_collective {
+	COPUS_COLL_ALL_REDUCE,
+	COPUS_COLL_ALL_GATHER,
+	COPUS_COLL_REDUCE_SCATTER,
+	COPUS_COLL_ALL_TO_ALL,
+	COPUS_COLL_SEND,
+	COPUS_COLL_COUNT
+} copus_collective;
+
+/* Where a group's GPUs are: all on one node, or on several. */
+typedef enum copus_link {
+	COPUS_LINK_INTRA,
+	COPUS_LINK_INTER,
+	COPUS_LINK_COUNT
+} copus_link;
+
+/* One GPU type: its device constants and its calibrated constants. */
+typedef struct copus_planner_gpu {
+	double peak_flops;   /* FLOP/s as listed for the device */
+	double memory_bytes; /* usable memory of one GPU */
+	/* Achieved FLOP/s over peak_flops, by efficiency class
+	 * (calibrated). */
+	double efficiency[COPUS_PLANNER_KINDS];
+	/* Scale of the measured collective times per byte in training,
+	 * within a node and across nodes (calibrated; 1 for the measured
+	 * rates). */
+	double comm_scale[COPUS_LINK_COUNT];
+	double overhead_s; /* fixed time per iteration (calibrated) */
+	/* Time per parameter a GPU holds, per iteration, by efficiency
+	 * class: the work on weights that does not shrink with the batch
+	 * (optimizer step, gradient accumulation, weight layouts;
+	 * calibrated). */
+	double param_s[COPUS_PLANNER_KINDS];
+	/* Fixed time of one layer's forward and backward pass on one
+	 * micro-batch (kernel launches, small kernels; calibrated). */
+	double layer_s;
+	/* Collective time alpha (s) + f(n) bytes x inv_beta (s/byte). */
+	double alpha[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
+	double inv_beta[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
+} copus_planner_gpu;
+
+/* A cell: nodes x GPUs per node of one type. */
+typedef struct copus_planner_cell {
+	int nodes;
+	int gpus_per_node;
+} copus_planner_cell;
+
+/* Choices of the search. */
+typedef struct copus_planner_options {
+	int max_micro_batches; /* powers of two up to this */
+	/* Share of memory_bytes a plan may use; the rest is left to the
+	 * CUDA context, the allocator's fragmentation and workspaces. */
+	double memory_fraction;
+} copus_planner_options;
+
+#define COPUS_PLANNER_OPTIONS_INITIALIZER { 16, 0.9 }
+
+/* A plan and its predicted time. */
+typedef struct copus_planner_plan {
+	copus_plan_degrees degrees;
+	int micro_batches;
+	/* 1 when data ranks are laid out inside pipeline ranks (rank =
+	 * (pipeline_rank x data + data_rank) x tensor + tensor_rank), 0 for
+	 * copus/plan.h's order. */
+	int data_inner;
+	/* Stage s holds layers first_layer[s] .. first_layer[s + 1] - 1. */
+	int first_layer[COPUS_PLANNER_MAX_STAGES + 1];
+	double seconds; /* per iteration, the sum of the five below */
+	/* compute_s includes the time per parameter held; overhead_s is
+	 * the fixed time per iteration. */
+	double compute_s, tensor_s, pipeline_s, data_s, overhead_s;
+	double memory_bytes; /* on the fullest GPU */
+} copus_planner_plan;
+
+/*
+ * The best plan for a model at a total batch on a cell of one GPU type
+ * (opt NULL for the defaults). COPUS_ERANGE when no plan fits the cell's
+ * memory (or the batch cannot be split over any data degree), COPUS_EINVAL
+ * for an argument out of range.
+ */
+int copus_planner_best(const copus_planner_model *m, int batch,
+		       const copus_planner_gpu *gpu,
+		       const copus_planner_cell *cell,
+		       const copus_planner_options *opt,
+		       copus_planner_plan *out);
+
+/*
+ * The time of one given plan: degrees, micro_batches, data_inner and
+ * first_layer of *plan are read, its times and memory are written.
+ * COPUS_ERANGE when it does not fit, COPUS_EINVAL when it is not a plan of
+ * the cell.
+ */
+int copus_planner_price(const copus_planner_model *m, int batch,
+			const copus_planner_gpu *gpu,
+			const copus_planner_cell *cell,
+			const copus_planner_options *opt,
+			copus_planner_plan *plan);
+
+/*
+ * Memoisation of copus_planner_best(). The caller keys each answer by
+ * small integers it chooses (a model id, the batch, a GPU type index, the
+ * cell's shape); the cache does not look inside the model or the GPU, so a
+ * caller that changes a GPU's constants clears the cache.
+ */
+typedef struct copus_planner_cache copus_planner_cache;
+
+typedef struct copus_planner_key {
+	int32_t model, batch, gpu, nodes, gpus_per_node;
+} copus_planner_key;
+
+/* A cache of capacity answers at most (it stops storing when full). */
+int copus_planner_cache_new(size_t capacity, copus_planner_cache **out);
+void copus_planner_cache_free(copus_planner_cache *c);
+void copus_planner_cache_clear(copus_planner_cache *c);
+
+/*
+ * The stored answer for key: COPUS_OK with *plan pointing into the cache,
+ * COPUS_ERANGE when the stored answer is "no plan fits", COPUS_ENODATA when
+ * nothing is stored.
+ */
+int copus_planner_cache_find(const copus_planner_cache *c,
+			     const copus_planner_key *key,
+			     const copus_planner_plan **plan);
+
+/*
+ * copus_planner_best() through the cache: the stored answer when there is
+ * one, else computed and stored. Returns as copus_planner_best(). When the
+ * cache is full a new answer is not stored and *plan lasts until the next
+ * call on the cache.
+ */
+int copus_planner_best_cached(copus_planner_cache *c,
+			      const copus_planner_key *key,
+			      const copus_planner_model *m,
+			      const copus_planner_gpu *gpu,
+			      const copus_planner_options *opt,
+			      const copus_planner_plan **plan);
+
+/*
+ * Calibration of the per-type constants (efficiency and time per
+ * parameter by class, the scales of collective bandwidths, the time per
+ * layer and the overhead per iteration) on measured iteration times: the times of samples[i] (model,
+ * batch, cell of GPU type gpu_index) are fitted by least squares on the
+ * logarithm of the ratio of predicted to measured time, with NLopt, for
+ * each GPU type separately. Types without samples keep their constants; a
+ * class without samples of a type keeps its efficiency. gpus is
+ * updated in place.
+ */
+typedef struct copus_planner_sample {
+	const copus_planner_model *model;
+	int batch;
+	int gpu_index;
+	copus_planner_cell cell;
+	double seconds; /* measured */
+} copus_planner_sample;
+
+int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
+			    copus_planner_gpu *gpus, int n_gpus,
+			    const copus_planner_options *opt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COPUS_PLANNER_H */

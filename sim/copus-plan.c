@@ -1,0 +1,513 @@
+/*
+ * copus-plan: the planner from the command line.
+ *
+ *   copus-plan predict --data DIR [--calibrate TRAIN.json] --query Q.csv
+ *   copus-plan show MODEL BATCH CELL --data DIR [--calibrate TRAIN.json]
+ *   copus-plan evaluate --data DIR --prof PROF.json [--seeds 1,2,3]
+ *
+ * DIR holds models.csv, devices.json and comm.csv (and crius-estimates.csv
+ * for evaluate); TRAIN.json and PROF.json are in the format of Arena's
+ * prof_database.json.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <copus/planner.h>
+
+#include "plan-data.h"
+
+#define ERR_LEN 1024
+
+static const char usage[] =
+	"usage: copus-plan predict --data DIR [--calibrate TRAIN.json] "
+	"--query Q.csv\n"
+	"       copus-plan show MODEL BATCH CELL --data DIR "
+	"[--calibrate TRAIN.json]\n"
+	"       copus-plan evaluate --data DIR --prof PROF.json "
+	"[--seeds 1,2,3]\n";
+
+struct args {
+	const char *data, *calibrate, *query, *prof, *seeds;
+	int nargs;
+	char **args;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "calibrate", required_argument, NULL, 'c' },
+		{ "query", required_argument, NULL, 'q' },
+		{ "prof", required_argument, NULL, 'p' },
+		{ "seeds", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': a->data = optarg; break;
+		case 'c': a->calibrate = optarg; break;
+		case 'q': a->query = optarg; break;
+		case 'p': a->prof = optarg; break;
+		case 's': a->seeds = optarg; break;
+		case 'h': fputs(usage, stdout); exit(0);
+		default: return -1;
+		}
+	}
+	a->nargs = argc - optind;
+	a->args = argv + optind;
+	return 0;
+}
+
+/* The GPU constants of d calibrated on the measured times of rows. */
+static int calibrate(struct plan_data *d, const struct plan_row *rows,
+		     size_t n, const bool *use, char *err, size_t errlen)
+{
+	copus_planner_sample *s = calloc(n ? n : 1, sizeof(*s));
+	copus_planner_gpu g[PLAN_MAX_TYPES];
+	size_t k = 0;
+	int rc;
+
+	if (s == NULL)
+		return COPUS_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].seconds <= 0.0 || (use && !use[i]))
+			continue;
+		s[k].model = &d->models[rows[i].model].model;
+		s[k].batch = rows[i].batch;
+		s[k].gpu_index = rows[i].gpu;
+		s[k].cell = rows[i].cell;
+		s[k].seconds = rows[i].seconds;
+		k++;
+	}
+	for (int i = 0; i < d->n_gpus; i++)
+		g[i] = d->gpus[i].gpu;
+	rc = copus_planner_calibrate(s, k, g, d->n_gpus, NULL);
+	if (rc == COPUS_OK)
+		for (int i = 0; i < d->n_gpus; i++)
+			d->gpus[i].gpu = g[i];
+	else
+		snprintf(err, errlen, "calibration failed: %s",
+			 copus_strerror(rc));
+	free(s);
+	return rc;
+}
+
+static int load(const struct args *a, struct plan_data *d, char *err)
+{
+	struct plan_row *rows;
+	size_t n;
+	int rc;
+
+	if (a->data == NULL) {
+		snprintf(err, ERR_LEN, "--data DIR is required");
+		return COPUS_EINVAL;
+	}
+	rc = plan_data_load(a->data, d, err, ERR_LEN);
+	if (rc || a->calibrate == NULL)
+		return rc;
+	rc = plan_prof_load(a->calibrate, d, &rows, &n, err, ERR_LEN);
+	if (rc == COPUS_OK)
+		rc = calibrate(d, rows, n, NULL, err, ERR_LEN);
+	free(rows);
+	return rc;
+}
+
+static int best(const struct plan_data *d, const struct plan_row *r,
+		copus_planner_plan *p)
+{
+	return copus_planner_best(&d->models[r->model].model, r->batch,
+				  &d->gpus[r->gpu].gpu, &r->cell, NULL, p);
+}
+
+/* ---------------------------------------------------------------- predict */
+
+static int cmd_predict(const struct args *a)
+{
+	struct plan_data d;
+	struct plan_row *q = NULL;
+	size_t n = 0;
+	char err[ERR_LEN];
+	int rc;
+
+	if (a->query == NULL || a->nargs != 0) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	rc = load(a, &d, err);
+	if (rc == COPUS_OK)
+		rc = plan_query_load(a->query, &d, &q, &n, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "copus-plan: %s\n", err);
+		plan_data_free(&d);
+		return 1;
+	}
+	printf("model,batch,cell,seconds,dp,tp,pp,micro_batches,compute_s,"
+	       "tensor_s,pipeline_s,data_s,overhead_s,memory_gib\n");
+	for (size_t i = 0; i < n; i++) {
+		copus_planner_plan p;
+		const char *name = d.models[q[i].model].name;
+
+		rc = best(&d, &q[i], &p);
+		if (rc == COPUS_ERANGE) {
+			printf("%s,%d,%s,,,,,,,,,,,\n", name, q[i].batch,
+			       q[i].cell_name);
+			continue;
+		}
+		if (rc) {
+			fprintf(stderr, "copus-plan: %s:%ld: %s\n", a->query,
+				q[i].line, copus_strerror(rc));
+			free(q);
+			plan_data_free(&d);
+			return 1;
+		}
+		printf("%s,%d,%s,%.6g,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,"
+		       "%.3f\n",
+		       name, q[i].batch, q[i].cell_name, p.seconds,
+		       p.degrees.data, p.degrees.tensor, p.degrees.pipeline,
+		       p.micro_batches, p.compute_s, p.tensor_s, p.pipeline_s,
+		       p.data_s, p.overhead_s, p.memory_bytes / 1073741824.0);
+	}
+	free(q);
+	plan_data_free(&d);
+	return 0;
+}
+
+/* ------------------------------------------------------------------- show */
+
+static int cmd_show(const struct args *a)
+{
+	struct plan_data d;
+	struct plan_row r = { 0 };
+	copus_planner_plan p;
+	char err[ERR_LEN], why[512], *end;
+	long batch;
+	int rc;
+
+	if (a->nargs != 3) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (load(a, &d, err)) {
+		fprintf(stderr, "copus-plan: %s\n", err);
+		return 1;
+	}
+	r.model = plan_model_find(&d, a->args[0]);
+	errno = 0;
+	batch = strtol(a->args[1], &end, 10);
+	if (r.model < 0) {
+		fprintf(stderr,
+			"copus-plan: MODEL: unknown model '%s' (not in "
+			"%s/models.csv)\n",
+			a->args[0], a->data);
+		rc = 1;
+	} else if (a->args[1][0] == '\0' || *end || errno || batch < 1 ||
+		   batch > 1 << 24) {
+		fprintf(stderr,
+			"copus-plan: BATCH: '%s' is not a positive integer\n",
+			a->args[1]);
+		rc = 1;
+	} else if (plan_cell_parse(&d, a->args[2], &r.gpu, &r.cell, why,
+				   sizeof(why))) {
+		fprintf(stderr, "copus-plan: CELL: %s\n", why);
+		rc = 1;
+	} else {
+		rc = 0;
+	}
+	if (rc) {
+		plan_data_free(&d);
+		return 1;
+	}
+	r.batch = (int)batch;
+	const struct plan_model *m = &d.models[r.model];
+	const struct plan_gpu *g = &d.gpus[r.gpu];
+	printf("model %s: %d layers, %.3g parameters, %d-byte elements\n",
+	       m->name, m->model.n_layers, copus_planner_params(&m->model),
+	       m->model.dtype_bytes);
+	printf("cell %s: %d node(s) x %d %s (%.1f GiB, %.1f TFLOP/s listed, "
+	       "efficiency %.3g, %.3g ns per parameter held, overhead %.3g s, "
+	       "%.3g s per layer, collectives x %.3g within a node, x %.3g "
+	       "across)\n",
+	       a->args[2], r.cell.nodes, r.cell.gpus_per_node, g->type,
+	       g->gpu.memory_bytes / 1073741824.0, g->gpu.peak_flops / 1e12,
+	       g->gpu.efficiency[m->model.kind],
+	       1e9 * g->gpu.param_s[m->model.kind], g->gpu.overhead_s,
+	       g->gpu.layer_s, g->gpu.comm_scale[COPUS_LINK_INTRA],
+	       g->gpu.comm_scale[COPUS_LINK_INTER]);
+	rc = best(&d, &r, &p);
+	if (rc == COPUS_ERANGE) {
+		printf("batch %d: no plan fits this cell's memory\n", r.batch);
+		plan_data_free(&d);
+		return 0;
+	}
+	if (rc) {
+		fprintf(stderr, "copus-plan: %s\n", copus_strerror(rc));
+		plan_data_free(&d);
+		return 1;
+	}
+	printf("batch %d: data %d x tensor %d x pipeline %d, %d "
+	       "micro-batch(es) of %g, data ranks %s pipeline ranks\n",
+	       r.batch, p.degrees.data, p.degrees.tensor, p.degrees.pipeline,
+	       p.micro_batches,
+	       (double)r.batch / (p.degrees.data * p.micro_batches),
+	       p.data_inner ? "inside" : "outside");
+	for (int s = 0; s < p.degrees.pipeline; s++)
+		printf("  stage %d: layers %d-%d\n", s, p.first_layer[s],
+		       p.first_layer[s + 1] - 1);
+	printf("memory per GPU: %.2f GiB (fullest stage) of %.2f GiB\n",
+	       p.memory_bytes / 1073741824.0,
+	       g->gpu.memory_bytes / 1073741824.0);
+	printf("seconds per iteration: %.4g = compute %.4g + tensor %.4g + "
+	       "pipeline %.4g + data %.4g + overhead %.4g\n",
+	       p.seconds, p.compute_s, p.tensor_s, p.pipeline_s, p.data_s,
+	       p.overhead_s);
+	plan_data_free(&d);
+	return 0;
+}
+
+/* --------------------------------------------------------------- evaluate */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double quantile(double *v, size_t n, double q)
+{
+	double pos;
+	size_t i;
+
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmp_double);
+	pos = q * (double)(n - 1);
+	i = (size_t)pos;
+	if (i + 1 >= n)
+		return v[n - 1];
+	return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
+}
+
+/* Relative errors of the predictions for the rows where test[i]; a row
+ * with no plan counts as an error of 100%. The median of each
+ * architecture follows on the same line. */
+static void report(const char *what, struct plan_data *d,
+		   const struct plan_row *rows, size_t n, const bool *test,
+		   size_t n_train)
+{
+	static const char *arch[4] = { "", "transformer", "moe",
+				       "wide-resnet" };
+	double *e = malloc((n ? n : 1) * sizeof(*e) * 5);
+	size_t k = 0, none = 0, ka[4] = { 0 };
+
+	if (e == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		copus_planner_plan p;
+		double err;
+		int a = (int)d->models[rows[i].model].desc.arch;
+
+		if (!test[i] || rows[i].seconds <= 0.0)
+			continue;
+		if (best(d, &rows[i], &p) != COPUS_OK) {
+			err = 1.0;
+			none++;
+		} else {
+			err = fabs(p.seconds - rows[i].seconds) /
+			      rows[i].seconds;
+		}
+		e[k++] = err;
+		if (a >= 1 && a <= 3)
+			e[n * (size_t)(a + 1) + ka[a]++] = err;
+	}
+	printf("%s: calibrated on %zu, predicted %zu: median %.1f%%, "
+	       "p90 %.1f%%, no plan for %zu (median",
+	       what, n_train, k, 100.0 * quantile(e, k, 0.5),
+	       100.0 * quantile(e, k, 0.9), none);
+	for (int a = 1; a <= 3; a++)
+		if (ka[a])
+			printf(" %s %.1f%%", arch[a],
+			       100.0 * quantile(e + n * (size_t)(a + 1), ka[a],
+						0.5));
+	printf(")\n");
+	free(e);
+}
+
+static int cmd_evaluate(const struct args *a)
+{
+	struct plan_data d;
+	struct plan_row *rows = NULL;
+	size_t n = 0, nv = 0;
+	copus_planner_gpu prior[PLAN_MAX_TYPES];
+	char err[ERR_LEN], path[4096], what[64];
+	const char *seeds = a->seeds ? a->seeds : "1,2,3,4,5";
+	bool *train = NULL, *test = NULL;
+	size_t *idx = NULL;
+	int rc;
+
+	if (a->prof == NULL || a->nargs != 0) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (a->data == NULL) {
+		fprintf(stderr, "copus-plan: --data DIR is required\n");
+		return 1;
+	}
+	rc = plan_data_load(a->data, &d, err, sizeof(err));
+	if (rc == COPUS_OK)
+		rc = plan_prof_load(a->prof, &d, &rows, &n, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "copus-plan: %s\n", err);
+		plan_data_free(&d);
+		return 1;
+	}
+	train = calloc(n + 1, sizeof(*train));
+	test = calloc(n + 1, sizeof(*test));
+	idx = calloc(n + 1, sizeof(*idx));
+	if (!train || !test || !idx) {
+		fprintf(stderr, "copus-plan: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	for (int g = 0; g < d.n_gpus; g++)
+		prior[g] = d.gpus[g].gpu;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].seconds > 0.0)
+			idx[nv++] = i;
+	printf("%zu measured times (%zu entries with no plan)\n", nv, n - nv);
+
+	/* Devices and collectives alone. */
+	for (size_t i = 0; i < n; i++)
+		test[i] = true;
+	report("uncalibrated", &d, rows, n, test, 0);
+
+	/* Random halves. */
+	for (const char *s = seeds; *s;) {
+		char *end;
+		unsigned long seed = strtoul(s, &end, 10);
+		uint64_t st = seed;
+
+		if (end == s) {
+			fprintf(stderr, "copus-plan: --seeds: '%s' is not a "
+					"list of integers\n",
+				seeds);
+			rc = 1;
+			goto out;
+		}
+		for (size_t i = nv; i > 1; i--) {
+			size_t j = (size_t)(rng_next(&st) % i);
+			size_t t = idx[i - 1];
+			idx[i - 1] = idx[j];
+			idx[j] = t;
+		}
+		memset(train, 0, n * sizeof(*train));
+		memset(test, 0, n * sizeof(*test));
+		for (size_t k = 0; k < nv; k++)
+			(k < nv / 2 ? train : test)[idx[k]] = true;
+		for (int g = 0; g < d.n_gpus; g++)
+			d.gpus[g].gpu = prior[g];
+		if (calibrate(&d, rows, n, train, err, sizeof(err))) {
+			fprintf(stderr, "copus-plan: %s\n", err);
+			rc = 1;
+			goto out;
+		}
+		snprintf(what, sizeof(what), "seed %lu, random half", seed);
+		report(what, &d, rows, n, test, nv / 2);
+		s = *end == ',' ? end + 1 : end;
+	}
+
+	/* 1-GPU and 2-GPU cells only. */
+	size_t small = 0;
+	for (size_t i = 0; i < n; i++) {
+		int w = rows[i].cell.nodes * rows[i].cell.gpus_per_node;
+		train[i] = w <= 2 && rows[i].seconds > 0.0;
+		test[i] = w > 2;
+		small += train[i];
+	}
+	for (int g = 0; g < d.n_gpus; g++)
+		d.gpus[g].gpu = prior[g];
+	if (calibrate(&d, rows, n, train, err, sizeof(err))) {
+		fprintf(stderr, "copus-plan: %s\n", err);
+		rc = 1;
+		goto out;
+	}
+	report("1- and 2-GPU cells, predicting the larger", &d, rows, n, test,
+	       small);
+
+	/* Crius's own estimator. */
+	snprintf(path, sizeof(path), "%s/crius-estimates.csv", a->data);
+	double *est = calloc(n + 1, sizeof(*est));
+	if (est != NULL &&
+	    plan_crius_load(path, &d, rows, n, est, err, sizeof(err)) ==
+		    COPUS_OK) {
+		double *e = calloc(n + 1, sizeof(*e));
+		size_t k = 0;
+		for (size_t i = 0; e && i < n; i++)
+			if (est[i] > 0.0 && rows[i].seconds > 0.0)
+				e[k++] = fabs(est[i] - rows[i].seconds) /
+					 rows[i].seconds;
+		printf("crius's estimator (%s): %zu model x cell pairs: median "
+		       "%.1f%%, p90 %.1f%%\n",
+		       path, k, 100.0 * quantile(e, k, 0.5),
+		       100.0 * quantile(e, k, 0.9));
+		free(e);
+	} else if (est != NULL) {
+		printf("crius's estimator: %s\n", err);
+	}
+	free(est);
+	rc = 0;
+out:
+	free(train);
+	free(test);
+	free(idx);
+	free(rows);
+	plan_data_free(&d);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	const char *cmd;
+
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (parse_args(argc - 1, argv + 1, &a)) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (strcmp(cmd, "predict") == 0)
+		return cmd_predict(&a);
+	if (strcmp(cmd, "show") == 0)
+		return cmd_show(&a);
+	if (strcmp(cmd, "evaluate") == 0)
+		return cmd_evaluate(&a);
+	fprintf(stderr, "copus-plan: unknown command '%s'\n%s", cmd, usage);
+	return 2;
+}

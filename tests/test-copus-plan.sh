@@ -1,0 +1,142 @@
+#!/bin/sh
+# copus-plan from the command line: predict and show on a small planner
+# directory written here, the errors of an unknown model, a malformed cell
+# and files that do not parse (each naming file, line and field), and, with
+# the reference data ($COPUS_DATA), an end-to-end predict on Arena's models
+# and cells.
+set -u
+plan=${COPUS_PLAN:-sim/copus-plan}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+d="$tmp/planner"
+mkdir -p "$d"
+cat > "$d/models.csv" <<'EOF'
+family,size,dtype,num_layers,hidden_size,num_heads,seq_len,vocab_size,num_experts,expert_group_size,layer_num,width_factor,num_channels,num_classes,image_size
+bert,1B,float16,16,2048,16,1024,32000,,,,,,,
+moe,1B,float16,8,768,16,1024,32000,16,2048,,,,,
+wide_resnet,500M,float32,,,,,,,,50,2,224,1024,224
+bert,huge,float16,96,16384,128,2048,51200,,,,,,,
+EOF
+cat > "$d/devices.json" <<'EOF'
+[
+ { "gpu_type": "a40", "peak_gflops_per_second": 19200,
+   "total_gpu_mem_size_mb": 45487 }
+]
+EOF
+{
+	echo 'cell,collective,groups,elements,dtype,seconds'
+	for c in all-reduce all-gather reduce-scatter all-to-all send; do
+		for e in 1024 1048576 67108864; do
+			t=$(awk -v e=$e 'BEGIN { printf "%.6g", 2e-5 + e * 4 / 20e9 }')
+			echo "2_a40_2_n_2_d,$c,\"[[0,1],[2,3]]\",$e,float32,$t"
+			t=$(awk -v e=$e 'BEGIN { printf "%.6g", 5e-5 + e * 4 / 2e9 }')
+			echo "2_a40_2_n_2_d,$c,\"[[0,2],[1,3]]\",$e,float32,$t"
+		done
+	done
+} > "$d/comm.csv"
+
+# Predictions from devices and collectives alone.
+printf 'model,batch,cell\nbert_1B,128,1_a40_1_n_2_d\nmoe__1B,256,2_a40_2_n_2_d\nwide_resnet_500M,256,1_a40_1_n_1_d\nbert_huge,128,1_a40_1_n_1_d\n' \
+	> "$tmp/q.csv"
+"$plan" predict --data "$d" --query "$tmp/q.csv" > "$tmp/out" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "predict failed"; }
+head -1 "$tmp/out" | grep -q '^model,batch,cell,seconds,dp,tp,pp,micro_batches' ||
+	fail "predict header: $(head -1 "$tmp/out")"
+[ "$(wc -l < "$tmp/out")" -eq 5 ] || fail "predict: not one row a query"
+# Every plan uses the cell's GPUs; the model too large for one GPU has none.
+awk -F, 'NR > 1 && $1 != "bert_huge" {
+	split($3, c, "_"); n = c[1] * c[5]
+	if ($4 == "" || $4 <= 0 || $5 * $6 * $7 != n) { print; bad = 1 } }
+	END { exit bad }' "$tmp/out" || fail "a plan does not use its cell"
+grep -q '^moe_1B,256,2_a40_2_n_2_d,[0-9]' "$tmp/out" ||
+	fail "the trace's model name bert__1B is not accepted"
+grep -q '^bert_huge,128,1_a40_1_n_1_d,,' "$tmp/out" ||
+	fail "a model that does not fit has a time"
+
+# A calibration file that is empty of times changes nothing.
+echo '{"optimal":{}}' > "$tmp/empty.json"
+"$plan" predict --data "$d" --calibrate "$tmp/empty.json" --query "$tmp/q.csv" \
+	> "$tmp/out2" 2> "$tmp/err" || { cat "$tmp/err"; fail "empty calibration"; }
+cmp -s "$tmp/out" "$tmp/out2" || fail "{\"optimal\":{}} changed the predictions"
+
+# Calibration on measured times: the times of one model move toward them.
+cat > "$tmp/train.json" <<'EOF'
+{"optimal": {"bert_1B_128": {"1_a40_1_n_2_d": 100.0, "2_a40_2_n_2_d": 55.0,
+  "1_a40_1_n_1_d": 190.0}}}
+EOF
+"$plan" predict --data "$d" --calibrate "$tmp/train.json" --query "$tmp/q.csv" \
+	> "$tmp/out3" 2> "$tmp/err" || { cat "$tmp/err"; fail "calibrated predict"; }
+awk -F, '$1 == "bert_1B" { if ($4 < 80 || $4 > 125) exit 1 }' "$tmp/out3" ||
+	fail "calibrated on 100 s, predicts $(grep '^bert_1B' "$tmp/out3")"
+
+# show explains one plan.
+"$plan" show bert_1B 128 2_a40_2_n_2_d --data "$d" > "$tmp/show" 2>&1 ||
+	{ cat "$tmp/show"; fail "show failed"; }
+for w in 'stage 0: layers 0-' 'memory per GPU' 'compute' 'tensor' \
+	'pipeline' 'data'; do
+	grep -q "$w" "$tmp/show" || fail "show: no '$w'"
+done
+
+# Errors name the file, the line and the field.
+expect_error() { # what, expected text, command...
+	what=$1 want=$2
+	shift 2
+	if "$@" > "$tmp/o" 2> "$tmp/e"; then
+		fail "$what: succeeded"
+	fi
+	grep -qF -- "$want" "$tmp/e" || fail "$what: '$(cat "$tmp/e")' lacks '$want'"
+}
+printf 'model,batch,cell\nbert_1B,128,1_a40_1_n_2_d\ngpt_1T,128,1_a40_1_n_2_d\n' > "$tmp/q1.csv"
+expect_error "unknown model" "q1.csv:3: field 'model': unknown model 'gpt_1T'" \
+	"$plan" predict --data "$d" --query "$tmp/q1.csv"
+printf 'model,batch,cell\nbert_1B,128,1_a40_2_n_2_d\n' > "$tmp/q2.csv"
+expect_error "malformed cell" "q2.csv:2: field 'cell': cell '1_a40_2_n_2_d'" \
+	"$plan" predict --data "$d" --query "$tmp/q2.csv"
+printf 'model,batch,cell\nbert_1B,128,1_h100_1_n_2_d\n' > "$tmp/q3.csv"
+expect_error "unknown GPU type" "q3.csv:2: field 'cell': cell '1_h100_1_n_2_d': GPU type 'h100'" \
+	"$plan" predict --data "$d" --query "$tmp/q3.csv"
+printf 'model,batch,cell\nbert_1B,many,1_a40_1_n_2_d\n' > "$tmp/q4.csv"
+expect_error "bad batch" "q4.csv:2: field 'batch': 'many'" \
+	"$plan" predict --data "$d" --query "$tmp/q4.csv"
+printf '{"optimal": {\n  "bert_1B_128": {\n    "1_a40_1_n_2_d": 1.0,,\n  }\n}}\n' > "$tmp/bad.json"
+expect_error "JSON that does not parse" "bad.json:3: JSON" \
+	"$plan" predict --data "$d" --calibrate "$tmp/bad.json" --query "$tmp/q.csv"
+echo '{"optimal": {"gpt_1T_128": {"1_a40_1_n_2_d": 1.0}}}' > "$tmp/unk.json"
+expect_error "unknown model in a calibration file" "'optimal.gpt_1T_128': model not in models.csv" \
+	"$plan" predict --data "$d" --calibrate "$tmp/unk.json" --query "$tmp/q.csv"
+echo '{"optimal": {"bert_1B_128": {"1_a40_1_n_2_d": "fast"}}}' > "$tmp/nan.json"
+expect_error "a time that is not a number" "'optimal.bert_1B_128.1_a40_1_n_2_d' is not a number" \
+	"$plan" predict --data "$d" --calibrate "$tmp/nan.json" --query "$tmp/q.csv"
+cp -r "$d" "$tmp/bad1"
+sed -i 's/^bert,1B,float16,16,2048/bert,1B,float16,16,wide/' "$tmp/bad1/models.csv"
+expect_error "models.csv field" "models.csv:2: field 'hidden_size': 'wide'" \
+	"$plan" predict --data "$tmp/bad1" --query "$tmp/q.csv"
+cp -r "$d" "$tmp/bad2"
+sed -i '5s/,[^,]*$/,soon/' "$tmp/bad2/comm.csv"
+expect_error "comm.csv field" "comm.csv:5: field 'seconds': 'soon'" \
+	"$plan" predict --data "$tmp/bad2" --query "$tmp/q.csv"
+expect_error "show of an unknown model" "MODEL: unknown model 'gpt_1T'" \
+	"$plan" show gpt_1T 128 1_a40_1_n_2_d --data "$d"
+expect_error "show of a malformed cell" "CELL: cell '2_a40'" \
+	"$plan" show bert_1B 128 2_a40 --data "$d"
+
+# Arena's models and cells, calibrated on part of the measured times.
+data=${COPUS_DATA:-}/arena
+if [ -z "${COPUS_DATA:-}" ] || [ ! -f "$data/planner/models.csv" ]; then
+	echo "SKIP: the Arena data are not under \$COPUS_DATA"
+	exit 0
+fi
+printf 'model,batch,cell\nbert__2.6B,256,2_a40_2_n_2_d\nmoe_10B,512,2_a100_2_n_4_d\nwide_resnet_2B,256,1_v100_1_n_8_d\nbert_39B,128,1_a10_1_n_1_d\n' \
+	> "$tmp/qa.csv"
+"$plan" predict --data "$data/planner" --calibrate "$data/database/prof_database.json" \
+	--query "$tmp/qa.csv" > "$tmp/oa" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "predict on Arena's data"; }
+awk -F, 'NR > 1 && $1 != "bert_39B" {
+	split($3, c, "_"); n = c[1] * c[5]
+	if ($4 == "" || $4 <= 0 || $4 > 300 || $5 * $6 * $7 != n) { print; bad = 1 } }
+	END { exit bad }' "$tmp/oa" || fail "Arena: a plan without a time or off its cell"
+grep -q '^bert_39B,128,1_a10_1_n_1_d,,' "$tmp/oa" ||
+	fail "Arena: a 39B model has a plan on one A10"
+exit 0

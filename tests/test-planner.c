@@ -1,0 +1,373 @@
+/*
+ * The planner: the layers of described models, the memory rule, the stage
+ * split, the refusal of cells a model does not fit, tensor parallelism kept
+ * on one node, the cache and the calibration.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <copus/planner.h>
+
+#include "harness.h"
+
+/* A GPU of 1 TFLOP/s at efficiency 1, memory in GiB, collectives of
+ * alpha 10 us and 10 GB/s within a node, 1 GB/s across. */
+static copus_planner_gpu gpu_of(double mem_gib)
+{
+	copus_planner_gpu g;
+
+	memset(&g, 0, sizeof(g));
+	g.peak_flops = 1e12;
+	g.memory_bytes = mem_gib * 1073741824.0;
+	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
+		g.efficiency[k] = 1.0;
+	g.comm_scale[COPUS_LINK_INTRA] = 1.0;
+	g.comm_scale[COPUS_LINK_INTER] = 1.0;
+	for (int c = 0; c < COPUS_COLL_COUNT; c++) {
+		g.alpha[COPUS_LINK_INTRA][c] = 1e-5;
+		g.alpha[COPUS_LINK_INTER][c] = 1e-5;
+		g.inv_beta[COPUS_LINK_INTRA][c] = 1e-10;
+		g.inv_beta[COPUS_LINK_INTER][c] = 1e-9;
+	}
+	return g;
+}
+
+/* n equal layers of a transformer-like shape. */
+static copus_planner_model uniform(copus_planner_layer *y, int n,
+				   double params)
+{
+	for (int l = 0; l < n; l++)
+		y[l] = (copus_planner_layer){
+			.flops = 1e10,
+			.params = params,
+			.out_elems = 1e4,
+			.work_elems = 1e5,
+			.tensor_elems = 2e4,
+		};
+	return (copus_planner_model){ y, n, 2, 0 };
+}
+
+static void described_models_have_their_nominal_parameters(void)
+{
+	static copus_planner_layer y[COPUS_PLANNER_MAX_LAYERS];
+	copus_planner_desc bert = { .arch = COPUS_ARCH_TRANSFORMER,
+				    .dtype_bytes = 2, .layers = 32,
+				    .hidden = 2560, .heads = 32,
+				    .seq_len = 1024, .vocab = 51200 };
+	copus_planner_desc moe = { .arch = COPUS_ARCH_MOE, .dtype_bytes = 2,
+				   .layers = 16, .hidden = 1536, .heads = 16,
+				   .seq_len = 1024, .vocab = 32000,
+				   .experts = 32, .expert_group = 2048 };
+	copus_planner_desc wrn = { .arch = COPUS_ARCH_WIDE_RESNET,
+				   .dtype_bytes = 4, .depth = 50,
+				   .width_factor = 2, .channels = 224,
+				   .classes = 1024, .image_size = 224 };
+	copus_planner_model m = { y, 0, 2, 0 };
+	int n;
+
+	ASSERT_STATUS(copus_planner_layers(&bert, y, 512, &n), COPUS_OK);
+	m.n_layers = n;
+	CU_ASSERT_EQUAL(n, 34);
+	ASSERT_CLOSE(copus_planner_params(&m) / 1e9, 2.6, 0.03);
+	ASSERT_STATUS(copus_planner_layers(&moe, y, 512, &n), COPUS_OK);
+	m.n_layers = n;
+	ASSERT_CLOSE(copus_planner_params(&m) / 1e9, 10.0, 0.03);
+	ASSERT_STATUS(copus_planner_layers(&wrn, y, 512, &n), COPUS_OK);
+	m.n_layers = n;
+	CU_ASSERT_EQUAL(n, 18); /* stem, 16 blocks, head */
+	ASSERT_CLOSE(copus_planner_params(&m) / 1e9, 0.5, 0.02);
+	ASSERT_STATUS(copus_planner_layers(&bert, y, 10, &n), COPUS_ERANGE);
+	bert.hidden = 0;
+	ASSERT_STATUS(copus_planner_layers(&bert, y, 512, &n), COPUS_EINVAL);
+	wrn.depth = 34;
+	ASSERT_STATUS(copus_planner_layers(&wrn, y, 512, &n), COPUS_EINVAL);
+}
+
+static void a_uniform_transformer_splits_into_equal_stages(void)
+{
+	copus_planner_layer y[8];
+	copus_planner_model m = uniform(y, 8, 1e6);
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell cell = { 1, 4 };
+	copus_planner_plan p;
+	const int want[5] = { 0, 2, 4, 6, 8 };
+
+	/* Tensor and data collectives cost a second each, sends nothing:
+	 * four stages are the best plan. */
+	for (int l = 0; l < COPUS_LINK_COUNT; l++) {
+		g.alpha[l][COPUS_COLL_ALL_REDUCE] = 10.0;
+		g.alpha[l][COPUS_COLL_SEND] = 0.0;
+		g.inv_beta[l][COPUS_COLL_SEND] = 0.0;
+	}
+	ASSERT_STATUS(copus_planner_best(&m, 64, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(p.degrees.pipeline, 4);
+	CU_ASSERT_EQUAL(p.degrees.tensor, 1);
+	CU_ASSERT_EQUAL(p.degrees.data, 1);
+	CU_ASSERT_EQUAL(memcmp(p.first_layer, want, sizeof(want)), 0);
+	if (memcmp(p.first_layer, want, sizeof(want)) != 0)
+		fprintf(stderr, "stages start at %d %d %d %d %d\n",
+			p.first_layer[0], p.first_layer[1], p.first_layer[2],
+			p.first_layer[3], p.first_layer[4]);
+	/* The bubble shrinks with micro-batches: the most are chosen, and
+	 * the time is (M + stages - 1) micro-batches of one stage. */
+	CU_ASSERT_EQUAL(p.micro_batches, 16);
+	double stage = 2 * 4.0 * 1e10 * (64.0 / 16) / 1e12;
+	ASSERT_CLOSE(p.seconds, (16 + 3) * stage, 1e-9);
+	ASSERT_CLOSE(p.compute_s, p.seconds, 1e-9);
+}
+
+static void a_model_that_does_not_fit_one_gpu_is_refused_there(void)
+{
+	copus_planner_layer y[16];
+	/* 16 layers of 62.5 M parameters: 1e9 parameters, 16 GB of state,
+	 * on GPUs of 2 GiB. */
+	copus_planner_model m = uniform(y, 16, 62.5e6);
+	copus_planner_gpu g = gpu_of(2.0);
+	copus_planner_cell one = { 1, 1 }, sixteen = { 2, 8 };
+	copus_planner_plan p;
+
+	ASSERT_STATUS(copus_planner_best(&m, 64, &g, &one, NULL, &p),
+		      COPUS_ERANGE);
+	ASSERT_STATUS(copus_planner_best(&m, 64, &g, &sixteen, NULL, &p),
+		      COPUS_OK);
+	CU_ASSERT(p.memory_bytes <= g.memory_bytes);
+	CU_ASSERT_EQUAL(p.degrees.data * p.degrees.tensor * p.degrees.pipeline,
+			16);
+	/* No split of 16 GPUs holds a replica per GPU. */
+	CU_ASSERT(p.degrees.data < 16);
+}
+
+static void the_memory_rule(void)
+{
+	copus_planner_layer y[2] = {
+		{ .flops = 1e9, .params = 1e6, .out_elems = 100,
+		  .work_elems = 1000 },
+		{ .flops = 1e9, .params = 3e6, .expert_params = 8e6,
+		  .out_elems = 10, .work_elems = 500 },
+	};
+	copus_planner_model m = { y, 2, 2, 0 };
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell cell = { 1, 4 };
+	copus_planner_plan p;
+	double want;
+
+	/* Data 2 x tensor 2, one stage, 2 micro-batches of 4 samples. */
+	memset(&p, 0, sizeof(p));
+	p.degrees = (copus_plan_degrees){ 2, 1, 2 };
+	p.micro_batches = 2;
+	p.first_layer[1] = 2;
+	ASSERT_STATUS(copus_planner_price(&m, 16, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	/* Held: 4e6 / 2 tensor ranks + 8e6 / 4 data x tensor ranks = 4e6
+	 * parameters; 4 bytes of weights and gradients whole, 12 bytes of
+	 * optimizer state split over 2 data ranks; one micro-batch of 4
+	 * samples in flight: layer 1's input (100) and the largest work
+	 * (1000) over 2 tensor ranks, in 2-byte elements. */
+	want = 4.0 * 4e6 + 12.0 * 4e6 / 2 + (100.0 + 1000.0 / 2) * 4 * 2;
+	ASSERT_CLOSE(p.memory_bytes, want, 1e-12);
+
+	/* Three layers in two stages (two layers, one), tensor 2, 4
+	 * micro-batches of 4: stage 0 holds min(4, 2) micro-batches in
+	 * flight of its second layer's input (100) and the largest work
+	 * (1000) of one; stage 1 one micro-batch of its input (50). */
+	copus_planner_layer z[3] = {
+		{ .flops = 1e9, .params = 1e6, .out_elems = 100,
+		  .work_elems = 1000 },
+		{ .flops = 1e9, .params = 1e6, .out_elems = 50,
+		  .work_elems = 400 },
+		{ .flops = 1e9, .params = 1e6, .out_elems = 10,
+		  .work_elems = 300 },
+	};
+	copus_planner_model m3 = { z, 3, 2, 0 };
+	memset(&p, 0, sizeof(p));
+	p.degrees = (copus_plan_degrees){ 1, 2, 2 };
+	p.micro_batches = 4;
+	p.first_layer[1] = 2;
+	p.first_layer[2] = 3;
+	ASSERT_STATUS(copus_planner_price(&m3, 16, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	double s0 = 16.0 * 2e6 / 2 + (2 * 100.0 + 1000.0 / 2) * 4 * 2;
+	double s1 = 16.0 * 1e6 / 2 + (50.0 + 300.0 / 2) * 4 * 2;
+	ASSERT_CLOSE(p.memory_bytes, s0 > s1 ? s0 : s1, 1e-12);
+
+	/* Less memory than that: the plan does not fit. */
+	g.memory_bytes = p.memory_bytes * 0.99;
+	ASSERT_STATUS(copus_planner_price(&m3, 16, &g, &cell, NULL, &p),
+		      COPUS_ERANGE);
+	/* Not a plan of the cell. */
+	p.degrees.data = 2;
+	ASSERT_STATUS(copus_planner_price(&m3, 16, &g, &cell, NULL, &p),
+		      COPUS_EINVAL);
+}
+
+static void tensor_parallelism_stays_within_a_node(void)
+{
+	copus_planner_layer y[4];
+	copus_planner_model m = uniform(y, 4, 250e6);
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell two_nodes = { 2, 2 };
+	copus_planner_plan p, q;
+
+	/* Heavy activations, a costly gradient all-reduce across nodes and
+	 * dear pipelines: the best plan splits tensors over the two GPUs of
+	 * a node and keeps data ranks across nodes, not tensor ranks. */
+	for (int l = 0; l < 4; l++)
+		y[l].tensor_elems = 1e7;
+	for (int l = 0; l < COPUS_LINK_COUNT; l++)
+		g.alpha[l][COPUS_COLL_SEND] = 10.0;
+	ASSERT_STATUS(copus_planner_best(&m, 64, &g, &two_nodes, NULL, &p),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(p.degrees.tensor, 2);
+	CU_ASSERT_EQUAL(p.degrees.data, 2);
+	if (p.degrees.tensor != 2 || p.degrees.data != 2)
+		fprintf(stderr, "data %d tensor %d pipeline %d\n",
+			p.degrees.data, p.degrees.tensor, p.degrees.pipeline);
+
+	/* The same plan costs more with its tensor group across nodes, and
+	 * as much on two nodes as on one when the group fits a node. */
+	memset(&q, 0, sizeof(q));
+	q.degrees = (copus_plan_degrees){ 1, 1, 2 };
+	q.micro_batches = 1;
+	q.first_layer[1] = 4;
+	copus_planner_cell within = { 1, 2 }, across = { 2, 1 };
+	copus_planner_plan a = q, b = q;
+	ASSERT_STATUS(copus_planner_price(&m, 64, &g, &within, NULL, &a),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_planner_price(&m, 64, &g, &across, NULL, &b),
+		      COPUS_OK);
+	CU_ASSERT(b.tensor_s > 5.0 * a.tensor_s);
+	CU_ASSERT(b.seconds > a.seconds);
+	copus_planner_plan c = q, d = q;
+	c.degrees.data = d.degrees.data = 2;
+	copus_planner_cell four = { 1, 4 };
+	ASSERT_STATUS(copus_planner_price(&m, 64, &g, &two_nodes, NULL, &c),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_planner_price(&m, 64, &g, &four, NULL, &d),
+		      COPUS_OK);
+	ASSERT_CLOSE(c.tensor_s, d.tensor_s, 1e-12);
+}
+
+static void the_cache_returns_the_answer_it_stored(void)
+{
+	copus_planner_layer y[4];
+	copus_planner_model m = uniform(y, 4, 1e6), big = uniform(y, 4, 1e6);
+	copus_planner_gpu g = gpu_of(16.0);
+	copus_planner_cache *c;
+	copus_planner_key k = { 7, 64, 0, 1, 2 };
+	const copus_planner_plan *p, *q;
+	copus_planner_plan direct;
+	copus_planner_cell cell = { 1, 2 };
+
+	ASSERT_STATUS(copus_planner_cache_new(4, &c), COPUS_OK);
+	ASSERT_STATUS(copus_planner_cache_find(c, &k, &p), COPUS_ENODATA);
+	ASSERT_STATUS(copus_planner_best_cached(c, &k, &m, &g, NULL, &p),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_planner_best(&m, 64, &g, &cell, NULL, &direct),
+		      COPUS_OK);
+	ASSERT_CLOSE(p->seconds, direct.seconds, 1e-12);
+	ASSERT_STATUS(copus_planner_cache_find(c, &k, &q), COPUS_OK);
+	CU_ASSERT_PTR_EQUAL(p, q);
+	/* A stored answer is returned without looking at the model. */
+	ASSERT_STATUS(copus_planner_best_cached(c, &k, &big, &g, NULL, &q),
+		      COPUS_OK);
+	CU_ASSERT_PTR_EQUAL(p, q);
+	/* "No plan fits" is an answer too. */
+	copus_planner_gpu tiny = gpu_of(1e-3);
+	copus_planner_key k2 = { 8, 64, 0, 1, 1 };
+	ASSERT_STATUS(copus_planner_best_cached(c, &k2, &m, &tiny, NULL, &p),
+		      COPUS_ERANGE);
+	ASSERT_STATUS(copus_planner_cache_find(c, &k2, &p), COPUS_ERANGE);
+	copus_planner_cache_clear(c);
+	ASSERT_STATUS(copus_planner_cache_find(c, &k, &p), COPUS_ENODATA);
+	copus_planner_cache_free(c);
+}
+
+static void calibration_recovers_the_constants_that_made_the_times(void)
+{
+	static copus_planner_layer y[COPUS_PLANNER_MAX_LAYERS];
+	copus_planner_desc d = { .arch = COPUS_ARCH_TRANSFORMER,
+				 .dtype_bytes = 2, .layers = 8, .hidden = 1024,
+				 .heads = 16, .seq_len = 512, .vocab = 32000 };
+	copus_planner_model m = { y, 0, 2, 0 };
+	copus_planner_gpu truth = gpu_of(40.0), start = gpu_of(40.0);
+	copus_planner_sample s[6];
+	const copus_planner_cell cells[6] = { { 1, 1 }, { 1, 2 }, { 1, 4 },
+					      { 2, 2 }, { 2, 4 }, { 4, 2 } };
+	copus_planner_plan p;
+	int n;
+
+	ASSERT_STATUS(copus_planner_layers(&d, y, 512, &n), COPUS_OK);
+	m.n_layers = n;
+	truth.efficiency[0] = 3.0;
+	truth.overhead_s = 0.25;
+	for (int i = 0; i < 6; i++) {
+		ASSERT_STATUS(copus_planner_best(&m, 128, &truth, &cells[i],
+						 NULL, &p),
+			      COPUS_OK);
+		s[i] = (copus_planner_sample){ &m, 128, 0, cells[i],
+					       p.seconds };
+	}
+	ASSERT_STATUS(copus_planner_calibrate(s, 6, &start, 1, NULL),
+		      COPUS_OK);
+	for (int i = 0; i < 6; i++) {
+		ASSERT_STATUS(copus_planner_best(&m, 128, &start, &cells[i],
+						 NULL, &p),
+			      COPUS_OK);
+		ASSERT_CLOSE(p.seconds / s[i].seconds, 1.0, 0.03);
+	}
+	/* A sample of an unknown type is refused. */
+	s[0].gpu_index = 1;
+	ASSERT_STATUS(copus_planner_calibrate(s, 6, &start, 1, NULL),
+		      COPUS_EINVAL);
+}
+
+static void bad_arguments_are_refused(void)
+{
+	copus_planner_layer y[2];
+	copus_planner_model m = uniform(y, 2, 1e6);
+	copus_planner_gpu g = gpu_of(16.0);
+	copus_planner_cell cell = { 1, 2 };
+	copus_planner_plan p;
+
+	ASSERT_STATUS(copus_planner_best(&m, 0, &g, &cell, NULL, &p),
+		      COPUS_EINVAL);
+	cell.nodes = 0;
+	ASSERT_STATUS(copus_planner_best(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_EINVAL);
+	cell.nodes = 1;
+	g.efficiency[0] = 0.0;
+	ASSERT_STATUS(copus_planner_best(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_EINVAL);
+	g = gpu_of(16.0);
+	y[1].flops = NAN;
+	ASSERT_STATUS(copus_planner_best(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_EINVAL);
+	y[1].flops = 1.0;
+	m.kind = COPUS_PLANNER_KINDS;
+	ASSERT_STATUS(copus_planner_best(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_EINVAL);
+	/* A batch that no data degree divides into micro-batches: only
+	 * the data degree 1 remains. */
+	m.kind = 0;
+	ASSERT_STATUS(copus_planner_best(&m, 3, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(p.degrees.data, 1);
+}
+
+int main(void)
+{
+	static const struct test_case tests[] = {
+		TEST(described_models_have_their_nominal_parameters),
+		TEST(a_uniform_transformer_splits_into_equal_stages),
+		TEST(a_model_that_does_not_fit_one_gpu_is_refused_there),
+		TEST(the_memory_rule),
+		TEST(tensor_parallelism_stays_within_a_node),
+		TEST(the_cache_returns_the_answer_it_stored),
+		TEST(calibration_recovers_the_constants_that_made_the_times),
+		TEST(bad_arguments_are_refused),
+	};
+	return run_tests("planner", tests, sizeof(tests) / sizeof(*tests));
+}
