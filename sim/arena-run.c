@@ -19,6 +19,7 @@
 #include <copus/predict.h>
 
 #include "arena.h"
+#include "plan-data.h"
 
 /* A job's life in the replay. */
 struct ajob {
@@ -194,29 +195,152 @@ static double told_seconds(const struct arena_world *w, const struct ajob *j,
 }
 
 /*
- * The table of cells the policy sees for model m: with --throughput oracle
- * the truth itself (what every Arena policy decides with). With
- * --throughput planner it is to hold the planner's predicted time per
- * iteration of each cell (and, refined online, the times a job measured on
- * the cells it ran); the simulator's progress always follows the truth.
+ * The planner's view of the cells (--throughput planner): what copus's
+ * planner predicts for every model of the trace on every GPU type and
+ * count, on the fewest nodes, with its per-type constants calibrated on
+ * the measured times of the one- and two-GPU cells (the profile a cluster
+ * takes of a model on one node), then refined as jobs run: a cell a job
+ * ran on takes the time it measured there, a cell it did not fit leaves
+ * the table. The simulator's progress always follows the truth.
  */
-static int policy_cells(const struct arena_world *w,
-			const struct arena_opts *o, size_t m,
-			const copus_cell_time **cells, int *n, char *err,
-			size_t len)
+struct planner_view {
+	struct plan_data d;
+	int gpu_of_type[ARENA_MAX_TYPES]; /* index in d.gpus, -1: none */
+	copus_cell_time **cells;          /* per model, owned */
+	int *n;
+};
+
+static void planner_view_free(struct planner_view *v, size_t nmodels)
 {
-	switch (o->throughput) {
-	case ARENA_THROUGHPUT_ORACLE:
-		*cells = w->models[m].cells;
-		*n = w->models[m].ncells;
-		return COPUS_OK;
-	case ARENA_THROUGHPUT_PLANNER:
-		break;
+	for (size_t m = 0; v->cells != NULL && m < nmodels; m++)
+		free(v->cells[m]);
+	free(v->cells);
+	free(v->n);
+	plan_data_free(&v->d);
+}
+
+static int planner_view_make(const struct arena_world *w, const char *dir,
+			     struct planner_view *v, char *err, size_t len)
+{
+	struct plan_row *rows = NULL;
+	int *model_of = NULL, rc;
+	size_t nrows = 0;
+	char name[96];
+
+	memset(v, 0, sizeof(*v));
+	if (dir == NULL) {
+		snprintf(err, len, "--throughput planner: no planner data");
+		return COPUS_EINVAL;
 	}
-	snprintf(err, len, "--throughput planner: the planner's predictions "
-		 "are not yet available on Arena's jobs; use --throughput "
-		 "oracle");
-	return COPUS_EINVAL;
+	if ((rc = plan_data_load(dir, &v->d, err, len)) != COPUS_OK)
+		return rc;
+	for (int t = 0; t < w->ntypes; t++) {
+		v->gpu_of_type[t] = -1;
+		for (int g = 0; g < v->d.n_gpus; g++)
+			if (strcmp(v->d.gpus[g].type, w->type_names[t]) == 0)
+				v->gpu_of_type[t] = g;
+	}
+	rc = COPUS_ENOMEM;
+	model_of = calloc(w->nmodels + 1, sizeof(*model_of));
+	v->cells = calloc(w->nmodels + 1, sizeof(*v->cells));
+	v->n = calloc(w->nmodels + 1, sizeof(*v->n));
+	rows = calloc(w->ndb + 1, sizeof(*rows));
+	if (!model_of || !v->cells || !v->n || !rows)
+		goto out;
+	for (size_t m = 0; m < w->nmodels; m++) {
+		const struct arena_family *f =
+			&w->families[w->models[m].family];
+		snprintf(name, sizeof(name), "%s_%s", f->name,
+			 f->sizes[w->models[m].size]);
+		model_of[m] = plan_model_find(&v->d, name);
+	}
+	/* The profile: every measured one- and two-GPU cell. */
+	for (size_t i = 0; i < w->ndb; i++) {
+		const struct arena_entry *e = &w->db[i];
+		const struct arena_family *f = &w->families[e->family];
+		int pm, g = v->gpu_of_type[e->type];
+
+		if (e->nodes * e->per > 2 || !(e->seconds > 0.0) || g < 0)
+			continue;
+		snprintf(name, sizeof(name), "%s_%s", f->name,
+			 f->sizes[e->size]);
+		if ((pm = plan_model_find(&v->d, name)) < 0)
+			continue;
+		rows[nrows++] = (struct plan_row){
+			.model = pm, .batch = e->batch, .gpu = g,
+			.cell = { e->nodes, e->per }, .seconds = e->seconds };
+	}
+	if ((rc = plan_calibrate(&v->d, rows, nrows, NULL, err, len)) !=
+	    COPUS_OK)
+		goto out;
+	for (size_t m = 0; m < w->nmodels; m++) {
+		int k = 0;
+
+		v->cells[m] = calloc((size_t)w->ntypes * 5 + 1,
+				     sizeof(copus_cell_time));
+		if (v->cells[m] == NULL) {
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
+		for (int t = 0; model_of[m] >= 0 && t < w->ntypes; t++) {
+			int g = v->gpu_of_type[t], per = w->per_node[t];
+
+			for (int gpus = 1; g >= 0 && gpus <= ARENA_MAX_GPUS;
+			     gpus *= 2) {
+				copus_planner_cell cell;
+				copus_planner_plan p;
+
+				cell.nodes = gpus <= per ? 1 : gpus / per;
+				cell.gpus_per_node = gpus / cell.nodes;
+				if (cell.nodes > w->node_num[t])
+					continue;
+				rc = copus_planner_best(
+					&v->d.models[model_of[m]].model,
+					w->models[m].batch, &v->d.gpus[g].gpu,
+					&cell, NULL, &p);
+				if (rc == COPUS_ERANGE)
+					continue;
+				if (rc != COPUS_OK) {
+					snprintf(err, len, "planner: %s",
+						 copus_strerror(rc));
+					goto out;
+				}
+				if (!(p.seconds > 0.0) || p.seconds > ARENA_ROUND)
+					continue;
+				v->cells[m][k++] = (copus_cell_time){
+					t, gpus, cell.nodes, p.seconds };
+			}
+		}
+		v->n[m] = k;
+	}
+	rc = COPUS_OK;
+out:
+	free(model_of);
+	free(rows);
+	if (rc != COPUS_OK)
+		planner_view_free(v, w->nmodels);
+	return rc;
+}
+
+/*
+ * What a job of model m found on a cell: the time it measured there
+ * (seconds > 0), or that it does not fit there (seconds 0).
+ */
+static void planner_view_learn(struct planner_view *v, size_t m, int type,
+			       int gpus, int nodes, double seconds)
+{
+	copus_cell_time *c = v->cells[m];
+
+	for (int i = 0; i < v->n[m]; i++) {
+		if (c[i].gpu_type != type || c[i].gpus != gpus ||
+		    c[i].nodes != nodes)
+			continue;
+		if (seconds > 0.0)
+			c[i].seconds = seconds;
+		else
+			c[i] = c[--v->n[m]];
+		return;
+	}
 }
 
 int arena_run(const struct arena_world *w, const struct arena_opts *o,
@@ -234,6 +358,8 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	const char **tnames = NULL;
 	const copus_cell_time **view = NULL;
 	int *nview = NULL;
+	struct planner_view pv;
+	bool have_pv = false;
 	size_t ndms = 0, next = 0, nin = 0;
 	int nnodes = 0, rc;
 	bool tell_remaining, predict;
@@ -321,10 +447,16 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 		snprintf(names[m], sizeof(names[m]), "%s_%s", f->name,
 			 f->sizes[w->models[m].size]);
 	}
-	for (size_t m = 0; m < w->nmodels; m++)
-		if ((rc = policy_cells(w, o, m, &view[m], &nview[m], err,
-				       len)) != COPUS_OK)
+	if (o->throughput == ARENA_THROUGHPUT_PLANNER) {
+		if ((rc = planner_view_make(w, o->planner_dir, &pv, err,
+					    len)) != COPUS_OK)
 			goto out;
+		have_pv = true;
+	}
+	for (size_t m = 0; m < w->nmodels; m++) {
+		view[m] = have_pv ? pv.cells[m] : w->models[m].cells;
+		nview[m] = have_pv ? pv.n[m] : w->models[m].ncells;
+	}
 	r->njobs = w->njobs;
 	/* The nodes in the spec's order of types, as Arena numbers them. */
 	nnodes = 0;
@@ -377,6 +509,8 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			nin++;
 		}
 		/* The policy's view. */
+		for (size_t m = 0; have_pv && m < w->nmodels; m++)
+			nview[m] = pv.n[m];
 		for (size_t i = 0; i < w->njobs; i++)
 			if (jobs[i].state == IN)
 				jobs[i].reported = fmax(
@@ -464,6 +598,10 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			    !arena_cell_seconds(m, d->gpu_type, d->gpus, cn,
 						&sec)) {
 				/* A cell the job does not fit: it waits. */
+				if (have_pv)
+					planner_view_learn(&pv, (size_t)w->jobs[i].model,
+							   d->gpu_type, d->gpus, cn,
+							   0.0);
 				r->refused++;
 				j->gpus = j->nslots = 0;
 				continue;
@@ -480,6 +618,9 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			if (j->gpus > j->max_gpus)
 				j->max_gpus = j->gpus;
 			j->it = sec;
+			if (have_pv)
+				planner_view_learn(&pv, (size_t)w->jobs[i].model,
+						   d->gpu_type, d->gpus, cn, sec);
 			cost = fmin(r->restart_cost_per_gpu * j->gpus,
 				    r->restart_cost_max);
 			if (o->rules == ARENA_RULES_ARENA)
@@ -545,6 +686,8 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 		  (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	rc = COPUS_OK;
 out:
+	if (have_pv)
+		planner_view_free(&pv, w->nmodels);
 	copus_policy_destroy(pol);
 	copus_predictor_destroy(pred);
 	free(names);

@@ -146,6 +146,9 @@ struct arena_opts {
 	enum arena_rules rules;
 	enum arena_throughput throughput;
 	enum arena_cell_choice choice;
+	/* the planner's data (models.csv, devices.json, comm.csv), for
+	 * --throughput planner */
+	const char *planner_dir;
 	long max_rounds;
 	/* what a policy that takes a prediction of the work left gets */
 	enum sim_remaining remaining;

@@ -69,40 +69,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
-/* The GPU constants of d calibrated on the measured times of rows. */
-static int calibrate(struct plan_data *d, const struct plan_row *rows,
-		     size_t n, const bool *use, char *err, size_t errlen)
-{
-	copus_planner_sample *s = calloc(n ? n : 1, sizeof(*s));
-	copus_planner_gpu g[PLAN_MAX_TYPES];
-	size_t k = 0;
-	int rc;
-
-	if (s == NULL)
-		return COPUS_ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i].seconds <= 0.0 || (use && !use[i]))
-			continue;
-		s[k].model = &d->models[rows[i].model].model;
-		s[k].batch = rows[i].batch;
-		s[k].gpu_index = rows[i].gpu;
-		s[k].cell = rows[i].cell;
-		s[k].seconds = rows[i].seconds;
-		k++;
-	}
-	for (int i = 0; i < d->n_gpus; i++)
-		g[i] = d->gpus[i].gpu;
-	rc = copus_planner_calibrate(s, k, g, d->n_gpus, NULL);
-	if (rc == COPUS_OK)
-		for (int i = 0; i < d->n_gpus; i++)
-			d->gpus[i].gpu = g[i];
-	else
-		snprintf(err, errlen, "calibration failed: %s",
-			 copus_strerror(rc));
-	free(s);
-	return rc;
-}
-
 static int load(const struct args *a, struct plan_data *d, char *err)
 {
 	struct plan_row *rows;
@@ -118,7 +84,7 @@ static int load(const struct args *a, struct plan_data *d, char *err)
 		return rc;
 	rc = plan_prof_load(a->calibrate, d, &rows, &n, err, ERR_LEN);
 	if (rc == COPUS_OK)
-		rc = calibrate(d, rows, n, NULL, err, ERR_LEN);
+		rc = plan_calibrate(d, rows, n, NULL, err, ERR_LEN);
 	free(rows);
 	return rc;
 }
@@ -425,7 +391,7 @@ static int cmd_evaluate(const struct args *a)
 			(k < nv / 2 ? train : test)[idx[k]] = true;
 		for (int g = 0; g < d.n_gpus; g++)
 			d.gpus[g].gpu = prior[g];
-		if (calibrate(&d, rows, n, train, err, sizeof(err))) {
+		if (plan_calibrate(&d, rows, n, train, err, sizeof(err))) {
 			fprintf(stderr, "copus-plan: %s\n", err);
 			rc = 1;
 			goto out;
@@ -445,7 +411,7 @@ static int cmd_evaluate(const struct args *a)
 	}
 	for (int g = 0; g < d.n_gpus; g++)
 		d.gpus[g].gpu = prior[g];
-	if (calibrate(&d, rows, n, train, err, sizeof(err))) {
+	if (plan_calibrate(&d, rows, n, train, err, sizeof(err))) {
 		fprintf(stderr, "copus-plan: %s\n", err);
 		rc = 1;
 		goto out;

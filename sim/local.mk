@@ -3,7 +3,7 @@
 # The simulator's engine, shared by copus-sim and its tests.
 noinst_LTLIBRARIES += sim/libsim.la
 sim_libsim_la_SOURCES = sim/sim.h sim/csv.c sim/trace.c sim/engine.c \
-	sim/arena.h sim/arena.c sim/arena-run.c
+	sim/arena.h sim/arena.c sim/arena-run.c sim/plan-data.c sim/plan-data.h
 sim_libsim_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 sim_libsim_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) -lm
 
@@ -44,7 +44,7 @@ tests_bench_model_LDADD = sim/libsim.la core/libcopus-core.la -lm
 # copus-plan: the planner from the command line (predict, show, evaluate).
 # ---------------------------------------------------------------------------
 bin_PROGRAMS += sim/copus-plan
-sim_copus_plan_SOURCES = sim/copus-plan.c sim/plan-data.c sim/plan-data.h
+sim_copus_plan_SOURCES = sim/copus-plan.c
 sim_copus_plan_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 sim_copus_plan_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 dist_man_MANS += etc/copus-plan.1

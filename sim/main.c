@@ -116,10 +116,14 @@ static int arena_main(const char *dir, struct arena_opts *o,
 	char err[SIM_ERR_LEN];
 	int status = 0;
 
+	char pdir[4096];
+
 	if (arena_world_read(dir, &w, err, sizeof(err)) != COPUS_OK) {
 		fprintf(stderr, "copus-sim: %s\n", err);
 		return 2;
 	}
+	snprintf(pdir, sizeof(pdir), "%s/planner", dir);
+	o->planner_dir = pdir;
 	if (timeline != NULL) {
 		if ((o->timeline = fopen(timeline, "w")) == NULL) {
 			fprintf(stderr, "copus-sim: %s: %s\n", timeline,

@@ -1002,3 +1002,37 @@ out:
 	sim_csv_free(&c);
 	return rc;
 }
+
+/* The GPU constants of d calibrated on the measured times of rows. */
+int plan_calibrate(struct plan_data *d, const struct plan_row *rows, size_t n,
+		   const bool *use, char *err, size_t errlen)
+{
+	copus_planner_sample *s = calloc(n ? n : 1, sizeof(*s));
+	copus_planner_gpu g[PLAN_MAX_TYPES];
+	size_t k = 0;
+	int rc;
+
+	if (s == NULL)
+		return COPUS_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].seconds <= 0.0 || (use && !use[i]))
+			continue;
+		s[k].model = &d->models[rows[i].model].model;
+		s[k].batch = rows[i].batch;
+		s[k].gpu_index = rows[i].gpu;
+		s[k].cell = rows[i].cell;
+		s[k].seconds = rows[i].seconds;
+		k++;
+	}
+	for (int i = 0; i < d->n_gpus; i++)
+		g[i] = d->gpus[i].gpu;
+	rc = copus_planner_calibrate(s, k, g, d->n_gpus, NULL);
+	if (rc == COPUS_OK)
+		for (int i = 0; i < d->n_gpus; i++)
+			d->gpus[i].gpu = g[i];
+	else
+		snprintf(err, errlen, "calibration failed: %s",
+			 copus_strerror(rc));
+	free(s);
+	return rc;
+}

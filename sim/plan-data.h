@@ -10,6 +10,7 @@
 #ifndef COPUS_SIM_PLAN_DATA_H
 #define COPUS_SIM_PLAN_DATA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <copus/planner.h>
@@ -89,5 +90,13 @@ int plan_query_load(const char *path, const struct plan_data *d,
 int plan_crius_load(const char *path, const struct plan_data *d,
 		    const struct plan_row *rows, size_t n, double *est,
 		    char *err, size_t errlen);
+
+/*
+ * The GPU constants of d calibrated (copus_planner_calibrate) on the
+ * measured times of rows (those with seconds > 0, and use[i] when use is
+ * not NULL).
+ */
+int plan_calibrate(struct plan_data *d, const struct plan_row *rows, size_t n,
+		   const bool *use, char *err, size_t errlen);
 
 #endif /* COPUS_SIM_PLAN_DATA_H */

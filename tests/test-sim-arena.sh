@@ -100,9 +100,11 @@ for pol in pollux optimus sia; do
 	grep -q "policy '$pol' needs a goodput model" "$tmp/out" ||
 		{ cat "$tmp/out"; fail "$pol: no clear refusal"; }
 done
-"$sim" --arena "$w" --policy fifo:arena --throughput planner > "$tmp/out" 2>&1 &&
-	fail "--throughput planner ran"
-grep -q "not yet available" "$tmp/out" || fail "--throughput planner: message"
+# --throughput planner needs the planner's data beside the world's.
+"$sim" --arena "$w" --policy copus --throughput planner > "$tmp/out" 2>&1 &&
+	fail "--throughput planner ran without planner data"
+grep -q "$w/planner/models.csv" "$tmp/out" ||
+	{ cat "$tmp/out"; fail "--throughput planner: message"; }
 "$sim" --arena "$w" --policy fifo:arena --arena-rules crius > "$tmp/out" 2>&1 &&
 	fail "--arena-rules crius accepted"
 grep -q "'crius' is not arena or honest" "$tmp/out" || fail "--arena-rules message"
@@ -124,6 +126,14 @@ if [ -n "$data" ] && [ -f "$data/arena/traces/simulate_trace_philly.csv" ]; then
 	"$sim" --arena "$data/arena" --policy fifo:arena --max-rounds 200 \
 		--summary "$tmp/s.json" > "$tmp/out" 2>&1 ||
 		{ cat "$tmp/out"; fail "fifo:arena on Arena's data"; }
+	# copus with the planner's predictions, refined as jobs run: it
+	# decides without the table, and jobs finish.
+	"$sim" --arena "$data/arena" --policy copus --throughput planner \
+		--max-rounds 100 --summary "$tmp/p.json" > "$tmp/out" 2>&1 ||
+		{ cat "$tmp/out"; fail "copus --throughput planner"; }
+	python3 -c "import json,sys; s=json.load(open('$tmp/p.json'));
+sys.exit(0 if s['finished'] > 0 and s['submitted'] > s['finished'] else s)" ||
+		fail "copus --throughput planner: summary"
 	python3 - "$tmp/s.json" <<'PY' || fail "Arena's data: summary"
 import json, sys
 s = json.load(open(sys.argv[1]))
