@@ -50,7 +50,9 @@ EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
 # A stand-in training job for the loopback-cluster test.
 noinst_PROGRAMS += tests/test-runtime-job
 tests_test_runtime_job_SOURCES = tests/test-runtime-job.c
-tests_test_runtime_job_LDADD = runtime/libcopus.la core/libcopus-core.la -lm
+tests_test_runtime_job_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
+tests_test_runtime_job_LDADD = runtime/libcopus.la core/libcopus-core.la \
+	$(PMIX_LIBS) -lm
 TESTS += tests/test-runtime-slurm.sh
 EXTRA_DIST += tests/test-runtime-slurm.sh
 EXTRA_DIST += tests/bench-runtime-pytorch.py tests/bench-runtime-agree.py

@@ -10,6 +10,13 @@
  *	checkpointing in CKPTDIR on a rescale request; prints
  *	"restored STEP", "first-step SECONDS" (from main to the end of the
  *	first step) and "done STEP".
+ *   test-runtime-job train-pipeline STEPS CKPTDIR STEP_MS
+ *	the same with the model split into pipeline_degree 2 stages, one rank
+ *	per GPU under srun --mpi=pmix, the ranks agreeing through PMIx; rank
+ *	0 prints "ranks WORLD data DATA pipeline PIPELINE step STEP" once the
+ *	ranks have started together and "ranks WORLD step STEP" every 20
+ *	steps, every rank "restored STEP" and, when copus_init fails,
+ *	"copus_init: REASON".
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <pmix.h>
 
 #include <copus/copus.h>
 
@@ -41,6 +50,77 @@ static int agree_local(void *arg, int64_t *v, int n)
 }
 
 static int64_t model_step;
+
+/*
+ * The agreement of the ranks of one srun step: an in-place maximum over
+ * PMIx (every rank puts its values under a fresh key, a fence collects
+ * them, every rank reads them all).
+ */
+struct pmix_comm {
+	pmix_proc_t me;
+	int world;
+	unsigned seq;
+};
+
+static int agree_pmix(void *arg, int64_t *v, int n)
+{
+	struct pmix_comm *c = arg;
+	char key[PMIX_MAX_KEYLEN + 1];
+	pmix_byte_object_t bo = { (char *)v, sizeof(*v) * (size_t)n };
+	pmix_value_t val;
+	pmix_info_t info;
+	pmix_status_t st;
+	bool collect = true;
+	int64_t *max;
+
+	snprintf(key, sizeof(key), "job.agree.%u", c->seq++);
+	PMIX_VALUE_LOAD(&val, &bo, PMIX_BYTE_OBJECT);
+	st = PMIx_Put(PMIX_GLOBAL, key, &val);
+	PMIX_VALUE_DESTRUCT(&val);
+	if (st == PMIX_SUCCESS)
+		st = PMIx_Commit();
+	PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+	if (st == PMIX_SUCCESS)
+		st = PMIx_Fence(NULL, 0, &info, 1);
+	PMIX_INFO_DESTRUCT(&info);
+	if (st != PMIX_SUCCESS) {
+		fprintf(stderr, "agree %s: %s\n", key, PMIx_Error_string(st));
+		return 1;
+	}
+	max = malloc(sizeof(*max) * (size_t)n);
+	if (max == NULL)
+		return 1;
+	memcpy(max, v, sizeof(*max) * (size_t)n);
+	for (int r = 0; r < c->world; r++) {
+		pmix_proc_t p;
+		pmix_value_t *got = NULL;
+
+		PMIX_PROC_LOAD(&p, c->me.nspace, (pmix_rank_t)r);
+		st = PMIx_Get(&p, key, NULL, 0, &got);
+		if (st != PMIX_SUCCESS || got == NULL ||
+		    got->type != PMIX_BYTE_OBJECT ||
+		    got->data.bo.size != sizeof(*max) * (size_t)n) {
+			fprintf(stderr, "agree %s from rank %d: %s\n", key, r,
+				PMIx_Error_string(st));
+			if (got != NULL)
+				PMIX_VALUE_RELEASE(got);
+			free(max);
+			return 1;
+		}
+		for (int i = 0; i < n; i++) {
+			int64_t x;
+
+			memcpy(&x, got->data.bo.bytes + sizeof(x) * (size_t)i,
+			       sizeof(x));
+			if (x > max[i])
+				max[i] = x;
+		}
+		PMIX_VALUE_RELEASE(got);
+	}
+	memcpy(v, max, sizeof(*max) * (size_t)n);
+	free(max);
+	return 0;
+}
 
 static int save(void *arg, const char *path, int64_t step)
 {
@@ -100,11 +180,14 @@ static int do_pmix(void)
 	return ok ? 0 : 1;
 }
 
-static int do_train(long steps, const char *dir, long step_ms)
+static int do_train(long steps, const char *dir, long step_ms, bool pipeline)
 {
 	copus_config cfg = COPUS_CONFIG_INITIALIZER;
+	struct pmix_comm comm = { .world = 1 };
 	copus_job_info in;
+	copus_plan plan;
 	copus_ctx *ctx;
+	pmix_status_t st;
 	int rc;
 
 	cfg.limits = (copus_batch_limits){ 32, 256, 1, 64, true };
@@ -112,14 +195,31 @@ static int do_train(long steps, const char *dir, long step_ms)
 	cfg.save = save;
 	cfg.load = load;
 	cfg.agree = agree_local;
+	if (pipeline) {
+		cfg.pipeline_degree = 2;
+		if ((st = PMIx_Init(&comm.me, NULL, 0)) != PMIX_SUCCESS) {
+			fprintf(stderr, "PMIx_Init: %s\n", PMIx_Error_string(st));
+			return 1;
+		}
+		comm.world = atoi(getenv("SLURM_NTASKS") ? getenv("SLURM_NTASKS")
+							 : "1");
+		cfg.agree = agree_pmix;
+		cfg.comm_arg = &comm;
+	}
 	rc = copus_init(&cfg, &ctx);
 	if (rc != COPUS_OK) {
-		fprintf(stderr, "copus_init: %s\n", copus_strerror(rc));
+		fprintf(stderr, "copus_init: %s\n", copus_errmsg(NULL));
+		if (pipeline)
+			PMIx_Finalize(NULL, 0);
 		return 1;
 	}
 	copus_info(ctx, &in);
 	if (in.restored)
 		printf("restored %lld\n", (long long)in.step);
+	if (pipeline && in.rank == 0 && copus_plan_get(ctx, &plan) == COPUS_OK)
+		printf("ranks %d data %d pipeline %d step %lld\n", in.world,
+		       plan.data_degree, plan.pipeline_degree,
+		       (long long)in.step);
 	fflush(stdout);
 	for (bool first = true; model_step < steps; first = false) {
 		struct timespec d = { step_ms / 1000, (step_ms % 1000) * 1000000 };
@@ -135,9 +235,14 @@ static int do_train(long steps, const char *dir, long step_ms)
 			printf("first-step %.3f\n", since_main());
 			fflush(stdout);
 		}
+		if (pipeline && in.rank == 0 && model_step % 20 == 0)
+			printf("ranks %d step %lld\n", in.world,
+			       (long long)model_step);
 	}
 	printf("done %lld\n", (long long)model_step);
 	copus_finalize(ctx);
+	if (pipeline)
+		PMIx_Finalize(NULL, 0);
 	return 0;
 }
 
@@ -148,8 +253,11 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "pmix") == 0)
 		return do_pmix();
 	if (argc == 5 && strcmp(argv[1], "train") == 0)
-		return do_train(atol(argv[2]), argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: %s pmix | train STEPS CKPTDIR STEP_MS\n",
+		return do_train(atol(argv[2]), argv[3], atol(argv[4]), false);
+	if (argc == 5 && strcmp(argv[1], "train-pipeline") == 0)
+		return do_train(atol(argv[2]), argv[3], atol(argv[4]), true);
+	fprintf(stderr,
+		"usage: %s pmix | train STEPS CKPTDIR STEP_MS | train-pipeline STEPS CKPTDIR STEP_MS\n",
 		argv[0]);
 	return 2;
 }
