@@ -84,6 +84,9 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	sub.types = copus__env_value(job_desc->spank_job_env,
 				     job_desc->spank_job_env_size,
 				     COPUS__ENV_TYPES);
+	sub.multiple = copus__env_value(job_desc->spank_job_env,
+					job_desc->spank_job_env_size,
+					COPUS__ENV_MULTIPLE);
 	sub.tres_per_node = job_desc->tres_per_node;
 	sub.tres_per_job = job_desc->tres_per_job;
 	sub.tres_per_task = job_desc->tres_per_task;

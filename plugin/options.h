@@ -1,5 +1,6 @@
 /*
- * The job options of copus (--elastic, --gpu-types) as the SPANK plugin
+ * The job options of copus (--elastic, --gpu-types, --gpu-multiple) as the
+ * SPANK plugin
  * checks them at submission and sched/copus checks them again when it reads
  * them back from the job's control environment. Plain C, no Slurm: both
  * plugins include it (static functions, so the two shared objects never
@@ -14,6 +15,7 @@
 /* Job control environment names (slurmctld may prefix them with SPANK_). */
 #define COPUS__ENV_ELASTIC "COPUS_ELASTIC"
 #define COPUS__ENV_TYPES "COPUS_GPU_TYPES"
+#define COPUS__ENV_MULTIPLE "COPUS_GPU_MULTIPLE"
 
 /*
  * The value of name in a job's control environment (env, n entries of
@@ -119,6 +121,36 @@ static inline int copus__parse_elastic(const char *arg, int *min, int *max,
 	}
 	*min = lo;
 	*max = hi;
+	return 0;
+}
+
+/*
+ * "N": the job runs only on a multiple of N GPUs (its model spans N GPUs
+ * per replica), 1 <= N <= COPUS__GPUS_MAX. Returns 0, or -1 with a reason
+ * in why.
+ */
+static inline int copus__parse_multiple(const char *arg, int *n, char *why,
+					size_t len)
+{
+	const char *p = arg;
+	int v;
+
+	if (!arg || !*arg) {
+		snprintf(why, len, "empty; expected a number of GPUs, e.g. 2");
+		return -1;
+	}
+	v = copus__parse_count(&p);
+	if (v < 0 || *p) {
+		snprintf(why, len, "%s; expected a number of GPUs, e.g. 2",
+			 v == -2 ? "number too large" : "not a whole number");
+		return -1;
+	}
+	if (v < 1 || v > COPUS__GPUS_MAX) {
+		snprintf(why, len, "%d is not between 1 and %d GPUs", v,
+			 COPUS__GPUS_MAX);
+		return -1;
+	}
+	*n = v;
 	return 0;
 }
 

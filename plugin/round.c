@@ -194,6 +194,8 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	c->priority = (double)j->priority;
 	c->remaining = -1.0;
 	c->max_gpus_had = in ? in->max_had : 0;
+	/* Known from its first start on: its own hint may say more later. */
+	c->granularity = j->multiple;
 	if (in && in->have_hint) {
 		const copus_model **ptrs = &r->model_ptrs[(size_t)r->njobs *
 							  r->ntypes];
@@ -201,7 +203,8 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		c->req_batch = in->hint.limits.init_batch;
 		c->remaining = copus__remaining(&in->hint, in->rate);
 		/* A model over several GPUs per replica: whole replicas. */
-		c->granularity = in->hint.granularity;
+		if (in->hint.granularity > 0)
+			c->granularity = in->hint.granularity;
 		if (copus__hint_models(&in->hint, r->type_ptrs, r->ntypes,
 				       &r->models[(size_t)r->njobs * r->ntypes],
 				       ptrs) > 0)

@@ -71,6 +71,7 @@ struct copus__round_job {
 	int gpu_entries;		/* GPU request entries, and those */
 	int gpu_entries_other;		/* not a plain count per node */
 	int emin, emax;			/* elastic bounds; 0 when rigid */
+	int multiple;			/* --gpu-multiple; 0: none */
 	char types[COPUS__TYPES_MAX][16]; /* --gpu-types */
 	int ntypes;
 	copus_slot *alloc;		/* running: its GPUs per node */

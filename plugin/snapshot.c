@@ -518,7 +518,10 @@ static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j)
 	list_iterator_destroy(it);
 }
 
-/* The job's --elastic and --gpu-types, checked again (they are input). */
+/*
+ * The job's --elastic, --gpu-types and --gpu-multiple, checked again (they
+ * are input).
+ */
 static void _job_options(job_record_t *job_ptr, struct copus__round_job *j)
 {
 	if (job_ptr->time_limit != NO_VAL && job_ptr->time_limit != INFINITE)
@@ -530,6 +533,10 @@ static void _job_options(job_record_t *job_ptr, struct copus__round_job *j)
 	    copus__parse_elastic(v, &j->emin, &j->emax, why, sizeof(why)))
 		error("%s: %pJ: ignoring %s=%s: %s", plugin_type, job_ptr,
 		      COPUS__ENV_ELASTIC, v, why);
+	if ((v = copus__spank_env(job_ptr, COPUS__ENV_MULTIPLE)) &&
+	    copus__parse_multiple(v, &j->multiple, why, sizeof(why)))
+		error("%s: %pJ: ignoring %s=%s: %s", plugin_type, job_ptr,
+		      COPUS__ENV_MULTIPLE, v, why);
 	if ((v = copus__spank_env(job_ptr, COPUS__ENV_TYPES))) {
 		char list[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
 		char *save = NULL, *t;

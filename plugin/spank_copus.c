@@ -5,13 +5,17 @@
  *                        and MAX GPUs in total (MIN-MAX, or N for exactly N)
  *   --gpu-types=LIST     the GPU types (GRES types) the job accepts, comma
  *                        separated, for example a100,v100
+ *   --gpu-multiple=N     the job runs only on a multiple of N GPUs (its
+ *                        model spans N GPUs per replica: tensor x pipeline
+ *                        parallelism); copus never gives it another count
  *
  * The values are checked when the job is submitted; a bad value makes the
  * submission fail with a message that says what is wrong. --elastic is for
  * batch jobs only: sched/copus resizes a job by requeueing it, which srun
  * and salloc cannot survive, so they refuse it. Good values are
  * put in the job control environment (spank_job_control_setenv) as
- * COPUS_ELASTIC=MIN-MAX and COPUS_GPU_TYPES=LIST, which slurmctld keeps in
+ * COPUS_ELASTIC=MIN-MAX, COPUS_GPU_TYPES=LIST and COPUS_GPU_MULTIPLE=N,
+ * which slurmctld keeps in
  * the job record (job_ptr->spank_job_env) where sched/copus reads them.
  *
  * The admin's arguments in plugstack.conf:
@@ -41,6 +45,7 @@ SPANK_PLUGIN(copus, 1);
 /* What the options said, kept until the job control environment is set. */
 static char _elastic[64];
 static char _types[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
+static char _multiple[16];
 /* The admin's checkpoint_interval (plugstack.conf), "" when not given. */
 static char _ckpt_interval[32];
 /* The task environment variable libcopus reads the interval from. */
@@ -50,6 +55,7 @@ static char _ckpt_interval[32];
 
 static int _opt_elastic(int val, const char *optarg, int remote);
 static int _opt_types(int val, const char *optarg, int remote);
+static int _opt_multiple(int val, const char *optarg, int remote);
 
 static struct spank_option _options[] = {
 	{ "elastic", "MIN-MAX",
@@ -58,6 +64,10 @@ static struct spank_option _options[] = {
 	{ "gpu-types", "LIST",
 	  "GPU types the job accepts, comma separated (e.g. a100,v100).",
 	  1, 0, _opt_types },
+	{ "gpu-multiple", "N",
+	  "The job runs only on a multiple of N GPUs (its model spans N GPUs "
+	  "per replica); copus gives it no other count.", 1, 0,
+	  _opt_multiple },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -85,6 +95,20 @@ static int _opt_types(int val, const char *optarg, int remote)
 			    why);
 		return -1;
 	}
+	return 0;
+}
+
+static int _opt_multiple(int val, const char *optarg, int remote)
+{
+	char why[128];
+	int n;
+
+	if (copus__parse_multiple(optarg, &n, why, sizeof(why))) {
+		slurm_error("copus: --gpu-multiple=%s: %s",
+			    optarg ? optarg : "", why);
+		return -1;
+	}
+	snprintf(_multiple, sizeof(_multiple), "%d", n);
 	return 0;
 }
 
@@ -178,6 +202,15 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 					      1);
 		if (rc != ESPANK_SUCCESS) {
 			slurm_error("copus: cannot pass --elastic to the "
+				    "scheduler: %s", spank_strerror(rc));
+			return -1;
+		}
+	}
+	if (_multiple[0]) {
+		rc = spank_job_control_setenv(sp, COPUS__ENV_MULTIPLE,
+					      _multiple, 1);
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("copus: cannot pass --gpu-multiple to the "
 				    "scheduler: %s", spank_strerror(rc));
 			return -1;
 		}

@@ -89,7 +89,7 @@ int copus__submit_check(const struct copus__submit *sub, char *why,
 					    "--gpus-per-task",
 					    "--gpus-per-socket" };
 	char type[64], have[256], err[160];
-	int i, min = 0, max = 0, any = -1;
+	int i, min = 0, max = 0, any = -1, mult = 1;
 	long count = 0;
 
 	if (sub->immediate) {
@@ -137,12 +137,34 @@ int copus__submit_check(const struct copus__submit *sub, char *why,
 			return -1;
 		}
 	}
+	if (sub->multiple && copus__parse_multiple(sub->multiple, &mult, err,
+						   sizeof(err))) {
+		snprintf(why, len, "copus: --gpu-multiple=%s: %s",
+			 sub->multiple, err);
+		return -1;
+	}
+	if (mult > 1 && any >= 0 && any <= 1) {
+		long total = count * (any == 0 && sub->min_nodes > 1 ?
+				      sub->min_nodes : 1);
+
+		if (total % mult) {
+			snprintf(why, len, "copus: %s asks for %ld GPU(s), "
+				 "not a multiple of --gpu-multiple=%d",
+				 opt[any], total, mult);
+			return -1;
+		}
+	}
 	if (!sub->elastic)
 		return 0;
 	if (copus__parse_elastic(sub->elastic, &min, &max, err,
 				 sizeof(err))) {
 		snprintf(why, len, "copus: --elastic=%s: %s", sub->elastic,
 			 err);
+		return -1;
+	}
+	if (mult > 1 && max / mult * mult < min) {
+		snprintf(why, len, "copus: --elastic=%s holds no multiple of "
+			 "--gpu-multiple=%d", sub->elastic, mult);
 		return -1;
 	}
 	if (any < 0) {

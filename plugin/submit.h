@@ -13,6 +13,7 @@
 struct copus__submit {
 	const char *elastic;		/* COPUS_ELASTIC, NULL: rigid */
 	const char *types;		/* COPUS_GPU_TYPES, NULL: none */
+	const char *multiple;		/* COPUS_GPU_MULTIPLE, NULL: none */
 	const char *tres_per_node;	/* "gres:gpu:a100:4,..." or NULL */
 	const char *tres_per_job;	/* --gpus */
 	const char *tres_per_task;	/* --gpus-per-task */

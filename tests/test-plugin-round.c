@@ -239,6 +239,29 @@ static void a_job_of_two_gpus_per_replica_gets_an_even_count(void)
 	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
 }
 
+/*
+ * Before its first hint, a job submitted with --gpu-multiple=2 starts on an
+ * even count: on a node of 3 free GPUs, 2 of its 1-3.
+ */
+static void a_job_of_a_gpu_multiple_starts_on_a_multiple(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(1, 3);
+	j = _pending(1, 1, 3, 1, 3);
+	j->multiple = 2;
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_RESIZE);
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
+	/* Its hint may say more: 3 GPUs per replica. */
+	_cluster(1, 4);
+	j = _pending(1, 1, 4, 1, 4);
+	j->multiple = 2;
+	_hint_gran(j, 3);
+	_decide();
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 3);
+}
+
 static void a_pending_elastic_job_on_its_request_starts_as_it_is(void)
 {
 	struct copus__round_job *j;
@@ -536,6 +559,7 @@ int main(void)
 		TEST(a_pending_elastic_job_gets_gpus_within_its_range),
 		TEST(a_pending_elastic_job_on_its_request_starts_as_it_is),
 		TEST(a_job_of_two_gpus_per_replica_gets_an_even_count),
+		TEST(a_job_of_a_gpu_multiple_starts_on_a_multiple),
 		TEST(a_running_rigid_job_is_never_moved),
 		TEST(a_job_on_an_unusable_node_is_asked_to_move),
 		TEST(a_job_is_not_asked_again_within_its_restart_delay),

@@ -547,6 +547,63 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 	CU_ASSERT_EQUAL(copus__state_format(&r, buf, 8), -1);
 }
 
+/*
+ * --gpu-multiple=N: a number of GPUs; a request off its multiples, or an
+ * elastic range that holds none, is refused at submission.
+ */
+static void gpu_multiples_are_checked(void)
+{
+	static const char *const types[] = { "a100" };
+	struct copus__submit ok = {
+		.elastic = "2-8", .multiple = "2",
+		.tres_per_node = "gres:gpu:a100:4",
+		.cluster_types = types, .ntypes = 1,
+	}, s;
+	char why[128];
+	int n = 0;
+
+	CU_ASSERT_EQUAL(copus__parse_multiple("2", &n, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(copus__parse_multiple("0", &n, why, sizeof(why)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "between 1 and 4096"));
+	CU_ASSERT_EQUAL(copus__parse_multiple("2x", &n, why, sizeof(why)), -1);
+	CU_ASSERT_EQUAL(copus__parse_multiple("", &n, why, sizeof(why)), -1);
+	CU_ASSERT_EQUAL(copus__parse_multiple("9999999999", &n, why,
+					      sizeof(why)), -1);
+	CU_ASSERT_EQUAL(copus__parse_multiple("5000", &n, why, sizeof(why)),
+			-1);
+
+	CU_ASSERT_EQUAL(_submit(&ok), 0);
+	s = ok;
+	s.tres_per_node = "gres:gpu:a100:3";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--gres asks for 3 GPU(s), not "
+					     "a multiple of --gpu-multiple=2"));
+	s = ok;
+	s.elastic = "3-3";
+	s.tres_per_node = "gres:gpu:a100:3";
+	s.multiple = "4";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	s.multiple = "2";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	s = ok;
+	s.elastic = "5-7";
+	s.multiple = "4";
+	s.tres_per_node = "gres:gpu:a100:4";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--elastic=5-7 holds no multiple "
+					     "of --gpu-multiple=4"));
+	s = ok;
+	s.multiple = "two";
+	CU_ASSERT_EQUAL(_submit(&s), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--gpu-multiple=two"));
+	/* A rigid job on a multiple is fine. */
+	s = ok;
+	s.elastic = NULL;
+	CU_ASSERT_EQUAL(_submit(&s), 0);
+}
+
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -556,6 +613,7 @@ int main(void)
 		TEST(requeue_exit_lists_are_read),
 		TEST(missing_settings_are_warned_about),
 		TEST(submissions_that_can_never_run_are_refused),
+		TEST(gpu_multiples_are_checked),
 		TEST(control_environment_values_are_found),
 		TEST(a_rosy_model_is_caught_by_the_progress_it_makes),
 		TEST(elastic_values_are_checked),

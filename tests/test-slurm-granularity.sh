@@ -6,7 +6,8 @@
 # rigid one-GPU job arrives, sched/copus shrinks the elastic job from 4 GPUs
 # to 2, not to 3 (the most that leaves room, on which every rank refuses to
 # start: "world size 3 is not a multiple of pipeline_degree 2"), and the job
-# restarts on 2 ranks from its checkpoint and trains on.
+# restarts on 2 ranks from its checkpoint and trains on. A job submitted
+# with --gpu-multiple=2 starts on a multiple before its first hint.
 . "$(dirname "$0")/slurm-common.sh"
 
 JOB=$PWD/tests/test-runtime-job
@@ -85,5 +86,36 @@ grep -E '^start ' "$out" | grep -Ev ' gpus=[24]$' &&
 grep -q 'not a multiple of pipeline_degree' "$out" &&
 	fail "a rank refused its world size: $(cat "$out")"
 scancel "$e" "$r"
+end=$((SECONDS + 30))
+while [ -n "$(squeue -h -o %i)" ]; do
+	[ $SECONDS -lt $end ] || fail "jobs $e and $r did not end: $(squeue)"
+	sleep 0.5
+done
+
+# Before its first hint the scheduler knows the job's granularity only from
+# --gpu-multiple: with 3 of the 4 GPUs free it starts on 2, not on 3 (or
+# 1), where every rank would refuse to start and the job would fail.
+r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 1 --wrap 'sleep 300') ||
+	fail "sbatch refused the rigid job"
+wait_state "$r" RUNNING 15 || fail "the rigid job did not start"
+out2=$TMP/m.out
+mkdir -p "$TMP/ckpt2"
+sed "s|$TMP/ckpt|$TMP/ckpt2|" "$TMP/job.sh" > "$TMP/job2.sh"
+m=$(sbatch --parsable -o "$out2" --gres=gpu:a100:4 --elastic=1-4 \
+	--gpu-multiple=2 -t 10 "$TMP/job2.sh") ||
+	fail "sbatch refused the job with --gpu-multiple=2"
+wait_line "$out2" '^ranks 2 data 1 pipeline 2 step 0$' 30 ||
+	fail "the job did not start on 2 ranks: $(cat "$out2" 2>&1)"
+grep -E '^start ' "$out2" | grep -Ev ' gpus=[24]$' &&
+	fail "the job started on a size that is not a multiple of 2"
+[ "$(job_field "$m" JobState)" = RUNNING ] ||
+	fail "the job is $(job_field "$m" JobState): $(cat "$out2")"
+# A request off the multiples cannot run: refused at submission.
+sbatch --parsable -o /dev/null --gres=gpu:a100:3 --elastic=1-4 \
+	--gpu-multiple=2 -t 1 --wrap true > "$TMP/refused" 2>&1 &&
+	fail "a request of 3 GPUs with --gpu-multiple=2 was accepted"
+grep -q 'asks for 3 GPU(s), not a multiple of --gpu-multiple=2' "$TMP/refused" ||
+	fail "the refusal does not say why: $(cat "$TMP/refused")"
+scancel "$m" "$r"
 "$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' || fail "slurmctld died"
 echo "PASS"
