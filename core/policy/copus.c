@@ -245,7 +245,7 @@ static struct sp_entry *sp_get(struct copus_state *s, uint64_t id, int type,
 		e->max_nodes = max_nodes;
 		e->max_gpus = max_gpus;
 		e->g1 = goodput_one(m);
-	} else if (memcmp(&e->model, m, sizeof(*m)) != 0) {
+	} else if (!copus__model_same(&e->model, m)) {
 		if (copus_speedup_reset(e->sp, m) != COPUS_OK)
 			return NULL;
 		e->model = *m;

@@ -84,6 +84,26 @@ static inline bool copus__type_allowed(const copus_job *j, int t)
 	return j->type_mask == 0 || (j->type_mask >> t) & 1u;
 }
 
+/*
+ * Do two models hold the same values? Field by field: the padding of a
+ * model the caller filled member by member is not its value.
+ */
+static inline bool copus__model_same(const copus_model *a,
+				     const copus_model *b)
+{
+	const copus_perf_params *p = &a->perf, *q = &b->perf;
+	const copus_batch_limits *l = &a->limits, *k = &b->limits;
+
+	return p->alpha_c == q->alpha_c && p->beta_c == q->beta_c &&
+	       p->alpha_n == q->alpha_n && p->beta_n == q->beta_n &&
+	       p->alpha_r == q->alpha_r && p->beta_r == q->beta_r &&
+	       p->gamma == q->gamma && a->grad.sqr == b->grad.sqr &&
+	       a->grad.var == b->grad.var && l->init_batch == k->init_batch &&
+	       l->max_batch == k->max_batch && l->min_local == k->min_local &&
+	       l->max_local == k->max_local &&
+	       l->accumulation == k->accumulation;
+}
+
 /* Job j's goodput model on GPU type t, or NULL (none, or t < 0). */
 static inline const copus_model *copus__job_model(const copus_job *j, int t)
 {

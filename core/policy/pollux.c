@@ -108,7 +108,7 @@ static struct scache *sc_get(struct pollux_state *p, uint64_t id, int t,
 		s->type = t;
 	}
 	s->used = true;
-	if (s->sp != NULL && memcmp(&s->model, m, sizeof(*m)) == 0)
+	if (s->sp != NULL && copus__model_same(&s->model, m))
 		return s;
 	s->model = *m;
 	if (s->sp == NULL) {
