@@ -33,7 +33,11 @@ core_libcopus_core_la_SOURCES = \
 	core/policy/sia.h \
 	core/policy/sia.c \
 	core/policy/copus.h \
-	core/policy/copus.c
+	core/policy/copus.c \
+	core/policy/copus-parts.h \
+	core/policy/copus-value.c \
+	core/policy/copus-greedy.c \
+	core/policy/copus-place.c
 core_libcopus_core_la_CFLAGS = $(AM_CFLAGS) $(NLOPT_CFLAGS) $(JSONC_CFLAGS)
 core_libcopus_core_la_LIBADD = $(NLOPT_LIBS) $(XGBOOST_LIBS) $(JSONC_LIBS) \
 	$(GLPK_LIBS) -lm
