@@ -179,7 +179,7 @@ double copus__cp_restart_factor(const struct jw *w, double s,
 	return rho > 0.0 ? rho : 0.0;
 }
 
-/* The value of job j on (t, k) (see the top), discounted for a move. */
+/* The value of job j on (t, k) (see copus.c), discounted for a move. */
 double copus__cp_value(const struct jw *w, int t, int k, const int *node_gpus,
 		    const copus_policy_params *prm, const struct copus__copus_opts *o)
 {
