@@ -31,6 +31,18 @@ static int read_json(const char *path, struct json_object **out, char *err,
 #define PRIOR_EFFICIENCY_HALF 2.0
 #define PRIOR_EFFICIENCY_SINGLE 0.5
 
+/*
+ * Bounds of what a device or a measured collective may say. Beyond them
+ * the products and weighted sums of the fits leave the doubles (a peak of
+ * 1e300 GFLOP/s is an infinite FLOP/s; a time of 1e-200 s an infinite
+ * weight), and no real device or measurement comes near them.
+ */
+#define MAX_PEAK_GFLOPS 1e9    /* an exaFLOP/s */
+#define MAX_MEMORY_MB 1e9      /* a petabyte */
+#define MIN_COMM_SECONDS 1e-9  /* a nanosecond */
+#define MAX_COMM_SECONDS 1e6   /* eleven days */
+#define MAX_COMM_ELEMENTS 1e15 /* several petabytes */
+
 /* The efficiency class of a described model. */
 static int kind_of(const copus_planner_desc *d)
 {
@@ -375,22 +387,22 @@ static int read_devices(const char *path, struct plan_data *d, char *err,
 		}
 		type = json_object_get_string(t);
 		if (json_number(e, "peak_gflops_per_second", &gflops) ||
-		    !(gflops > 0.0)) {
+		    !(gflops > 0.0) || gflops > MAX_PEAK_GFLOPS) {
 			snprintf(err, errlen,
 				 "%s: device '%s': field "
 				 "'peak_gflops_per_second' is not a positive "
-				 "number",
-				 path, type);
+				 "number up to %g",
+				 path, type, MAX_PEAK_GFLOPS);
 			rc = COPUS_EPARSE;
 			break;
 		}
 		if (json_number(e, "total_gpu_mem_size_mb", &mb) ||
-		    !(mb > 0.0)) {
+		    !(mb > 0.0) || mb > MAX_MEMORY_MB) {
 			snprintf(err, errlen,
 				 "%s: device '%s': field "
 				 "'total_gpu_mem_size_mb' is not a positive "
-				 "number",
-				 path, type);
+				 "number up to %g",
+				 path, type, MAX_MEMORY_MB);
 			rc = COPUS_EPARSE;
 			break;
 		}
@@ -679,20 +691,22 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 		char *e1, *e2;
 		elems = strtod(fld[3], &e1);
 		secs = strtod(fld[5], &e2);
-		if (*fld[3] == '\0' || *e1 != '\0' || !(elems >= 1.0)) {
+		if (*fld[3] == '\0' || *e1 != '\0' || !(elems >= 1.0) ||
+		    elems > MAX_COMM_ELEMENTS) {
 			snprintf(err, errlen,
 				 "%s:%ld: field 'elements': '%s' is not a "
-				 "positive number",
-				 path, ln, fld[3]);
+				 "number in 1..%g",
+				 path, ln, fld[3], MAX_COMM_ELEMENTS);
 			rc = COPUS_EPARSE;
 			break;
 		}
-		if (*fld[5] == '\0' || *e2 != '\0' || !(secs > 0.0) ||
-		    !isfinite(secs)) {
+		if (*fld[5] == '\0' || *e2 != '\0' ||
+		    !(secs >= MIN_COMM_SECONDS) || secs > MAX_COMM_SECONDS) {
 			snprintf(err, errlen,
 				 "%s:%ld: field 'seconds': '%s' is not a "
-				 "positive number",
-				 path, ln, fld[5]);
+				 "time in %g..%g",
+				 path, ln, fld[5], MIN_COMM_SECONDS,
+				 MAX_COMM_SECONDS);
 			rc = COPUS_EPARSE;
 			break;
 		}
