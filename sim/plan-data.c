@@ -232,8 +232,24 @@ static int read_models(const char *path, struct plan_data *d, char *err,
 		struct plan_model *m = &d->models[d->n_models];
 		int n;
 
+		/* A size of letters, digits and dots keeps the model's name
+		 * "<family>_<size>" apart from Arena's "<family>__<size>",
+		 * which plan_model_find() reads as the same model. */
+		const char *size = c.rows[r][cs];
+
+		if (size[0] == '\0' ||
+		    size[strspn(size, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				      "abcdefghijklmnopqrstuvwxyz"
+				      "0123456789.")] != '\0') {
+			snprintf(err, errlen,
+				 "%s:%ld: field 'size': '%s' is not letters, "
+				 "digits and dots",
+				 path, c.lines[r], size);
+			rc = COPUS_EPARSE;
+			goto out;
+		}
 		if (snprintf(m->name, sizeof(m->name), "%s_%s", c.rows[r][cf],
-			     c.rows[r][cs]) >= (int)sizeof(m->name)) {
+			     size) >= (int)sizeof(m->name)) {
 			snprintf(err, errlen, "%s:%ld: field 'size': too long",
 				 path, c.lines[r]);
 			rc = COPUS_EPARSE;

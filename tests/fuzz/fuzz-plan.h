@@ -109,6 +109,16 @@ static inline void fuzz_plan_check_data(const struct plan_data *d)
 			   m->model.dtype_bytes == 4);
 		FUZZ_CHECK(m->model.kind >= 0 &&
 			   m->model.kind < COPUS_PLANNER_KINDS);
+		for (int k = 0; k < m->model.n_layers; k++) {
+			const copus_planner_layer *l = &m->layers[k];
+			const double v[] = { l->flops, l->params,
+					     l->expert_params, l->out_elems,
+					     l->work_elems, l->tensor_elems,
+					     l->a2a_elems };
+
+			for (size_t j = 0; j < sizeof(v) / sizeof(*v); j++)
+				FUZZ_CHECK(isfinite(v[j]) && v[j] >= 0);
+		}
 	}
 	FUZZ_CHECK(d->n_gpus >= 1 && d->n_gpus <= PLAN_MAX_TYPES);
 	for (int g = 0; g < d->n_gpus; g++) {
