@@ -333,13 +333,18 @@ out:
 static bool cell_parse(const struct arena_world *w, const char *key,
 		       int *type, int *nodes, int *per, bool *known)
 {
-	char tname[32];
+	char tname[32], canon[80];
 	int n1, n2, m, used = 0;
 
 	if (sscanf(key, "%d_%31[^_]_%d_n_%d_%n", &n1, tname, &n2, &m,
 		   &used) != 4 || used == 0 || strcmp(key + used, "d") != 0)
 		return false;
 	if (n1 != n2 || n1 < 1 || m < 1 || m > 1024 || n1 > 1 << 20)
+		return false;
+	/* Only the canonical spelling (no sign, space or leading zero): two
+	 * spellings of one cell would be two entries of the database. */
+	snprintf(canon, sizeof(canon), "%d_%s_%d_n_%d_d", n1, tname, n1, m);
+	if (strcmp(canon, key) != 0)
 		return false;
 	*type = type_index(w, tname);
 	*known = *type >= 0;
@@ -363,10 +368,13 @@ static bool model_key_parse(const char *key, char *family, size_t flen,
 	if (s == key || (size_t)(b - s - 1) >= slen ||
 	    (size_t)(s - key) >= flen)
 		return false;
+	/* Digits without a leading zero: one model, batch and cell has one
+	 * key. */
+	if (b[1] < '1' || b[1] > '9')
+		return false;
 	errno = 0;
 	*batch = strtol(b + 1, &end, 10);
-	if (b[1] == '\0' || *end != '\0' || errno || *batch < 1 ||
-	    *batch > 1 << 24)
+	if (*end != '\0' || errno || *batch < 1 || *batch > 1 << 24)
 		return false;
 	memcpy(family, key, (size_t)(s - key));
 	family[s - key] = '\0';

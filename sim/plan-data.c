@@ -118,14 +118,19 @@ static int gpu_find(const struct plan_data *d, const char *type)
 int plan_cell_parse(const struct plan_data *d, const char *name, int *gpu,
 		    copus_planner_cell *cell, char *err, size_t errlen)
 {
-	char type[16];
+	char type[16], canon[PLAN_NAME_LEN];
 	int nodes, nodes2, gpn, used = 0, g;
 
+	/* Only the canonical spelling (no sign, space or leading zero), so
+	 * that one cell has one name in every file that names it. */
 	if (strlen(name) >= PLAN_NAME_LEN ||
 	    sscanf(name, "%d_%15[a-z0-9]_%d_n_%d_d%n", &nodes, type, &nodes2,
 		   &gpn, &used) != 4 ||
 	    used != (int)strlen(name) || nodes < 1 || gpn < 1 ||
-	    nodes != nodes2 || nodes > 4096 || gpn > 4096) {
+	    nodes != nodes2 || nodes > 4096 || gpn > 4096 ||
+	    snprintf(canon, sizeof(canon), "%d_%s_%d_n_%d_d", nodes, type,
+		     nodes, gpn) >= (int)sizeof(canon) ||
+	    strcmp(canon, name) != 0) {
 		snprintf(err, errlen,
 			 "cell '%s' is not <nodes>_<type>_<nodes>_n_<gpus per "
 			 "node>_d (e.g. 2_a40_2_n_2_d)",
@@ -841,8 +846,12 @@ static int split_key(const struct plan_data *d, const char *key, int *model,
 		return -1;
 	memcpy(name, key, (size_t)(u - key));
 	name[u - key] = '\0';
+	/* Digits without a leading zero: one model, batch and cell has one
+	 * key. */
+	if (u[1] < '1' || u[1] > '9')
+		return -1;
 	b = strtol(u + 1, &end, 10);
-	if (u[1] == '\0' || *end != '\0' || b < 1 || b > 1 << 24)
+	if (*end != '\0' || b < 1 || b > 1 << 24)
 		return -1;
 	*model = plan_model_find(d, name);
 	*batch = (int)b;
@@ -927,6 +936,21 @@ int plan_prof_load(const char *path, const struct plan_data *d,
 				break;
 			}
 			snprintf(r.cell_name, sizeof(r.cell_name), "%s", cell);
+			/* "bert_1B" and Arena's "bert__1B" are one model: a
+			 * time given under both is given twice. */
+			for (size_t i = 0; i < *n && rc == COPUS_OK; i++)
+				if ((*rows)[i].model == r.model &&
+				    (*rows)[i].batch == r.batch &&
+				    strcmp((*rows)[i].cell_name, cell) == 0) {
+					snprintf(err, errlen,
+						 "%s: 'optimal.%s.%s': the "
+						 "model, batch and cell of an "
+						 "earlier key",
+						 path, key, cell);
+					rc = COPUS_EPARSE;
+				}
+			if (rc)
+				break;
 			rc = rows_push(rows, n, &cap, &r);
 			if (rc)
 				break;

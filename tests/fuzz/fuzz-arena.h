@@ -113,6 +113,14 @@ static inline void fuzz_arena_check(const struct arena_world *w)
 		FUZZ_CHECK(e->nodes >= 1 && e->per >= 1);
 		FUZZ_CHECK(isfinite(e->seconds) &&
 			   (e->seconds > 0 || e->seconds == -1));
+		/* One entry a model, batch and cell. */
+		for (size_t k = 0; k < i; k++)
+			FUZZ_CHECK(w->db[k].family != e->family ||
+				   w->db[k].size != e->size ||
+				   w->db[k].batch != e->batch ||
+				   w->db[k].type != e->type ||
+				   w->db[k].nodes != e->nodes ||
+				   w->db[k].per != e->per);
 	}
 	FUZZ_CHECK(w->nmodels >= 1 && w->models != NULL);
 	for (size_t m = 0; m < w->nmodels; m++) {

@@ -32,6 +32,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < n; i++) {
 		FUZZ_CHECK(rows[i].seconds != 0);
 		fuzz_plan_check_row(d, &rows[i]);
+		/* One time a model, batch and cell. */
+		for (size_t k = 0; k < i; k++)
+			FUZZ_CHECK(rows[k].model != rows[i].model ||
+				   rows[k].batch != rows[i].batch ||
+				   rows[k].gpu != rows[i].gpu ||
+				   rows[k].cell.nodes != rows[i].cell.nodes ||
+				   rows[k].cell.gpus_per_node !=
+					   rows[i].cell.gpus_per_node);
 	}
 	free(rows);
 	return 0;

@@ -25,7 +25,7 @@ static void check_cell(const struct plan_data *d, const uint8_t *data,
 	if (rc == COPUS_OK) {
 		FUZZ_CHECK(gpu >= 0 && gpu < d->n_gpus);
 		FUZZ_CHECK(cell.nodes >= 1 && cell.gpus_per_node >= 1);
-		FUZZ_CHECK(strlen(name) < PLAN_NAME_LEN);
+		FUZZ_CHECK(fuzz_plan_canonical(d, gpu, &cell, name));
 	} else {
 		FUZZ_CHECK(rc == COPUS_EPARSE || rc == COPUS_EINVAL);
 		FUZZ_CHECK(strncmp(err, "cell '", 6) == 0);

@@ -80,6 +80,18 @@ static inline const struct plan_data *fuzz_plan_fixture(void)
 	FUZZ_CHECK(strnlen((s), sizeof(s)) >= 1 &&                            \
 		   strnlen((s), sizeof(s)) < sizeof(s))
 
+/* Whether name is the one spelling of a cell of type gpu. */
+static inline int fuzz_plan_canonical(const struct plan_data *d, int gpu,
+				      const copus_planner_cell *cell,
+				      const char *name)
+{
+	char canon[PLAN_NAME_LEN];
+
+	snprintf(canon, sizeof(canon), "%d_%s_%d_n_%d_d", cell->nodes,
+		 d->gpus[gpu].type, cell->nodes, cell->gpus_per_node);
+	return strcmp(canon, name) == 0;
+}
+
 /* A row of a measurement or query file that d accepted. */
 static inline void fuzz_plan_check_row(const struct plan_data *d,
 				const struct plan_row *r)
@@ -89,6 +101,7 @@ static inline void fuzz_plan_check_row(const struct plan_data *d,
 	FUZZ_CHECK(r->batch >= 1);
 	FUZZ_CHECK(r->cell.nodes >= 1 && r->cell.gpus_per_node >= 1);
 	FUZZ_NAME_OK(r->cell_name);
+	FUZZ_CHECK(fuzz_plan_canonical(d, r->gpu, &r->cell, r->cell_name));
 	FUZZ_CHECK(isfinite(r->seconds) &&
 		   (r->seconds > 0 || r->seconds == -1 || r->seconds == 0));
 }
