@@ -427,12 +427,23 @@ static int read_devices(const char *path, struct plan_data *d, char *err,
 			rc = COPUS_EPARSE;
 			break;
 		}
-		if (strlen(type) >= sizeof(d->gpus[0].type) ||
-		    gpu_find(d, type) >= 0 || d->n_gpus == PLAN_MAX_TYPES) {
+		/* What a cell name can carry (plan_cell_parse). */
+		if (type[0] == '\0' ||
+		    strlen(type) >= sizeof(d->gpus[0].type) ||
+		    type[strspn(type, "abcdefghijklmnopqrstuvwxyz"
+				      "0123456789")] != '\0') {
 			snprintf(err, errlen,
-				 "%s: device '%s': name too long, listed "
-				 "twice or too many devices",
-				 path, type);
+				 "%s: device %zu: field 'gpu_type': '%s' is "
+				 "not 1 to %zu lower-case letters and digits",
+				 path, i, type, sizeof(d->gpus[0].type) - 1);
+			rc = COPUS_EPARSE;
+			break;
+		}
+		if (gpu_find(d, type) >= 0 || d->n_gpus == PLAN_MAX_TYPES) {
+			snprintf(err, errlen,
+				 "%s: device '%s': listed twice or more than "
+				 "%d devices",
+				 path, type, PLAN_MAX_TYPES);
 			rc = COPUS_EPARSE;
 			break;
 		}
