@@ -603,6 +603,46 @@ static int field_long(const struct csv *c, size_t r, int col, long lo,
 	return COPUS_OK;
 }
 
+/* Jobs by name, then by line. */
+static int job_cmp(const void *a, const void *b)
+{
+	const struct arena_job *x = *(const struct arena_job *const *)a;
+	const struct arena_job *y = *(const struct arena_job *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/*
+ * A job id names one job: the summary keys each job's completion time by
+ * it. An error names the second line that holds an id.
+ */
+static int job_ids_unique(const char *path, const struct arena_world *w,
+			  char *err, size_t len)
+{
+	const struct arena_job **by = malloc(w->njobs * sizeof(*by));
+	const struct arena_job *dup = NULL, *first = NULL;
+
+	if (by == NULL) {
+		snprintf(err, len, "%s: out of memory", path);
+		return COPUS_ENOMEM;
+	}
+	for (size_t i = 0; i < w->njobs; i++)
+		by[i] = &w->jobs[i];
+	qsort(by, w->njobs, sizeof(*by), job_cmp);
+	for (size_t i = 1; i < w->njobs; i++)
+		if (strcmp(by[i - 1]->name, by[i]->name) == 0 &&
+		    (dup == NULL || by[i]->line < dup->line)) {
+			first = by[i - 1];
+			dup = by[i];
+		}
+	if (dup != NULL)
+		snprintf(err, len, "%s:%ld: job_id: '%s' is already the id of "
+			 "line %ld", path, dup->line, dup->name, first->line);
+	free(by);
+	return dup != NULL ? COPUS_EPARSE : COPUS_OK;
+}
+
 int arena_trace_read(const char *path, struct arena_world *w, char *err,
 		     size_t len)
 {
@@ -734,7 +774,7 @@ int arena_trace_read(const char *path, struct arena_world *w, char *err,
 		j->model = (int)m;
 		w->njobs++;
 	}
-	rc = COPUS_OK;
+	rc = job_ids_unique(path, w, err, len);
 out:
 	sim_csv_free(&c);
 	return rc;

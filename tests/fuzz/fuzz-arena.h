@@ -161,6 +161,9 @@ static inline void fuzz_arena_check(const struct arena_world *w)
 		FUZZ_CHECK(j->model >= 0 && (size_t)j->model < w->nmodels);
 		FUZZ_CHECK(fuzz_arena_job_size(j->gpus));
 		FUZZ_CHECK(j->type >= 0 && j->type < w->ntypes);
+		/* The summary keys completion times by job id. */
+		for (size_t k = 0; k < i; k++)
+			FUZZ_CHECK(strcmp(w->jobs[k].name, j->name) != 0);
 	}
 	FUZZ_CHECK(isfinite(w->first_submit) && w->first_submit >= 0);
 }
