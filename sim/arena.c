@@ -615,7 +615,7 @@ static int job_cmp(const void *a, const void *b)
 
 /*
  * A job id names one job: the summary keys each job's completion time by
- * it. An error names the second line that holds an id.
+ * it. An error names the first line that repeats an id.
  */
 static int job_ids_unique(const char *path, const struct arena_world *w,
 			  char *err, size_t len)
