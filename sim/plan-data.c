@@ -631,7 +631,9 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 				    "seconds";
 	FILE *f = fopen(path, "r");
 	struct lsq(*sums)[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
-	char line[4096];
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t len;
 	long ln = 0;
 	int rc = COPUS_OK;
 
@@ -645,7 +647,8 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 		fclose(f);
 		return COPUS_ENOMEM;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	/* Whole lines, however long, so that an error names the right one. */
+	while ((len = getline(&line, &linecap, f)) >= 0) {
 		char *fld[6];
 		int gpu, size, across, coll, bytes;
 		copus_planner_cell cell;
@@ -653,6 +656,12 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 		double elems, secs;
 
 		ln++;
+		if (memchr(line, '\0', (size_t)len) != NULL) {
+			snprintf(err, errlen, "%s:%ld: a NUL byte in the line",
+				 path, ln);
+			rc = COPUS_EPARSE;
+			break;
+		}
 		line[strcspn(line, "\r\n")] = '\0';
 		if (ln == 1) {
 			if (strcmp(line, header) != 0) {
@@ -746,6 +755,7 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 			coll_factor(coll, size) * elems * bytes, secs);
 	}
 	fclose(f);
+	free(line);
 	if (rc) {
 		free(sums);
 		return rc;

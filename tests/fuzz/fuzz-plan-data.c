@@ -7,8 +7,8 @@
  * a file the input does not reach is missing from the directory. Loaded
  * data must hold models the planner can describe, GPU types with positive
  * peaks and memories, and finite, non-negative collective constants; a
- * rejection names the file at fault, and freeing after either leaks
- * nothing.
+ * rejection names the file at fault (and a line it has), and freeing
+ * after either leaks nothing.
  */
 #define _GNU_SOURCE /* memmem */
 #include "fuzz-plan.h"
@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *p = data, *end = data + size;
 	char err[SIM_ERR_LEN] = "";
 	struct plan_data d;
-	int rc, named = 0;
+	long lines[3] = { 0, 0, 0 };
+	int rc, named = -1;
 
 	if (dir[0] == '\0') {
 		snprintf(dir, sizeof(dir), "%s/planner", fuzz_scratch());
@@ -37,17 +38,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		const uint8_t *sep = memmem(p, (size_t)(end - p), "\n%%\n", 4);
+		const uint8_t *e = sep ? sep + 1 : end;
 
-		fuzz_write_file(path, p, (size_t)((sep ? sep + 1 : end) - p));
+		fuzz_write_file(path, p, (size_t)(e - p));
+		/* Lines of the file, the last one perhaps without '\n'. */
+		for (const uint8_t *q = p; q < e; q++)
+			lines[i] += *q == '\n' || q + 1 == e;
 		p = sep ? sep + 4 : NULL;
 	}
 	rc = plan_data_load(dir, &d, err, sizeof(err));
 	if (rc != COPUS_OK) {
 		FUZZ_CHECK(rc < 0 && strstr(err, dir) == err);
+		const char *at = err + strlen(dir) + 1;
+
 		for (int i = 0; i < 3; i++)
-			named |= strncmp(err + strlen(dir) + 1, files[i],
-					 strlen(files[i])) == 0;
-		FUZZ_CHECK(named);
+			if (strncmp(at, files[i], strlen(files[i])) == 0)
+				named = i;
+		FUZZ_CHECK(named >= 0);
+		/* A line an error names is a line of the file. */
+		at += strlen(files[named]);
+		if (at[0] == ':' && at[1] >= '0' && at[1] <= '9')
+			FUZZ_CHECK(strtol(at + 1, NULL, 10) >= 1 &&
+				   strtol(at + 1, NULL, 10) <= lines[named]);
 		FUZZ_CHECK(d.models == NULL && d.n_models == 0 &&
 			   d.n_gpus == 0);
 		return 0;
