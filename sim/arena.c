@@ -67,6 +67,10 @@ static int json_read(const char *path, json_object **out, char *err,
 		rc = COPUS_EIO;
 		goto out;
 	}
+	if (n == 0) {
+		snprintf(err, len, "%s: empty, not JSON", path);
+		goto out;
+	}
 	tok = json_tokener_new();
 	if (tok == NULL) {
 		rc = COPUS_ENOMEM;
@@ -82,7 +86,9 @@ static int json_read(const char *path, json_object **out, char *err,
 			end++;
 		if (*out != NULL && end == n)
 			goto ok;
-		for (size_t i = 0; i < end && i < n; i++)
+		/* A file's last newline ends its last line: the end of the
+		 * file is on that line. */
+		for (size_t i = 0; i < end && i + 1 < n; i++)
 			line += buf[i] == '\n';
 		snprintf(err, len, "%s:%zu: not JSON: %s", path, line,
 			 *out == NULL ? (e == json_tokener_continue ?

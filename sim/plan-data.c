@@ -332,10 +332,17 @@ static int read_json(const char *path, struct json_object **out, char *err,
 	}
 	*out = json_tokener_parse_ex(tok, text, (int)len);
 	enum json_tokener_error je = json_tokener_get_error(tok);
-	if (*out == NULL || je != json_tokener_success) {
+	if (len == 0) {
+		snprintf(err, errlen, "%s: empty, not JSON", path);
+		json_object_put(*out);
+		*out = NULL;
+		rc = COPUS_EPARSE;
+	} else if (*out == NULL || je != json_tokener_success) {
 		size_t at = json_tokener_get_parse_end(tok);
 		long line = 1;
-		for (size_t i = 0; i < at && i < (size_t)len; i++)
+		/* A file's last newline ends its last line: the end of the
+		 * file is on that line. */
+		for (size_t i = 0; i < at && i + 1 < (size_t)len; i++)
 			line += text[i] == '\n';
 		if (je == json_tokener_continue)
 			snprintf(err, errlen, "%s:%ld: JSON ends too early",

@@ -13,9 +13,8 @@
 #define _GNU_SOURCE /* memmem */
 #include "fuzz-arena.h"
 
-static const char *const files[3] = { "resources/sim_cluster_spec.json",
-				      "database/prof_database.json",
-				      "planner/models.csv" };
+/* The fuzzed files, in the input's order (fuzz_arena_files). */
+static const int files[3] = { 0, 1, 3 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -32,11 +31,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *sep;
 
 		if (p == NULL) {
-			fuzz_arena_put(files[i], NULL, 0);
+			fuzz_arena_put(fuzz_arena_files[files[i]], NULL, 0);
 			continue;
 		}
 		sep = memmem(p, (size_t)(end - p), "\n%%\n", 4);
-		fuzz_arena_put(files[i], p,
+		fuzz_arena_put(fuzz_arena_files[files[i]], p,
 			       (size_t)((sep ? sep + 1 : end) - p));
 		p = sep ? sep + 4 : NULL;
 	}

@@ -53,6 +53,20 @@ static inline const char *fuzz_arena_dir(void)
 	return dir;
 }
 
+/* The files of the world and the lines each holds now. */
+static const char *const fuzz_arena_files[] = {
+	"resources/sim_cluster_spec.json", "database/prof_database.json",
+	"traces/simulate_trace_philly.csv", "planner/models.csv"
+};
+
+static inline long *fuzz_arena_lines(void)
+{
+	static long lines[sizeof(fuzz_arena_files) /
+			  sizeof(*fuzz_arena_files)];
+
+	return lines;
+}
+
 /* Write (or, for data NULL, remove) the file name of the world. */
 static inline void fuzz_arena_put(const char *name, const uint8_t *data,
 				  size_t size)
@@ -64,6 +78,11 @@ static inline void fuzz_arena_put(const char *name, const uint8_t *data,
 		unlink(path);
 	else
 		fuzz_write_file(path, data, size);
+	for (size_t i = 0;
+	     i < sizeof(fuzz_arena_files) / sizeof(*fuzz_arena_files); i++)
+		if (strcmp(fuzz_arena_files[i], name) == 0)
+			fuzz_arena_lines()[i] =
+				data ? fuzz_lines(data, size) : 0;
 }
 
 /* The NUL-terminated name of 1 to sizeof(s) - 1 characters. */
@@ -170,7 +189,8 @@ static inline void fuzz_arena_check(const struct arena_world *w)
 
 /*
  * Read the world; on rejection the error names one of its files (or the
- * directory itself) and the world is left empty; on acceptance it must
+ * directory itself), and a line of that file if any, and the world is left
+ * empty; on acceptance it must
  * hold; either way freeing leaves nothing behind.
  */
 static inline void fuzz_arena_read(void)
@@ -183,6 +203,17 @@ static inline void fuzz_arena_read(void)
 	rc = arena_world_read(dir, &w, err, sizeof(err));
 	if (rc != COPUS_OK) {
 		FUZZ_CHECK(rc < 0 && strstr(err, dir) == err);
+		/* A line an error names is a line of the file. */
+		for (size_t i = 0; i < sizeof(fuzz_arena_files) /
+					       sizeof(*fuzz_arena_files);
+		     i++) {
+			char path[600];
+
+			snprintf(path, sizeof(path), "%s/%s", dir,
+				 fuzz_arena_files[i]);
+			FUZZ_CHECK(fuzz_error_line_ok(err, path,
+						      fuzz_arena_lines()[i]));
+		}
 		FUZZ_CHECK(w.ntypes == 0 && w.db == NULL && w.models == NULL &&
 			   w.jobs == NULL && w.njobs == 0);
 		return;

@@ -23,6 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[SIM_ERR_LEN] = "";
 	struct plan_data d;
 	long lines[3] = { 0, 0, 0 };
+	char path[600];
 	int rc, named = -1;
 
 	if (dir[0] == '\0') {
@@ -30,8 +31,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(mkdir(dir, 0700) == 0);
 	}
 	for (int i = 0; i < 3; i++) {
-		char path[600];
-
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 		if (p == NULL) {
 			unlink(path);
@@ -41,9 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *e = sep ? sep + 1 : end;
 
 		fuzz_write_file(path, p, (size_t)(e - p));
-		/* Lines of the file, the last one perhaps without '\n'. */
-		for (const uint8_t *q = p; q < e; q++)
-			lines[i] += *q == '\n' || q + 1 == e;
+		lines[i] = fuzz_lines(p, (size_t)(e - p));
 		p = sep ? sep + 4 : NULL;
 	}
 	rc = plan_data_load(dir, &d, err, sizeof(err));
@@ -56,10 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				named = i;
 		FUZZ_CHECK(named >= 0);
 		/* A line an error names is a line of the file. */
-		at += strlen(files[named]);
-		if (at[0] == ':' && at[1] >= '0' && at[1] <= '9')
-			FUZZ_CHECK(strtol(at + 1, NULL, 10) >= 1 &&
-				   strtol(at + 1, NULL, 10) <= lines[named]);
+		snprintf(path, sizeof(path), "%s/%s", dir, files[named]);
+		FUZZ_CHECK(fuzz_error_line_ok(err, path, lines[named]));
 		FUZZ_CHECK(d.models == NULL && d.n_models == 0 &&
 			   d.n_gpus == 0);
 		return 0;

@@ -25,6 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = plan_prof_load(path, d, &rows, &n, err, sizeof(err));
 	if (rc != COPUS_OK) {
 		FUZZ_CHECK(rc < 0 && strstr(err, path) == err);
+		FUZZ_CHECK(fuzz_error_line_ok(err, path,
+					      fuzz_lines(data, size)));
 		FUZZ_CHECK(rows == NULL && n == 0);
 		return 0;
 	}

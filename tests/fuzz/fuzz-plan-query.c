@@ -50,6 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = plan_query_load(path, d, &rows, &n, err, sizeof(err));
 	if (rc != COPUS_OK) {
 		FUZZ_CHECK(rc < 0 && strstr(err, path) == err);
+		FUZZ_CHECK(fuzz_error_line_ok(err, path,
+					      fuzz_lines(data, size)));
 		FUZZ_CHECK(rows == NULL && n == 0);
 	} else {
 		FUZZ_CHECK(n == 0 || rows != NULL);
@@ -64,8 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(est != NULL);
 	err[0] = '\0';
 	rc = plan_crius_load(path, d, rows, n, est, err, sizeof(err));
-	if (rc != COPUS_OK)
+	if (rc != COPUS_OK) {
 		FUZZ_CHECK(rc < 0 && strstr(err, path) == err);
+		FUZZ_CHECK(fuzz_error_line_ok(err, path,
+					      fuzz_lines(data, size)));
+	}
 	for (size_t i = 0; i < n; i++)
 		FUZZ_CHECK(est[i] == -1 || (isfinite(est[i]) && est[i] > 0));
 	free(est);
