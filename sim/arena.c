@@ -67,6 +67,10 @@ static int json_read(const char *path, json_object **out, char *err,
 		rc = COPUS_EIO;
 		goto out;
 	}
+	if (n == 0) {
+		snprintf(err, len, "%s: empty, not JSON", path);
+		goto out;
+	}
 	tok = json_tokener_new();
 	if (tok == NULL) {
 		rc = COPUS_ENOMEM;
@@ -82,7 +86,9 @@ static int json_read(const char *path, json_object **out, char *err,
 			end++;
 		if (*out != NULL && end == n)
 			goto ok;
-		for (size_t i = 0; i < end && i < n; i++)
+		/* A file's last newline ends its last line: the end of the
+		 * file is on that line. */
+		for (size_t i = 0; i < end && i + 1 < n; i++)
 			line += buf[i] == '\n';
 		snprintf(err, len, "%s:%zu: not JSON: %s", path, line,
 			 *out == NULL ? (e == json_tokener_continue ?
@@ -333,13 +339,18 @@ out:
 static bool cell_parse(const struct arena_world *w, const char *key,
 		       int *type, int *nodes, int *per, bool *known)
 {
-	char tname[32];
+	char tname[32], canon[80];
 	int n1, n2, m, used = 0;
 
 	if (sscanf(key, "%d_%31[^_]_%d_n_%d_%n", &n1, tname, &n2, &m,
 		   &used) != 4 || used == 0 || strcmp(key + used, "d") != 0)
 		return false;
 	if (n1 != n2 || n1 < 1 || m < 1 || m > 1024 || n1 > 1 << 20)
+		return false;
+	/* Only the canonical spelling (no sign, space or leading zero): two
+	 * spellings of one cell would be two entries of the database. */
+	snprintf(canon, sizeof(canon), "%d_%s_%d_n_%d_d", n1, tname, n1, m);
+	if (strcmp(canon, key) != 0)
 		return false;
 	*type = type_index(w, tname);
 	*known = *type >= 0;
@@ -363,10 +374,13 @@ static bool model_key_parse(const char *key, char *family, size_t flen,
 	if (s == key || (size_t)(b - s - 1) >= slen ||
 	    (size_t)(s - key) >= flen)
 		return false;
+	/* Digits without a leading zero: one model, batch and cell has one
+	 * key. */
+	if (b[1] < '1' || b[1] > '9')
+		return false;
 	errno = 0;
 	*batch = strtol(b + 1, &end, 10);
-	if (b[1] == '\0' || *end != '\0' || errno || *batch < 1 ||
-	    *batch > 1 << 24)
+	if (*end != '\0' || errno || *batch < 1 || *batch > 1 << 24)
 		return false;
 	memcpy(family, key, (size_t)(s - key));
 	family[s - key] = '\0';
@@ -595,6 +609,46 @@ static int field_long(const struct csv *c, size_t r, int col, long lo,
 	return COPUS_OK;
 }
 
+/* Jobs by name, then by line. */
+static int job_cmp(const void *a, const void *b)
+{
+	const struct arena_job *x = *(const struct arena_job *const *)a;
+	const struct arena_job *y = *(const struct arena_job *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/*
+ * A job id names one job: the summary keys each job's completion time by
+ * it. An error names the first line that repeats an id.
+ */
+static int job_ids_unique(const char *path, const struct arena_world *w,
+			  char *err, size_t len)
+{
+	const struct arena_job **by = malloc(w->njobs * sizeof(*by));
+	const struct arena_job *dup = NULL, *first = NULL;
+
+	if (by == NULL) {
+		snprintf(err, len, "%s: out of memory", path);
+		return COPUS_ENOMEM;
+	}
+	for (size_t i = 0; i < w->njobs; i++)
+		by[i] = &w->jobs[i];
+	qsort(by, w->njobs, sizeof(*by), job_cmp);
+	for (size_t i = 1; i < w->njobs; i++)
+		if (strcmp(by[i - 1]->name, by[i]->name) == 0 &&
+		    (dup == NULL || by[i]->line < dup->line)) {
+			first = by[i - 1];
+			dup = by[i];
+		}
+	if (dup != NULL)
+		snprintf(err, len, "%s:%ld: job_id: '%s' is already the id of "
+			 "line %ld", path, dup->line, dup->name, first->line);
+	free(by);
+	return dup != NULL ? COPUS_EPARSE : COPUS_OK;
+}
+
 int arena_trace_read(const char *path, struct arena_world *w, char *err,
 		     size_t len)
 {
@@ -726,7 +780,7 @@ int arena_trace_read(const char *path, struct arena_world *w, char *err,
 		j->model = (int)m;
 		w->njobs++;
 	}
-	rc = COPUS_OK;
+	rc = job_ids_unique(path, w, err, len);
 out:
 	sim_csv_free(&c);
 	return rc;

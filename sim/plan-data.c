@@ -31,6 +31,18 @@ static int read_json(const char *path, struct json_object **out, char *err,
 #define PRIOR_EFFICIENCY_HALF 2.0
 #define PRIOR_EFFICIENCY_SINGLE 0.5
 
+/*
+ * Bounds of what a device or a measured collective may say. Beyond them
+ * the products and weighted sums of the fits leave the doubles (a peak of
+ * 1e300 GFLOP/s is an infinite FLOP/s; a time of 1e-200 s an infinite
+ * weight), and no real device or measurement comes near them.
+ */
+#define MAX_PEAK_GFLOPS 1e9    /* an exaFLOP/s */
+#define MAX_MEMORY_MB 1e9      /* a petabyte */
+#define MIN_COMM_SECONDS 1e-9  /* a nanosecond */
+#define MAX_COMM_SECONDS 1e6   /* eleven days */
+#define MAX_COMM_ELEMENTS 1e15 /* several petabytes */
+
 /* The efficiency class of a described model. */
 static int kind_of(const copus_planner_desc *d)
 {
@@ -106,14 +118,19 @@ static int gpu_find(const struct plan_data *d, const char *type)
 int plan_cell_parse(const struct plan_data *d, const char *name, int *gpu,
 		    copus_planner_cell *cell, char *err, size_t errlen)
 {
-	char type[16];
+	char type[16], canon[PLAN_NAME_LEN];
 	int nodes, nodes2, gpn, used = 0, g;
 
+	/* Only the canonical spelling (no sign, space or leading zero), so
+	 * that one cell has one name in every file that names it. */
 	if (strlen(name) >= PLAN_NAME_LEN ||
 	    sscanf(name, "%d_%15[a-z0-9]_%d_n_%d_d%n", &nodes, type, &nodes2,
 		   &gpn, &used) != 4 ||
 	    used != (int)strlen(name) || nodes < 1 || gpn < 1 ||
-	    nodes != nodes2 || nodes > 4096 || gpn > 4096) {
+	    nodes != nodes2 || nodes > 4096 || gpn > 4096 ||
+	    snprintf(canon, sizeof(canon), "%d_%s_%d_n_%d_d", nodes, type,
+		     nodes, gpn) >= (int)sizeof(canon) ||
+	    strcmp(canon, name) != 0) {
 		snprintf(err, errlen,
 			 "cell '%s' is not <nodes>_<type>_<nodes>_n_<gpus per "
 			 "node>_d (e.g. 2_a40_2_n_2_d)",
@@ -220,8 +237,24 @@ static int read_models(const char *path, struct plan_data *d, char *err,
 		struct plan_model *m = &d->models[d->n_models];
 		int n;
 
+		/* A size of letters, digits and dots keeps the model's name
+		 * "<family>_<size>" apart from Arena's "<family>__<size>",
+		 * which plan_model_find() reads as the same model. */
+		const char *size = c.rows[r][cs];
+
+		if (size[0] == '\0' ||
+		    size[strspn(size, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				      "abcdefghijklmnopqrstuvwxyz"
+				      "0123456789.")] != '\0') {
+			snprintf(err, errlen,
+				 "%s:%ld: field 'size': '%s' is not letters, "
+				 "digits and dots",
+				 path, c.lines[r], size);
+			rc = COPUS_EPARSE;
+			goto out;
+		}
 		if (snprintf(m->name, sizeof(m->name), "%s_%s", c.rows[r][cf],
-			     c.rows[r][cs]) >= (int)sizeof(m->name)) {
+			     size) >= (int)sizeof(m->name)) {
 			snprintf(err, errlen, "%s:%ld: field 'size': too long",
 				 path, c.lines[r]);
 			rc = COPUS_EPARSE;
@@ -299,10 +332,17 @@ static int read_json(const char *path, struct json_object **out, char *err,
 	}
 	*out = json_tokener_parse_ex(tok, text, (int)len);
 	enum json_tokener_error je = json_tokener_get_error(tok);
-	if (*out == NULL || je != json_tokener_success) {
+	if (len == 0) {
+		snprintf(err, errlen, "%s: empty, not JSON", path);
+		json_object_put(*out);
+		*out = NULL;
+		rc = COPUS_EPARSE;
+	} else if (*out == NULL || je != json_tokener_success) {
 		size_t at = json_tokener_get_parse_end(tok);
 		long line = 1;
-		for (size_t i = 0; i < at && i < (size_t)len; i++)
+		/* A file's last newline ends its last line: the end of the
+		 * file is on that line. */
+		for (size_t i = 0; i < at && i + 1 < (size_t)len; i++)
 			line += text[i] == '\n';
 		if (je == json_tokener_continue)
 			snprintf(err, errlen, "%s:%ld: JSON ends too early",
@@ -375,31 +415,42 @@ static int read_devices(const char *path, struct plan_data *d, char *err,
 		}
 		type = json_object_get_string(t);
 		if (json_number(e, "peak_gflops_per_second", &gflops) ||
-		    !(gflops > 0.0)) {
+		    !(gflops > 0.0) || gflops > MAX_PEAK_GFLOPS) {
 			snprintf(err, errlen,
 				 "%s: device '%s': field "
 				 "'peak_gflops_per_second' is not a positive "
-				 "number",
-				 path, type);
+				 "number up to %g",
+				 path, type, MAX_PEAK_GFLOPS);
 			rc = COPUS_EPARSE;
 			break;
 		}
 		if (json_number(e, "total_gpu_mem_size_mb", &mb) ||
-		    !(mb > 0.0)) {
+		    !(mb > 0.0) || mb > MAX_MEMORY_MB) {
 			snprintf(err, errlen,
 				 "%s: device '%s': field "
 				 "'total_gpu_mem_size_mb' is not a positive "
-				 "number",
-				 path, type);
+				 "number up to %g",
+				 path, type, MAX_MEMORY_MB);
 			rc = COPUS_EPARSE;
 			break;
 		}
-		if (strlen(type) >= sizeof(d->gpus[0].type) ||
-		    gpu_find(d, type) >= 0 || d->n_gpus == PLAN_MAX_TYPES) {
+		/* What a cell name can carry (plan_cell_parse). */
+		if (type[0] == '\0' ||
+		    strlen(type) >= sizeof(d->gpus[0].type) ||
+		    type[strspn(type, "abcdefghijklmnopqrstuvwxyz"
+				      "0123456789")] != '\0') {
 			snprintf(err, errlen,
-				 "%s: device '%s': name too long, listed "
-				 "twice or too many devices",
-				 path, type);
+				 "%s: device %zu: field 'gpu_type': '%s' is "
+				 "not 1 to %zu lower-case letters and digits",
+				 path, i, type, sizeof(d->gpus[0].type) - 1);
+			rc = COPUS_EPARSE;
+			break;
+		}
+		if (gpu_find(d, type) >= 0 || d->n_gpus == PLAN_MAX_TYPES) {
+			snprintf(err, errlen,
+				 "%s: device '%s': listed twice or more than "
+				 "%d devices",
+				 path, type, PLAN_MAX_TYPES);
 			rc = COPUS_EPARSE;
 			break;
 		}
@@ -587,7 +638,9 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 				    "seconds";
 	FILE *f = fopen(path, "r");
 	struct lsq(*sums)[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
-	char line[4096];
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t len;
 	long ln = 0;
 	int rc = COPUS_OK;
 
@@ -601,7 +654,8 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 		fclose(f);
 		return COPUS_ENOMEM;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	/* Whole lines, however long, so that an error names the right one. */
+	while ((len = getline(&line, &linecap, f)) >= 0) {
 		char *fld[6];
 		int gpu, size, across, coll, bytes;
 		copus_planner_cell cell;
@@ -609,6 +663,12 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 		double elems, secs;
 
 		ln++;
+		if (memchr(line, '\0', (size_t)len) != NULL) {
+			snprintf(err, errlen, "%s:%ld: a NUL byte in the line",
+				 path, ln);
+			rc = COPUS_EPARSE;
+			break;
+		}
 		line[strcspn(line, "\r\n")] = '\0';
 		if (ln == 1) {
 			if (strcmp(line, header) != 0) {
@@ -679,20 +739,22 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 		char *e1, *e2;
 		elems = strtod(fld[3], &e1);
 		secs = strtod(fld[5], &e2);
-		if (*fld[3] == '\0' || *e1 != '\0' || !(elems >= 1.0)) {
+		if (*fld[3] == '\0' || *e1 != '\0' || !(elems >= 1.0) ||
+		    elems > MAX_COMM_ELEMENTS) {
 			snprintf(err, errlen,
 				 "%s:%ld: field 'elements': '%s' is not a "
-				 "positive number",
-				 path, ln, fld[3]);
+				 "number in 1..%g",
+				 path, ln, fld[3], MAX_COMM_ELEMENTS);
 			rc = COPUS_EPARSE;
 			break;
 		}
-		if (*fld[5] == '\0' || *e2 != '\0' || !(secs > 0.0) ||
-		    !isfinite(secs)) {
+		if (*fld[5] == '\0' || *e2 != '\0' ||
+		    !(secs >= MIN_COMM_SECONDS) || secs > MAX_COMM_SECONDS) {
 			snprintf(err, errlen,
 				 "%s:%ld: field 'seconds': '%s' is not a "
-				 "positive number",
-				 path, ln, fld[5]);
+				 "time in %g..%g",
+				 path, ln, fld[5], MIN_COMM_SECONDS,
+				 MAX_COMM_SECONDS);
 			rc = COPUS_EPARSE;
 			break;
 		}
@@ -700,6 +762,7 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 			coll_factor(coll, size) * elems * bytes, secs);
 	}
 	fclose(f);
+	free(line);
 	if (rc) {
 		free(sums);
 		return rc;
@@ -811,8 +874,12 @@ static int split_key(const struct plan_data *d, const char *key, int *model,
 		return -1;
 	memcpy(name, key, (size_t)(u - key));
 	name[u - key] = '\0';
+	/* Digits without a leading zero: one model, batch and cell has one
+	 * key. */
+	if (u[1] < '1' || u[1] > '9')
+		return -1;
 	b = strtol(u + 1, &end, 10);
-	if (u[1] == '\0' || *end != '\0' || b < 1 || b > 1 << 24)
+	if (*end != '\0' || b < 1 || b > 1 << 24)
 		return -1;
 	*model = plan_model_find(d, name);
 	*batch = (int)b;
@@ -897,6 +964,21 @@ int plan_prof_load(const char *path, const struct plan_data *d,
 				break;
 			}
 			snprintf(r.cell_name, sizeof(r.cell_name), "%s", cell);
+			/* "bert_1B" and Arena's "bert__1B" are one model: a
+			 * time given under both is given twice. */
+			for (size_t i = 0; i < *n && rc == COPUS_OK; i++)
+				if ((*rows)[i].model == r.model &&
+				    (*rows)[i].batch == r.batch &&
+				    strcmp((*rows)[i].cell_name, cell) == 0) {
+					snprintf(err, errlen,
+						 "%s: 'optimal.%s.%s': the "
+						 "model, batch and cell of an "
+						 "earlier key",
+						 path, key, cell);
+					rc = COPUS_EPARSE;
+				}
+			if (rc)
+				break;
 			rc = rows_push(rows, n, &cap, &r);
 			if (rc)
 				break;

@@ -128,4 +128,31 @@ static inline void fuzz_write_file(const char *path, const uint8_t *data,
 	FUZZ_CHECK(close(fd) == 0);
 }
 
+/* The lines of size bytes of a file, the last one perhaps without '\n'. */
+static inline long fuzz_lines(const uint8_t *data, size_t size)
+{
+	long n = 0;
+
+	for (size_t i = 0; i < size; i++)
+		n += data[i] == '\n' || i + 1 == size;
+	return n;
+}
+
+/*
+ * Whether an error that names the file at path ("PATH:N: ...") names a
+ * line 1..lines of it; an error that names no line of that file passes.
+ */
+static inline int fuzz_error_line_ok(const char *err, const char *path,
+				     long lines)
+{
+	size_t n = strlen(path);
+	long line;
+
+	if (strncmp(err, path, n) != 0 || err[n] != ':' || err[n + 1] < '0' ||
+	    err[n + 1] > '9')
+		return 1;
+	line = strtol(err + n + 1, NULL, 10);
+	return line >= 1 && line <= lines;
+}
+
 #endif /* COPUS_FUZZ_H */

@@ -18,7 +18,12 @@ FUZZ_REPLAY = \
 	tests/fuzz/replay-csv \
 	tests/fuzz/replay-workload \
 	tests/fuzz/replay-profile \
-	tests/fuzz/replay-manifest
+	tests/fuzz/replay-manifest \
+	tests/fuzz/replay-plan-query \
+	tests/fuzz/replay-plan-prof \
+	tests/fuzz/replay-plan-data \
+	tests/fuzz/replay-arena-trace \
+	tests/fuzz/replay-arena-spec
 check_PROGRAMS += $(FUZZ_REPLAY)
 
 FUZZ_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h
@@ -82,6 +87,44 @@ tests_fuzz_replay_manifest_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/manifest"'
 tests_fuzz_replay_manifest_LDADD = runtime/libcopus.la core/libcopus-core.la \
 	-lm
+
+# copus-plan's readers (sim/plan-data.c) and copus-sim --arena's
+# (sim/arena.c), each against small fixed files of the others (fuzz-plan.h,
+# fuzz-arena.h).
+tests_fuzz_replay_plan_query_SOURCES = tests/fuzz/fuzz-plan-query.c \
+	tests/fuzz/fuzz-plan.h $(FUZZ_SOURCES)
+tests_fuzz_replay_plan_query_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim \
+	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/plan-query"'
+tests_fuzz_replay_plan_query_LDADD = sim/libsim.la core/libcopus-core.la \
+	$(JSONC_LIBS) -lm
+
+tests_fuzz_replay_plan_prof_SOURCES = tests/fuzz/fuzz-plan-prof.c \
+	tests/fuzz/fuzz-plan.h $(FUZZ_SOURCES)
+tests_fuzz_replay_plan_prof_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim \
+	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/plan-prof"'
+tests_fuzz_replay_plan_prof_LDADD = sim/libsim.la core/libcopus-core.la \
+	$(JSONC_LIBS) -lm
+
+tests_fuzz_replay_plan_data_SOURCES = tests/fuzz/fuzz-plan-data.c \
+	tests/fuzz/fuzz-plan.h $(FUZZ_SOURCES)
+tests_fuzz_replay_plan_data_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim \
+	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/plan-data"'
+tests_fuzz_replay_plan_data_LDADD = sim/libsim.la core/libcopus-core.la \
+	$(JSONC_LIBS) -lm
+
+tests_fuzz_replay_arena_trace_SOURCES = tests/fuzz/fuzz-arena-trace.c \
+	tests/fuzz/fuzz-arena.h $(FUZZ_SOURCES)
+tests_fuzz_replay_arena_trace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim \
+	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/arena-trace"'
+tests_fuzz_replay_arena_trace_LDADD = sim/libsim.la core/libcopus-core.la \
+	$(JSONC_LIBS) -lm
+
+tests_fuzz_replay_arena_spec_SOURCES = tests/fuzz/fuzz-arena-spec.c \
+	tests/fuzz/fuzz-arena.h $(FUZZ_SOURCES)
+tests_fuzz_replay_arena_spec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim \
+	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/arena-spec"'
+tests_fuzz_replay_arena_spec_LDADD = sim/libsim.la core/libcopus-core.la \
+	$(JSONC_LIBS) -lm
 
 dist_noinst_SCRIPTS += tests/fuzz/run.sh
 EXTRA_DIST += tests/fuzz/corpus

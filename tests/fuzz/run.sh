@@ -5,7 +5,7 @@
 #   tests/fuzz/run.sh [EXECUTIONS] [TARGET...]
 #
 # TARGET: hint history params state elastic types csv workload profile
-# manifest
+# manifest plan-query plan-prof plan-data arena-trace arena-spec
 # (default: all). Needs clang and its libFuzzer runtime (Debian: clang-14,
 # libclang-rt-14-dev) and the libraries the build uses (json-c, nlopt,
 # xgboost, zlib). The targets are built with the address and undefined
@@ -24,7 +24,8 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-10000000}
 [ $# -gt 0 ] && shift
-targets=${*:-hint history params state elastic types csv workload profile manifest}
+targets=${*:-hint history params state elastic types csv workload profile manifest
+	plan-query plan-prof plan-data arena-trace arena-spec}
 work=${FUZZ_WORK:-$(mktemp -d /tmp/copus-fuzz-run.XXXXXX)}
 # FUZZ_CC, not CC: a CC=gcc left in the environment has no libFuzzer.
 cc=${FUZZ_CC:-clang}
@@ -55,7 +56,7 @@ libs="$jsonc_libs -lnlopt -lxgboost -lz -lm"
 
 # Each target's max_len fits its input: a hint is at most 1024 bytes (a
 # little more reaches the length check), a history line or an option is
-# short, a trace file or a manifest is a few kilobytes.
+# short, a trace file, a manifest or a planner's file is a few kilobytes.
 max_len() {
 	case $1 in
 	hint) echo 1100 ;;
@@ -65,6 +66,8 @@ max_len() {
 	types) echo 256 ;;
 	csv | workload) echo 4096 ;;
 	profile | manifest) echo 8192 ;;
+	plan-query | arena-trace) echo 4096 ;;
+	plan-prof | plan-data | arena-spec) echo 8192 ;;
 	*) return 1 ;;
 	esac
 }
@@ -82,6 +85,8 @@ sources() {
 	workload) echo sim/csv.c sim/trace.c sim/engine.c ;;
 	profile) echo sim/csv.c sim/trace.c ;;
 	manifest) echo runtime/checkpoint.c runtime/common.c ;;
+	plan-*) echo sim/csv.c sim/plan-data.c ;;
+	arena-*) echo sim/csv.c sim/arena.c ;;
 	esac
 }
 
@@ -89,7 +94,7 @@ sources() {
 part() {
 	case $1 in
 	params | state | elastic | types) echo plugin ;;
-	csv | workload | profile) echo sim ;;
+	csv | workload | profile | plan-* | arena-*) echo sim ;;
 	manifest) echo runtime ;;
 	*) echo core ;;
 	esac
