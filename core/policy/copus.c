@@ -123,6 +123,28 @@ void copus__state_destroy(struct copus_state *s)
 }
 
 /*
+ * The capacity and slack (cp, sl) that the cells now in g->w leave of the
+ * whole cluster's (cap, slack), each cell taken again as the greedy takes
+ * one.
+ */
+static void take_cells(struct greedy_ctx *g, const int *cap, const int *slack,
+		       int *cp, int *sl)
+{
+	memcpy(cp, cap, COPUS_MAX_GPU_TYPES * sizeof(int));
+	memcpy(sl, slack, COPUS_MAX_GPU_TYPES * sizeof(int));
+	for (size_t j = 0; j < g->n; j++) {
+		struct jw *x = &g->w[j];
+		int t = x->t, k = x->k;
+
+		if (k <= 0)
+			continue;
+		x->t = -1;
+		x->k = 0;
+		copus__cp_take_cell(x, t, k, g->T, g->node_gpus, cp, sl);
+	}
+}
+
+/*
  * Decide one round (see the top). Memory grows with jobs + nodes + GPUs in
  * use, never with jobs x nodes.
  */
@@ -196,29 +218,13 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	}
 	{
 		int cp[COPUS_MAX_GPU_TYPES], sl[COPUS_MAX_GPU_TYPES];
-		memcpy(cp, cap, sizeof(cp));
-		memcpy(sl, slack, sizeof(sl));
-		for (size_t j = 0; j < n; j++)
-			if (w[j].k > 0) {
-				int t = w[j].t, k = w[j].k;
-				w[j].t = -1;
-				w[j].k = 0;
-				copus__cp_take_cell(&w[j], t, k, T, node_gpus, cp, sl);
-			}
+		take_cells(&g, cap, slack, cp, sl);
 		if (copus__cp_improve(&g, idx, cp, sl, vic) <= best_v) {
 			for (size_t j = 0; j < n; j++) {
 				w[j].t = w[j].best_t;
 				w[j].k = w[j].best_k;
 			}
-			memcpy(cp, cap, sizeof(cp));
-			memcpy(sl, slack, sizeof(sl));
-			for (size_t j = 0; j < n; j++)
-				if (w[j].k > 0) {
-					int t = w[j].t, k = w[j].k;
-					w[j].t = -1;
-					w[j].k = 0;
-					copus__cp_take_cell(&w[j], t, k, T, node_gpus, cp, sl);
-				}
+			take_cells(&g, cap, slack, cp, sl);
 		}
 		if (T > 1)
 			copus__cp_migrate(&g, idx, cp, sl);
