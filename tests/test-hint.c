@@ -431,6 +431,209 @@ static void test_granularity(void)
 	expect_reject("copus1:{" BASE ",\"gran\":5000}", COPUS_EPARSE, "gran");
 }
 
+/* A small transformer, as a job that lets the planner choose describes
+ * itself. */
+static copus_planner_desc sample_model(void)
+{
+	return (copus_planner_desc){
+		.arch = COPUS_ARCH_TRANSFORMER, .dtype_bytes = 2, .layers = 24,
+		.hidden = 1024, .heads = 16, .seq_len = 512, .vocab = 30522,
+	};
+}
+
+/* The model travels with the hint and comes back field by field; hints
+ * without it stay valid and carry none. */
+static void test_model_round_trip(void)
+{
+	copus_planner_desc wrn = {
+		.arch = COPUS_ARCH_WIDE_RESNET, .dtype_bytes = 4, .depth = 101,
+		.width_factor = 2, .channels = 64, .classes = 1000,
+		.image_size = 224,
+	};
+	copus_planner_desc moe = {
+		.arch = COPUS_ARCH_MOE, .dtype_bytes = 2, .layers = 12,
+		.hidden = 768, .heads = 12, .seq_len = 1024, .vocab = 32000,
+		.experts = 16, .expert_group = 2048,
+	};
+	const copus_planner_desc models[3] = { sample_model(), moe, wrn };
+	char buf[COPUS_HINT_MAX_LEN + 1], err[256] = "";
+	copus_hint h = sample_hint(), back;
+
+	ASSERT_STATUS(copus_hint_parse("copus1:{" BASE "}", &back, NULL, 0),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(back.has_model, 0);
+	ASSERT_STATUS(copus_hint_parse(encode(&h), &back, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(back.has_model, 0);
+	CU_ASSERT_PTR_NULL(strstr(encode(&h), "mdl"));
+	for (int i = 0; i < 3; i++) {
+		h.has_model = 1;
+		h.model = models[i];
+		ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+						sizeof(err)), COPUS_OK);
+		ASSERT_STATUS(copus_hint_parse(buf, &back, err, sizeof(err)),
+			      COPUS_OK);
+		if (err[0] != '\0')
+			fprintf(stderr, "%s: %s\n", buf, err);
+		CU_ASSERT_EQUAL(back.has_model, 1);
+		CU_ASSERT(memcmp(&back.model, &models[i],
+				 sizeof(back.model)) == 0);
+		/* The rest of the hint is untouched by the model. */
+		CU_ASSERT_EQUAL(back.n_perf, 2);
+		CU_ASSERT_EQUAL(back.job_id, h.job_id);
+	}
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"mdl\":{\"a\":\"wrn\",\"dt\":4,"
+					  "\"d\":101,\"w\":2,\"c\":64,"
+					  "\"k\":1000,\"i\":224}"));
+	ASSERT_STATUS(copus_hint_parse(
+		"copus1:{" BASE ",\"mdl\":{\"a\":\"tf\",\"dt\":2,\"l\":24,"
+		"\"h\":1024,\"n\":16,\"s\":512,\"v\":30522}}", &back, err,
+		sizeof(err)), COPUS_OK);
+	CU_ASSERT(memcmp(&back.model, &models[0], sizeof(back.model)) == 0);
+}
+
+#define MDL_TF "\"a\":\"tf\",\"dt\":2,\"l\":24,\"h\":1024,\"n\":16," \
+	       "\"s\":512,\"v\":30522"
+
+/* Every bad member of "mdl" is refused, and the message names it. */
+static void test_model_rejects_fields(void)
+{
+	static const struct {
+		const char *mdl, *needle;
+	} bad[] = {
+		{ "[1]", "\"mdl\"" },
+		{ "\"tf\"", "\"mdl\"" },
+		{ "{\"dt\":2}", "\"mdl.a\" is missing" },
+		{ "{\"a\":1}", "\"mdl.a\"" },
+		{ "{\"a\":\"cnn\"}", "cnn" },
+		{ "{" MDL_TF ",\"x\":1}", "\"mdl.x\" is unknown" },
+		{ "{" MDL_TF ",\"e\":8}", "\"mdl.e\" is not a member" },
+		{ "{" MDL_TF ",\"d\":50}", "\"mdl.d\" is not a member" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":24,\"h\":1024,\"n\":16,"
+		  "\"s\":512}", "\"mdl.v\" is missing" },
+		{ "{\"a\":\"moe\",\"dt\":2,\"l\":24,\"h\":1024,\"n\":16,"
+		  "\"s\":512,\"v\":30522,\"e\":8}", "\"mdl.g\" is missing" },
+		{ "{\"a\":\"tf\",\"dt\":3,\"l\":24,\"h\":1024,\"n\":16,"
+		  "\"s\":512,\"v\":30522}", "\"mdl.dt\": 3" },
+		{ "{\"a\":\"tf\",\"dt\":8,\"l\":24,\"h\":1024,\"n\":16,"
+		  "\"s\":512,\"v\":30522}", "\"mdl.dt\": 8" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":0,\"h\":1024,\"n\":16,"
+		  "\"s\":512,\"v\":30522}", "\"mdl.l\": 0" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":511,\"h\":1024,\"n\":16,"
+		  "\"s\":512,\"v\":30522}", "\"mdl.l\": 511" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":24,\"h\":-1,\"n\":16,"
+		  "\"s\":512,\"v\":30522}", "\"mdl.h\": -1" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":24,\"h\":1024,\"n\":1.5,"
+		  "\"s\":512,\"v\":30522}", "\"mdl.n\": 1.5" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":24,\"h\":1024,\"n\":16,"
+		  "\"s\":\"512\",\"v\":30522}", "\"mdl.s\"" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":24,\"h\":1024,\"n\":16,"
+		  "\"s\":512,\"v\":16777217}", "\"mdl.v\": 16777217" },
+		{ "{\"a\":\"tf\",\"dt\":2,\"l\":24,\"h\":1048577,\"n\":16,"
+		  "\"s\":512,\"v\":30522}", "\"mdl.h\": 1048577" },
+		{ "{\"a\":\"moe\",\"dt\":2,\"l\":24,\"h\":1024,\"n\":16,"
+		  "\"s\":512,\"v\":30522,\"e\":0,\"g\":64}", "\"mdl.e\": 0" },
+		{ "{\"a\":\"wrn\",\"dt\":4,\"d\":75,\"w\":2,\"c\":64,"
+		  "\"k\":1000,\"i\":224}", "\"mdl.d\": 75" },
+		{ "{\"a\":\"wrn\",\"dt\":4,\"d\":50,\"w\":2,\"c\":64,"
+		  "\"k\":1000,\"i\":16}", "\"mdl.i\": 16" },
+		{ "{\"a\":\"wrn\",\"dt\":4,\"d\":50,\"w\":2,\"c\":64,"
+		  "\"k\":1000,\"i\":224,\"l\":3}", "\"mdl.l\" is not a member" },
+		{ "{" MDL_TF ",\"l\":25}", "duplicate" },
+	};
+	char text[COPUS_HINT_MAX_LEN + 1];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		snprintf(text, sizeof(text), "copus1:{" BASE ",\"mdl\":%s}",
+			 bad[i].mdl);
+		expect_reject(text, COPUS_EPARSE, bad[i].needle);
+	}
+}
+
+/* The encoder never sends a model the parser would refuse. */
+static void test_model_encode_rejects(void)
+{
+	char buf[COPUS_HINT_MAX_LEN + 1], err[256];
+	copus_hint h = sample_hint();
+
+	h.has_model = 1;
+	h.model = sample_model();
+	h.model.heads = 0;
+	ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+					sizeof(err)), COPUS_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"mdl.n\": 0"));
+	CU_ASSERT_EQUAL(buf[0], '\0');
+	h.model = sample_model();
+	h.model.arch = (copus_planner_arch)9;
+	ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+					sizeof(err)), COPUS_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"mdl.a\""));
+	h.model = sample_model();
+	h.model.dtype_bytes = 3;
+	ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+					sizeof(err)), COPUS_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"mdl.dt\""));
+	/* A member of another architecture is not the model's: ignored. */
+	h.model = sample_model();
+	h.model.experts = -5;
+	ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), NULL, err,
+					sizeof(err)), COPUS_OK);
+	CU_ASSERT_PTR_NULL(strstr(buf, "\"e\""));
+}
+
+/* The largest hint, with a full MoE model, four GPU types, a target and a
+ * granularity, every number at its longest, still fits Slurm's Comment. */
+static void test_model_largest_fits(void)
+{
+	copus_hint h = sample_hint(), back;
+	char buf[COPUS_HINT_MAX_LEN + 1], err[256] = "";
+	size_t len = 0;
+
+	h.n_perf = COPUS_HINT_MAX_TYPES;
+	for (int i = 0; i < COPUS_HINT_MAX_TYPES; i++) {
+		snprintf(h.perf[i].type, sizeof(h.perf[i].type),
+			 "type-%09d", i);
+		h.perf[i].perf = (copus_perf_params){
+			1.234567891e-7, 2.345678912e-7, 3.456789123e-7,
+			4.567891234e-7, 5.678912345e-7, 6.789123456e-7,
+			1.234567891 };
+	}
+	h.job_id = UINT32_MAX;
+	h.step = COPUS_HINT_STEP_MAX;
+	h.restart_count = COPUS_HINT_RESTART_MAX;
+	h.time = INT64_MAX;
+	h.limits = (copus_batch_limits){ 1.234567891e6, 9.876543219e6,
+					 COPUS_HINT_LOCAL_MAX - 1,
+					 COPUS_HINT_LOCAL_MAX, true };
+	h.grad = (copus_grad_stats){ 1.234567891e-29, 1.234567891e-29 };
+	h.progress = 1.234567891e14;
+	h.target = 1.234567891e14;
+	h.state = COPUS_STATE_CHECKPOINTING;
+	h.granularity = COPUS_HINT_GRAN_MAX;
+	h.has_model = 1;
+	h.model = (copus_planner_desc){
+		.arch = COPUS_ARCH_MOE, .dtype_bytes = 2,
+		.layers = COPUS_PLANNER_MAX_LAYERS - 2,
+		.hidden = COPUS_HINT_MODEL_MAX, .heads = COPUS_HINT_MODEL_MAX,
+		.seq_len = COPUS_HINT_MODEL_MAX, .vocab = COPUS_HINT_VOCAB_MAX,
+		.experts = COPUS_HINT_MODEL_MAX,
+		.expert_group = COPUS_HINT_MODEL_MAX,
+	};
+	ASSERT_STATUS(copus_hint_encode(&h, buf, sizeof(buf), &len, err,
+					sizeof(err)), COPUS_OK);
+	if (len > COPUS_HINT_MAX_LEN || err[0] != '\0')
+		fprintf(stderr, "largest hint: %zu bytes: %s\n", len, err);
+	CU_ASSERT(len <= COPUS_HINT_MAX_LEN);
+	/* What hint.h says the model costs. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, ",\"mdl\":"));
+	CU_ASSERT_EQUAL(strlen(strstr(buf, ",\"mdl\":")) - 1, 106);
+	ASSERT_STATUS(copus_hint_parse(buf, &back, err, sizeof(err)),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(back.has_model, 1);
+	CU_ASSERT_EQUAL(back.n_perf, COPUS_HINT_MAX_TYPES);
+	CU_ASSERT(memcmp(&back.model, &h.model, sizeof(h.model)) == 0);
+	fprintf(stderr, "largest hint with a model: %zu of %d bytes\n", len,
+		COPUS_HINT_MAX_LEN);
+}
 
 int main(void)
 {
@@ -447,6 +650,10 @@ int main(void)
 		TEST(test_parse_truncations),
 		TEST(test_parse_mutations),
 		TEST(test_granularity),
+		TEST(test_model_round_trip),
+		TEST(test_model_rejects_fields),
+		TEST(test_model_encode_rejects),
+		TEST(test_model_largest_fits),
 	};
 
 	return RUN_TESTS("hint", tests);

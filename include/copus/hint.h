@@ -66,19 +66,44 @@
  *                  beta_r, gamma], ... } (copus_perf_params order), at most
  *                  COPUS_HINT_MAX_TYPES types; a type name is 1..15 chars of
  *                  [A-Za-z0-9_.-] (Slurm's GRES type, or "default")
+ *   "mdl"  object  optional: the model, so that the scheduler plans its
+ *                  cells with the core planner (copus/planner.h) as the
+ *                  job itself does; absent: the job chose its own degrees.
+ *                  Integer members, all of its architecture's and no other:
+ *                    "a"  string  "tf" (transformer), "moe" (mixture of
+ *                                 experts) or "wrn" (Wide-ResNet)
+ *                    "dt" int     bytes of the data type, 2 or 4
+ *                  "tf" and "moe":
+ *                    "l" layers (1 .. COPUS_PLANNER_MAX_LAYERS - 2),
+ *                    "h" hidden size, "n" attention heads, "s" sequence
+ *                    length, "v" vocabulary;
+ *                  "moe" also: "e" experts per layer, "g" tokens of one
+ *                    routing group;
+ *                  "wrn": "d" depth (50 or 101), "w" width factor, "c"
+ *                    channels of the first stage, "k" classes, "i" image
+ *                    side in pixels (at least 32).
+ *                  Each at least 1 and at most COPUS_HINT_MODEL_MAX (the
+ *                  vocabulary and classes COPUS_HINT_VOCAB_MAX); the
+ *                  descriptor must give copus_planner_layers() a model.
+ *
+ * A full "mdl" ({"a":"moe","dt":2, and the seven MoE members at their
+ * largest}) takes 106 bytes with its comma: a hint with it, four "perf"
+ * types, "tgt" and "gran", every number at its longest, takes 913 bytes,
+ * within COPUS_HINT_MAX_LEN; nothing has to be dropped.
  *
  * Example (wrapped here; one line in the Comment):
  *   copus1:{"v":1,"job":42,"st":"running","step":1200,"rc":1,"t":1790000000,
  *   "b0":128,"bmax":4096,"lmin":8,"lmax":256,"acc":true,"sqr":0.51,
  *   "var":3.2,"prog":950.5,"perf":{"a100":[0.01,0.0004,0.05,0.001,0.02,
- *   0.0005,1.5]}}
+ *   0.0005,1.5]},"mdl":{"a":"tf","dt":2,"l":24,"h":1024,"n":16,"s":512,
+ *   "v":30522}}
  *
  * The receiver treats a hint as untrusted input. copus_hint_parse() rejects:
  * a missing prefix, more than COPUS_HINT_MAX_LEN bytes, malformed JSON
  * (json-c in strict mode, nesting depth at most 4), a value that is not an
  * object, an unknown, duplicate or missing key, a wrong type, a non-finite
  * or negative number, an unknown state, a bad GPU type name, too many types,
- * and a version other than 1 (COPUS_EVERSION). It clamps, and counts in
+ * a model member out of its range or of another architecture, and a version other than 1 (COPUS_EVERSION). It clamps, and counts in
  * copus_hint.clamped, values that have the right sign but lie outside the
  * bounds below (COPUS_HINT_* limits): the batch sizes to [1, 1e7] with
  * bmax >= b0, micro-batches to [1, 1e6] with lmax >= lmin, time parameters to
@@ -133,6 +158,7 @@
 
 #include <copus/error.h>
 #include <copus/model.h>
+#include <copus/planner.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -164,6 +190,9 @@ extern "C" {
 #define COPUS_HINT_RESTART_MAX 1000000
 #define COPUS_HINT_STEP_MAX 9007199254740992LL /* 2^53 */
 #define COPUS_HINT_GRAN_MAX 4096
+/* The largest member of "mdl" but its vocabulary and classes. */
+#define COPUS_HINT_MODEL_MAX 1048576     /* 2^20 */
+#define COPUS_HINT_VOCAB_MAX 16777216    /* 2^24 */
 
 typedef enum copus_job_state {
 	COPUS_STATE_RUNNING = 0,
@@ -191,6 +220,8 @@ typedef struct copus_hint {
 	int granularity;      /* GPUs in multiples of this; 0 or 1: any */
 	int n_perf;           /* 0 .. COPUS_HINT_MAX_TYPES */
 	copus_hint_perf perf[COPUS_HINT_MAX_TYPES];
+	int has_model;        /* 1: model holds the job's "mdl" */
+	copus_planner_desc model;
 	int clamped;          /* parse only: values clamped into range */
 } copus_hint;
 

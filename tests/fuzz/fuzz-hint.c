@@ -1,8 +1,8 @@
 /*
  * Fuzz target: copus_hint_parse(), the job's Comment as slurmctld reads it
  * (any text a job's owner chooses, at most 1024 bytes). An accepted hint
- * must hold only values within the bounds copus/hint.h documents, and must
- * encode and parse back to itself.
+ * must hold only values within the bounds copus/hint.h documents (and a
+ * model the planner can build), and must encode and parse back to itself.
  */
 #include <math.h>
 
@@ -58,6 +58,17 @@ static void check_bounds(const copus_hint *h)
 		   (h->granularity >= 2 && h->granularity <= COPUS_HINT_GRAN_MAX));
 	FUZZ_CHECK(h->n_perf >= 0 && h->n_perf <= COPUS_HINT_MAX_TYPES);
 	FUZZ_CHECK(h->clamped >= 0);
+	FUZZ_CHECK(h->has_model == 0 || h->has_model == 1);
+	if (h->has_model) {
+		copus_planner_layer layers[COPUS_PLANNER_MAX_LAYERS];
+		int n = 0;
+
+		/* An accepted model is one the planner can plan. */
+		FUZZ_CHECK(copus_planner_layers(&h->model, layers,
+						COPUS_PLANNER_MAX_LAYERS,
+						&n) == COPUS_OK);
+		FUZZ_CHECK(n >= 1 && n <= COPUS_PLANNER_MAX_LAYERS);
+	}
 	for (int i = 0; i < h->n_perf; i++) {
 		FUZZ_CHECK(type_ok(h->perf[i].type));
 		for (int j = 0; j < i; j++)
@@ -109,6 +120,8 @@ static void check_round_trip(const copus_hint *h)
 	FUZZ_CHECK(close_to(back.target, h->target));
 	FUZZ_CHECK(back.granularity == h->granularity);
 	FUZZ_CHECK(back.n_perf == h->n_perf);
+	FUZZ_CHECK(back.has_model == h->has_model);
+	FUZZ_CHECK(memcmp(&back.model, &h->model, sizeof(h->model)) == 0);
 	for (int i = 0; i < h->n_perf; i++) {
 		FUZZ_CHECK(strcmp(back.perf[i].type, h->perf[i].type) == 0);
 		for (int k = 0; k < 7; k++)
