@@ -20,6 +20,7 @@ core_libcopus_core_la_SOURCES = \
 	core/plan.c \
 	core/planner.c \
 	core/planner-fit.c \
+	core/planner-gpus.c \
 	core/heap.h \
 	core/policy/ops.h \
 	core/policy/place.h \
@@ -121,6 +122,12 @@ check_PROGRAMS += tests/test-planner
 tests_test_planner_SOURCES = tests/test-planner.c tests/harness.h
 tests_test_planner_CFLAGS = $(TEST_CFLAGS)
 tests_test_planner_LDADD = $(TEST_LIBS)
+
+# The shared GPU constants (core/planner-gpus.c): defaults and their text.
+check_PROGRAMS += tests/test-planner-gpus
+tests_test_planner_gpus_SOURCES = tests/test-planner-gpus.c tests/harness.h
+tests_test_planner_gpus_CFLAGS = $(TEST_CFLAGS)
+tests_test_planner_gpus_LDADD = $(TEST_LIBS)
 
 # Benchmark (not a test): one model x cell search and a memoised lookup.
 noinst_PROGRAMS += tests/bench-planner

@@ -296,6 +296,100 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
 			    copus_planner_gpu *gpus, int n_gpus,
 			    const copus_planner_options *opt);
 
+/*
+ * GPU constants that the scheduler and a job share (core/planner-gpus.c),
+ * so that both compute the same plan for the same model, batch and cell.
+ *
+ * Defaults: copus_planner_gpu_default() gives the constants of a GPU type
+ * by its Slurm GRES type name (matched without regard to case: "a100",
+ * "a100-80g", "h100", "h200", "v100", "v100-16g", "a40", "a30", "a10",
+ * "l4", "l40s", "t4", "rtx3090", "rtx4090", "rtxa6000"; the table in
+ * core/planner-gpus.c lists each with its figures). peak_flops is the
+ * single-precision rate of the CUDA cores from the vendor's data sheet,
+ * the convention of copus-plan's devices.json, so that the efficiencies
+ * stay the planner's uncalibrated priors: 2 for the classes whose 2-byte
+ * matrix products run on tensor cores (several times that peak), 0.5 for
+ * Wide-ResNet's 4-byte convolutions. memory_bytes is the data sheet's
+ * memory. Collectives take the typical interconnect of the type's usual
+ * servers: a latency alpha and a bus bandwidth (1 / inv_beta, the planner
+ * multiplies it by the collective's factor f(n)) within a node (NVLink,
+ * or PCIe for PCIe cards) and across nodes (the usual network adapter per
+ * GPU), the same for every collective. comm_scale is 1; overhead_s,
+ * param_s and layer_s are 0. None of these is fitted to measured times:
+ * calibrate with copus-plan for that.
+ *
+ * Calibrated constants travel as text (copus-plan calibrate writes it;
+ * libcopus reads the file named by COPUS_PLANNER_GPUS): one JSON object
+ *   {"version": 1, "gpus": {"<type>": {
+ *      "peak_flops": F, "memory_bytes": B,
+ *      "efficiency": [k0, k1, k2, k3], "param_s": [k0, k1, k2, k3],
+ *      "comm_scale": {"intra": x, "inter": x},
+ *      "overhead_s": x, "layer_s": x,
+ *      "alpha": {"intra": C, "inter": C}, "inv_beta": {"intra": C,
+ *      "inter": C}}, ...}}
+ * with C = {"all_reduce": x, "all_gather": x, "reduce_scatter": x,
+ * "all_to_all": x, "send": x}, the arrays by efficiency class
+ * (architecture - 1, then a reserved class). Every member is required and
+ * no other is allowed; numbers are finite and within the bounds below
+ * (COPUS_PLANNER_GPU_*); a type name is 1..COPUS_PLANNER_TYPE_LEN - 1
+ * characters of [A-Za-z0-9_.-], listed once. The format writes each number
+ * with the fewest digits (15 to 17) that read back as the same double, so
+ * that parsing gives back the same constants and the same plans.
+ */
+#define COPUS_PLANNER_GPUS_VERSION 1
+#define COPUS_PLANNER_TYPE_LEN 16
+/* The most types a text may hold. */
+#define COPUS_PLANNER_MAX_GPUS 64
+
+/* Bounds of the text's numbers (what a device or a fit can say). */
+#define COPUS_PLANNER_GPU_PEAK_MAX 1e18     /* FLOP/s */
+#define COPUS_PLANNER_GPU_MEMORY_MAX 1e15   /* bytes */
+#define COPUS_PLANNER_GPU_EFFICIENCY_MAX 1e3
+#define COPUS_PLANNER_GPU_SCALE_MAX 1e3
+#define COPUS_PLANNER_GPU_SECONDS_MAX 1e6   /* overhead, layer, alpha */
+#define COPUS_PLANNER_GPU_PARAM_S_MAX 1.0   /* s per parameter */
+#define COPUS_PLANNER_GPU_INV_BETA_MAX 1.0  /* s per byte */
+
+/* A GPU type's name and constants. */
+typedef struct copus_planner_gpu_type {
+	char name[COPUS_PLANNER_TYPE_LEN];
+	copus_planner_gpu gpu;
+} copus_planner_gpu_type;
+
+/*
+ * The default constants of a GPU type into *out: COPUS_OK for a type of
+ * the table, COPUS_ENODATA for another name (or NULL), with *out then
+ * holding the generic constants (the a100's). COPUS_EINVAL when out is
+ * NULL.
+ */
+int copus_planner_gpu_default(const char *type, copus_planner_gpu *out);
+
+/*
+ * Parse a text of calibrated constants into out (max entries), their
+ * number in *n. COPUS_EPARSE for malformed text (err names the line, for
+ * a JSON error) or a member that is unknown, missing, of the wrong type,
+ * not finite or out of its bounds (err names the type, the member and the
+ * value); COPUS_ERANGE when the text holds more than max types;
+ * COPUS_EVERSION for another version; COPUS_EINVAL for NULL arguments.
+ */
+int copus_planner_gpus_parse(const char *text, copus_planner_gpu_type *out,
+			     int max, int *n, char *err, size_t errlen);
+
+/*
+ * Write n types as that text (NUL-terminated) into buf of size bytes;
+ * *len (may be NULL) receives the length the text needs, without the NUL.
+ * COPUS_ERANGE when it does not fit in size - 1 bytes (buf then holds ""),
+ * COPUS_EINVAL when a type or value would not parse back (err says which).
+ */
+int copus_planner_gpus_format(const copus_planner_gpu_type *gpus, int n,
+			      char *buf, size_t size, size_t *len, char *err,
+			      size_t errlen);
+
+/* The entry of gpus named type (exact match), or NULL. */
+const copus_planner_gpu_type *
+copus_planner_gpus_find(const copus_planner_gpu_type *gpus, int n,
+			const char *type);
+
 #ifdef __cplusplus
 }
 #endif

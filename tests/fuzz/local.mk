@@ -10,6 +10,7 @@
 
 FUZZ_REPLAY = \
 	tests/fuzz/replay-hint \
+	tests/fuzz/replay-planner-gpus \
 	tests/fuzz/replay-history \
 	tests/fuzz/replay-params \
 	tests/fuzz/replay-state \
@@ -33,6 +34,12 @@ tests_fuzz_replay_hint_SOURCES = tests/fuzz/fuzz-hint.c $(FUZZ_SOURCES)
 tests_fuzz_replay_hint_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/hint"'
 tests_fuzz_replay_hint_LDADD = core/libcopus-core.la -lm
+
+tests_fuzz_replay_planner_gpus_SOURCES = tests/fuzz/fuzz-planner-gpus.c \
+	$(FUZZ_SOURCES)
+tests_fuzz_replay_planner_gpus_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFUZZ_CORPUS='"$(FUZZ_CORPUS_DIR)/planner-gpus"'
+tests_fuzz_replay_planner_gpus_LDADD = core/libcopus-core.la -lm
 
 tests_fuzz_replay_history_SOURCES = tests/fuzz/fuzz-history.c $(FUZZ_SOURCES)
 tests_fuzz_replay_history_CPPFLAGS = $(AM_CPPFLAGS) \

@@ -4,8 +4,8 @@
 #
 #   tests/fuzz/run.sh [EXECUTIONS] [TARGET...]
 #
-# TARGET: hint history params state elastic types csv workload profile
-# manifest plan-query plan-prof plan-data arena-trace arena-spec
+# TARGET: hint planner-gpus history params state elastic types csv workload
+# profile manifest plan-query plan-prof plan-data arena-trace arena-spec
 # (default: all). Needs clang and its libFuzzer runtime (Debian: clang-14,
 # libclang-rt-14-dev) and the libraries the build uses (json-c, nlopt,
 # xgboost, zlib). The targets are built with the address and undefined
@@ -24,7 +24,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-10000000}
 [ $# -gt 0 ] && shift
-targets=${*:-hint history params state elastic types csv workload profile manifest
+targets=${*:-hint planner-gpus history params state elastic types csv workload profile manifest
 	plan-query plan-prof plan-data arena-trace arena-spec}
 work=${FUZZ_WORK:-$(mktemp -d /tmp/copus-fuzz-run.XXXXXX)}
 # FUZZ_CC, not CC: a CC=gcc left in the environment has no libFuzzer.
@@ -60,6 +60,7 @@ libs="$jsonc_libs -lnlopt -lxgboost -lz -lm"
 max_len() {
 	case $1 in
 	hint) echo 1100 ;;
+	planner-gpus) echo 8192 ;;
 	history | state) echo 256 ;;
 	params) echo 1024 ;;
 	elastic) echo 64 ;;
@@ -77,6 +78,7 @@ max_len() {
 sources() {
 	case $1 in
 	hint) echo core/hint.c ;;
+	planner-gpus) echo core/planner-gpus.c ;;
 	history) echo core/history.c ;;
 	params) echo plugin/params.c ;;
 	state) echo plugin/statefmt.c ;;
