@@ -21,6 +21,7 @@ void copus__params_default(struct copus__params *p)
 	p->hint_check = 120;
 	p->user_cap = 0;
 	snprintf(p->policy, sizeof(p->policy), "copus");
+	p->planner_gpus[0] = '\0';
 }
 
 struct _int_key {
@@ -61,7 +62,7 @@ static void _report_stays(void (*report)(const char *, void *), void *arg,
 			  const char *what, const char *key, const char *val,
 			  const char *stays)
 {
-	char msg[320];
+	char msg[640];
 
 	snprintf(msg, sizeof(msg), "SchedulerParameters: %s%s%s %s; %s stays "
 		 "%s", key, val ? "=" : "", val ? val : "", what, key, stays);
@@ -131,6 +132,19 @@ static int _param(const char *item, struct copus__params *p,
 		snprintf(p->policy, sizeof(p->policy), "%s", val);
 		return 0;
 	}
+	if (!strcmp(key, "copus_planner_gpus")) {
+		/* A relative path would depend on slurmctld's directory. */
+		if (!val || val[0] != '/' ||
+		    strlen(val) >= sizeof(p->planner_gpus)) {
+			_report_stays(report, arg, "is not an absolute path of "
+				      "at most 255 bytes", key, val ? val : "",
+				      p->planner_gpus[0] ? p->planner_gpus :
+				      "unset (the built-in constants)");
+			return 1;
+		}
+		snprintf(p->planner_gpus, sizeof(p->planner_gpus), "%s", val);
+		return 0;
+	}
 	if (!strcmp(key, "copus_fairness")) {
 		char *end;
 		double v;
@@ -154,7 +168,8 @@ static int _param(const char *item, struct copus__params *p,
 	_report(report, arg, "SchedulerParameters: unknown key '%s'%s; known: "
 		"copus_interval, copus_restart_delay, copus_restart_cost, "
 		"copus_checkpoint_deadline, copus_fairness, copus_max_jobs, "
-		"copus_hint_check, copus_max_gpus_per_user, copus_policy",
+		"copus_hint_check, copus_max_gpus_per_user, copus_planner_gpus, "
+		"copus_policy",
 		key, "", 0, 0);
 	return 1;
 }
@@ -162,7 +177,7 @@ static int _param(const char *item, struct copus__params *p,
 int copus__params_parse(const char *sched_params, struct copus__params *p,
 			void (*report)(const char *msg, void *arg), void *arg)
 {
-	char item[256];
+	char item[320];
 	const char *s = sched_params, *comma;
 	int errors = 0;
 	size_t len;

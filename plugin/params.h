@@ -22,6 +22,10 @@ struct copus__params {
 	int user_cap;		/* copus_max_gpus_per_user: GPUs one user's
 				 * jobs may hold together; 0: no cap */
 	char policy[32];	/* copus_policy: the core policy's name */
+	/* copus_planner_gpus: the file of the planner's GPU constants
+	 * (copus/planner.h's JSON format), an absolute path; "": the
+	 * built-in constants of each GPU type. */
+	char planner_gpus[256];
 };
 
 /* Sets the defaults. */

@@ -51,6 +51,34 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	CU_ASSERT_EQUAL(copus__params_parse(NULL, &p, _collect, NULL), 0);
 	CU_ASSERT_EQUAL(p.user_cap, 0);
 	CU_ASSERT_EQUAL(p.hint_check, 120);
+	CU_ASSERT_STRING_EQUAL(p.planner_gpus, "");
+}
+
+/*
+ * copus_planner_gpus names the planner's constants file by an absolute
+ * path (slurmctld's directory is no place to look for it); a bad value
+ * names the file that stays.
+ */
+static void the_planner_constants_file_is_an_absolute_path(void)
+{
+	struct copus__params p;
+
+	_reports = 0;
+	CU_ASSERT_EQUAL(copus__params_parse("copus_planner_gpus=/etc/slurm/"
+					    "gpus.json,defer", &p, _collect,
+					    NULL), 0);
+	CU_ASSERT_STRING_EQUAL(p.planner_gpus, "/etc/slurm/gpus.json");
+	CU_ASSERT_EQUAL(copus__params_parse("copus_planner_gpus=/a.json,"
+					    "copus_planner_gpus=gpus.json", &p,
+					    _collect, NULL), 1);
+	CU_ASSERT_STRING_EQUAL(p.planner_gpus, "/a.json");
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_planner_gpus=gpus.json"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_planner_gpus stays "
+				      "/a.json"));
+	CU_ASSERT_EQUAL(copus__params_parse("copus_planner_gpus=", &p,
+					    _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "stays unset"));
+	CU_ASSERT_EQUAL(_reports, 2);
 }
 
 static void bad_params_are_reported_by_key_and_value(void)
@@ -608,6 +636,7 @@ int main(void)
 {
 	static const struct test_case tests[] = {
 		TEST(params_are_parsed_and_slurm_keys_skipped),
+		TEST(the_planner_constants_file_is_an_absolute_path),
 		TEST(bad_params_are_reported_by_key_and_value),
 		TEST(a_rejected_key_names_the_value_that_stays),
 		TEST(requeue_exit_lists_are_read),
