@@ -22,6 +22,7 @@
 #include "src/slurmctld/state_save.h"
 
 #include "options.h"
+#include "rescale.h"
 #include "round.h"
 #include "sched_copus.h"
 #include "snapshot.h"
@@ -78,6 +79,7 @@ void copus__act(struct copus__round *r)
 		if (_start(job_ptr, j, allow) == SLURM_SUCCESS ||
 		    _replace(r, job_ptr, j) == SLURM_SUCCESS) {
 			started++;
+			copus__log_plan(r, j);
 		} else if (!IS_JOB_PENDING(job_ptr)) {
 			/* Cancelled: its deadline cannot be met. */
 			j->action = COPUS__ACT_NONE;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "copus/hint.h"
+#include "copus/planner.h"
 
 struct copus__sched;
 
@@ -49,6 +50,13 @@ struct copus__memo {
 	int rate_rc;			/* run the rate was measured in */
 	double base_prog, base_t, rate;	/* first hint of that run, rate */
 	char reason[64];		/* last decision's reason */
+	/*
+	 * The model its hint describes ("mdl") and the id the planner's
+	 * cache keys its plans by: a new id whenever the model changes
+	 * (0: none yet).
+	 */
+	int32_t model_id;
+	copus_planner_desc model;
 };
 
 /*

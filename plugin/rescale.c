@@ -81,6 +81,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 				info("%s: JobId=%u set to %d node(s) x %s%s",
 				     plugin_type, j->id, j->num_nodes, tres,
 				     x ? " after its checkpoint" : "");
+				copus__log_plan(r, j);
 				s->again = true;
 			}
 			break;
@@ -109,6 +110,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			     plugin_type, j->id, j->cur_gpus,
 			     r->types[j->alloc_type], x->to, x->type,
 			     j->num_nodes, r->dec[j->job].reason);
+			copus__log_plan(r, j);
 			break;
 		case COPUS__ACT_REQUEUE:
 			if (!x)
@@ -191,6 +193,18 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 		}
 		i++;
 	}
+}
+
+void copus__log_plan(const struct copus__round *r,
+		     const struct copus__round_job *j)
+{
+	char w[128];
+
+	if (!j->plan)
+		return;
+	copus__plan_words(j->plan, r->types[j->dtype], w, sizeof(w));
+	info("%s: JobId=%u plan %s, %.4g s per iteration", plugin_type, j->id,
+	     w, j->plan->seconds);
 }
 
 /* True when (id, tres, nodes) was requested within the last interval. */

@@ -7,6 +7,7 @@
 #define COPUS_PLUGIN_RESCALE_H
 
 struct copus__round;
+struct copus__round_job;
 struct copus__sched;
 
 /*
@@ -16,5 +17,13 @@ struct copus__sched;
  * stale entries.
  */
 void copus__requests(struct copus__sched *s, struct copus__round *r);
+
+/*
+ * Logs the plan of a job's decided cell, when it has one, in the words of
+ * the job's own log line (plans.h), as the job starts, is set to the cell
+ * or is asked to go there (also used by actions.c).
+ */
+void copus__log_plan(const struct copus__round *r,
+		     const struct copus__round_job *j);
 
 #endif /* COPUS_PLUGIN_RESCALE_H */

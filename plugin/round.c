@@ -27,6 +27,10 @@ static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
 		     int64_t mask, int *avail, int *pick);
 static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask);
+static void _input_plans(struct copus__sched *s, struct copus__round *r,
+			 struct copus__round_job *j, copus_job *c,
+			 struct copus__memo *in);
+static void _rigid_on_a_plan(const struct copus__round_job *j, copus_job *c);
 static void _build_input(struct copus__sched *s, struct copus__round *r);
 static void _predict(struct copus__sched *s, struct copus__round *r);
 static void _user_room(struct copus__sched *s, struct copus__round *r);
@@ -53,6 +57,16 @@ void copus__round_decide(struct copus__sched *s, struct copus__round *r)
 
 void copus__round_free(struct copus__round *r)
 {
+	int i;
+
+	for (i = 0; r->rj && i < r->nrj; i++) {
+		free(r->rj[i].cells);
+		free(r->rj[i].plans);
+		r->rj[i].cells = NULL;
+		r->rj[i].plans = NULL;
+		r->rj[i].plan = NULL;
+		r->rj[i].ncells = 0;
+	}
 	free(r->jobs);
 	free(r->models);
 	free(r->model_ptrs);
@@ -221,8 +235,111 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	} else {
 		c->alloc_type = -1;
 	}
+	if (in && in->have_hint && in->hint.has_model && !j->rigid) {
+		_input_plans(s, r, j, c, in);
+		if (!j->ncells && !j->running) {
+			/* Nowhere to run: not the policy's to start. */
+			snprintf(j->reason_buf, sizeof(j->reason_buf),
+				 "copus: no cell of its %d-%d GPUs has a plan "
+				 "that fits its model", c->min_gpus,
+				 c->max_gpus);
+			j->reason = j->reason_buf;
+			j->job = -1;
+			return;
+		}
+	}
 	j->job = r->njobs;
 	r->rj_of[r->njobs++] = i;
+}
+
+/*
+ * The cells of a job whose hint describes its model, by the planner (see
+ * plans.h): the policy chooses among them, at the job's own batch (the
+ * plan is for that batch), and the granularity of its hint gives way to
+ * them (a plan's pipeline x tensor degree differs from cell to cell). A
+ * running job with no cell at all keeps its GPUs as a rigid job does; a
+ * policy that does not pick cells sees it rigid on a count with a plan.
+ */
+static void _input_plans(struct copus__sched *s, struct copus__round *r,
+			 struct copus__round_job *j, copus_job *c,
+			 struct copus__memo *in)
+{
+	struct copus__planner *pl = &s->planner;
+	struct copus__plan_ask a;
+	int max, n = 0;
+
+	j->planned = true;
+	if (!in->model_id ||
+	    memcmp(&in->model, &in->hint.model, sizeof(in->model))) {
+		/* A new model: a new key, so no stale plan is found. */
+		if (pl->next_model == INT32_MAX) {
+			if (pl->cache)
+				copus_planner_cache_clear(pl->cache);
+			pl->cached = 0;
+			pl->next_model = 0;
+		}
+		in->model = in->hint.model;
+		in->model_id = ++pl->next_model;
+	}
+	memset(&a, 0, sizeof(a));
+	a.model_id = in->model_id;
+	a.model = &in->model;
+	a.batch = (int)lround(in->hint.limits.init_batch);
+	a.kmin = c->min_gpus;
+	a.kmax = c->max_gpus;
+	a.type_mask = c->type_mask;
+	a.cur_type = j->running ? j->alloc_type : -1;
+	a.cur_gpus = j->running ? j->cur_gpus : 0;
+	a.cur_nodes = j->running ? j->nalloc : 0;
+	max = (a.kmax - a.kmin + 2) * r->ntypes;
+	j->cells = calloc(max, sizeof(*j->cells));
+	j->plans = calloc(max, sizeof(*j->plans));
+	j->plan_rc = !j->cells || !j->plans ? COPUS_ENOMEM :
+		     copus__plan_cells(pl, &a, r->nodes, r->nnodes, r->ntypes,
+				       (const char (*)[16])r->types, j->cells,
+				       j->plans, max, &n);
+	j->ncells = j->plan_rc == COPUS_OK ? n : 0;
+	c->fixed_batch = true;
+	c->granularity = j->multiple;
+	c->remaining_iters = in->hint.target > 0.0 ?
+			     fmax(in->hint.target - in->hint.progress, 0.0) :
+			     -1.0;
+	if (!j->ncells) {
+		/* Running (a pending one is left out): where it runs. */
+		c->elastic = false;
+		c->req_gpus = c->min_gpus = c->max_gpus = j->cur_gpus;
+		return;
+	}
+	c->cells = j->cells;
+	c->num_cells = j->ncells;
+	if (!copus_policy_traits(s->policy)->picks_cells)
+		_rigid_on_a_plan(j, c);
+}
+
+/*
+ * For a policy that does not choose among cells: the job rigid where it
+ * runs, or on the count with a plan nearest its request (the smaller of
+ * two as near), so that the policy gives it a size with a plan; a cell
+ * the policy then places on more nodes than the plan's is not applied.
+ */
+static void _rigid_on_a_plan(const struct copus__round_job *j, copus_job *c)
+{
+	int k, best = 0;
+
+	if (j->running) {
+		best = j->cur_gpus;
+	} else {
+		for (k = 0; k < j->ncells; k++) {
+			int g = j->cells[k].gpus;
+
+			if (!best || abs(g - c->req_gpus) < abs(best - c->req_gpus) ||
+			    (abs(g - c->req_gpus) == abs(best - c->req_gpus) &&
+			     g < best))
+				best = g;
+		}
+	}
+	c->elastic = false;
+	c->req_gpus = c->min_gpus = c->max_gpus = best;
 }
 
 /*
@@ -594,6 +711,14 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 		j->dtype = d->gpu_type;
 		j->per_node = copus__slots_per_node(d->slots, d->num_slots);
 		j->num_nodes = d->num_slots;
+		if (j->planned && d->gpu_type >= 0) {
+			/* Never a size without a plan (plans.h). */
+			j->plan = copus__plan_find(j->plans, j->ncells,
+						   j->dtype,
+						   j->per_node * j->num_nodes,
+						   j->num_nodes);
+			j->no_plan = !j->plan && (d->changed || !j->running);
+		}
 		if (j->running) {
 			/* Queued (d->gpu_type < 0): it checkpoints and waits
 			 * in the queue for the policy to start it again. */
@@ -608,6 +733,8 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 				  !_policy_moves(s)) ||
 			    r->when - j->start < s->params.restart_delay)
 				continue;
+			if (j->no_plan)
+				continue;
 			if (!_user_takes(r, j, d->gpu_type < 0 ? 0 :
 					 j->per_node * j->num_nodes -
 						 j->cur_gpus,
@@ -619,6 +746,15 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 		if (d->gpu_type < 0) {
 			snprintf(j->reason_buf, sizeof(j->reason_buf),
 				 "copus: %s", d->reason);
+			j->reason = j->reason_buf;
+			continue;
+		}
+		if (j->no_plan) {
+			snprintf(j->reason_buf, sizeof(j->reason_buf),
+				 "copus: no plan of its model fits %d %s "
+				 "GPU(s) on %d node(s)",
+				 j->per_node * j->num_nodes,
+				 r->types[j->dtype], j->num_nodes);
 			j->reason = j->reason_buf;
 			continue;
 		}

@@ -23,6 +23,7 @@
 #include "copus/policy.h"
 #include "copus/predict.h"
 #include "options.h"
+#include "plans.h"
 
 struct copus__sched;
 
@@ -92,6 +93,18 @@ struct copus__round_job {
 	/* Its hint's verdict changed this round: claimed over seen progress,
 	 * negative when trusted again; over claim_span seconds. */
 	double claim_flip, claim_span;
+	/*
+	 * A job whose hint describes its model: its cells with a plan (the
+	 * policy's table, ncells of them; NULL otherwise), the plan of its
+	 * decided cell (NULL: none, or queued), and no_plan when the decided
+	 * cell has none and is not applied. plan_rc: why the planner gave
+	 * no table (COPUS_OK when it did).
+	 */
+	bool planned, no_plan;
+	copus_cell_time *cells;
+	struct copus__plan *plans;
+	int ncells, plan_rc;
+	const struct copus__plan *plan;
 };
 
 /*

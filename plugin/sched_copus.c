@@ -175,6 +175,30 @@ static void _policy_setup(struct copus__sched *s)
 	s->policy = p;
 }
 
+/*
+ * (Re)reads the planner's GPU constants (copus_planner_gpus); a bad file
+ * is logged and the constants in effect stay. The cache of plans starts
+ * afresh either way.
+ */
+static void _planner_setup(struct copus__sched *s)
+{
+	char err[512];
+	int rc;
+
+	rc = copus__planner_load(&s->planner, s->params.planner_gpus, err,
+				 sizeof(err));
+	if (rc != COPUS_OK)
+		error("%s: SchedulerParameters: copus_planner_gpus: %s; the "
+		      "planner's constants stay %s%s", plugin_type, err,
+		      s->planner.path[0] ? "those of " :
+					   "the built-in ones",
+		      s->planner.path);
+	else if (s->planner.path[0])
+		info("%s: the planner's constants of %d GPU type(s) from %s; "
+		     "other types get the built-in ones", plugin_type,
+		     s->planner.ntypes, s->planner.path);
+}
+
 static double _ms_since(struct timespec *t0)
 {
 	struct timespec t1;
@@ -209,6 +233,30 @@ static void _log_claims(const struct copus__round *r)
 			info("%s: JobId=%u: its progress now bears out its "
 			     "hint (it claims %.1fx); its model is used again",
 			     plugin_type, j->id, -j->claim_flip);
+	}
+}
+
+/*
+ * Jobs with a model whose decided cell has no plan (the decision is not
+ * applied), or for which the planner gave no table.
+ */
+static void _log_plans(const struct copus__round *r)
+{
+	int i;
+
+	for (i = 0; i < r->nrj; i++) {
+		const struct copus__round_job *j = &r->rj[i];
+
+		if (j->no_plan)
+			info("%s: JobId=%u: %d %s GPU(s) on %d node(s) were "
+			     "decided for it, but no plan of its model fits "
+			     "them; not applied", plugin_type, j->id,
+			     j->per_node * j->num_nodes, r->types[j->dtype],
+			     j->num_nodes);
+		else if (j->planned && j->plan_rc != COPUS_OK)
+			error("%s: JobId=%u: the planner gives no plan of its "
+			      "model: %s", plugin_type, j->id,
+			      copus_strerror(j->plan_rc));
 	}
 }
 
@@ -278,6 +326,7 @@ static void _round(struct copus__sched *s, bool quick)
 		      r.error);
 	r.t_decide = _ms_since(&t);
 	_log_claims(&r);
+	_log_plans(&r);
 	copus__act(&r);
 	r.t_act = _ms_since(&t);
 	copus__requests(s, &r);
@@ -308,6 +357,7 @@ static void *_agent(void *arg)
 	dir = xstrdup(slurm_conf.state_save_location);
 	unlock_slurmctld(conf);
 	_policy_setup(s);
+	_planner_setup(s);
 	if ((i = copus_predictor_create(NULL, &s->predictor)) != COPUS_OK)
 		error("%s: no predictor of remaining times: %s", plugin_type,
 		      copus_strerror(i));
@@ -351,6 +401,7 @@ static void *_agent(void *arg)
 			_load_params(s);
 			unlock_slurmctld(conf);
 			_policy_setup(s);
+			_planner_setup(s);
 		} else {
 			slurm_mutex_unlock(&s->term_lock);
 		}
@@ -371,6 +422,7 @@ static void *_agent(void *arg)
 		copus_predictor_destroy(s->predictor);
 	s->predictor = NULL;
 	copus__memo_free(s);
+	copus__planner_free(&s->planner);
 	return NULL;
 }
 

@@ -15,6 +15,7 @@
 #include "copus/predict.h"
 #include "memo.h"
 #include "params.h"
+#include "plans.h"
 #include "stats.h"
 
 /* "sched/copus": slurmctld's name of the plugin, which starts its messages. */
@@ -95,6 +96,8 @@ struct copus__sched {
 	struct copus__stats stats;
 	/* When the last round began (wall clock, seconds). */
 	time_t round_began;
+	/* The planner's GPU constants and cache (jobs with a model). */
+	struct copus__planner planner;
 };
 
 #endif /* COPUS_PLUGIN_SCHED_COPUS_H */

@@ -420,7 +420,7 @@ static void _hint_verdict(const struct copus__memo *in,
 void copus__status_write(struct copus__sched *s, struct copus__round *r)
 {
 	char *path = NULL, when[32], kind[32], nodes[256];
-	char speed[16], left[16], hint[48];
+	char speed[16], left[16], hint[48], plan[48], iter[24];
 	struct tm tm;
 	FILE *f = NULL;
 	int i, k, pass;
@@ -441,7 +441,7 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 		r->t_snap + r->t_decide + r->t_act, r->t_snap, r->t_decide,
 		r->t_act, r->error[0] ? "; " : "", r->error);
 	fprintf(f, "JOBID\tSTATE\tKIND\tTYPE\tGPUS\tNODES\tSPEEDUP\t"
-		"REMAINING\tDECISION\tNODELIST\tHINT\n");
+		"REMAINING\tPLAN\tITER_S\tDECISION\tNODELIST\tHINT\n");
 	for (pass = 0; pass < 2; pass++)
 	for (i = 0; i < r->nrj; i++) {
 		const struct copus__round_job *j = &r->rj[i];
@@ -449,6 +449,7 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 			r->decided && j->job >= 0 ? &r->dec[j->job] : NULL;
 		const copus_job *c = j->job >= 0 ? &r->jobs[j->job] : NULL;
 		const char *state, *type, *reason;
+		const struct copus__plan *pl = NULL;
 		int gpus, nn, t;
 
 		if (j->running != (pass == 0))
@@ -504,9 +505,16 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 			reason += 7;
 		_hint_verdict(copus__memo_find(s, j->id), j, hint,
 			      sizeof(hint));
-		fprintf(f, "%u\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
-			j->id, state, kind, type, gpus, nn, speed, left,
-			reason[0] ? reason : "-", nodes, hint);
+		/* The plan of the cell the line shows (plans.h). */
+		if (j->planned && t >= 0)
+			pl = copus__plan_find(j->plans, j->ncells, t, gpus, nn);
+		copus__plan_name(pl, plan, sizeof(plan));
+		snprintf(iter, sizeof(iter), "-");
+		if (pl)
+			snprintf(iter, sizeof(iter), "%.4g", pl->seconds);
+		fprintf(f, "%u\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s"
+			"\t%s\n", j->id, state, kind, type, gpus, nn, speed, left,
+			plan, iter, reason[0] ? reason : "-", nodes, hint);
 	}
 	_replace_end(f, path);
 	xfree(path);
