@@ -5,9 +5,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "copus/error.h"
 #include "copus/hint.h"
+#include "copus/planner.h"
 #include "copus/policy.h"
 #include "harness.h"
 #include "round.h"
@@ -37,6 +39,7 @@ static void _cluster(int n, int gpus)
 		copus_policy_destroy(_s.policy);
 	copus__memo_free(&_s);
 	copus__round_free(&_r);
+	copus__planner_free(&_s.planner);
 	memset(&_s, 0, sizeof(_s));
 	memset(&_r, 0, sizeof(_r));
 	memset(_rj, 0, sizeof(_rj));
@@ -157,6 +160,44 @@ static void _hint_gran(const struct copus__round_job *j, int gran)
 static void _hint(const struct copus__round_job *j)
 {
 	_hint_gran(j, 1);
+}
+
+/*
+ * A model too big for one GPU: a 2.5-billion-parameter transformer (32
+ * layers of hidden size 2560), whose weights, gradients and Adam's state
+ * take 16 bytes a parameter, 40 GB, more than one a100 holds; on two GPUs
+ * its tensor or pipeline split, or ZeRO's split of the optimizer's state
+ * over data ranks, brings it within reach.
+ */
+#define BIG_MODEL "{\"a\":\"tf\",\"dt\":2,\"l\":32,\"h\":2560," \
+		  "\"n\":32,\"s\":512,\"v\":50000}"
+
+/* Gives the job a record with a hint that describes its model (no perf). */
+static void _hint_model(const struct copus__round_job *j, const char *mdl)
+{
+	char text[COPUS_HINT_MAX_LEN + 1], err[128];
+	struct copus__memo *in = copus__memo_get(&_s, j->id);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
+		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,"
+		 "\"b0\":16,\"bmax\":16,\"lmin\":1,\"lmax\":16,"
+		 "\"acc\":true,\"sqr\":0,\"var\":0,\"prog\":10,"
+		 "\"tgt\":100000,\"mdl\":%s}", j->id, j->restarts, NOW - 10,
+		 mdl);
+	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
+		      COPUS_OK);
+	if (!in->hint.has_model)
+		fprintf(stderr, "the hint has no model: %s\n", err);
+	in->have_hint = true;
+	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+}
+
+/* The plan of a job's table for count GPUs on one node, or NULL. */
+static const struct copus__plan *_plan_on(const struct copus__round_job *j,
+					  int count)
+{
+	return copus__plan_find(j->plans, j->ncells, 0, count, 1);
 }
 
 static void _decide(void)
@@ -553,6 +594,223 @@ static void a_policy_failure_decides_nothing_and_names_the_job(void)
 	ASSERT_ACTION(j, COPUS__ACT_NONE);
 }
 
+/*
+ * A job whose hint describes a model too big for one GPU: the policy gets
+ * its table of cells from the planner (2 to 4 GPUs, never 1), at its own
+ * batch and with its remaining iterations, and the job starts on a count
+ * with a plan although it asks for one GPU. With one GPU free it does not
+ * start at all, where a job without a model starts on that one GPU.
+ */
+static void a_job_with_a_model_gets_only_counts_with_a_plan(void)
+{
+	struct copus__round_job *j;
+	const copus_job *c;
+	int k, n;
+
+	_cluster(1, 4);
+	j = _pending(1, 1, 1, 1, 4);
+	_hint_model(j, BIG_MODEL);
+	_decide();
+	CU_ASSERT_FATAL(j->planned && j->job >= 0);
+	CU_ASSERT_EQUAL(j->plan_rc, COPUS_OK);
+	c = &_r.jobs[j->job];
+	CU_ASSERT_PTR_EQUAL(c->cells, j->cells);
+	CU_ASSERT_EQUAL(c->num_cells, j->ncells);
+	CU_ASSERT(c->fixed_batch);
+	ASSERT_CLOSE(c->remaining_iters, 100000 - 10, 1e-12);
+	CU_ASSERT(j->ncells >= 1);
+	CU_ASSERT_PTR_NULL(_plan_on(j, 1));
+	for (k = 0; k < j->ncells; k++) {
+		if (j->cells[k].gpus < 2)
+			fprintf(stderr, "a cell of %d GPU(s) in the table\n",
+				j->cells[k].gpus);
+		CU_ASSERT(j->cells[k].gpus >= 2);
+		CU_ASSERT(j->cells[k].seconds > 0);
+		ASSERT_CLOSE(j->cells[k].seconds, j->plans[k].seconds, 0);
+		CU_ASSERT_EQUAL(j->plans[k].dp * j->plans[k].tp * j->plans[k].pp,
+				j->cells[k].gpus);
+	}
+	CU_ASSERT(j->action == COPUS__ACT_RESIZE ||
+		  j->action == COPUS__ACT_START);
+	n = j->per_node * j->num_nodes;
+	if (n < 2)
+		_show(j);
+	CU_ASSERT(n >= 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j->plan);
+	CU_ASSERT_EQUAL(j->plan->gpus, n);
+	CU_ASSERT_PTR_EQUAL(j->plan, _plan_on(j, n));
+	CU_ASSERT_FALSE(j->no_plan);
+
+	/* One GPU free, three held by a rigid job. */
+	_cluster(1, 4);
+	_running(2, 0, 1, 3, 0, 0, NOW - 100);
+	j = _pending(1, 1, 1, 1, 4);
+	_hint_model(j, BIG_MODEL);
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+	CU_ASSERT_EQUAL(j->ncells, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j->reason);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j->reason, "has a plan that fits its "
+				      "model"));
+	/* The same job without a model takes the GPU. */
+	_cluster(1, 4);
+	_running(2, 0, 1, 3, 0, 0, NOW - 100);
+	j = _pending(1, 1, 1, 1, 4);
+	_hint(j);
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_START);
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 1);
+}
+
+/*
+ * A policy that does not choose among cells (fifo) sees a job with a model
+ * rigid on the count with a plan nearest its request: 2 GPUs for a request
+ * of 1, where it would start the job on 1.
+ */
+static void a_policy_without_cells_gets_a_count_with_a_plan(void)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	struct copus__round_job *j;
+
+	_cluster(1, 4);
+	copus_policy_destroy(_s.policy);
+	prm.equal_per_node = true;
+	ASSERT_STATUS(copus_policy_create("fifo", &prm, &_s.policy), COPUS_OK);
+	j = _pending(1, 1, 1, 1, 4);
+	_hint_model(j, BIG_MODEL);
+	_decide();
+	CU_ASSERT_FATAL(j->job >= 0);
+	CU_ASSERT_FALSE(_r.jobs[j->job].elastic);
+	CU_ASSERT_EQUAL(_r.jobs[j->job].req_gpus, 2);
+	ASSERT_ACTION(j, COPUS__ACT_RESIZE);
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
+	CU_ASSERT_PTR_NOT_NULL(j->plan);
+}
+
+/* Writes text to a fresh file; its path in path (len bytes). */
+static void _write_file(const char *text, char *path, size_t len)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, len, "/tmp/copus-test-gpus.XXXXXX");
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	f = fdopen(fd, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/*
+ * The constants text with the value of member replaced by value, into out
+ * (len bytes).
+ */
+static void _bad_member(const char *text, const char *member,
+			const char *value, char *out, size_t len)
+{
+	const char *at = strstr(text, member), *end;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	at = strchr(at, ':');
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	end = at + 1 + strcspn(at + 1, ",}");
+	snprintf(out, len, "%.*s %s%s", (int)(at + 1 - text), text, value,
+		 end);
+}
+
+/* Decides the round again, as the next round would (same jobs). */
+static void _decide_again(struct copus__round_job *j)
+{
+	copus__round_free(&_r);
+	j->action = COPUS__ACT_NONE;
+	j->reason = NULL;
+	j->planned = j->no_plan = false;
+	_decide();
+}
+
+/*
+ * A reconfigure with a constants file (copus_planner_gpus) changes the
+ * plans: an a100 with eight times the memory and twice the speed holds the
+ * model on one GPU, and the plan on two GPUs is faster. A bad file is
+ * refused with the file, line or field named, and the constants in effect
+ * stay; without the key the built-in constants come back.
+ */
+static void a_reconfigure_with_a_constants_file_changes_the_plan(void)
+{
+	copus_planner_gpu_type g;
+	struct copus__round_job *j;
+	struct copus__plan before;
+	char good[64], bad[64], syntax[64], err[512], text[8192];
+	char wrong[8300];
+	const struct copus__plan *p2;
+
+	_cluster(1, 4);
+	j = _pending(1, 1, 2, 1, 4);
+	_hint_model(j, BIG_MODEL);
+	_decide();
+	CU_ASSERT_PTR_NULL(_plan_on(j, 1));
+	p2 = _plan_on(j, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p2);
+	before = *p2;
+
+	memset(&g, 0, sizeof(g));
+	snprintf(g.name, sizeof(g.name), "a100");
+	ASSERT_STATUS(copus_planner_gpu_default("a100", &g.gpu), COPUS_OK);
+	g.gpu.memory_bytes *= 8;
+	g.gpu.peak_flops *= 2;
+	ASSERT_STATUS(copus_planner_gpus_format(&g, 1, text, sizeof(text), NULL,
+						err, sizeof(err)), COPUS_OK);
+	_write_file(text, good, sizeof(good));
+	snprintf(_s.params.planner_gpus, sizeof(_s.params.planner_gpus), "%s",
+		 good);
+	ASSERT_STATUS(copus__planner_load(&_s.planner, _s.params.planner_gpus,
+					  err, sizeof(err)), COPUS_OK);
+	_decide_again(j);
+	CU_ASSERT_PTR_NOT_NULL(_plan_on(j, 1));
+	p2 = _plan_on(j, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p2);
+	if (!(p2->seconds < before.seconds))
+		fprintf(stderr, "plan on 2 GPUs: %g s before, %g s after\n",
+			before.seconds, p2->seconds);
+	CU_ASSERT(p2->seconds < before.seconds);
+
+	/* A member of the wrong type, and a file that is not JSON. */
+	_bad_member(text, "peak_flops", "\"fast\"", wrong, sizeof(wrong));
+	_write_file(wrong, bad, sizeof(bad));
+	CU_ASSERT(copus__planner_load(&_s.planner, bad, err, sizeof(err)) !=
+		  COPUS_OK);
+	if (!strstr(err, bad) || !strstr(err, "peak_flops"))
+		fprintf(stderr, "the error does not name the file and the "
+			"field: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, bad));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "peak_flops"));
+	_write_file("{\"version\": 1,\n\"gpus\": {\n\"a100\": [,\n", syntax,
+		    sizeof(syntax));
+	CU_ASSERT(copus__planner_load(&_s.planner, syntax, err,
+				      sizeof(err)) != COPUS_OK);
+	if (!strstr(err, syntax) || !strstr(err, "line"))
+		fprintf(stderr, "the error does not name the file and the "
+			"line: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, syntax));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "line"));
+	CU_ASSERT_STRING_EQUAL(_s.planner.path, good);
+	_decide_again(j);
+	CU_ASSERT_PTR_NOT_NULL(_plan_on(j, 1));
+
+	/* The key removed: the built-in constants. */
+	ASSERT_STATUS(copus__planner_load(&_s.planner, "", err, sizeof(err)),
+		      COPUS_OK);
+	_decide_again(j);
+	CU_ASSERT_PTR_NULL(_plan_on(j, 1));
+	p2 = _plan_on(j, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p2);
+	ASSERT_CLOSE(p2->seconds, before.seconds, 1e-12);
+	unlink(good);
+	unlink(bad);
+	unlink(syntax);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -573,11 +831,15 @@ int main(void)
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),
+		TEST(a_job_with_a_model_gets_only_counts_with_a_plan),
+		TEST(a_policy_without_cells_gets_a_count_with_a_plan),
+		TEST(a_reconfigure_with_a_constants_file_changes_the_plan),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 
 	copus_policy_destroy(_s.policy);
 	copus__memo_free(&_s);
 	copus__round_free(&_r);
+	copus__planner_free(&_s.planner);
 	return rc;
 }
