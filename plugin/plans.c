@@ -13,8 +13,9 @@
 #include "copus/planner.h"
 #include "plans.h"
 
-/* The largest constants file read: a few hundred bytes a type. */
-#define _FILE_MAX (1 << 20)
+/* The largest constants file read, as libcopus reads it (a type takes a
+ * few hundred bytes). */
+#define _FILE_MAX (4 << 20)
 
 static int _read_file(const char *path, char **text, char *err,
 		      size_t errlen);
@@ -84,7 +85,7 @@ static int _read_file(const char *path, char **text, char *err,
 	if (ferror(f) || len > _FILE_MAX) {
 		if (err)
 			snprintf(err, errlen, "%s: %s", path, ferror(f) ?
-				 "read error" : "larger than 1 MiB");
+				 "read error" : "larger than 4 MiB");
 		fclose(f);
 		free(buf);
 		return COPUS_EIO;
