@@ -88,6 +88,12 @@ void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
 	*count = 0;
 	if (n == 0)
 		return;
+	/* The planner's stages, when it chose this many. */
+	if (ctx->planned && stages == ctx->plan.degrees.pipeline) {
+		*first = ctx->plan.first_layer[stage];
+		*count = ctx->plan.first_layer[stage + 1] - *first;
+		return;
+	}
 	bounds = malloc(sizeof(int) * ((size_t)stages + 1));
 	if (bounds != NULL &&
 	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {

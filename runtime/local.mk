@@ -8,6 +8,7 @@ runtime_libcopus_la_SOURCES = \
 	runtime/internal.h \
 	runtime/common.c \
 	runtime/runtime.c \
+	runtime/planned.c \
 	runtime/measure.c \
 	runtime/publish.c \
 	runtime/checkpoint.c \
