@@ -78,6 +78,27 @@ int copus__agree(copus_ctx *ctx, int64_t *values, int n)
 	return COPUS_OK;
 }
 
+int copus__coords(const copus_ctx *ctx, int rank, copus_plan_coords *out)
+{
+	const copus_plan_degrees *d = &ctx->degrees;
+
+	/*
+	 * The planner's layout with the data ranks inside the pipeline ranks,
+	 * rank = (pipeline_rank x data + data_rank) x tensor + tensor_rank:
+	 * the coordinates (and group colours) of the rank of copus/plan.h's
+	 * layout that has the same ones.
+	 */
+	if (ctx->planned && ctx->plan.data_inner && rank >= 0 &&
+	    d->data > 0 && d->tensor > 0) {
+		int t = rank % d->tensor;
+		int dr = (rank / d->tensor) % d->data;
+		int p = rank / d->tensor / d->data;
+
+		rank = (dr * d->pipeline + p) * d->tensor + t;
+	}
+	return copus_plan_coords_of_rank(d, rank, out);
+}
+
 void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
 			 int *first, int *count)
 {

@@ -153,6 +153,12 @@ double copus__now(void);
  */
 int copus__agree(copus_ctx *ctx, int64_t *values, int n);
 /*
+ * The coordinates and groups of a rank under the job's degrees: those of
+ * copus/plan.h's layout, or, when the planner chose its degrees with the
+ * data ranks inside the pipeline ranks (data_inner), of that layout.
+ */
+int copus__coords(const copus_ctx *ctx, int rank, copus_plan_coords *out);
+/*
  * The layers of a pipeline stage when the model's layers are split into
  * stages (copus_plan_stages over the layer costs; by count when the tables
  * do not fit in memory): 0 and 0 without layers.
@@ -216,6 +222,9 @@ struct copus__manifest {
 	/* Its degrees; version 2 and 1 manifests: world x 1 x 1. */
 	copus_plan_degrees layout;
 	int n_layers;         /* the model's layers (0: not given) */
+	/* The first layer of each stage and the end (pipeline + 1 values);
+	 * NULL when the manifest does not say. */
+	int *stages;
 	int nfiles;
 	char **files;
 	long long *sizes;

@@ -735,7 +735,7 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 		return COPUS_EINVAL;
 	memset(out, 0, sizeof(*out));
 	l = &ctx->cfg.limits;
-	rc = copus_plan_coords_of_rank(&ctx->degrees, ctx->info.rank, &at);
+	rc = copus__coords(ctx, ctx->info.rank, &at);
 	if (rc != COPUS_OK)
 		return rc;
 	out->data_degree = ctx->degrees.data;

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <copus/copus.h>
 #include <copus/plan.h>
 
@@ -587,8 +589,10 @@ static void test_planned_degrees_are_the_planners_on_every_rank(void)
 	setenv("SLURM_JOB_NUM_NODES", "2", 1);
 	copus_planner_gpu_default("a100", &g);
 	ASSERT_STATUS(core_plan(&small_model, 64, &g, 2, 4, &want), COPUS_OK);
-	/* Several stages on this cell: the stages are tested too. */
+	/* Several stages on this cell, with the data ranks inside the
+	 * pipeline ranks: the stages and that layout are tested too. */
 	CU_ASSERT(want.degrees.pipeline > 1);
+	CU_ASSERT_EQUAL(want.data_inner, 1);
 	for (int r = 0; r < 8; r++) {
 		copus_config c = planned_config(&small_model, 8, r);
 		copus_plan_coords at;
@@ -610,9 +614,14 @@ static void test_planned_degrees_are_the_planners_on_every_rank(void)
 		CU_ASSERT_EQUAL(plan.data_degree, want.degrees.data);
 		CU_ASSERT_EQUAL(plan.tensor_degree, want.degrees.tensor);
 		CU_ASSERT_EQUAL(plan.pipeline_degree, want.degrees.pipeline);
+		/* The plan's layout: data ranks inside pipeline ranks. */
 		d = want.degrees;
-		copus_plan_coords_of_rank(&d, r, &at);
+		at.tensor_rank = r % d.tensor;
+		at.data_rank = (r / d.tensor) % d.data;
+		at.pipeline_rank = r / d.tensor / d.data;
 		CU_ASSERT_EQUAL(plan.pipeline_rank, at.pipeline_rank);
+		CU_ASSERT_EQUAL(plan.data_rank, at.data_rank);
+		CU_ASSERT_EQUAL(plan.tensor_rank, at.tensor_rank);
 		CU_ASSERT_EQUAL(plan.first_layer,
 				want.first_layer[at.pipeline_rank]);
 		CU_ASSERT_EQUAL(plan.n_layers,
@@ -2424,6 +2433,140 @@ static void test_version_1_manifest_loads(void)
 	remove_tmpdir();
 }
 
+/* The shards a reshard callback was handed. */
+static copus_ckpt_shard seen_shards[8];
+static int seen_n_shards;
+
+static int reshard_record(void *arg, int64_t step, const copus_ckpt_layout *old,
+			  const copus_ckpt_layout *now,
+			  const copus_ckpt_shard *mine,
+			  const copus_ckpt_shard *shards, int n_shards)
+{
+	(void)arg, (void)step, (void)old, (void)now, (void)mine;
+	seen_n_shards = n_shards;
+	for (int i = 0; i < n_shards && i < 8; i++)
+		seen_shards[i] = shards[i];
+	return 0;
+}
+
+static int load_ok(void *arg, const char *path, int64_t step)
+{
+	(void)arg, (void)path, (void)step;
+	return 0;
+}
+
+/* A file of the checkpoint directory with its CRC-32. */
+static unsigned long put_file(const char *name, const char *text)
+{
+	char path[600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+	return crc32(crc32(0L, Z_NULL, 0), (const Bytef *)text,
+		     (uInt)strlen(text));
+}
+
+/*
+ * A planned job's stages depend on its cell: its checkpoint records them,
+ * and a run with the same degrees but other stages reshards it (the
+ * callback told the old stages' layers) or refuses it, never loads a stage
+ * into another's layers; a run with the same stages loads it as it is.
+ */
+static void test_planned_stages_travel_with_the_checkpoint(void)
+{
+	copus_config c = planned_config(&small_model, 8, 0);
+	copus_planner_plan want;
+	copus_planner_gpu g;
+	copus_ctx *ctx;
+	char path[600], text[1024];
+	unsigned long crc0, crc1;
+	int k, other;
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	setenv("COPUS_GPU_TYPE", "a100", 1);
+	setenv("SLURM_JOB_NUM_NODES", "2", 1);
+	copus_planner_gpu_default("a100", &g);
+	ASSERT_STATUS(core_plan(&small_model, 64, &g, 2, 4, &want), COPUS_OK);
+	CU_ASSERT_EQUAL_FATAL(want.degrees.pipeline, 2);
+	k = want.first_layer[1];
+	other = k == 1 ? 2 : 1;
+	crc0 = put_file("ckpt-3.r0", "stage 0\n");
+	crc1 = put_file("ckpt-3.r1", "stage 1\n");
+	c.ckpt_dir = tmpdir;
+	c.load = load_ok;
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	/* Same degrees, another split. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":8,\"save_all_ranks\":0,\"layout\":[4,1,2],"
+		   "\"layers\":6,\"stages\":[0,%d,6],"
+		   "\"files\":[[\"ckpt-3.r0\",8,%lu],[\"ckpt-3.r1\",8,%lu]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}", other, crc0, crc1);
+	fclose(f);
+	expect_init_error(&c, COPUS_ESTATE, "stages of other layers");
+	c.reshard = reshard_record;
+	seen_n_shards = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	CU_ASSERT_EQUAL(seen_n_shards, 2);
+	CU_ASSERT_EQUAL(seen_shards[0].first_layer, 0);
+	CU_ASSERT_EQUAL(seen_shards[0].n_layers, other);
+	CU_ASSERT_EQUAL(seen_shards[1].first_layer, other);
+	CU_ASSERT_EQUAL(seen_shards[1].n_layers, 6 - other);
+	copus_finalize(ctx);
+	/* The same stages: loaded as they are, no reshard. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":8,\"save_all_ranks\":0,\"layout\":[4,1,2],"
+		   "\"layers\":6,\"stages\":[0,%d,6],"
+		   "\"files\":[[\"ckpt-3.r0\",8,%lu],[\"ckpt-3.r1\",8,%lu]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}", k, crc0, crc1);
+	fclose(f);
+	seen_n_shards = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_EQUAL(seen_n_shards, 0);
+	copus_finalize(ctx);
+	/* Stages that are not a split of the model's layers. */
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":3,\"step\":3,\"samples\":1,\"progress\":1,"
+		   "\"world\":8,\"save_all_ranks\":0,\"layout\":[4,1,2],"
+		   "\"layers\":6,\"stages\":[0,7,6],"
+		   "\"files\":[[\"ckpt-3.r0\",8,%lu],[\"ckpt-3.r1\",8,%lu]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}", crc0, crc1);
+	fclose(f);
+	expect_init_error(&c, COPUS_EPARSE, "stages");
+	remove_tmpdir();
+
+	/* The manifest a planned job writes names its stages. */
+	make_tmpdir();
+	c = planned_config(&small_model, 1, 0);
+	c.ckpt_dir = tmpdir;
+	c.save = app_save;
+	c.load = app_load;
+	struct app a = { 0 };
+	c.cb_arg = &a;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
+	ASSERT_STATUS(copus_step_end(ctx, 64, 0), COPUS_OK);
+	ASSERT_STATUS(copus_checkpoint(ctx), COPUS_OK);
+	copus_finalize(ctx);
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	read_line(path, text, sizeof(text));
+	if (strstr(text, "\"stages\":[0,6]") == NULL &&
+	    strstr(text, "\"stages\":[ 0, 6 ]") == NULL)
+		fprintf(stderr, "manifest without its stages: %s\n", text);
+	CU_ASSERT(strstr(text, "\"stages\":[0,6]") != NULL ||
+		  strstr(text, "\"stages\":[ 0, 6 ]") != NULL);
+	remove_tmpdir();
+	clear_env();
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -2443,6 +2586,7 @@ int main(void)
 		TEST(test_planned_with_calibrated_constants),
 		TEST(test_ranks_that_plan_differently_stop),
 		TEST(test_config_of_the_older_layout),
+		TEST(test_planned_stages_travel_with_the_checkpoint),
 		TEST(test_hints_callback),
 		TEST(test_hints_callback_outside_slurm),
 		TEST(test_failed_rescale_checkpoint_tells_the_scheduler),

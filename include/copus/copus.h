@@ -93,10 +93,11 @@
  * gives the whole of it (micro-batches included), and rank 0 logs it in one
  * line, "plan type=a100 gpus=4 nodes=1 dp=2 tp=1 pp=2 mb=4". The hints
  * then carry the model ("mdl") and no granularity: the scheduler plans
- * each cell it considers. Ranks are laid out as copus/plan.h says
- * (tensor fastest, then data, then pipeline) even when the planner priced
- * its plan with the data ranks inside the pipeline ranks
- * (copus_planner_plan.data_inner); the degrees are the same.
+ * each cell it considers. Ranks are laid out as the plan says: as in
+ * copus/plan.h (tensor fastest, then pipeline, then data), or, when the
+ * plan has data_inner, with the data ranks inside the pipeline ranks
+ * (rank = (pipeline_rank x data + data_rank) x tensor + tensor_rank);
+ * copus_plan_get() and copus_comms_create() follow it.
  */
 #ifndef COPUS_COPUS_H
 #define COPUS_COPUS_H
