@@ -67,7 +67,7 @@ int copus__ckpt_slot(const copus_ctx *ctx, int rank, int *nslots)
 		return rank;
 	}
 	*nslots = ctx->degrees.pipeline * ctx->degrees.tensor;
-	if (copus_plan_coords_of_rank(&ctx->degrees, rank, &at) != COPUS_OK ||
+	if (copus__coords(ctx, rank, &at) != COPUS_OK ||
 	    at.data_rank != 0)
 		return -1;
 	return at.data_group;
@@ -235,6 +235,23 @@ static char *_manifest_text(copus_ctx *ctx, int64_t step, char **files,
 	json_object_object_add(o, "layout", a);
 	json_object_object_add(o, "layers",
 			       json_object_new_int(ctx->cfg.n_layers));
+	/*
+	 * The first layer of every stage and the end: a planned job's
+	 * stages depend on its cell, so a restart compares them, not only
+	 * the degrees.
+	 */
+	if (ctx->cfg.n_layers > 0) {
+		a = json_object_new_array();
+		for (int st = 0; st < ctx->degrees.pipeline; st++) {
+			int first, count;
+
+			copus__stage_layers(ctx, ctx->degrees.pipeline, st,
+					    &first, &count);
+			json_object_array_add(a, json_object_new_int(first));
+		}
+		json_object_array_add(a, json_object_new_int(ctx->cfg.n_layers));
+		json_object_object_add(o, "stages", a);
+	}
 	a = json_object_new_array();
 	for (int i = 0; i < nfiles; i++) {
 		e = json_object_new_array();
@@ -571,6 +588,7 @@ void copus__manifest_free(struct copus__manifest *m)
 	_names_free(m->files, m->nfiles);
 	free(m->sizes);
 	free(m->crcs);
+	free(m->stages);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -637,6 +655,29 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 		    x != floor(x))
 			goto bad;
 		m->n_layers = (int)x;
+		/* Optional: the stages' first layers and the end, in
+		 * order, from 0 to the model's layers. */
+		field = "stages";
+		if (json_object_object_get_ex(o, "stages", &a)) {
+			size_t ns = (size_t)m->layout.pipeline + 1;
+
+			if (!json_object_is_type(a, json_type_array) ||
+			    json_object_array_length(a) != ns)
+				goto bad;
+			m->stages = calloc(ns, sizeof(int));
+			if (m->stages == NULL)
+				goto bad;
+			for (size_t k = 0; k < ns; k++) {
+				if (!_arr_num(a, k, &x) || x != floor(x) ||
+				    x < (k > 0 ? m->stages[k - 1] : 0) ||
+				    x > m->n_layers)
+					goto bad;
+				m->stages[k] = (int)x;
+			}
+			if (m->stages[0] != 0 ||
+			    m->stages[ns - 1] != m->n_layers)
+				goto bad;
+		}
 	}
 	field = "files";
 	if (!json_object_object_get_ex(o, "files", &a) ||
@@ -761,6 +802,8 @@ bad:
 	rc = copus__fail(ctx, COPUS_EPARSE,
 			 "checkpoint manifest %s: field \"%s\" is missing or invalid",
 			 path, field);
+	free(m->stages);
+	m->stages = NULL;
 out:
 	_names_free(files, nfiles);
 	free(sizes);
@@ -855,6 +898,28 @@ static int _check_file(copus_ctx *ctx, const struct copus__manifest *m,
 }
 
 /*
+ * Whether the checkpoint's stages hold other layers than this run's (same
+ * pipeline degree, another split: a planned job on another cell).
+ */
+static bool _stages_differ(const copus_ctx *ctx,
+			   const struct copus__manifest *m)
+{
+	if (m->stages == NULL || m->layout.pipeline != ctx->degrees.pipeline ||
+	    m->n_layers != ctx->cfg.n_layers)
+		return false;
+	for (int st = 0; st < m->layout.pipeline; st++) {
+		int first, count;
+
+		copus__stage_layers(ctx, m->layout.pipeline, st, &first,
+				    &count);
+		if (first != m->stages[st] ||
+		    first + count != m->stages[st + 1])
+			return true;
+	}
+	return false;
+}
+
+/*
  * Restore under another layout: every shard of the old layout whose layers
  * and tensor slice overlap this rank's new ones is checked and handed to
  * the reshard callback; the others are not read.
@@ -879,7 +944,7 @@ static int _reshard(copus_ctx *ctx, const struct copus__manifest *m)
 				   "checkpoint of step %lld in %s names %d files for %d shards",
 				   (long long)m->step, ctx->ckpt_dir, m->nfiles,
 				   nshards);
-	rc = copus_plan_coords_of_rank(d, ctx->info.rank, &at);
+	rc = copus__coords(ctx, ctx->info.rank, &at);
 	if (rc != COPUS_OK)
 		return rc;
 	copus__stage_layers(ctx, d->pipeline, at.pipeline_rank, &first, &count);
@@ -897,8 +962,14 @@ static int _reshard(copus_ctx *ctx, const struct copus__manifest *m)
 		/* Shard i is data group i; its file, by rank or by shard. */
 		sh->pipeline_rank = i / o->tensor;
 		sh->tensor_rank = i % o->tensor;
-		copus__stage_layers(ctx, o->pipeline, sh->pipeline_rank,
-				    &sh->first_layer, &sh->n_layers);
+		if (m->stages != NULL) {
+			sh->first_layer = m->stages[sh->pipeline_rank];
+			sh->n_layers = m->stages[sh->pipeline_rank + 1] -
+				       sh->first_layer;
+		} else {
+			copus__stage_layers(ctx, o->pipeline, sh->pipeline_rank,
+					    &sh->first_layer, &sh->n_layers);
+		}
 		layers = ctx->cfg.n_layers == 0 ||
 			 (sh->first_layer < first + count &&
 			  first < sh->first_layer + sh->n_layers);
@@ -965,18 +1036,22 @@ int copus__restore(copus_ctx *ctx)
 	other = m.nfiles > 0 &&
 		(m.layout.pipeline != ctx->degrees.pipeline ||
 		 m.layout.tensor != ctx->degrees.tensor ||
-		 (m.all_ranks && m.world != ctx->info.world));
+		 (m.all_ranks && m.world != ctx->info.world) ||
+		 _stages_differ(ctx, &m));
 	if (other && ctx->cfg.reshard != NULL) {
 		rc = _reshard(ctx, &m);
 		if (rc != COPUS_OK)
 			goto out;
 	} else if (other) {
 		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld in %s was written by %d ranks (data %d x pipeline %d x tensor %d%s); this run has %d ranks (data %d x pipeline %d x tensor %d) and no reshard callback to load it",
+				 "checkpoint of step %lld in %s was written by %d ranks (data %d x pipeline %d x tensor %d%s%s); this run has %d ranks (data %d x pipeline %d x tensor %d) and no reshard callback to load it",
 				 (long long)m.step, ctx->ckpt_dir, m.world,
 				 m.layout.data, m.layout.pipeline,
 				 m.layout.tensor,
 				 m.all_ranks ? ", a file per rank" : "",
+				 _stages_differ(ctx, &m)
+					 ? ", stages of other layers"
+					 : "",
 				 ctx->info.world, ctx->degrees.data,
 				 ctx->degrees.pipeline, ctx->degrees.tensor);
 		goto out;
@@ -986,7 +1061,7 @@ int copus__restore(copus_ctx *ctx)
 		idx = 0;
 		if (m.all_ranks)
 			idx = ctx->info.rank;
-		else if (copus_plan_coords_of_rank(&ctx->degrees,
+		else if (copus__coords(ctx,
 						   ctx->info.rank, &at) ==
 			 COPUS_OK)
 			idx = at.data_group;

@@ -78,6 +78,27 @@ int copus__agree(copus_ctx *ctx, int64_t *values, int n)
 	return COPUS_OK;
 }
 
+int copus__coords(const copus_ctx *ctx, int rank, copus_plan_coords *out)
+{
+	const copus_plan_degrees *d = &ctx->degrees;
+
+	/*
+	 * The planner's layout with the data ranks inside the pipeline ranks,
+	 * rank = (pipeline_rank x data + data_rank) x tensor + tensor_rank:
+	 * the coordinates (and group colours) of the rank of copus/plan.h's
+	 * layout that has the same ones.
+	 */
+	if (ctx->planned && ctx->plan.data_inner && rank >= 0 &&
+	    d->data > 0 && d->tensor > 0) {
+		int t = rank % d->tensor;
+		int dr = (rank / d->tensor) % d->data;
+		int p = rank / d->tensor / d->data;
+
+		rank = (dr * d->pipeline + p) * d->tensor + t;
+	}
+	return copus_plan_coords_of_rank(d, rank, out);
+}
+
 void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
 			 int *first, int *count)
 {
@@ -88,6 +109,12 @@ void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
 	*count = 0;
 	if (n == 0)
 		return;
+	/* The planner's stages, when it chose this many. */
+	if (ctx->planned && stages == ctx->plan.degrees.pipeline) {
+		*first = ctx->plan.first_layer[stage];
+		*count = ctx->plan.first_layer[stage + 1] - *first;
+		return;
+	}
 	bounds = malloc(sizeof(int) * ((size_t)stages + 1));
 	if (bounds != NULL &&
 	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {

@@ -67,6 +67,12 @@ struct copus_ctx {
 	char gpu_type[COPUS_HINT_TYPE_LEN];
 	copus_job_info info;
 	copus_plan_degrees degrees;
+	/* The model (cfg.model, copied) and, when the planner chose the
+	 * degrees, its plan. */
+	bool has_model;
+	copus_planner_desc model;
+	bool planned;
+	copus_planner_plan plan;
 	char err[COPUS_ERRMSG_LEN];
 	int verbose;             /* COPUS_DEBUG */
 	bool no_hints;           /* COPUS_HINTS=0 */
@@ -147,12 +153,31 @@ double copus__now(void);
  */
 int copus__agree(copus_ctx *ctx, int64_t *values, int n);
 /*
+ * The coordinates and groups of a rank under the job's degrees: those of
+ * copus/plan.h's layout, or, when the planner chose its degrees with the
+ * data ranks inside the pipeline ranks (data_inner), of that layout.
+ */
+int copus__coords(const copus_ctx *ctx, int rank, copus_plan_coords *out);
+/*
  * The layers of a pipeline stage when the model's layers are split into
  * stages (copus_plan_stages over the layer costs; by count when the tables
  * do not fit in memory): 0 and 0 without layers.
  */
 void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
 			 int *first, int *count);
+
+/* planned.c */
+/* Whether the model is one the hint carries (an error names the field). */
+int copus__model_check(copus_ctx *ctx, const copus_planner_desc *d);
+/*
+ * The planner's plan of ctx->model at the batch init_batch on the job's
+ * cell: sets ctx->plan, ctx->degrees, and the model's layers (their
+ * number and FLOPs as costs) in ctx->cfg; an error names the model, the
+ * batch and the cell when no plan fits.
+ */
+int copus__plan_model(copus_ctx *ctx);
+/* Rank 0's one line about the plan (nothing when not planned). */
+void copus__plan_log(const copus_ctx *ctx);
 
 /* measure.c */
 /*
@@ -197,6 +222,9 @@ struct copus__manifest {
 	/* Its degrees; version 2 and 1 manifests: world x 1 x 1. */
 	copus_plan_degrees layout;
 	int n_layers;         /* the model's layers (0: not given) */
+	/* The first layer of each stage and the end (pipeline + 1 values);
+	 * NULL when the manifest does not say. */
+	int *stages;
 	int nfiles;
 	char **files;
 	long long *sizes;

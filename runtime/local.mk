@@ -8,6 +8,7 @@ runtime_libcopus_la_SOURCES = \
 	runtime/internal.h \
 	runtime/common.c \
 	runtime/runtime.c \
+	runtime/planned.c \
 	runtime/measure.c \
 	runtime/publish.c \
 	runtime/checkpoint.c \
@@ -31,7 +32,8 @@ RUNTIME_TEST_LIBS = runtime/libcopus.la core/libcopus-core.la \
 check_PROGRAMS += tests/test-runtime
 tests_test_runtime_SOURCES = tests/test-runtime.c tests/harness.h
 tests_test_runtime_CFLAGS = $(TEST_CFLAGS)
-tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS)
+tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS) $(ZLIB_LIBS)
+tests_test_runtime_CPPFLAGS = $(AM_CPPFLAGS) $(ZLIB_CFLAGS)
 
 noinst_PROGRAMS += tests/bench-runtime
 tests_bench_runtime_SOURCES = tests/bench-runtime.c

@@ -265,6 +265,13 @@ int copus_hint_get(const copus_ctx *ctx, copus_hint *out)
 		out->granularity = 0;
 	if (out->granularity > COPUS_HINT_GRAN_MAX)
 		out->granularity = COPUS_HINT_GRAN_MAX;
+	/* The model lets the scheduler plan every cell; a planned job runs
+	 * on any count the planner finds a plan for. */
+	out->has_model = ctx->has_model;
+	if (ctx->has_model)
+		out->model = ctx->model;
+	if (ctx->planned)
+		out->granularity = 0;
 	out->n_perf = ctx->n_perf;
 	memcpy(out->perf, ctx->perf, sizeof(ctx->perf));
 	/* Keep fitted values within what the receiver accepts unclamped. */

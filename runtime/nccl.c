@@ -49,7 +49,7 @@ int copus_comms_create(copus_ctx *ctx, copus_comms *out)
 	if (rc != COPUS_OK)
 		return rc;
 	rank = ctx->info.rank;
-	rc = copus_plan_coords_of_rank(&ctx->degrees, rank, &at);
+	rc = copus__coords(ctx, rank, &at);
 	if (rc != COPUS_OK)
 		return rc;
 	memset(&id, 0, sizeof(id));

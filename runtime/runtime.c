@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +29,22 @@ static double _elapsed(const struct timespec *a, const struct timespec *b)
 	       1e-9 * (double)(b->tv_nsec - a->tv_nsec);
 }
 
+/*
+ * The size of a copus_config before the model was appended: a program
+ * built against that layout keeps working, its newer fields taken as
+ * zero (no model).
+ */
+#define CONFIG_SIZE_NO_MODEL offsetof(copus_config, model)
+
 int copus_config_init(copus_config *cfg, size_t size)
 {
 	copus_config def = COPUS_CONFIG_INITIALIZER;
 
-	if (cfg == NULL || size != sizeof(copus_config))
+	if (cfg == NULL || (size != sizeof(copus_config) &&
+			    size != CONFIG_SIZE_NO_MODEL))
 		return COPUS_EINVAL;
-	*cfg = def;
+	def.size = size;
+	memcpy(cfg, &def, size);
 	return COPUS_OK;
 }
 
@@ -243,10 +253,19 @@ static int _check_config(copus_ctx *ctx, const copus_config *cfg)
 		return copus__fail(ctx, COPUS_EINVAL,
 				   "config: ckpt_interval %g is not a number of seconds",
 				   cfg->ckpt_interval);
-	if (cfg->pipeline_degree < 1 || cfg->tensor_degree < 1)
+	if (cfg->model != NULL && cfg->pipeline_degree == 0 &&
+	    cfg->tensor_degree == 0) {
+		if (cfg->n_layers != 0)
+			return copus__fail(ctx, COPUS_EINVAL,
+					   "config: n_layers %d with degrees the planner chooses: its stages are the model's layers",
+					   cfg->n_layers);
+	} else if (cfg->pipeline_degree < 1 || cfg->tensor_degree < 1) {
 		return copus__fail(ctx, COPUS_EINVAL,
-				   "config: pipeline_degree %d and tensor_degree %d must be >= 1",
+				   "config: pipeline_degree %d and tensor_degree %d must be >= 1 (both 0, with a model: the planner chooses)",
 				   cfg->pipeline_degree, cfg->tensor_degree);
+	}
+	if (cfg->model != NULL && copus__model_check(ctx, cfg->model) != COPUS_OK)
+		return COPUS_EINVAL;
 	if (cfg->n_layers < 0 || (cfg->n_layers > 0 && cfg->layer_costs == NULL))
 		return copus__fail(ctx, COPUS_EINVAL,
 				   "config: n_layers %d without layer_costs",
@@ -405,6 +424,7 @@ static int _rescale_params(copus_ctx *ctx)
 
 int copus_init(const copus_config *cfg, copus_ctx **out)
 {
+	copus_config full;
 	copus_ctx *ctx = NULL;
 	const char *s;
 	int rc;
@@ -414,6 +434,13 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	if (cfg == NULL || out == NULL) {
 		copus__log(NULL, 0, "copus_init: NULL argument");
 		return COPUS_EINVAL;
+	}
+	/* An older layout: read no further than its end. */
+	if (cfg->size == CONFIG_SIZE_NO_MODEL && cfg->magic == COPUS_CONFIG_MAGIC) {
+		memset(&full, 0, sizeof(full));
+		memcpy(&full, cfg, CONFIG_SIZE_NO_MODEL);
+		full.size = sizeof(full);
+		cfg = &full;
 	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (ctx == NULL)
@@ -425,7 +452,12 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	if (rc != COPUS_OK)
 		goto fail;
 	ctx->cfg = *cfg;
-	/* The caller's strings and arrays may go away after init. */
+	/* The caller's strings, arrays and model may go away after init. */
+	if (cfg->model != NULL) {
+		ctx->model = *cfg->model;
+		ctx->has_model = true;
+	}
+	ctx->cfg.model = NULL;
 	s = cfg->ckpt_dir != NULL ? cfg->ckpt_dir : getenv("COPUS_CKPT_DIR");
 	if (s != NULL && *s != '\0' && (ctx->ckpt_dir = strdup(s)) == NULL) {
 		rc = COPUS_ENOMEM;
@@ -457,9 +489,14 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		rc = _switches(ctx);
 	if (rc != COPUS_OK)
 		goto fail;
-	if (copus_plan_degrees_of_world(ctx->info.world, cfg->pipeline_degree,
-					cfg->tensor_degree, &ctx->degrees) !=
-	    COPUS_OK) {
+	if (ctx->has_model && cfg->pipeline_degree == 0) {
+		rc = copus__plan_model(ctx);
+		if (rc != COPUS_OK)
+			goto fail;
+	} else if (copus_plan_degrees_of_world(ctx->info.world,
+					       cfg->pipeline_degree,
+					       cfg->tensor_degree,
+					       &ctx->degrees) != COPUS_OK) {
 		rc = copus__fail(ctx, COPUS_EINVAL,
 				 "world size %d is not a multiple of pipeline_degree %d x tensor_degree %d",
 				 ctx->info.world, cfg->pipeline_degree,
@@ -506,17 +543,36 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	 * every rank here, before any of them trains.
 	 */
 	if (ctx->info.world > 1) {
-		int64_t v[1] = { rc != COPUS_OK };
-		int arc = copus__agree(ctx, v, 1);
+		/*
+		 * With planned degrees, the maxima of the plan's numbers and
+		 * of their negations: every rank sees whether all computed
+		 * the same plan.
+		 */
+		const copus_planner_plan *p = &ctx->plan;
+		int64_t v[9] = { rc != COPUS_OK, p->degrees.data,
+				 -p->degrees.data, p->degrees.tensor,
+				 -p->degrees.tensor, p->degrees.pipeline,
+				 -p->degrees.pipeline, p->micro_batches,
+				 -p->micro_batches };
+		int arc = copus__agree(ctx, v, ctx->planned ? 9 : 1);
 
 		if (rc == COPUS_OK && arc != COPUS_OK)
 			rc = arc;
 		else if (rc == COPUS_OK && v[0] != 0)
 			rc = copus__fail(ctx, COPUS_ESTATE,
 					 "another rank of the job failed to start (see its log); no rank trains");
+		else if (rc == COPUS_OK && ctx->planned &&
+			 (v[1] != -v[2] || v[3] != -v[4] || v[5] != -v[6] ||
+			  v[7] != -v[8]))
+			rc = copus__fail(ctx, COPUS_ESTATE,
+					 "the ranks planned the model differently (data %lld..%lld, tensor %lld..%lld, pipeline %lld..%lld): give every node the same COPUS_GPU_TYPE and COPUS_PLANNER_GPUS",
+					 (long long)-v[2], (long long)v[1],
+					 (long long)-v[4], (long long)v[3],
+					 (long long)-v[6], (long long)v[5]);
 	}
 	if (rc != COPUS_OK)
 		goto fail;
+	copus__plan_log(ctx);
 	copus__log(ctx, 1, "job %u restart %d: rank %d of %d on %d nodes, %d GPUs per node (%s), step %lld",
 		   ctx->info.job_id, ctx->info.restart_count, ctx->info.rank,
 		   ctx->info.world, ctx->info.nodes, ctx->info.gpus_per_node,
@@ -679,7 +735,7 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 		return COPUS_EINVAL;
 	memset(out, 0, sizeof(*out));
 	l = &ctx->cfg.limits;
-	rc = copus_plan_coords_of_rank(&ctx->degrees, ctx->info.rank, &at);
+	rc = copus__coords(ctx, ctx->info.rank, &at);
 	if (rc != COPUS_OK)
 		return rc;
 	out->data_degree = ctx->degrees.data;

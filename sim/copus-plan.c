@@ -4,7 +4,10 @@
  *   copus-plan predict --data DIR [--calibrate TRAIN.json] --query Q.csv
  *   copus-plan show MODEL BATCH CELL --data DIR [--calibrate TRAIN.json]
  *   copus-plan evaluate --data DIR --prof PROF.json [--seeds 1,2,3]
+ *   copus-plan calibrate --data DIR [--calibrate TRAIN.json] --out GPUS.json
  *
+ * predict and show also take --gpus GPUS.json: constants that calibrate
+ * wrote (or an administrator edited), in place of those of DIR's types.
  * DIR holds models.csv, devices.json and comm.csv (and crius-estimates.csv
  * for evaluate); TRAIN.json and PROF.json are in the format of Arena's
  * prof_database.json.
@@ -30,10 +33,13 @@ static const char usage[] =
 	"       copus-plan show MODEL BATCH CELL --data DIR "
 	"[--calibrate TRAIN.json]\n"
 	"       copus-plan evaluate --data DIR --prof PROF.json "
-	"[--seeds 1,2,3]\n";
+	"[--seeds 1,2,3]\n"
+	"       copus-plan calibrate --data DIR [--calibrate TRAIN.json] "
+	"--out GPUS.json\n"
+	"predict and show also take --gpus GPUS.json.\n";
 
 struct args {
-	const char *data, *calibrate, *query, *prof, *seeds;
+	const char *data, *calibrate, *query, *prof, *seeds, *out, *gpus;
 	int nargs;
 	char **args;
 };
@@ -46,6 +52,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "query", required_argument, NULL, 'q' },
 		{ "prof", required_argument, NULL, 'p' },
 		{ "seeds", required_argument, NULL, 's' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "gpus", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -60,6 +68,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'q': a->query = optarg; break;
 		case 'p': a->prof = optarg; break;
 		case 's': a->seeds = optarg; break;
+		case 'o': a->out = optarg; break;
+		case 'g': a->gpus = optarg; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: return -1;
 		}
@@ -69,23 +79,105 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
+/* The whole of a text file, NUL-terminated; NULL with err set. */
+static char *read_text(const char *path, char *err)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t len = 0, cap = 0, got;
+
+	if (f == NULL) {
+		snprintf(err, ERR_LEN, "%s: cannot open: %s", path,
+			 strerror(errno));
+		return NULL;
+	}
+	do {
+		if (cap - len < 4096) {
+			char *t = realloc(text, cap + 65536);
+			if (t == NULL) {
+				snprintf(err, ERR_LEN, "%s: out of memory", path);
+				free(text);
+				fclose(f);
+				return NULL;
+			}
+			text = t;
+			cap += 65536;
+		}
+		got = fread(text + len, 1, cap - len - 1, f);
+		len += got;
+	} while (got > 0);
+	if (ferror(f) || memchr(text, '\0', len) != NULL) {
+		snprintf(err, ERR_LEN, "%s: %s", path,
+			 ferror(f) ? "cannot read" : "a NUL byte in the text");
+		free(text);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	text[len] = '\0';
+	return text;
+}
+
+/*
+ * The constants of the file's types replace those of d's types of the
+ * same name; a type of d that the file lacks keeps its own, a type of the
+ * file that d lacks is of no use to it.
+ */
+static int load_gpus(const char *path, struct plan_data *d, char *err)
+{
+	copus_planner_gpu_type *t;
+	char *text, why[512];
+	int n = 0, rc;
+
+	text = read_text(path, err);
+	if (text == NULL)
+		return COPUS_EIO;
+	t = calloc(COPUS_PLANNER_MAX_GPUS, sizeof(*t));
+	if (t == NULL) {
+		free(text);
+		return COPUS_ENOMEM;
+	}
+	rc = copus_planner_gpus_parse(text, t, COPUS_PLANNER_MAX_GPUS, &n, why,
+				      sizeof(why));
+	if (rc) {
+		snprintf(err, ERR_LEN, "%s: %s", path, why);
+	} else {
+		for (int g = 0; g < d->n_gpus; g++) {
+			const copus_planner_gpu_type *e =
+				copus_planner_gpus_find(t, n, d->gpus[g].type);
+			if (e != NULL)
+				d->gpus[g].gpu = e->gpu;
+		}
+	}
+	free(t);
+	free(text);
+	return rc;
+}
+
 static int load(const struct args *a, struct plan_data *d, char *err)
 {
 	struct plan_row *rows;
 	size_t n;
 	int rc;
 
+	memset(d, 0, sizeof(*d));
 	if (a->data == NULL) {
 		snprintf(err, ERR_LEN, "--data DIR is required");
 		return COPUS_EINVAL;
 	}
 	rc = plan_data_load(a->data, d, err, ERR_LEN);
-	if (rc || a->calibrate == NULL)
+	if (rc)
 		return rc;
-	rc = plan_prof_load(a->calibrate, d, &rows, &n, err, ERR_LEN);
-	if (rc == COPUS_OK)
-		rc = plan_calibrate(d, rows, n, NULL, err, ERR_LEN);
-	free(rows);
+	if (a->calibrate != NULL) {
+		rc = plan_prof_load(a->calibrate, d, &rows, &n, err, ERR_LEN);
+		if (rc == COPUS_OK)
+			rc = plan_calibrate(d, rows, n, NULL, err, ERR_LEN);
+		free(rows);
+	}
+	if (rc == COPUS_OK && a->gpus != NULL)
+		rc = load_gpus(a->gpus, d, err);
+	if (rc)
+		plan_data_free(d);
 	return rc;
 }
 
@@ -450,6 +542,86 @@ out:
 	return rc;
 }
 
+/* -------------------------------------------------------------- calibrate */
+
+/* Write text to path through a temporary file renamed over it, so that a
+ * reader never sees half a file. "-" is the standard output. */
+static int write_text(const char *path, const char *text, char *err)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (strcmp(path, "-") == 0)
+		return fputs(text, stdout) < 0 ? COPUS_EIO : COPUS_OK;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		snprintf(err, ERR_LEN, "%.900s: path too long", path);
+		return COPUS_EINVAL;
+	}
+	f = fopen(tmp, "w");
+	if (f == NULL || fputs(text, f) < 0 || fflush(f) != 0 ||
+	    ferror(f)) {
+		snprintf(err, ERR_LEN, "%.900s: cannot write: %s", tmp,
+			 strerror(errno));
+		if (f != NULL)
+			fclose(f);
+		remove(tmp);
+		return COPUS_EIO;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		snprintf(err, ERR_LEN, "%.900s: cannot write: %s", path,
+			 strerror(errno));
+		remove(tmp);
+		return COPUS_EIO;
+	}
+	return COPUS_OK;
+}
+
+static int cmd_calibrate(const struct args *a)
+{
+	copus_planner_gpu_type *t = NULL;
+	struct plan_data d;
+	char err[ERR_LEN], *text = NULL;
+	size_t need = 0;
+	int rc;
+
+	if (a->out == NULL || a->nargs != 0 || a->gpus != NULL) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (load(a, &d, err)) {
+		fprintf(stderr, "copus-plan: %s\n", err);
+		return 1;
+	}
+	t = calloc((size_t)d.n_gpus + 1, sizeof(*t));
+	rc = t == NULL ? COPUS_ENOMEM : COPUS_OK;
+	for (int g = 0; rc == COPUS_OK && g < d.n_gpus; g++) {
+		snprintf(t[g].name, sizeof(t[g].name), "%s", d.gpus[g].type);
+		t[g].gpu = d.gpus[g].gpu;
+	}
+	/* Once to learn the length, once to write. */
+	if (rc == COPUS_OK) {
+		char probe[1];
+		rc = copus_planner_gpus_format(t, d.n_gpus, probe, 1, &need,
+					       err, sizeof(err));
+		if (rc == COPUS_ERANGE)
+			rc = (text = malloc(need + 1)) ? COPUS_OK
+						       : COPUS_ENOMEM;
+	}
+	if (rc == COPUS_OK)
+		rc = copus_planner_gpus_format(t, d.n_gpus, text, need + 1,
+					       NULL, err, sizeof(err));
+	if (rc == COPUS_OK)
+		rc = write_text(a->out, text, err);
+	else if (rc == COPUS_ENOMEM)
+		snprintf(err, sizeof(err), "out of memory");
+	if (rc)
+		fprintf(stderr, "copus-plan: %s\n", err);
+	free(text);
+	free(t);
+	plan_data_free(&d);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -474,6 +646,8 @@ int main(int argc, char **argv)
 		return cmd_show(&a);
 	if (strcmp(cmd, "evaluate") == 0)
 		return cmd_evaluate(&a);
+	if (strcmp(cmd, "calibrate") == 0)
+		return cmd_calibrate(&a);
 	fprintf(stderr, "copus-plan: unknown command '%s'\n%s", cmd, usage);
 	return 2;
 }

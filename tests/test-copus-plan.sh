@@ -3,7 +3,7 @@
 # directory written here, the errors of an unknown model, a malformed cell
 # and files that do not parse (each naming file, line and field), and, with
 # the reference data ($COPUS_DATA), an end-to-end predict on Arena's models
-# and cells.
+# and cells; calibrate's constants, read back with --gpus, plan the same.
 set -u
 plan=${COPUS_PLAN:-sim/copus-plan}
 tmp=$(mktemp -d)
@@ -71,6 +71,22 @@ EOF
 awk -F, '$1 == "bert_1B" { if ($4 < 80 || $4 > 125) exit 1 }' "$tmp/out3" ||
 	fail "calibrated on 100 s, predicts $(grep '^bert_1B' "$tmp/out3")"
 
+# calibrate writes the constants of every type; read back with --gpus they
+# give the same plans as the calibration itself.
+"$plan" calibrate --data "$d" --calibrate "$tmp/train.json" --out "$tmp/gpus.json" \
+	2> "$tmp/err" || { cat "$tmp/err"; fail "calibrate failed"; }
+grep -q '"a40": {' "$tmp/gpus.json" || fail "calibrate: no a40 in $(cat "$tmp/gpus.json")"
+"$plan" predict --data "$d" --gpus "$tmp/gpus.json" --query "$tmp/q.csv" \
+	> "$tmp/out4" 2> "$tmp/err" || { cat "$tmp/err"; fail "predict --gpus"; }
+cmp -s "$tmp/out3" "$tmp/out4" ||
+	fail "the calibrated constants read back plan otherwise: $(diff "$tmp/out3" "$tmp/out4")"
+"$plan" calibrate --data "$d" --out - > "$tmp/gpus0.json" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "calibrate to the standard output"; }
+"$plan" predict --data "$d" --gpus "$tmp/gpus0.json" --query "$tmp/q.csv" \
+	> "$tmp/out5" 2> "$tmp/err" || { cat "$tmp/err"; fail "predict --gpus (uncalibrated)"; }
+cmp -s "$tmp/out" "$tmp/out5" || fail "uncalibrated constants read back plan otherwise"
+"$plan" calibrate --data "$d" > /dev/null 2>&1 && fail "calibrate without --out succeeded"
+
 # show explains one plan.
 "$plan" show bert_1B 128 2_a40_2_n_2_d --data "$d" > "$tmp/show" 2>&1 ||
 	{ cat "$tmp/show"; fail "show failed"; }
@@ -117,6 +133,12 @@ cp -r "$d" "$tmp/bad2"
 sed -i '5s/,[^,]*$/,soon/' "$tmp/bad2/comm.csv"
 expect_error "comm.csv field" "comm.csv:5: field 'seconds': 'soon'" \
 	"$plan" predict --data "$tmp/bad2" --query "$tmp/q.csv"
+sed 's/"overhead_s": [^,]*,/"overhead_s": -1,/' "$tmp/gpus.json" > "$tmp/badg.json"
+expect_error "a negative constant" "badg.json: GPU type \"a40\": \"overhead_s\": -1" \
+	"$plan" predict --data "$d" --gpus "$tmp/badg.json" --query "$tmp/q.csv"
+sed '3s/{/[/' "$tmp/gpus.json" > "$tmp/badg2.json"
+expect_error "constants that are not JSON" "badg2.json: line 4" \
+	"$plan" predict --data "$d" --gpus "$tmp/badg2.json" --query "$tmp/q.csv"
 expect_error "show of an unknown model" "MODEL: unknown model 'gpt_1T'" \
 	"$plan" show gpt_1T 128 1_a40_1_n_2_d --data "$d"
 expect_error "show of a malformed cell" "CELL: cell '2_a40'" \
@@ -139,4 +161,10 @@ awk -F, 'NR > 1 && $1 != "bert_39B" {
 	END { exit bad }' "$tmp/oa" || fail "Arena: a plan without a time or off its cell"
 grep -q '^bert_39B,128,1_a10_1_n_1_d,,' "$tmp/oa" ||
 	fail "Arena: a 39B model has a plan on one A10"
+# The constants calibrate writes plan as the calibration does.
+"$plan" calibrate --data "$data/planner" --calibrate "$data/database/prof_database.json" \
+	--out "$tmp/arena-gpus.json" 2> "$tmp/err" || { cat "$tmp/err"; fail "Arena: calibrate"; }
+"$plan" predict --data "$data/planner" --gpus "$tmp/arena-gpus.json" \
+	--query "$tmp/qa.csv" > "$tmp/ob" 2> "$tmp/err" || { cat "$tmp/err"; fail "Arena: predict --gpus"; }
+cmp -s "$tmp/oa" "$tmp/ob" || fail "Arena: the written constants plan otherwise: $(diff "$tmp/oa" "$tmp/ob")"
 exit 0

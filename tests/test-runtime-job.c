@@ -17,6 +17,12 @@
  *	ranks have started together and "ranks WORLD step STEP" every 20
  *	steps, every rank "restored STEP" and, when copus_init fails,
  *	"copus_init: REASON".
+ *   test-runtime-job train-planned STEPS CKPTDIR STEP_MS
+ *	as train-pipeline, but the job describes its model (a transformer one
+ *	GPU holds) and lets the planner choose its degrees and stages; rank 0
+ *	also prints the plan as the scheduler would compute it for the cell,
+ *	"copus: plan type=TYPE gpus=WORLD nodes=NODES dp=D tp=T pp=P mb=M"
+ *	(TYPE: $COPUS_GPU_TYPE or "default").
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -180,8 +186,17 @@ static int do_pmix(void)
 	return ok ? 0 : 1;
 }
 
-static int do_train(long steps, const char *dir, long step_ms, bool pipeline)
+/* The model of train-planned: small enough for one GPU of any type. */
+static const copus_planner_desc planned_model = {
+	.arch = COPUS_ARCH_TRANSFORMER, .dtype_bytes = 2, .layers = 4,
+	.hidden = 256, .heads = 4, .seq_len = 128, .vocab = 1000,
+};
+
+enum mode { TRAIN, PIPELINE, PLANNED };
+
+static int do_train(long steps, const char *dir, long step_ms, enum mode mode)
 {
+	bool pipeline = mode != TRAIN;
 	copus_config cfg = COPUS_CONFIG_INITIALIZER;
 	struct pmix_comm comm = { .world = 1 };
 	copus_job_info in;
@@ -195,8 +210,18 @@ static int do_train(long steps, const char *dir, long step_ms, bool pipeline)
 	cfg.save = save;
 	cfg.load = load;
 	cfg.agree = agree_local;
+	if (mode == PLANNED) {
+		cfg.model = &planned_model;
+		cfg.pipeline_degree = 0;
+		cfg.tensor_degree = 0;
+	}
+	if (mode == PLANNED && getenv("SLURM_NTASKS") == NULL) {
+		/* One process outside srun: nothing to agree with. */
+		pipeline = false;
+	}
 	if (pipeline) {
-		cfg.pipeline_degree = 2;
+		if (mode == PIPELINE)
+			cfg.pipeline_degree = 2;
 		if ((st = PMIx_Init(&comm.me, NULL, 0)) != PMIX_SUCCESS) {
 			fprintf(stderr, "PMIx_Init: %s\n", PMIx_Error_string(st));
 			return 1;
@@ -216,10 +241,22 @@ static int do_train(long steps, const char *dir, long step_ms, bool pipeline)
 	copus_info(ctx, &in);
 	if (in.restored)
 		printf("restored %lld\n", (long long)in.step);
-	if (pipeline && in.rank == 0 && copus_plan_get(ctx, &plan) == COPUS_OK)
+	if (mode != TRAIN && in.rank == 0 &&
+	    copus_plan_get(ctx, &plan) == COPUS_OK)
 		printf("ranks %d data %d pipeline %d step %lld\n", in.world,
 		       plan.data_degree, plan.pipeline_degree,
 		       (long long)in.step);
+	if (mode == PLANNED && in.rank == 0) {
+		copus_planner_plan pl;
+		const char *type = getenv("COPUS_GPU_TYPE");
+
+		if (copus_planned(ctx, &pl) == COPUS_OK)
+			printf("copus: plan type=%s gpus=%d nodes=%d dp=%d tp=%d pp=%d mb=%d\n",
+			       type != NULL && *type != '\0' ? type : "default",
+			       in.world, in.nodes, pl.degrees.data,
+			       pl.degrees.tensor, pl.degrees.pipeline,
+			       pl.micro_batches);
+	}
 	fflush(stdout);
 	for (bool first = true; model_step < steps; first = false) {
 		struct timespec d = { step_ms / 1000, (step_ms % 1000) * 1000000 };
@@ -253,11 +290,15 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "pmix") == 0)
 		return do_pmix();
 	if (argc == 5 && strcmp(argv[1], "train") == 0)
-		return do_train(atol(argv[2]), argv[3], atol(argv[4]), false);
+		return do_train(atol(argv[2]), argv[3], atol(argv[4]), TRAIN);
 	if (argc == 5 && strcmp(argv[1], "train-pipeline") == 0)
-		return do_train(atol(argv[2]), argv[3], atol(argv[4]), true);
+		return do_train(atol(argv[2]), argv[3], atol(argv[4]),
+				PIPELINE);
+	if (argc == 5 && strcmp(argv[1], "train-planned") == 0)
+		return do_train(atol(argv[2]), argv[3], atol(argv[4]),
+				PLANNED);
 	fprintf(stderr,
-		"usage: %s pmix | train STEPS CKPTDIR STEP_MS | train-pipeline STEPS CKPTDIR STEP_MS\n",
+		"usage: %s pmix | train STEPS CKPTDIR STEP_MS | train-pipeline STEPS CKPTDIR STEP_MS | train-planned STEPS CKPTDIR STEP_MS\n",
 		argv[0]);
 	return 2;
 }

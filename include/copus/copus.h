@@ -44,7 +44,11 @@
  *   COPUS_CKPT_DIR            checkpoint directory when cfg.ckpt_dir is NULL
  *   COPUS_CKPT_INTERVAL       seconds between periodic checkpoints when
  *                             cfg.ckpt_interval is 0 (unset: none)
- *   COPUS_GPU_TYPE            GPU type named in hints ("default")
+ *   COPUS_GPU_TYPE            GPU type named in hints ("default"), and
+ *                             whose constants plan the model (below)
+ *   COPUS_PLANNER_GPUS        a file of calibrated GPU constants (the text
+ *                             of copus_planner_gpus_parse(), written by
+ *                             copus-plan calibrate) for planning the model
  *   COPUS_SIGNAL              rescale signal, a number or USR1, USR2, ...
  *   COPUS_REQUEUE_EXIT        exit code after a rescale checkpoint (75)
  *   COPUS_HINTS=0|1           0: publish no hints (default 1)
@@ -72,6 +76,28 @@
  * names the restart count (SLURM_RESTART_COUNT) of the run that wrote it;
  * an older run of the job that is still alive (on a node Slurm gave up on)
  * is refused when it tries to checkpoint over it.
+ *
+ * Planned degrees: a job that describes its model (cfg.model) and sets
+ * pipeline_degree = tensor_degree = 0 lets copus_init() choose its degrees
+ * with the core planner (copus_planner_best of copus/planner.h), the code
+ * the scheduler plans the job's cells with, so that both agree by
+ * construction. The inputs are the model, the batch cfg.limits.init_batch
+ * and the cell: SLURM_JOB_NUM_NODES nodes x world / nodes ranks of the GPU
+ * type above, with the type's constants from the file COPUS_PLANNER_GPUS
+ * names when it lists the type, else copus_planner_gpu_default(). Every
+ * rank computes the plan from these same inputs (and the ranks check that
+ * they agree); no plan that fits is an error of copus_init() naming the
+ * model, the batch and the cell. The plan sets the data, tensor and
+ * pipeline degrees and each stage's layers (the planner's layers of the
+ * model: copus_plan_get()'s first_layer and n_layers); copus_planned()
+ * gives the whole of it (micro-batches included), and rank 0 logs it in one
+ * line, "plan type=a100 gpus=4 nodes=1 dp=2 tp=1 pp=2 mb=4". The hints
+ * then carry the model ("mdl") and no granularity: the scheduler plans
+ * each cell it considers. Ranks are laid out as the plan says: as in
+ * copus/plan.h (tensor fastest, then pipeline, then data), or, when the
+ * plan has data_inner, with the data ranks inside the pipeline ranks
+ * (rank = (pipeline_rank x data + data_rank) x tensor + tensor_rank);
+ * copus_plan_get() and copus_comms_create() follow it.
  */
 #ifndef COPUS_COPUS_H
 #define COPUS_COPUS_H
@@ -82,6 +108,7 @@
 #include <copus/error.h>
 #include <copus/hint.h>
 #include <copus/model.h>
+#include <copus/planner.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -167,7 +194,8 @@ typedef struct copus_config {
 	/* GPU type name for the hints; NULL: $COPUS_GPU_TYPE or "default". */
 	const char *gpu_type;
 
-	/* The parallel plan: world = data * pipeline * tensor degrees. */
+	/* The parallel plan: world = data * pipeline * tensor degrees; both
+	 * 0 with a model: the planner chooses (see the top of this header). */
 	int pipeline_degree;
 	int tensor_degree;
 	/* Optional per-layer costs; pipeline stages get contiguous layers. */
@@ -228,6 +256,15 @@ typedef struct copus_config {
 	 * checkpoint is refused on every rank.
 	 */
 	copus_reshard_cb reshard;
+	/*
+	 * Optional: the model (copied by copus_init). It travels in the
+	 * hints ("mdl") so that the scheduler plans the job's cells; with
+	 * pipeline_degree = tensor_degree = 0 the planner also chooses the
+	 * job's degrees and stages, and n_layers must be 0 (the stages are
+	 * the planner's layers of the model). Appended last: a config built
+	 * with COPUS_CONFIG_INITIALIZER leaves it NULL.
+	 */
+	const copus_planner_desc *model;
 } copus_config;
 
 #define COPUS_CONFIG_INITIALIZER                                              \
@@ -239,7 +276,12 @@ typedef struct copus_config {
 		.exit_on_rescale = 1, .agree_interval = 1,                    \
 	}
 
-/* Fill *cfg (of size bytes) as COPUS_CONFIG_INITIALIZER does (for FFI). */
+/*
+ * Fill *cfg (of size bytes) as COPUS_CONFIG_INITIALIZER does (for FFI).
+ * size is sizeof(copus_config), or the size of the layout before model was
+ * appended (offsetof(copus_config, model)), which copus_init() also takes,
+ * its newer fields zero.
+ */
 int copus_config_init(copus_config *cfg, size_t size);
 
 /* ------------------------------------------------------------------------
@@ -377,6 +419,13 @@ int copus_request_rescale(copus_ctx *ctx);
 
 /* Write a checkpoint now (collective: every rank calls it after a step). */
 int copus_checkpoint(copus_ctx *ctx);
+
+/*
+ * The planner's plan of this job (planned degrees, see the top of this
+ * header): degrees, micro-batches, the first layer of every stage and the
+ * predicted times. COPUS_ENODATA when the job chose its own degrees.
+ */
+int copus_planned(const copus_ctx *ctx, copus_planner_plan *out);
 
 /* Running, checkpointing, or checkpointed (the process should exit). */
 int copus_state(const copus_ctx *ctx, copus_job_state *out);
