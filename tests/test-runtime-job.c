@@ -22,7 +22,9 @@
  *	GPU holds) and lets the planner choose its degrees and stages; rank 0
  *	also prints the plan as the scheduler would compute it for the cell,
  *	"copus: plan type=TYPE gpus=WORLD nodes=NODES dp=D tp=T pp=P mb=M"
- *	(TYPE: $COPUS_GPU_TYPE or "default").
+ *	(TYPE: $COPUS_GPU_TYPE or "default"); its hints give STEPS as its
+ *	target, so that the scheduler knows the work it has left, and it
+ *	restores a checkpoint of another plan.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -156,6 +158,25 @@ static int load(void *arg, const char *path, int64_t step)
 	return 0;
 }
 
+/*
+ * A checkpoint written in another layout (a planned job whose new cell has
+ * another plan): every shard holds the step, so any shard of it restores
+ * the stand-in model.
+ */
+static int reshard(void *arg, int64_t step, const copus_ckpt_layout *old,
+		   const copus_ckpt_layout *now, const copus_ckpt_shard *mine,
+		   const copus_ckpt_shard *shards, int n_shards)
+{
+	(void)old;
+	(void)now;
+	(void)mine;
+	for (int i = 0; i < n_shards; i++)
+		if (shards[i].path != NULL)
+			return load(arg, shards[i].path, step);
+	model_step = step;
+	return 0;
+}
+
 static int do_pmix(void)
 {
 	copus_config cfg = COPUS_CONFIG_INITIALIZER;
@@ -211,7 +232,10 @@ static int do_train(long steps, const char *dir, long step_ms, enum mode mode)
 	cfg.load = load;
 	cfg.agree = agree_local;
 	if (mode == PLANNED) {
+		/* It knows its length: the scheduler counts its work. */
+		cfg.target_progress = (double)steps;
 		cfg.model = &planned_model;
+		cfg.reshard = reshard;
 		cfg.pipeline_degree = 0;
 		cfg.tensor_degree = 0;
 	}
