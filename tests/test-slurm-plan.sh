@@ -9,7 +9,10 @@
 # to another cell where its model has a plan, and it restarts there. After
 # each start the plan in the job's log is the plan copusctl shows for the
 # job (type, GPUs, nodes, dp, tp, pp, mb), and the one slurmctld.log gives
-# for its decided cell, in the same words.
+# for its decided cell, in the same words. Before the move the planner's
+# constants of both sides come from a file (copus_planner_gpus, read at
+# scontrol reconfigure; COPUS_PLANNER_GPUS for the job) that makes
+# collectives other than sends costly: the job's new plan is a pipeline.
 . "$(dirname "$0")/slurm-common.sh"
 
 JOB=$PWD/tests/test-runtime-job
@@ -33,6 +36,8 @@ cat >"$TMP/job.sh" <<EOF
 n=\$(tr , '\n' <<<"\$CUDA_VISIBLE_DEVICES" | grep -c .)
 echo "start restart=\${SLURM_RESTART_COUNT:-0} gpus=\$n"
 export COPUS_GPU_TYPE=a100
+# The planner's constants of the scheduler, once it has them from a file.
+[ -s "$TMP/gpus.ok" ] && export COPUS_PLANNER_GPUS=$TMP/gpus.json
 exec srun --mpi=pmix -n "\$n" --overcommit "$JOB" train-planned 1000000 "$TMP/ckpt" 100
 EOF
 mkdir -p "$TMP/ckpt"
@@ -94,8 +99,34 @@ assert j["plan"] == sys.argv[2], j
 assert float(j["iter_s"]) > 0, j' "$e" "$(sed -E 's/.* dp=([0-9]+) tp=([0-9]+) pp=([0-9]+) mb=([0-9]+)$/dp\1.tp\2.pp\3.mb\4/' <<<"$first")" ||
 	fail "copusctl status --json does not show job $e's plan: $("$ctl" status --json --state-dir "$st")"
 
+# The planner's constants from a file, for sched/copus (copus_planner_gpus,
+# read at reconfigure) and for the job (COPUS_PLANNER_GPUS, read as it
+# starts): within a node every collective but a send costs a thousand times
+# the default, so plans favour pipelines. A broken file first: logged,
+# naming the file and its line, and the built-in constants stay.
+gpus=$TMP/gpus.json
+printf '{"version": 1,\n"gpus": {\n"a100": [,\n' >"$gpus"
+sed -i "s|^SchedulerParameters=.*|&,copus_planner_gpus=$gpus|" "$SLURM_CONF"
+scontrol reconfigure || fail "scontrol reconfigure"
+wait_log "copus_planner_gpus: $gpus: .*line.*; the planner's constants stay the built-in ones"
+slow='{"all_reduce": 1e-2, "all_gather": 1e-2, "reduce_scatter": 1e-2, "all_to_all": 1e-2, "send": 1e-5}'
+slowb='{"all_reduce": 4e-9, "all_gather": 4e-9, "reduce_scatter": 4e-9, "all_to_all": 4e-9, "send": 4e-12}'
+inter='{"all_reduce": 2e-05, "all_gather": 2e-05, "reduce_scatter": 2e-05, "all_to_all": 2e-05, "send": 2e-05}'
+interb='{"all_reduce": 5e-11, "all_gather": 5e-11, "reduce_scatter": 5e-11, "all_to_all": 5e-11, "send": 5e-11}'
+cat >"$gpus" <<JSON
+{"version": 1, "gpus": {"a100": {
+  "peak_flops": 19500000000000, "memory_bytes": 40000000000,
+  "efficiency": [2, 2, 0.5, 2], "param_s": [0, 0, 0, 0],
+  "comm_scale": {"intra": 1, "inter": 1}, "overhead_s": 0, "layer_s": 0,
+  "alpha": {"intra": $slow, "inter": $inter},
+  "inv_beta": {"intra": $slowb, "inter": $interb}}}}
+JSON
+echo ok >"$TMP/gpus.ok"
+scontrol reconfigure || fail "scontrol reconfigure"
+wait_log "the planner's constants of 1 GPU type\\(s\\) from $gpus"
+
 # A rigid job that needs one of the four GPUs: the policy moves the planned
-# job to a cell of its table.
+# job to a cell of its table, planned with the file's constants.
 r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 1 --wrap 'sleep 300') ||
 	fail "sbatch refused the rigid job"
 wait_line "$log" "JobId=$e asked to checkpoint" 30 ||
@@ -109,6 +140,8 @@ wait_line "$out" "^start restart=1 gpus=$to\$" 30 ||
 second=$(same_plan 1 logged) || { echo "$second"; exit 1; }
 echo "run 1: $second"
 [[ $second == "type=a100 gpus=$to nodes=1 "* ]] || fail "the second plan is not on $to a100: $second"
+[[ $second == *" pp=1 "* ]] && [ "$to" -gt 1 ] &&
+	fail "the file's costly collectives did not give the job a pipeline on $to GPUs: $second"
 wait_state "$r" RUNNING 10 || fail "the rigid job does not run beside the planned job"
 grep -q 'no plan of its model fits' "$log" &&
 	fail "a decision without a plan reached the safety net: $(grep 'no plan of its model' "$log")"
