@@ -687,6 +687,39 @@ static void a_policy_without_cells_gets_a_count_with_a_plan(void)
 	CU_ASSERT_PTR_NOT_NULL(j->plan);
 }
 
+/*
+ * A cell without a plan is never applied: under tiresias (no cells) a job
+ * rigid on 2 GPUs, the count with a plan nearest its request, placed on
+ * the free GPU of each of two nodes (its plan of 2 GPUs is on one node:
+ * the other GPU of each node is held by another job) waits, and says why.
+ */
+static void a_decided_cell_without_a_plan_is_not_applied(void)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	struct copus__round_job *j;
+
+	_cluster(2, 2);
+	copus_policy_destroy(_s.policy);
+	prm.equal_per_node = true;
+	ASSERT_STATUS(copus_policy_create("tiresias", &prm, &_s.policy),
+		      COPUS_OK);
+	_running(2, 0, 2, 1, 1, 4, NOW - 100);
+	j = _pending(1, 1, 1, 1, 4);
+	_hint_model(j, BIG_MODEL);
+	_decide();
+	CU_ASSERT_FATAL(j->job >= 0 && _r.decided);
+	CU_ASSERT_EQUAL(_r.jobs[j->job].req_gpus, 2);
+	/* The policy placed it on one GPU of each node. */
+	CU_ASSERT_EQUAL(_r.dec[j->job].gpus, 2);
+	CU_ASSERT_EQUAL(_r.dec[j->job].num_slots, 2);
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+	CU_ASSERT(j->no_plan);
+	CU_ASSERT_PTR_NULL(j->plan);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j->reason);
+	CU_ASSERT_STRING_EQUAL(j->reason, "copus: no plan of its model fits 2 "
+			       "a100 GPU(s) on 2 node(s)");
+}
+
 /* Writes text to a fresh file; its path in path (len bytes). */
 static void _write_file(const char *text, char *path, size_t len)
 {
@@ -834,6 +867,7 @@ int main(void)
 		TEST(a_job_with_a_model_gets_only_counts_with_a_plan),
 		TEST(a_policy_without_cells_gets_a_count_with_a_plan),
 		TEST(a_reconfigure_with_a_constants_file_changes_the_plan),
+		TEST(a_decided_cell_without_a_plan_is_not_applied),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 
