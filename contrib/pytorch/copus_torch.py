@@ -99,6 +99,52 @@ RESHARD_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_int)
 
 
+class PlannerDesc(ctypes.Structure):
+    # copus_planner_desc of include/copus/planner.h: a model the planner
+    # describes (arch 1 transformer, 2 MoE, 3 Wide-ResNet).
+    _fields_ = [(n, ctypes.c_int) for n in
+                ("arch", "dtype_bytes", "layers", "hidden", "heads",
+                 "seq_len", "vocab", "experts", "expert_group", "depth",
+                 "width_factor", "channels", "classes", "image_size")]
+
+
+ARCHS = {"tf": 1, "transformer": 1, "moe": 2, "wrn": 3, "wide_resnet": 3}
+
+
+def planner_desc(model):
+    """A PlannerDesc from a dict of copus_planner_desc's fields; "arch" may
+    be a name ("tf", "moe", "wrn") or the enum's number."""
+    fields = dict(model)
+    arch = fields.pop("arch")
+    d = PlannerDesc()
+    d.arch = ARCHS[arch] if isinstance(arch, str) else int(arch)
+    for k, v in fields.items():
+        if k not in dict(PlannerDesc._fields_):
+            raise CopusError("model: unknown field %r" % k)
+        setattr(d, k, int(v))
+    return d
+
+
+class PlannerPlan(ctypes.Structure):
+    # copus_planner_plan of include/copus/planner.h (64 stages at most).
+    _fields_ = [("data", ctypes.c_int), ("pipeline", ctypes.c_int),
+                ("tensor", ctypes.c_int),
+                ("micro_batches", ctypes.c_int),
+                ("data_inner", ctypes.c_int),
+                ("first_layer", ctypes.c_int * 65),
+                ("seconds", ctypes.c_double),
+                ("compute_s", ctypes.c_double),
+                ("tensor_s", ctypes.c_double),
+                ("pipeline_s", ctypes.c_double),
+                ("data_s", ctypes.c_double),
+                ("overhead_s", ctypes.c_double),
+                ("memory_bytes", ctypes.c_double)]
+
+    def stages(self):
+        """The first layer of every stage and the end."""
+        return list(self.first_layer[:self.pipeline + 1])
+
+
 class Config(ctypes.Structure):
     # The layout of copus_config in include/copus/copus.h, field by field.
     _fields_ = [("size", ctypes.c_size_t),
@@ -136,7 +182,8 @@ class Config(ctypes.Structure):
                 ("noise_decay", ctypes.c_double),
                 ("no_signal_handler", ctypes.c_int),
                 ("ckpt_interval", ctypes.c_double),
-                ("reshard", RESHARD_CB)]
+                ("reshard", RESHARD_CB),
+                ("model", ctypes.POINTER(PlannerDesc))]
 
 
 class JobInfo(ctypes.Structure):
@@ -222,6 +269,7 @@ def library():
         "copus_step_end": [P, ctypes.c_int, ctypes.c_int],
         "copus_grad_stats_get": [P, ctypes.POINTER(GradStats)],
         "copus_plan_get": [P, ctypes.POINTER(Plan)],
+        "copus_planned": [P, ctypes.POINTER(PlannerPlan)],
         "copus_publish": [P],
         "copus_request_rescale": [P],
         "copus_checkpoint": [P],
@@ -256,7 +304,7 @@ class Runtime:
                  noise_decay=0.0, hint_interval=0.0, publish=None,
                  gpu_type=None, agree_interval=1, ckpt_interval=0.0,
                  prior=None, pipeline_degree=1, tensor_degree=1,
-                 layer_costs=None, reshard=None):
+                 layer_costs=None, reshard=None, model=None):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -277,6 +325,12 @@ class Runtime:
             self._costs = (ctypes.c_double * len(layer_costs))(*layer_costs)
             cfg.layer_costs = self._costs
             cfg.n_layers = len(layer_costs)
+        if model is not None:
+            # The model travels in the hints; with pipeline_degree =
+            # tensor_degree = 0 the planner chooses the degrees and stages
+            # (planned()).
+            self._model = planner_desc(model)
+            cfg.model = ctypes.pointer(self._model)
         cfg.noise_decay = noise_decay
         cfg.hint_interval = hint_interval
         # Steps between two all-reduces of the rescale flag (gloo/NCCL).
@@ -391,6 +445,16 @@ class Runtime:
         out = Plan()
         self._check(self._lib.copus_plan_get(self.ctx, ctypes.byref(out)),
                     "copus_plan_get")
+        return out
+
+    def planned(self):
+        """The planner's plan (a PlannerPlan: degrees, micro_batches,
+        data_inner, stages()), or None when the job chose its degrees."""
+        out = PlannerPlan()
+        rc = self._lib.copus_planned(self.ctx, ctypes.byref(out))
+        if rc == COPUS_ENODATA:
+            return None
+        self._check(rc, "copus_planned")
         return out
 
     def grad_stats(self):
@@ -843,11 +907,19 @@ class PipelineTrainer:
     sampler is a GlobalSampler-like object of the replicas (next_batch,
     state_dict, load_state_dict); global_batch samples a step in n_micro
     micro-batches per replica.
+
+    With planner_model (a dict of copus_planner_desc's fields, see
+    Runtime) the planner chooses the pipeline and data degrees, the
+    micro-batches and each stage's layers, as the scheduler plans the
+    job's cells; the Sequential then has the planner's layers of that
+    model (its layers + 2 for a transformer), and a plan with tensor
+    parallelism is refused (this trainer has none).
     """
 
     def __init__(self, model, make_optimizer, loss_fn, sampler,
                  global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
-                 layer_costs=None, on_rescale=None, **runtime_args):
+                 layer_costs=None, on_rescale=None, planner_model=None,
+                 **runtime_args):
         self.layers = list(model)
         self.loss_fn = loss_fn
         self.sampler = sampler
@@ -856,22 +928,37 @@ class PipelineTrainer:
         self.rank = dist.get_rank() if dist.is_initialized() else 0
         self.world = dist.get_world_size() if dist.is_initialized() else 1
         costs = layer_costs or [1.0] * len(self.layers)
-        data = self.world // pipeline_degree
-        if data < 1 or data * pipeline_degree != self.world or \
-                global_batch % (data * n_micro) != 0:
-            raise CopusError("PipelineTrainer: %d ranks, pipeline %d: the "
-                             "global batch %d is not a multiple of data x "
-                             "micro-batches" % (self.world, pipeline_degree,
-                                                global_batch))
-        self.micro = global_batch // (data * n_micro)
-        self.n_micro = n_micro
-        self.rt = Runtime(global_batch, global_batch, self.micro,
-                          self.micro, accumulation=True, ckpt_dir=ckpt_dir,
-                          save=self._save_state, load=self._load_state,
-                          pipeline_degree=pipeline_degree, layer_costs=costs,
-                          reshard=self._reshard_state, **runtime_args)
+        if planner_model is not None:
+            # Known once the planner has chosen: the micro-batch.
+            self.micro, self.n_micro = 1, 1
+            self.rt = Runtime(global_batch, global_batch, 1, global_batch,
+                              accumulation=True, ckpt_dir=ckpt_dir,
+                              save=self._save_state, load=self._load_state,
+                              pipeline_degree=0, tensor_degree=0,
+                              model=planner_model,
+                              reshard=self._reshard_state, **runtime_args)
+            self._use_planned(global_batch)
+        else:
+            data = self.world // pipeline_degree
+            if data < 1 or data * pipeline_degree != self.world or \
+                    global_batch % (data * n_micro) != 0:
+                raise CopusError("PipelineTrainer: %d ranks, pipeline %d: "
+                                 "the global batch %d is not a multiple of "
+                                 "data x micro-batches"
+                                 % (self.world, pipeline_degree,
+                                    global_batch))
+            self.micro = global_batch // (data * n_micro)
+            self.n_micro = n_micro
+            self.rt = Runtime(global_batch, global_batch, self.micro,
+                              self.micro, accumulation=True,
+                              ckpt_dir=ckpt_dir, save=self._save_state,
+                              load=self._load_state,
+                              pipeline_degree=pipeline_degree,
+                              layer_costs=costs,
+                              reshard=self._reshard_state, **runtime_args)
         self.plan = self.rt.plan()
         p = self.plan
+        inner = self.planned is not None and self.planned.data_inner
         self.first, self.count = p.first_layer, p.n_layers
         self.stage = torch.nn.Sequential(
             *self.layers[self.first:self.first + self.count])
@@ -880,6 +967,10 @@ class PipelineTrainer:
         self._names = {id(q): n for n, q in self._named_params()}
 
         def rank_of(d, s):
+            # The planner may lay the data ranks inside the pipeline
+            # ranks (data_inner); libcopus's plan follows it.
+            if inner:
+                return s * p.data_degree + d
             for r in range(self.world):
                 c = coords_of_rank(p.data_degree, p.pipeline_degree, 1, r)
                 if c.data_rank == d and c.pipeline_rank == s:
@@ -898,6 +989,24 @@ class PipelineTrainer:
         if self._pending is not None:
             self._apply(self._pending)
             self._pending = None
+
+    def _use_planned(self, global_batch):
+        """The planner's degrees, micro-batches and stages, checked
+        against what this trainer can run."""
+        pl = self.planned = self.rt.planned()
+        if pl.tensor != 1:
+            raise CopusError("PipelineTrainer: the planner chose tensor "
+                             "degree %d; this trainer has no tensor "
+                             "parallelism" % pl.tensor)
+        if pl.first_layer[pl.pipeline] != len(self.layers):
+            raise CopusError("PipelineTrainer: the planner's model has %d "
+                             "layers, the Sequential %d"
+                             % (pl.first_layer[pl.pipeline],
+                                len(self.layers)))
+        self.n_micro = pl.micro_batches
+        self.micro = global_batch // (pl.data * pl.micro_batches)
+
+    planned = None
 
     @property
     def step(self):
