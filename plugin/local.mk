@@ -30,6 +30,7 @@ plugin_sched_copus_la_SOURCES = \
 	plugin/statefile.c plugin/statefile.h \
 	plugin/statefmt.c plugin/statefmt.h \
 	plugin/memo.c plugin/memo.h \
+	plugin/usage.c plugin/usage.h \
 	plugin/params.c plugin/params.h \
 	plugin/options.h plugin/stats.h plugin/slurm-config/config.h
 plugin_sched_copus_la_CPPFLAGS = -DHAVE_CONFIG_H \
@@ -60,7 +61,7 @@ plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/memo.c \
 	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \
 	plugin/options.h plugin/submit.c plugin/submit.h plugin/stats.h \
-	plugin/statefmt.c plugin/statefmt.h
+	plugin/statefmt.c plugin/statefmt.h plugin/usage.c plugin/usage.h
 check_PROGRAMS += tests/test-plugin-sched
 tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h

@@ -79,6 +79,9 @@ struct copus__round_job {
 	char *nodelist;
 	char app[64], user[16];		/* the predictor's attributes */
 	int user_grp;			/* its user's index in user_left */
+	uint32_t uid;			/* its user */
+	double fs_slurm;		/* Slurm's fair-share factor of its
+					 * user, 0 when Slurm has none */
 	uint8_t *eligible;		/* pending: nodes it may use */
 
 	/* The decision's (phase 2). */
@@ -113,6 +116,8 @@ struct copus__revive {
  */
 struct copus__round {
 	bool quick;			/* an event round: starts only */
+	double decay_hl;		/* PriorityDecayHalfLife, seconds */
+	int nusers;			/* users with jobs in the round */
 	time_t when;
 	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
 	char *state_dir;		/* StateSaveLocation */

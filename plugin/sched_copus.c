@@ -371,6 +371,7 @@ static void *_agent(void *arg)
 		copus_predictor_destroy(s->predictor);
 	s->predictor = NULL;
 	copus__memo_free(s);
+	copus__usage_free(&s->usage);
 	return NULL;
 }
 

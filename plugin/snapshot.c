@@ -48,6 +48,22 @@ struct _parts {
 static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i);
 static int _part_index(struct _parts *parts, part_record_t *part_ptr);
 
+/*
+ * The job's user, and Slurm's fair-share factor of that user when
+ * priority/multifactor has one (its factor times PriorityWeightFairshare is
+ * what the job's priority factors hold).
+ */
+static void _job_user(job_record_t *job_ptr, struct copus__round_job *j)
+{
+	double fs = 0.0;
+
+	j->uid = job_ptr->user_id;
+	if (job_ptr->prio_factors && slurm_conf.priority_weight_fs > 0)
+		fs = job_ptr->prio_factors->priority_fs /
+		     (double)slurm_conf.priority_weight_fs;
+	j->fs_slurm = fs > 0.0 && fs <= 1.0 ? fs : 0.0;
+}
+
 /* A job's request, options and allocation */
 static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j);
 static void _job_options(job_record_t *job_ptr, struct copus__round_job *j);
@@ -88,6 +104,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	r->when = time(NULL);
 	r->max_jobs = s->params.max_jobs;
 	r->state_dir = xstrdup(slurm_conf.state_save_location);
+	r->decay_hl = (double)slurm_conf.priority_decay_hl;
 	r->nnodes = node_record_count;
 	r->nodes = xcalloc(r->nnodes + 1, sizeof(*r->nodes));
 	r->names = xcalloc(r->nnodes + 1, sizeof(*r->names));
@@ -177,6 +194,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		_job_options(job_ptr, j);
 		copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
 				 sizeof(j->user));
+		_job_user(job_ptr, j);
 		/* Slurm's requeue sets the submit time to when it was. */
 		if (requeued && j->end < d->submit_time)
 			j->end = d->submit_time;
@@ -308,6 +326,7 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	j->nodelist = xstrdup(job_ptr->nodes);
 	copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
 			 sizeof(j->user));
+	_job_user(job_ptr, j);
 	in = copus__job_info(s, job_ptr, j, r->when);
 	if (!j->rigid && !(x && !x->gave_up) &&
 	    !(in && in->have_hint && in->hint.restart_count == j->restarts)) {

@@ -36,6 +36,7 @@ static void _cluster(int n, int gpus)
 	if (_s.policy)
 		copus_policy_destroy(_s.policy);
 	copus__memo_free(&_s);
+	copus__usage_free(&_s.usage);
 	copus__round_free(&_r);
 	memset(&_s, 0, sizeof(_s));
 	memset(&_r, 0, sizeof(_r));
@@ -508,6 +509,37 @@ static void one_user_cannot_take_more_than_the_cap(void)
 	ASSERT_ACTION(rigid, COPUS__ACT_START);
 }
 
+/*
+ * Two users' jobs want the same two GPUs. The one whose user has used the
+ * cluster (copus's own tally) waits, though it is first in every other
+ * order; Slurm's fair-share factor, when it has one, is used instead.
+ */
+static void the_less_served_user_starts_first(void)
+{
+	struct copus__round_job *heavy, *light;
+
+	for (int slurm = 0; slurm < 2; slurm++) {
+		_cluster(1, 2);
+		heavy = _pending(2, 1, 2, 2, 2);
+		light = _pending(3, 1, 2, 2, 2);
+		heavy->uid = 100;
+		light->uid = 200;
+		_hint(heavy);
+		_hint(light);
+		CU_ASSERT_EQUAL(copus__usage_charge(&_s.usage, 100, 3.6e6), 0);
+		CU_ASSERT_EQUAL(copus__usage_charge(&_s.usage, 200, 1e3), 0);
+		if (slurm) {
+			/* Slurm's factors say the opposite: they win. */
+			heavy->fs_slurm = 0.9;
+			light->fs_slurm = 0.1;
+		}
+		_decide();
+		ASSERT_ACTION(slurm ? heavy : light, COPUS__ACT_START);
+		ASSERT_ACTION(slurm ? light : heavy, COPUS__ACT_NONE);
+		CU_ASSERT_EQUAL(_r.nusers, 2);
+	}
+}
+
 static void a_job_that_can_never_run_here_says_why(void)
 {
 	struct copus__round_job *big, *typed;
@@ -570,6 +602,7 @@ int main(void)
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
 		TEST(a_rigid_job_waits_for_one_of_higher_priority),
 		TEST(one_user_cannot_take_more_than_the_cap),
+		TEST(the_less_served_user_starts_first),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),
