@@ -90,7 +90,8 @@ SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-submit.sh tests/test-slurm-hint-trust.sh \
 	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
 	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
-	tests/test-slurm-examples.sh tests/test-slurm-granularity.sh
+	tests/test-slurm-examples.sh tests/test-slurm-granularity.sh \
+	tests/test-slurm-fairshare.sh
 TESTS += $(SLURM_TESTS)
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh \
 	tests/chaos.sh

@@ -32,7 +32,7 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	n = copus__params_parse("sched_interval=-1,defer,copus_interval=3,"
 				"copus_restart_delay=0,copus_fairness=-0.5,"
 				"copus_checkpoint_deadline=30,copus_max_jobs=7,"
-				"copus_hint_check=15",
+				"copus_hint_check=15,copus_fairshare=2.5",
 				&p, _collect, NULL);
 	CU_ASSERT_EQUAL(n, 0);
 	CU_ASSERT_EQUAL(_reports, 0);
@@ -42,8 +42,10 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	CU_ASSERT_EQUAL(p.ckpt_deadline, 30);
 	CU_ASSERT_EQUAL(p.max_jobs, 7);
 	ASSERT_CLOSE(p.fairness, -0.5, 1e-12);
+	ASSERT_CLOSE(p.fairshare, 2.5, 1e-12);
 	CU_ASSERT_EQUAL(copus__params_parse(NULL, &p, _collect, NULL), 0);
 	CU_ASSERT_EQUAL(p.interval, 10);
+	ASSERT_CLOSE(p.fairshare, 1.0, 1e-12);
 	/* A key removed at reconfigure goes back to its default. */
 	CU_ASSERT_EQUAL(copus__params_parse("copus_max_gpus_per_user=8", &p,
 					    _collect, NULL), 0);
@@ -97,12 +99,17 @@ static void a_rejected_key_names_the_value_that_stays(void)
 					    NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_fairness stays 0.5"));
 	ASSERT_CLOSE(p.fairness, 0.5, 1e-12);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_fairshare=11", &p, _collect,
+					    NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_fairshare=11 is not a "
+					     "number from 0 to 10"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_fairshare stays 1"));
 	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=pollux,"
 					    "copus_policy=a/b", &p, _collect,
 					    NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_policy stays pollux"));
 	CU_ASSERT_STRING_EQUAL(p.policy, "pollux");
-	CU_ASSERT_EQUAL(_reports, 4);
+	CU_ASSERT_EQUAL(_reports, 5);
 }
 
 static void requeue_exit_lists_are_read(void)
