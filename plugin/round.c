@@ -654,6 +654,11 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->reason = j->reason_buf;
 			continue;
 		}
+		if (j->restarts > 0 && r->when < r->reg_quiet) {
+			j->reason = "copus: requeued, restarts once the nodes "
+				    "that registered have settled";
+			continue;
+		}
 		if (j->rigid ||
 		    (j->per_node == j->gpn_req && j->num_nodes == j->nodes_req &&
 		     (!j->type_req[0] ||

@@ -382,6 +382,8 @@ static void *_agent(void *arg)
 	s->predictor = NULL;
 	copus__memo_free(s);
 	copus__usage_free(&s->usage);
+	xfree(s->reg);
+	s->nreg = 0;
 	return NULL;
 }
 

@@ -451,6 +451,42 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(j->reason, "copus: starts with"));
 }
 
+/*
+ * A node has just registered (slurmd or slurmctld restarted): slurmctld
+ * may have aborted a stray run of a requeued job there, revoking its
+ * credential, so a job that has run before waits until reg_quiet; a new
+ * job does not. Both as its own cell and resized to another.
+ */
+static void a_restarted_job_waits_until_registrations_settle(void)
+{
+	struct copus__round_job *again, *cell, *fresh;
+
+	_cluster(3, 4);
+	again = _pending(1, 1, 2, 1, 4);
+	cell = _pending(2, 1, 4, 4, 4);
+	fresh = _pending(3, 1, 2, 2, 2);
+	_hint(again);
+	_hint(cell);
+	again->restarts = cell->restarts = 1;
+	again->end = cell->end = NOW - 60;
+	_r.reg_quiet = NOW + 1;
+	_decide();
+	ASSERT_ACTION(again, COPUS__ACT_NONE);
+	ASSERT_ACTION(cell, COPUS__ACT_NONE);
+	CU_ASSERT_PTR_NOT_NULL(again->reason ? strstr(again->reason,
+		"restarts once the nodes that registered have settled") :
+		NULL);
+	ASSERT_ACTION(fresh, COPUS__ACT_START);
+	copus__round_free(&_r);
+	again->reason = cell->reason = fresh->reason = NULL;
+	again->action = cell->action = fresh->action = COPUS__ACT_NONE;
+	_r.reg_quiet = NOW;
+	_decide();
+	CU_ASSERT(again->action == COPUS__ACT_START ||
+		  again->action == COPUS__ACT_RESIZE);
+	ASSERT_ACTION(cell, COPUS__ACT_START);
+}
+
 static void a_rigid_job_waits_for_one_of_higher_priority(void)
 {
 	struct copus__round_job *first, *second;
@@ -603,6 +639,7 @@ int main(void)
 		TEST(a_rigid_job_waits_for_one_of_higher_priority),
 		TEST(one_user_cannot_take_more_than_the_cap),
 		TEST(the_less_served_user_starts_first),
+		TEST(a_restarted_job_waits_until_registrations_settle),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),
