@@ -32,6 +32,7 @@ reshards its checkpoints when a job restarts under another layout. The
 library is found through $COPUS_LIB, then the system's library path.
 """
 
+import collections
 import ctypes
 import ctypes.util
 import os
@@ -92,6 +93,11 @@ class Shard(ctypes.Structure):
                 ("first_layer", ctypes.c_int),
                 ("n_layers", ctypes.c_int)]
 
+
+# A shard of a checkpoint as a reshard callback sees it: its file (None
+# when this rank needs none of it), its stage and slice, its layers.
+ShardFile = collections.namedtuple(
+    "ShardFile", "path pipeline_rank tensor_rank first_layer n_layers")
 
 RESHARD_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.POINTER(Layout), ctypes.POINTER(Layout),
@@ -349,13 +355,13 @@ class Runtime:
     def _on_reshard(self, arg, step, old, now, mine, shards, n):
         try:
             lay = lambda l: (l.data, l.tensor, l.pipeline)  # noqa: E731
-            files = [(os.fsdecode(shards[i].path) if shards[i].path
-                      else None, shards[i].pipeline_rank,
-                      shards[i].first_layer, shards[i].n_layers)
-                     for i in range(n)]
-            self._reshard(step, lay(old[0]), lay(now[0]),
-                          (mine[0].pipeline_rank, mine[0].first_layer,
-                           mine[0].n_layers), files)
+
+            def shard(s):
+                return ShardFile(os.fsdecode(s.path) if s.path else None,
+                                 s.pipeline_rank, s.tensor_rank,
+                                 s.first_layer, s.n_layers)
+            self._reshard(step, lay(old[0]), lay(now[0]), shard(mine[0]),
+                          [shard(shards[i]) for i in range(n)])
             return 0
         except Exception as e:  # noqa: BLE001
             self.error = "reshard: %r" % (e,)
@@ -941,10 +947,10 @@ class PipelineTrainer:
 
     def _reshard_state(self, step, old, now, mine, shards):
         state = {"layers": {}, "optim": {}}
-        for path, _, _, _ in shards:
-            if path is not None:
-                self._read(path, step, state)
-        _, first, count = mine
+        for s in shards:
+            if s.path is not None:
+                self._read(s.path, step, state)
+        first, count = mine.first_layer, mine.n_layers
         missing = [i for i in range(first, first + count)
                    if i not in state["layers"]]
         if missing:
