@@ -596,8 +596,14 @@ class Trainer:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.ddp = isinstance(model,
                               torch.nn.parallel.DistributedDataParallel)
-        # The step's agreement travels with the gradients' all-reduce.
-        self.fold_agreement = fold_agreement and self.ddp
+        # The replicas average their gradients in DDP's process group: the
+        # world, or the data group of a tensor-parallel model.
+        self._group = model.process_group if self.ddp else None
+        self._replicas = dist.get_world_size(self._group) if self.ddp else 1
+        # The step's agreement travels with the gradients' all-reduce when
+        # that reaches every rank.
+        self.fold_agreement = fold_agreement and self.ddp and \
+            self._replicas == dist.get_world_size()
         self._agree_sums = None
         self._agree_out = torch.zeros(AGREE_LEN, dtype=torch.float64)
         self._in_step = False
@@ -682,7 +688,7 @@ class Trainer:
                              for p, g in zip(bucket.parameters(), grads))
             self._hook_sq += sq * self._scale * self._scale
         buf = bucket.buffer()
-        buf.div_(dist.get_world_size())
+        buf.div_(self._replicas)
         if self.fold_agreement and self._in_step and bucket.is_last() and \
                 buf.dtype in (torch.float32, torch.float64):
             # The step's agreement rides on the last bucket: no
@@ -690,14 +696,15 @@ class Trainer:
             n = buf.numel()
             self.rt.agree_pack(self._agree_out)
             fut = dist.all_reduce(torch.cat([buf, self._agree_out.to(
-                buf.dtype)]), async_op=True).get_future()
+                buf.dtype)]), group=self._group, async_op=True).get_future()
 
             def split(f):
                 t = f.value()[0]
                 self._agree_sums = t[n:]
                 return t[:n]
             return fut.then(split)
-        fut = dist.all_reduce(buf, async_op=True).get_future()
+        fut = dist.all_reduce(buf, group=self._group,
+                              async_op=True).get_future()
 
         def done(f):
             return f.value()[0]
