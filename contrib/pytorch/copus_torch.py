@@ -28,8 +28,10 @@ that resumes at the same global sample on any number of replicas. To run
 the backward pass yourself (a loss scaler, clipping), see Trainer's
 micro_batches() and optimizer_step(). PipelineTrainer trains an
 nn.Sequential in the plan's pipeline stages and data-parallel replicas, and
-reshards its checkpoints when a job restarts under another layout. The
-library is found through $COPUS_LIB, then the system's library path.
+reshards its checkpoints when a job restarts under another layout. Trainer
+also trains models of copus_tensor's tensor-parallel layers (pass
+tensor_degree), and reshards their slices when the tensor degree changes.
+The library is found through $COPUS_LIB, then the system's library path.
 """
 
 import collections
@@ -70,6 +72,10 @@ class PerfParams(ctypes.Structure):
 class GradStats(ctypes.Structure):
     _fields_ = [("sqr", ctypes.c_double), ("var", ctypes.c_double)]
 
+
+# The attribute of a parameter that is a slice of a tensor-parallel weight
+# (copus_tensor): (the dimension split, its TensorParallel).
+SPLIT_ATTR = "copus_tensor_split"
 
 SAVE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                            ctypes.c_int64)
@@ -470,14 +476,38 @@ class Runtime:
             self.ctx = ctypes.c_void_p()
 
 
-def _sqnorm(tensors):
-    """Sum of squared entries: one BLAS dot per tensor, one sync in all."""
+def _sqnorm(tensors, weights=None):
+    """Sum of squared entries, tensor i's weighted by weights[i]: one BLAS
+    dot per tensor, one sync in all."""
     total = None
-    for t in tensors:
+    for i, t in enumerate(tensors):
         v = t.detach().reshape(-1)
         d = torch.dot(v, v)
+        if weights is not None and weights[i] != 1.0:
+            d = d * weights[i]
         total = d if total is None else total + d
     return 0.0 if total is None else float(total)
+
+
+def _reslice(pieces, old_degree, new_degree, rank, dim):
+    """Slice rank of new_degree of a tensor split along dim, from the
+    slices {old rank: tensor} of old_degree that overlap it."""
+    size = next(iter(pieces.values())).shape[dim]
+    full = size * old_degree
+    if full % new_degree:
+        raise CopusError("a dimension of %d does not split over tensor "
+                         "degree %d" % (full, new_degree))
+    n = full // new_degree
+    lo, hi = rank * n, (rank + 1) * n
+    out = []
+    for j in range(old_degree):
+        a, b = max(lo, j * size), min(hi, (j + 1) * size)
+        if a < b:
+            if j not in pieces:
+                raise CopusError("tensor slice %d of %d is in none of the "
+                                 "shards read" % (j, old_degree))
+            out.append(pieces[j].narrow(dim, a - j * size, b - a))
+    return torch.cat(out, dim).clone()
 
 
 class GlobalSampler:
@@ -572,6 +602,11 @@ class Trainer:
     Each micro-batch's loss is divided by n_micro, so that .grad ends as
     the mean. With a loss scaler, pass it as grad_scaler: the gradients
     are measured before your unscaling and clipping, divided by its scale.
+
+    A model of copus_tensor's layers (tensor_degree=tp.degree, DDP over
+    tp.data_group when there are several replicas): each tensor rank
+    checkpoints its own slices, and a checkpoint of another tensor degree
+    is cut and joined again by position, optimizer state included.
     """
 
     def __init__(self, model, optimizer, loss_fn, data, init_batch,
@@ -604,6 +639,21 @@ class Trainer:
         # that reaches every rank.
         self.fold_agreement = fold_agreement and self.ddp and \
             self._replicas == dist.get_world_size()
+        # Slices of tensor-parallel weights (copus_tensor): each rank holds
+        # its slice's gradient and the whole of the others, so a squared
+        # norm sums the slices over the tensor group and counts the others
+        # once.
+        self._split = {id(p): getattr(p, SPLIT_ATTR) for p in self.params
+                       if hasattr(p, SPLIT_ATTR)}
+        self._tp = next(iter(self._split.values()))[1] if self._split \
+            else None
+        self._weights = None
+        if self._tp is not None and self._tp.group is not None:
+            self._weights = {id(p): 1.0 if id(p) in self._split
+                             else 1.0 / self._tp.degree
+                             for p in self.params}
+        if self._split:
+            runtime_args.setdefault("reshard", self._reshard_state)
         self._agree_sums = None
         self._agree_out = torch.zeros(AGREE_LEN, dtype=torch.float64)
         self._in_step = False
@@ -621,6 +671,15 @@ class Trainer:
         if self.ddp:
             self.model.register_comm_hook(self, Trainer._comm_hook)
         self.plan = self.rt.plan()
+        if self._tp is not None and \
+                (self._tp.degree, self._tp.rank) != (self.plan.tensor_degree,
+                                                     self.plan.tensor_rank):
+            raise CopusError("Trainer: the model is slice %d of tensor "
+                             "degree %d; the plan makes this rank slice %d "
+                             "of %d (pass tensor_degree)"
+                             % (self._tp.rank, self._tp.degree,
+                                self.plan.tensor_rank,
+                                self.plan.tensor_degree))
 
     @property
     def step(self):
@@ -633,18 +692,36 @@ class Trainer:
         cur = [p.grad.detach() for p in self.params]
         prev = self._pair_prev
         k = self._scale * self._scale
-        self.rt.grad_local(_sqnorm(cur) * k)
+        w = self._weights_of(self.params)
+        self.rt.grad_local(self._tensor_sum(_sqnorm(cur, w)) * k)
         if prev is not None:
             dot = None
-            for c, q in zip(cur, prev):
+            for i, (c, q) in enumerate(zip(cur, prev)):
                 d = torch.dot(c.reshape(-1), q.reshape(-1))
+                if w is not None:
+                    d = d * w[i]
                 dot = d if dot is None else dot + d
             if dot is not None:
-                self.rt.grad_dot(float(dot) * k)
+                self.rt.grad_dot(self._tensor_sum(float(dot)) * k)
         prev = self._buffers("pair", cur)
         for q, c in zip(prev, cur):
             q.copy_(c)
         self._pair_prev = prev
+
+    def _weights_of(self, params):
+        """The weights of params' squared norms (None: all 1)."""
+        if self._weights is None:
+            return None
+        return [self._weights[id(p)] for p in params]
+
+    def _tensor_sum(self, x):
+        """x summed over the tensor group: a squared norm of the whole
+        model from its slices'."""
+        if self._weights is None:
+            return x
+        t = torch.tensor([x], dtype=torch.float64)
+        dist.all_reduce(t, group=self._tp.group)
+        return float(t[0])
 
     def _buffers(self, name, like):
         """Gradient-shaped scratch tensors, allocated once."""
@@ -657,17 +734,69 @@ class Trainer:
     # -- checkpoint -------------------------------------------------------
     def _save_state(self, path, step):
         module = self.model.module if self.ddp else self.model
-        torch.save({"model": module.state_dict(),
-                    "optimizer": self.optimizer.state_dict(),
-                    "data": self.data.state_dict(),
-                    "rng": torch.get_rng_state(),
-                    "step": step}, path)
+        state = {"model": module.state_dict(),
+                 "optimizer": self.optimizer.state_dict(),
+                 "data": self.data.state_dict(),
+                 "rng": torch.get_rng_state(),
+                 "step": step}
+        if self._split:
+            # Which entries are slices, and along which dimension: by name
+            # in the model, by index in the optimizer's state.
+            params = [q for g in self.optimizer.param_groups
+                      for q in g["params"]]
+            state["tensor"] = {
+                "degree": self._tp.degree, "rank": self._tp.rank,
+                "model": {n: self._split[id(q)][0]
+                          for n, q in module.named_parameters()
+                          if id(q) in self._split},
+                "optimizer": {i: self._split[id(q)][0]
+                              for i, q in enumerate(params)
+                              if id(q) in self._split}}
+        torch.save(state, path)
 
-    def _load_state(self, path, step):
+    def _read_state(self, path, step):
         state = torch.load(path)
         if state["step"] != step:
             raise CopusError("checkpoint %s holds step %d, manifest says %d"
                              % (path, state["step"], step))
+        return state
+
+    def _load_state(self, path, step):
+        self._apply_state(self._read_state(path, step))
+
+    def _reshard_state(self, step, old, now, mine, shards):
+        """Restore a checkpoint of tensor-parallel slices written under
+        another tensor degree: each slice of this rank is cut from the old
+        slices that overlap it, joined in order, and so is its optimizer
+        state (momentum, moments: the tensors of the parameter's shape)."""
+        if old[2] != 1 or now[2] != 1:
+            raise CopusError("Trainer: a checkpoint of pipeline stages "
+                             "(%d, now %d) is PipelineTrainer's"
+                             % (old[2], now[2]))
+        saved = {s.tensor_rank: self._read_state(s.path, step)
+                 for s in shards if s.path is not None}
+        first = saved[min(saved)]
+        split = first.get("tensor")
+        if split is None or split["degree"] != old[1]:
+            raise CopusError("Trainer: the checkpoint of step %d holds no "
+                             "slices of tensor degree %d" % (step, old[1]))
+        cut = lambda parts, dim: _reslice(  # noqa: E731
+            parts, old[1], now[1], mine.tensor_rank, dim)
+        model = dict(first["model"])
+        for n, dim in split["model"].items():
+            model[n] = cut({j: s["model"][n] for j, s in saved.items()}, dim)
+        opt = first["optimizer"]
+        state = {}
+        for i, entry in opt["state"].items():
+            dim = split["optimizer"].get(i)
+            state[i] = {k: cut({j: s["optimizer"]["state"][i][k]
+                                for j, s in saved.items()}, dim)
+                        if dim is not None and torch.is_tensor(v) and
+                        v.dim() > dim else v for k, v in entry.items()}
+        self._apply_state(dict(first, model=model, optimizer=dict(
+            opt, state=state)))
+
+    def _apply_state(self, state):
         module = self.model.module if self.ddp else self.model
         module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -679,13 +808,14 @@ class Trainer:
     def _comm_hook(self, bucket):
         if self._measure and self._in_step:
             grads = bucket.gradients()
+            w = self._weights_of(bucket.parameters())
             if self._prev is None:
-                sq = _sqnorm(grads)
+                sq = _sqnorm(grads, w)
             else:
                 prev = self._prev
-                sq = _sqnorm(g if prev.get(p.data_ptr()) is None
-                             else g - prev[p.data_ptr()]
-                             for p, g in zip(bucket.parameters(), grads))
+                sq = _sqnorm((g if prev.get(p.data_ptr()) is None
+                              else g - prev[p.data_ptr()]
+                              for p, g in zip(bucket.parameters(), grads)), w)
             self._hook_sq += sq * self._scale * self._scale
         buf = bucket.buffer()
         buf.div_(self._replicas)
@@ -760,26 +890,29 @@ class Trainer:
             elif measure and not (self.ddp and last):
                 # The micro-batch's own gradient: the change of .grad.
                 cur = [p.grad.detach() for p in self.params]
+                w = self._weights_of(self.params)
                 if prev_flat is None:
-                    sq = _sqnorm(cur)
+                    sq = _sqnorm(cur, w)
                 else:
                     # Into buffers kept across steps: no allocation.
                     diff = self._buffers("diff", cur)
                     for d, c, q in zip(diff, cur, prev_flat):
                         torch.sub(c, q, out=d)
-                    sq = _sqnorm(diff)
-                rt.grad_local(sq * k)
+                    sq = _sqnorm(diff, w)
+                rt.grad_local(self._tensor_sum(sq) * k)
                 if not last:
                     prev_flat = self._buffers("prev", cur)
                     for q, c in zip(prev_flat, cur):
                         q.copy_(c)
         if self.ddp and measure:
             # DDP waited for the all-reduce at the end of backward.
-            rt.grad_local(self._hook_sq)
+            rt.grad_local(self._tensor_sum(self._hook_sq))
         if measure and pairs:
             self._pair_step()
         elif measure:
-            rt.grad_total(_sqnorm(p.grad for p in self.params) * k_total)
+            rt.grad_total(self._tensor_sum(_sqnorm(
+                (p.grad for p in self.params),
+                self._weights_of(self.params))) * k_total)
         elif pairs:
             self._pair_prev = None
         if self._agree_sums is not None:
