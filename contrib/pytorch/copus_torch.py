@@ -1179,7 +1179,8 @@ class PipelineTrainer:
             if self.on_rescale is not None:
                 self.on_rescale(rt.info().step)
             rt.finalize()
-            dist.destroy_process_group()
+            if dist.is_initialized():
+                dist.destroy_process_group()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
