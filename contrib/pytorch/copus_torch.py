@@ -985,6 +985,13 @@ class PipelineTrainer:
     first replica), so that a job restarted under another pipeline degree
     reads the stages that hold its layers (libcopus's reshard).
 
+    A stage may hold copus_tensor's layers (tensor_degree > 1, the layers
+    built with TensorParallel(tensor, pipeline)): activations then go to
+    the neighbouring stage's rank of the same tensor rank, gradients are
+    averaged over the replicas of the same stage and slice, and each slice
+    is a shard of its own, cut and joined again under another tensor
+    degree as Trainer's are.
+
     make_optimizer(params) builds the optimizer of a stage's parameters;
     sampler is a GlobalSampler-like object of the replicas (next_batch,
     state_dict, load_state_dict); global_batch samples a step in n_micro
@@ -993,7 +1000,8 @@ class PipelineTrainer:
 
     def __init__(self, model, make_optimizer, loss_fn, sampler,
                  global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
-                 layer_costs=None, on_rescale=None, **runtime_args):
+                 layer_costs=None, on_rescale=None, tensor_degree=1,
+                 **runtime_args):
         self.layers = list(model)
         self.loss_fn = loss_fn
         self.sampler = sampler
@@ -1002,19 +1010,22 @@ class PipelineTrainer:
         self.rank = dist.get_rank() if dist.is_initialized() else 0
         self.world = dist.get_world_size() if dist.is_initialized() else 1
         costs = layer_costs or [1.0] * len(self.layers)
-        data = self.world // pipeline_degree
-        if data < 1 or data * pipeline_degree != self.world or \
+        shard = pipeline_degree * tensor_degree
+        data = self.world // shard
+        if data < 1 or data * shard != self.world or \
                 global_batch % (data * n_micro) != 0:
-            raise CopusError("PipelineTrainer: %d ranks, pipeline %d: the "
-                             "global batch %d is not a multiple of data x "
-                             "micro-batches" % (self.world, pipeline_degree,
-                                                global_batch))
+            raise CopusError("PipelineTrainer: %d ranks, pipeline %d x "
+                             "tensor %d: the global batch %d is not a "
+                             "multiple of data x micro-batches"
+                             % (self.world, pipeline_degree, tensor_degree,
+                                global_batch))
         self.micro = global_batch // (data * n_micro)
         self.n_micro = n_micro
         self.rt = Runtime(global_batch, global_batch, self.micro,
                           self.micro, accumulation=True, ckpt_dir=ckpt_dir,
                           save=self._save_state, load=self._load_state,
-                          pipeline_degree=pipeline_degree, layer_costs=costs,
+                          pipeline_degree=pipeline_degree,
+                          tensor_degree=tensor_degree, layer_costs=costs,
                           reshard=self._reshard_state, **runtime_args)
         self.plan = self.rt.plan()
         p = self.plan
@@ -1024,23 +1035,31 @@ class PipelineTrainer:
         self.params = list(self.stage.parameters())
         self.optimizer = make_optimizer(self.params)
         self._names = {id(q): n for n, q in self._named_params()}
+        # Slices of tensor-parallel weights (copus_tensor), by name.
+        self._split = {n: getattr(q, SPLIT_ATTR)[0]
+                       for n, q in self._named_params()
+                       if hasattr(q, SPLIT_ATTR)}
 
-        def rank_of(d, s):
+        def rank_of(d, s, t):
             for r in range(self.world):
-                c = coords_of_rank(p.data_degree, p.pipeline_degree, 1, r)
-                if c.data_rank == d and c.pipeline_rank == s:
+                c = coords_of_rank(p.data_degree, p.pipeline_degree,
+                                   p.tensor_degree, r)
+                if (c.data_rank, c.pipeline_rank, c.tensor_rank) == (d, s, t):
                     return r
-        self.prev = rank_of(p.data_rank, p.pipeline_rank - 1) \
+        t = p.tensor_rank
+        self.prev = rank_of(p.data_rank, p.pipeline_rank - 1, t) \
             if p.pipeline_rank > 0 else None
-        self.next = rank_of(p.data_rank, p.pipeline_rank + 1) \
+        self.next = rank_of(p.data_rank, p.pipeline_rank + 1, t) \
             if p.pipeline_rank < p.pipeline_degree - 1 else None
-        # Every rank creates every data group, in the same order.
+        # Every rank creates every data group (one per stage and tensor
+        # slice), in the same order.
         self.group = None
         for s in range(p.pipeline_degree):
-            ranks = [rank_of(d, s) for d in range(p.data_degree)]
-            g = dist.new_group(ranks) if self.world > 1 else None
-            if s == p.pipeline_rank:
-                self.group = g
+            for u in range(p.tensor_degree):
+                ranks = [rank_of(d, s, u) for d in range(p.data_degree)]
+                g = dist.new_group(ranks) if self.world > 1 else None
+                if (s, u) == (p.pipeline_rank, t):
+                    self.group = g
         if self._pending is not None:
             self._apply(self._pending)
             self._pending = None
@@ -1068,6 +1087,7 @@ class PipelineTrainer:
                     "optim": by_name,
                     "groups": [{k: v for k, v in g.items() if k != "params"}
                                for g in opt["param_groups"]],
+                    "split": self._split,
                     "sampler": self.sampler.state_dict()}, path)
 
     def _read(self, path, step, state):
@@ -1077,25 +1097,48 @@ class PipelineTrainer:
                              % (path, saved["step"], step))
         state["layers"].update(saved["layers"])
         state["optim"].update(saved["optim"])
+        state["split"].update(saved.get("split", {}))
         state["groups"] = saved["groups"]
         state["sampler"] = saved["sampler"]
 
     def _load_state(self, path, step):
-        state = {"layers": {}, "optim": {}}
+        state = {"layers": {}, "optim": {}, "split": {}}
         self._read(path, step, state)
         self._pending = state
 
     def _reshard_state(self, step, old, now, mine, shards):
-        state = {"layers": {}, "optim": {}}
+        # The stages read, by old tensor slice.
+        slices = {}
         for s in shards:
             if s.path is not None:
-                self._read(s.path, step, state)
+                self._read(s.path, step, slices.setdefault(
+                    s.tensor_rank, {"layers": {}, "optim": {}, "split": {}}))
         first, count = mine.first_layer, mine.n_layers
         missing = [i for i in range(first, first + count)
-                   if i not in state["layers"]]
+                   if not slices or
+                   any(i not in v["layers"] for v in slices.values())]
         if missing:
             raise CopusError("layers %s are in none of the shards read"
                              % missing)
+        # This rank's tensor slices, cut from the old slices that overlap.
+        state = slices[min(slices)]
+        split = state["split"]
+        cut = lambda get, dim: _reslice(  # noqa: E731
+            {j: get(v) for j, v in slices.items()}, old[1], now[1],
+            mine.tensor_rank, dim)
+        for i in range(first, first + count):
+            for k in state["layers"][i]:
+                dim = split.get("%d.%s" % (i, k))
+                if dim is not None:
+                    state["layers"][i][k] = cut(
+                        lambda v: v["layers"][i][k], dim)
+        for n, entry in state["optim"].items():
+            dim = split.get(n)
+            if dim is not None:
+                state["optim"][n] = {
+                    k: cut(lambda v: v["optim"][n][k], dim)
+                    if torch.is_tensor(x) and x.dim() > dim else x
+                    for k, x in entry.items()}
         self._pending = state
 
     def _apply(self, state):
