@@ -8,7 +8,12 @@ plain nn.Linear layers (the same seed, the same global batch):
   2 processes (tensor 2) checkpoint at step 3 and exit 75; 1 process
     (tensor 1) resumes there (resharded), checkpoints at step 6; 2
     processes (tensor 2) resume there (resharded) to step 9: each equal
-    to the single process at the same step and global sample.
+    to the single process at the same step and global sample;
+  under PipelineTrainer, 4 processes (pipeline 2 x tensor 2) equal the
+    single process and checkpoint at step 3; 1 process resumes there
+    (4 shards joined) to step 5; 4 processes (pipeline 2 x tensor 2)
+    resume there (1 shard cut in 4) to step 7: each equal to the single
+    process.
 
 The model uses all four of the layers' communications: a column-parallel
 layer whose split output feeds a row-parallel layer, a row-parallel layer
@@ -41,6 +46,8 @@ def worker(args):
     import copus_tensor
 
     rank, world, tensor = args["rank"], args["world"], args["tensor"]
+    # A pipeline degree: PipelineTrainer, else Trainer.
+    pipe = args.get("pipeline")
     torch.set_num_threads(1)
     if world > 1:
         dist.init_process_group("gloo", init_method=args["init"],
@@ -54,7 +61,7 @@ def worker(args):
                                     torch.nn.Tanh(), L(8, 8), torch.nn.Tanh(),
                                     L(8, 4))
     else:
-        tp = copus_tensor.TensorParallel(tensor)
+        tp = copus_tensor.TensorParallel(tensor, pipe or 1)
         data_rank, data_degree = tp.data_rank, tp.data_degree
         tensor_rank = tp.rank
         C, R = copus_tensor.ColumnParallelLinear, \
@@ -65,7 +72,7 @@ def worker(args):
             torch.nn.Tanh(), R(8, 8, tp=tp, input_is_parallel=False),
             torch.nn.Tanh(), C(8, 4, tp=tp, gather_output=True))
     module = model
-    if data_degree > 1:
+    if data_degree > 1 and not pipe:
         model = torch.nn.parallel.DistributedDataParallel(
             model, process_group=tp.data_group)
     g = torch.Generator().manual_seed(5)
@@ -73,41 +80,51 @@ def worker(args):
     ys = torch.randn(320, 4, generator=g)
     sampler = copus_torch.GlobalSampler(
         [(xs[i], ys[i]) for i in range(320)], data_rank, data_degree, seed=3)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     out = args["out"] + ".%d" % rank
-    split = {n: getattr(q, copus_torch.SPLIT_ATTR)[0]
-             for n, q in module.named_parameters()
-             if hasattr(q, copus_torch.SPLIT_ATTR)}
-    dumps = {"tensor_rank": tensor_rank, "data_rank": data_rank,
-             "split": split}
     losses = {}
 
     def dump(step):
         flat = lambda t: t.detach().double().reshape(-1).tolist()  # noqa
         stats = tr.rt.grad_stats()
+        opt = tr.optimizer
         with torch.no_grad():
             dumps[str(step)] = {
                 "loss": losses.get(step),
                 "stats": [stats.sqr, stats.var] if stats else None,
-                "params": {n: flat(q) for n, q in module.named_parameters()},
-                "grads": {n: flat(q.grad) for n, q in
-                          module.named_parameters() if q.grad is not None},
+                "params": {n: flat(q) for n, q in params},
+                "grads": {n: flat(q.grad) for n, q in params
+                          if q.grad is not None},
                 "moms": {n: flat(opt.state[q]["momentum_buffer"])
-                         for n, q in module.named_parameters()
+                         for n, q in params
                          if "momentum_buffer" in opt.state.get(q, {})},
-                "shapes": {n: list(q.shape)
-                           for n, q in module.named_parameters()},
+                "shapes": {n: list(q.shape) for n, q in params},
                 "pos": sampler.pos}
         with open(out + ".tmp", "w") as f:
             json.dump(dumps, f)
         os.replace(out + ".tmp", out)
 
-    tr = copus_torch.Trainer(
-        model, opt, torch.nn.MSELoss(), sampler,
-        init_batch=GLOBAL_BATCH, max_batch=GLOBAL_BATCH,
-        min_local=GLOBAL_BATCH // data_degree,
-        max_local=GLOBAL_BATCH // data_degree, ckpt_dir=args.get("ckpt"),
-        tensor_degree=tensor, on_rescale=dump)
+    make_opt = lambda ps: torch.optim.SGD(ps, lr=0.1,  # noqa: E731
+                                          momentum=0.9)
+    if pipe:
+        tr = copus_torch.PipelineTrainer(
+            model, make_opt, torch.nn.MSELoss(), sampler, GLOBAL_BATCH, 2,
+            ckpt_dir=args.get("ckpt"), pipeline_degree=pipe,
+            tensor_degree=tensor, on_rescale=dump)
+        params = list(tr._named_params())
+    else:
+        tr = copus_torch.Trainer(
+            model, make_opt(model.parameters()), torch.nn.MSELoss(), sampler,
+            init_batch=GLOBAL_BATCH, max_batch=GLOBAL_BATCH,
+            min_local=GLOBAL_BATCH // data_degree,
+            max_local=GLOBAL_BATCH // data_degree, ckpt_dir=args.get("ckpt"),
+            tensor_degree=tensor, on_rescale=dump)
+        params = list(module.named_parameters())
+    # Parameter names as nn.Sequential's state_dict has them ("2.weight"),
+    # with the dimension along which a slice is cut.
+    dumps = {"tensor_rank": tensor_rank, "data_rank": data_rank,
+             "split": {n: getattr(q, copus_torch.SPLIT_ATTR)[0]
+                       for n, q in params
+                       if hasattr(q, copus_torch.SPLIT_ATTR)}}
     dumps["start"] = {"step": tr.step, "restored": tr.rt.info().restored,
                       "pos": sampler.pos}
 
@@ -176,8 +193,9 @@ def check(cond, what):
 
 def whole(dumps, step):
     """The whole model at a step: each split parameter's slices joined in
-    tensor-rank order (data replica 0's), the others as rank 0 has them;
-    with the mean loss over the replicas and the global sample."""
+    tensor-rank order (data replica 0's, from the ranks of its stage), the
+    others as the first of them has them; with the mean loss over the
+    replicas (of the last stage) and the global sample."""
     import torch
     if None in dumps or any(str(step) not in d for d in dumps):
         return None
@@ -185,18 +203,21 @@ def whole(dumps, step):
     first.sort(key=lambda d: d["tensor_rank"])
     out = {"loss": None, "pos": {d[str(step)]["pos"] for d in dumps},
            "stats": first[0][str(step)]["stats"]}
-    losses = [d[str(step)]["loss"] for d in dumps if d["tensor_rank"] == 0]
-    if None not in losses:
+    losses = [d[str(step)]["loss"] for d in dumps if d["tensor_rank"] == 0
+              and d[str(step)]["loss"] is not None]
+    if losses:
         out["loss"] = sum(losses) / len(losses)
     for kind in ("params", "grads", "moms"):
         out[kind] = {}
-        for n, shape in first[0][str(step)]["shapes"].items():
-            parts = [torch.tensor(d[str(step)][kind][n],
-                                  dtype=torch.float64).view(shape)
-                     for d in first if n in d[str(step)][kind]]
-            if len(parts) != len(first):
+        names = {n for d in first for n in d[str(step)]["shapes"]}
+        for n in names:
+            holders = [d for d in first if n in d[str(step)]["shapes"]]
+            parts = [torch.tensor(d[str(step)][kind][n], dtype=torch.float64)
+                     .view(d[str(step)]["shapes"][n])
+                     for d in holders if n in d[str(step)][kind]]
+            if len(parts) != len(holders):
                 continue
-            dim = first[0]["split"].get(n)
+            dim = holders[0]["split"].get(n)
             out[kind][n] = parts[0] if dim is None else torch.cat(parts, dim)
     return out
 
@@ -294,6 +315,31 @@ def run():
                   for d in c), "2 processes resume at step 6")
     compare(c, ref, 7, "tensor 2 resumed from tensor 1")
     compare(c, ref, STEPS, "tensor 2 resumed from tensor 1")
+
+    # PipelineTrainer: stages of tensor-parallel layers.
+    ckpt = os.path.join(tmp, "ckpt-pipeline")
+    codes, pa = launch(4, 2, tmp, "pa", pipeline=2, ckpt=ckpt, steps=STEPS,
+                       signal_at=2)
+    check(codes == [75] * 4, "4 processes (pipeline 2 x tensor 2) "
+          "checkpoint at step 3 and exit 75 (%s)" % codes)
+    for step in range(1, 4):
+        compare(pa, ref, step, "pipeline 2 x tensor 2")
+    codes, pb = launch(1, 1, tmp, "pb", pipeline=1, restart=1, ckpt=ckpt,
+                       steps=STEPS, signal_at=4)
+    check(codes == [75], "1 process resumes from pipeline 2 x tensor 2, "
+          "checkpoints at step 5 and exits 75 (%s)" % codes)
+    if None not in pb:
+        check(all(d["start"]["step"] == 3 and d["start"]["restored"]
+                  for d in pb), "1 process resumes at step 3")
+    compare(pb, ref, 5, "pipeline 1 x tensor 1 resumed from 2 x 2")
+    codes, pc = launch(4, 2, tmp, "pc", pipeline=2, restart=2, ckpt=ckpt,
+                       steps=7)
+    check(codes == [0] * 4, "4 processes (pipeline 2 x tensor 2) resume "
+          "from one process and finish (%s)" % codes)
+    if None not in pc:
+        check(all(d["start"]["step"] == 5 and d["start"]["restored"]
+                  for d in pc), "4 processes resume at step 5")
+    compare(pc, ref, 7, "pipeline 2 x tensor 2 resumed from 1 x 1")
     subprocess.call(["rm", "-rf", tmp])
     if failures:
         print("%d check(s) failed" % len(failures))
