@@ -29,6 +29,8 @@ rank draws the same full weights and keeps its slice):
 The gradients of a slice are averaged over the data group only (give DDP
 the data group); Trainer then sums the squared gradient norms of the
 slices over the tensor group, so that libcopus measures the whole model.
+PipelineTrainer takes such layers in its stages too: build them with
+TensorParallel(tensor, pipeline) and pass it tensor_degree (no DDP).
 Each tensor rank checkpoints its own slices; a job restarted under another
 tensor degree has them cut and joined again by position, the optimizer's
 state (momentum, Adam's moments) with them. The feature counts must be
@@ -55,7 +57,8 @@ class TensorParallel:
     Every rank must build it, in the same order with respect to other
     process groups: torch.distributed.new_group is called for every group
     of the layout, on every rank. pipeline is the pipeline degree (the
-    data degree is what remains of the world).
+    data degree is what remains of the world); rank and world are
+    torch.distributed's unless given (world=1: a rank on its own).
     """
 
     def __init__(self, tensor, pipeline=1, rank=None, world=None):
@@ -69,6 +72,10 @@ class TensorParallel:
             raise copus_torch.CopusError(
                 "TensorParallel: %d ranks are not a multiple of tensor %d "
                 "x pipeline %d" % (world, tensor, pipeline))
+        if world > 1 and not on:
+            raise copus_torch.CopusError(
+                "TensorParallel: %d ranks need torch.distributed's process "
+                "group (init_process_group first)" % world)
         data = world // (tensor * pipeline)
         at = copus_torch.coords_of_rank(data, pipeline, tensor, rank)
         self.degree, self.rank = tensor, at.tensor_rank

@@ -1039,6 +1039,15 @@ class PipelineTrainer:
         self._split = {n: getattr(q, SPLIT_ATTR)[0]
                        for n, q in self._named_params()
                        if hasattr(q, SPLIT_ATTR)}
+        for n, q in self._named_params():
+            tp = getattr(q, SPLIT_ATTR, (0, None))[1]
+            if tp is not None and (tp.degree, tp.rank) != \
+                    (p.tensor_degree, p.tensor_rank):
+                raise CopusError("PipelineTrainer: %s is slice %d of tensor "
+                                 "degree %d; the plan makes this rank slice "
+                                 "%d of %d" % (n, tp.rank, tp.degree,
+                                               p.tensor_rank,
+                                               p.tensor_degree))
 
         def rank_of(d, s, t):
             for r in range(self.world):
