@@ -192,7 +192,8 @@ def _slice_of(full, dim, tp):
 
 class _TensorLinear(torch.nn.Module):
     """What the two layers share: the full layer drawn as nn.Linear draws
-    it (so a seed gives the same model under any tensor degree), sliced."""
+    it (so a seed gives the same model under any tensor degree), or the
+    nn.Linear given as full (from_linear), sliced. tp=None: one rank."""
 
     def __init__(self, in_features, out_features, bias, tp, dim, bias_dim,
                  full):
