@@ -211,9 +211,13 @@ struct copus__memo *copus__job_info(struct copus__sched *s,
 		s->state_dirty = true;
 	}
 	if (j->running) {
-		if (in->last && now > in->last)
-			in->attained += (double)j->cur_gpus *
-					(double)(now - in->last);
+		if (in->last && now > in->last) {
+			double used = (double)j->cur_gpus *
+				      (double)(now - in->last);
+
+			in->attained += used;
+			copus__usage_charge(&s->usage, j->uid, used);
+		}
 		in->last = now;
 		in->last_gpus = j->cur_gpus;
 		if (j->cur_gpus > in->max_had) {

@@ -30,6 +30,7 @@ plugin_sched_copus_la_SOURCES = \
 	plugin/statefile.c plugin/statefile.h \
 	plugin/statefmt.c plugin/statefmt.h \
 	plugin/memo.c plugin/memo.h \
+	plugin/usage.c plugin/usage.h \
 	plugin/params.c plugin/params.h \
 	plugin/plans.c plugin/plans.h \
 	plugin/options.h plugin/stats.h plugin/slurm-config/config.h
@@ -61,7 +62,8 @@ plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/memo.c \
 	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \
 	plugin/options.h plugin/submit.c plugin/submit.h plugin/stats.h \
-	plugin/statefmt.c plugin/statefmt.h plugin/plans.c plugin/plans.h
+	plugin/statefmt.c plugin/statefmt.h plugin/plans.c plugin/plans.h \
+	plugin/usage.c plugin/usage.h
 check_PROGRAMS += tests/test-plugin-sched
 tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h
@@ -91,7 +93,7 @@ SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-events.sh tests/test-slurm-cpus.sh \
 	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
 	tests/test-slurm-examples.sh tests/test-slurm-granularity.sh \
-	tests/test-slurm-plan.sh
+	tests/test-slurm-plan.sh tests/test-slurm-fairshare.sh
 TESTS += $(SLURM_TESTS)
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh \
 	tests/chaos.sh

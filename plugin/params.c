@@ -17,6 +17,7 @@ void copus__params_default(struct copus__params *p)
 	p->ckpt_deadline = 120;
 	p->restart_cost = 30;
 	p->fairness = -1.0;
+	p->fairshare = 1.0;
 	p->max_jobs = 1000;
 	p->hint_check = 120;
 	p->user_cap = 0;
@@ -44,6 +45,19 @@ static const struct _int_key _int_keys[] = {
 	  86400 },
 	{ "copus_max_gpus_per_user", offsetof(struct copus__params, user_cap),
 	  0, 1000000 },
+};
+
+struct _real_key {
+	const char *name;
+	size_t off;
+	double min, max;
+};
+
+static const struct _real_key _real_keys[] = {
+	{ "copus_fairness", offsetof(struct copus__params, fairness), -10.0,
+	  1.0 },
+	{ "copus_fairshare", offsetof(struct copus__params, fairshare), 0.0,
+	  10.0 },
 };
 
 static void _report(void (*report)(const char *, void *), void *arg,
@@ -145,31 +159,37 @@ static int _param(const char *item, struct copus__params *p,
 		snprintf(p->planner_gpus, sizeof(p->planner_gpus), "%s", val);
 		return 0;
 	}
-	if (!strcmp(key, "copus_fairness")) {
+	for (i = 0; i < sizeof(_real_keys) / sizeof(_real_keys[0]); i++) {
+		const struct _real_key *k = &_real_keys[i];
+		double *field = (double *)((char *)p + k->off);
 		char *end;
 		double v;
 
-		snprintf(stays, sizeof(stays), "%g", p->fairness);
+		if (strcmp(key, k->name))
+			continue;
+		snprintf(what, sizeof(what), "%s a number from %g to %g%s",
+			 val && *val ? "is not" : "needs a value (", k->min,
+			 k->max, val && *val ? "" : ")");
+		snprintf(stays, sizeof(stays), "%g", *field);
 		if (!val || !*val) {
-			_report_stays(report, arg, "needs a value (a number from "
-				      "-10 to 1)", key, NULL, stays);
+			_report_stays(report, arg, what, key, NULL, stays);
 			return 1;
 		}
 		errno = 0;
 		v = strtod(val, &end);
-		if (errno || *end || !isfinite(v) || v < -10.0 || v > 1.0) {
-			_report_stays(report, arg, "is not a number from -10 "
-				      "to 1", key, val, stays);
+		if (errno || *end || !isfinite(v) || v < k->min ||
+		    v > k->max) {
+			_report_stays(report, arg, what, key, val, stays);
 			return 1;
 		}
-		p->fairness = v;
+		*field = v;
 		return 0;
 	}
 	_report(report, arg, "SchedulerParameters: unknown key '%s'%s; known: "
 		"copus_interval, copus_restart_delay, copus_restart_cost, "
-		"copus_checkpoint_deadline, copus_fairness, copus_max_jobs, "
-		"copus_hint_check, copus_max_gpus_per_user, copus_planner_gpus, "
-		"copus_policy",
+		"copus_checkpoint_deadline, copus_fairness, copus_fairshare, "
+		"copus_max_jobs, copus_hint_check, copus_max_gpus_per_user, "
+		"copus_planner_gpus, copus_policy",
 		key, "", 0, 0);
 	return 1;
 }

@@ -16,6 +16,9 @@ struct copus__params {
 	int ckpt_deadline;	/* copus_checkpoint_deadline: seconds a job has
 				 * to checkpoint when asked */
 	double fairness;	/* copus_fairness: Pollux's p, in [-10, 1] */
+	double fairshare;	/* copus_fairshare: weight of the users'
+				 * fair-share factors in the copus policy,
+				 * in [0, 10] */
 	int max_jobs;		/* copus_max_jobs: pending jobs per round */
 	int hint_check;		/* copus_hint_check: seconds of a run seen
 				 * before its hint's claim is judged */

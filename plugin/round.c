@@ -208,6 +208,8 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	c->priority = (double)j->priority;
 	c->remaining = -1.0;
 	c->max_gpus_had = in ? in->max_had : 0;
+	c->fairshare = j->fs_slurm > 0.0 ? j->fs_slurm :
+		       copus__usage_factor(&s->usage, j->uid, r->nusers);
 	/* Known from its first start on: its own hint may say more later. */
 	c->granularity = j->multiple;
 	if (in && in->have_hint) {
@@ -439,12 +441,42 @@ static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
  * policy can start at once, so the policy cannot start one before a job of
  * higher priority; the others wait with a reason.
  */
+static int _cmp_uid(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The users' usage decayed to the round, and how many users have jobs. */
+static void _users(struct copus__sched *s, struct copus__round *r)
+{
+	uint32_t *uid = calloc(r->nrj + 1, sizeof(*uid));
+	int i;
+
+	copus__usage_decay(&s->usage, r->when, r->decay_hl);
+	/* The usage reaches copus_state at least once a minute. */
+	if (s->usage.n && r->when - s->usage.saved >= 60)
+		s->state_dirty = true;
+	r->nusers = 0;
+	if (!uid)
+		return;
+	for (i = 0; i < r->nrj; i++)
+		uid[i] = r->rj[i].uid;
+	qsort(uid, r->nrj, sizeof(*uid), _cmp_uid);
+	for (i = 0; i < r->nrj; i++)
+		if (i == 0 || uid[i] != uid[i - 1])
+			r->nusers++;
+	free(uid);
+}
+
 static void _build_input(struct copus__sched *s, struct copus__round *r)
 {
 	struct copus__round_job **order;
 	int n = 0, i, t, part = -1, *avail, *pick;
 	bool blocked = false, head = true;
 
+	_users(s, r);
 	for (t = 0; t < r->ntypes; t++)
 		r->type_ptrs[t] = r->types[t];
 	r->jobs = calloc(r->nrj + 1, sizeof(*r->jobs));
@@ -756,6 +788,11 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 				 j->per_node * j->num_nodes,
 				 r->types[j->dtype], j->num_nodes);
 			j->reason = j->reason_buf;
+			continue;
+		}
+		if (j->restarts > 0 && r->when < r->reg_quiet) {
+			j->reason = "copus: requeued, restarts once the nodes "
+				    "that registered have settled";
 			continue;
 		}
 		if (j->rigid ||

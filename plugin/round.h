@@ -80,6 +80,9 @@ struct copus__round_job {
 	char *nodelist;
 	char app[64], user[16];		/* the predictor's attributes */
 	int user_grp;			/* its user's index in user_left */
+	uint32_t uid;			/* its user */
+	double fs_slurm;		/* Slurm's fair-share factor of its
+					 * user, 0 when Slurm has none */
 	uint8_t *eligible;		/* pending: nodes it may use */
 
 	/* The decision's (phase 2). */
@@ -126,6 +129,18 @@ struct copus__revive {
  */
 struct copus__round {
 	bool quick;			/* an event round: starts only */
+	double decay_hl;		/* PriorityDecayHalfLife, seconds */
+	int nusers;			/* users with jobs in the round */
+	/*
+	 * A job that has run before starts no earlier than this: a node that
+	 * registers (slurmd or slurmctld restarted) may report a stray run of
+	 * a requeued job, which slurmctld then aborts there, revoking the
+	 * job's credential on that node; slurmd refuses a credential created
+	 * in the second of that revocation or before, and the job would fail
+	 * for good. COPUS__RELEASE_GAP seconds after the last registration
+	 * the plugin saw, or, after a slurmctld start, after every node's.
+	 */
+	time_t reg_quiet;
 	time_t when;
 	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
 	char *state_dir;		/* StateSaveLocation */

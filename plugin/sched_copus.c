@@ -150,14 +150,24 @@ static void _policy_setup(struct copus__sched *s)
 {
 	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
 	copus_policy *p = NULL;
+	char spec[96];
 	int rc;
 
+	/* copus takes the fair-share weight as an option. */
+	if (!strcmp(s->params.policy, "copus") ||
+	    !strncmp(s->params.policy, "copus:", 6))
+		snprintf(spec, sizeof(spec), "%s%sfairshare=%g",
+			 s->params.policy,
+			 strchr(s->params.policy, ':') ? "," : ":",
+			 s->params.fairshare);
+	else
+		snprintf(spec, sizeof(spec), "%s", s->params.policy);
 	prm.interval = s->params.interval;
 	prm.restart_delay = s->params.restart_cost;
 	prm.fairness_p = s->params.fairness;
 	/* Slurm gives every node of a job the same GPU count. */
 	prm.equal_per_node = true;
-	rc = copus_policy_create(s->params.policy, &prm, &p);
+	rc = copus_policy_create(spec, &prm, &p);
 	if (rc != COPUS_OK) {
 		error("%s: SchedulerParameters: copus_policy=%s: %s; using "
 		      "copus", plugin_type, s->params.policy,
@@ -422,6 +432,9 @@ static void *_agent(void *arg)
 		copus_predictor_destroy(s->predictor);
 	s->predictor = NULL;
 	copus__memo_free(s);
+	copus__usage_free(&s->usage);
+	xfree(s->reg);
+	s->nreg = 0;
 	copus__planner_free(&s->planner);
 	return NULL;
 }

@@ -17,6 +17,7 @@
 #include "params.h"
 #include "plans.h"
 #include "stats.h"
+#include "usage.h"
 
 /* "sched/copus": slurmctld's name of the plugin, which starts its messages. */
 extern const char plugin_type[];
@@ -96,6 +97,18 @@ struct copus__sched {
 	struct copus__stats stats;
 	/* When the last round began (wall clock, seconds). */
 	time_t round_began;
+	/*
+	 * Per node (by index): the slurmd start time it last registered
+	 * with, and when the plugin first saw that registration (or the node
+	 * heard from after the plugin's start); nreg entries.
+	 */
+	struct copus__node_reg {
+		time_t slurmd_start, seen;
+	} *reg;
+	int nreg;
+	/* The GPU time each user has used (the fair-share factor of users
+	 * Slurm gives none; kept in copus_state). */
+	struct copus__usage_tab usage;
 	/* The planner's GPU constants and cache (jobs with a model). */
 	struct copus__planner planner;
 };

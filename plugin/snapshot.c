@@ -48,6 +48,22 @@ struct _parts {
 static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i);
 static int _part_index(struct _parts *parts, part_record_t *part_ptr);
 
+/*
+ * The job's user, and Slurm's fair-share factor of that user when
+ * priority/multifactor has one (its factor times PriorityWeightFairshare is
+ * what the job's priority factors hold).
+ */
+static void _job_user(job_record_t *job_ptr, struct copus__round_job *j)
+{
+	double fs = 0.0;
+
+	j->uid = job_ptr->user_id;
+	if (job_ptr->prio_factors && slurm_conf.priority_weight_fs > 0)
+		fs = job_ptr->prio_factors->priority_fs /
+		     (double)slurm_conf.priority_weight_fs;
+	j->fs_slurm = fs > 0.0 && fs <= 1.0 ? fs : 0.0;
+}
+
 /* A job's request, options and allocation */
 static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j);
 static void _job_options(job_record_t *job_ptr, struct copus__round_job *j);
@@ -64,6 +80,8 @@ static void _rj_free(struct copus__round_job *j);
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 			      job_record_t *job_ptr, int *cap,
 			      const bool *unheard);
+static void _registered(struct copus__sched *s, struct copus__round *r,
+			node_record_t *node_ptr, int i);
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 		     int i, time_t now);
 
@@ -88,7 +106,12 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	r->when = time(NULL);
 	r->max_jobs = s->params.max_jobs;
 	r->state_dir = xstrdup(slurm_conf.state_save_location);
+	r->decay_hl = (double)slurm_conf.priority_decay_hl;
 	r->nnodes = node_record_count;
+	if (s->nreg != r->nnodes) {
+		xrecalloc(s->reg, r->nnodes + 1, sizeof(*s->reg));
+		s->nreg = r->nnodes;
+	}
 	r->nodes = xcalloc(r->nnodes + 1, sizeof(*r->nodes));
 	r->names = xcalloc(r->nnodes + 1, sizeof(*r->names));
 	r->free = xcalloc(r->nnodes + 1, sizeof(*r->free));
@@ -106,6 +129,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 				     !IS_NODE_NO_RESPOND(node_ptr);
 		unheard[i] = !r->nodes[i].usable &&
 			     _unheard(s, node_ptr, i, r->when);
+		_registered(s, r, node_ptr, i);
 	}
 	if (r->ntypes == 0) {
 		r->ntypes = 1;
@@ -177,6 +201,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		_job_options(job_ptr, j);
 		copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
 				 sizeof(j->user));
+		_job_user(job_ptr, j);
 		/* Slurm's requeue sets the submit time to when it was. */
 		if (requeued && j->end < d->submit_time)
 			j->end = d->submit_time;
@@ -230,6 +255,33 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
  * SlurmdTimeout of the load: after a slurmctld restart every node is such a
  * node until its slurmd registers again. Its jobs are left alone meanwhile.
  */
+/*
+ * Notes a node's registration (a new slurmd start time, or the first word
+ * from it since the plugin started) and moves r->reg_quiet past it; a node
+ * not heard from since the plugin started, until SlurmdTimeout has passed,
+ * keeps restarted jobs waiting (round.h, reg_quiet).
+ */
+static void _registered(struct copus__sched *s, struct copus__round *r,
+			node_record_t *node_ptr, int i)
+{
+	struct copus__node_reg *g = &s->reg[i];
+	time_t wait = slurm_conf.slurmd_timeout ? slurm_conf.slurmd_timeout
+						: COPUS__REGISTER_WAIT;
+	bool heard = node_ptr->last_response >= s->started;
+
+	if (heard && (!g->seen || g->slurmd_start !=
+				 node_ptr->slurmd_start_time)) {
+		g->slurmd_start = node_ptr->slurmd_start_time;
+		g->seen = r->when;
+	}
+	if (g->seen && g->seen + COPUS__RELEASE_GAP > r->reg_quiet)
+		r->reg_quiet = g->seen + COPUS__RELEASE_GAP;
+	if (!g->seen && r->when < s->started + wait &&
+	    !IS_NODE_DOWN(node_ptr) && !IS_NODE_DRAIN(node_ptr) &&
+	    !IS_NODE_FAIL(node_ptr) && r->reg_quiet <= r->when)
+		r->reg_quiet = r->when + 1;
+}
+
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 		     int i, time_t now)
 {
@@ -308,6 +360,7 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	j->nodelist = xstrdup(job_ptr->nodes);
 	copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
 			 sizeof(j->user));
+	_job_user(job_ptr, j);
 	in = copus__job_info(s, job_ptr, j, r->when);
 	if (!j->rigid && !(x && !x->gave_up) &&
 	    !(in && in->have_hint && in->hint.restart_count == j->restarts)) {

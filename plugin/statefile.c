@@ -130,8 +130,16 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 		r.job.rate = m->rate;
 		_state_put(f, path, &r);
 	}
-	if (_replace_end(f, path) == 0)
+	for (i = 0; i < s->usage.n; i++) {
+		struct copus__state_rec r = { .kind = COPUS__STATE_USER };
+
+		r.user = s->usage.u[i];
+		_state_put(f, path, &r);
+	}
+	if (_replace_end(f, path) == 0) {
 		s->state_dirty = false;
+		s->usage.saved = time(NULL);
+	}
 	xfree(path);
 }
 
@@ -139,7 +147,7 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 {
 	char *path, line[256];
 	FILE *f;
-	int lineno = 0, njobs = 0;
+	int lineno = 0, njobs = 0, nusers = 0;
 
 	if (!dir)
 		return;
@@ -180,6 +188,12 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 			      plugin_type, path, lineno, line, why);
 			continue;
 		}
+		if (r.kind == COPUS__STATE_USER) {
+			copus__usage_charge(&s->usage, r.user.uid,
+					    r.user.gpu_s);
+			nusers++;
+			continue;
+		}
 		if (r.kind == COPUS__STATE_JOB) {
 			struct copus__memo *in = copus__memo_get(s, r.job.id);
 
@@ -201,10 +215,10 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 		s->rescales[s->nrescales++] = r.rescale;
 	}
 	fclose(f);
-	if (s->nrescales || njobs)
-		info("%s: recovered %d rescale(s) in flight and %d job "
-		     "record(s) from %s", plugin_type, s->nrescales, njobs,
-		     path);
+	if (s->nrescales || njobs || nusers)
+		info("%s: recovered %d rescale(s) in flight, %d job "
+		     "record(s) and the usage of %d user(s) from %s",
+		     plugin_type, s->nrescales, njobs, nusers, path);
 	xfree(path);
 }
 

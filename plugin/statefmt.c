@@ -138,6 +138,20 @@ static int _job(char **f, int nf, struct copus__state_job *j,
 	return 0;
 }
 
+static int _user(char **f, int nf, struct copus__usage *u, const char **why)
+{
+	long long v;
+
+	if (nf != 3)
+		return *why = "user: number of fields", -1;
+	if (_int(f[1], 0, UINT32_MAX - 1, &v))
+		return *why = "user: UID", -1;
+	u->uid = (uint32_t)v;
+	if (_nonneg(f[2], &u->gpu_s))
+		return *why = "user: USED", -1;
+	return 0;
+}
+
 int copus__state_parse(const char *line, struct copus__state_rec *out,
 		       const char **why)
 {
@@ -162,7 +176,11 @@ int copus__state_parse(const char *line, struct copus__state_rec *out,
 		out->kind = COPUS__STATE_JOB;
 		return _job(f, nf, &out->job, why);
 	}
-	*why = "the record kind (rescale or job)";
+	if (!strcmp(f[0], "user")) {
+		out->kind = COPUS__STATE_USER;
+		return _user(f, nf, &out->user, why);
+	}
+	*why = "the record kind (rescale, job or user)";
 	return -1;
 }
 
@@ -186,6 +204,9 @@ static int _valid(const struct copus__state_rec *r)
 			       x->to <= COPUS__GPUS_MAX && x->rc >= -1 ?
 			       0 : -1;
 	}
+	if (r->kind == COPUS__STATE_USER)
+		return r->user.uid != UINT32_MAX && isfinite(r->user.gpu_s) &&
+			       r->user.gpu_s >= 0 ? 0 : -1;
 	if (r->kind != COPUS__STATE_JOB)
 		return -1;
 	return j->id >= 1 && j->req_gpus >= 1 &&
@@ -210,6 +231,9 @@ int copus__state_format(const struct copus__state_rec *r, char *buf,
 			     x->id, (long long)x->asked, x->from, x->to,
 			     x->type[0] ? x->type : "-", x->gave_up ? 1 : 0,
 			     x->rc);
+	else if (r->kind == COPUS__STATE_USER)
+		n = snprintf(buf, len, "user %" PRIu32 " %.17g\n",
+			     r->user.uid, r->user.gpu_s);
 	else
 		n = snprintf(buf, len, "job %" PRIu32 " %d %d %.17g %.17g\n",
 			     j->id, j->req_gpus, j->max_had, j->attained,

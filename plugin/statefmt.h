@@ -8,6 +8,7 @@
  *
  *	rescale ID ASKED FROM TO TYPE GAVE_UP [RC]
  *	job ID REQ HAD ATTAINED [RATE]
+ *	user UID USED
  *
  * ID the Slurm job id (1 .. 2^32-1), ASKED when the rescale was asked
  * (seconds since the epoch, >= 0), FROM (1 ..) and TO (0 .. : queue) the
@@ -15,7 +16,9 @@
  * restart count when asked (-1: unknown; missing in files of format 1);
  * REQ (1 ..) the job's original request, HAD (0 ..) the most GPUs it held,
  * ATTAINED its GPU-seconds and RATE its progress rate (finite, >= 0; missing
- * in files of format 1). GPU counts are at most COPUS__GPUS_MAX.
+ * in files of format 1); UID a user id (0 .. 2^32-2) and USED the GPU-seconds
+ * that user has used, decayed (finite, >= 0). GPU counts are at most
+ * COPUS__GPUS_MAX.
  */
 #ifndef COPUS_PLUGIN_STATEFMT_H
 #define COPUS_PLUGIN_STATEFMT_H
@@ -24,6 +27,7 @@
 #include <stdint.h>
 
 #include "memo.h"
+#include "usage.h"
 
 /* A job's line: what the plugin keeps of its memo across restarts. */
 struct copus__state_job {
@@ -36,10 +40,11 @@ struct copus__state_job {
 
 /* One parsed line. */
 struct copus__state_rec {
-	enum { COPUS__STATE_RESCALE, COPUS__STATE_JOB } kind;
+	enum { COPUS__STATE_RESCALE, COPUS__STATE_JOB, COPUS__STATE_USER } kind;
 	struct copus__rescale rescale; /* id, asked, from, to, type, gave_up,
 					* rc; the rest zero */
 	struct copus__state_job job;
+	struct copus__usage user;
 };
 
 /*

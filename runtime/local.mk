@@ -46,8 +46,8 @@ tests_bench_runtime_reshard_LDADD = runtime/libcopus.la core/libcopus-core.la -l
 # The PyTorch adapter and its test (skipped when torch is not importable).
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
-	tests/test_pytorch_pipeline.py \
-	contrib/pytorch/copus_torch.py
+	tests/test_pytorch_pipeline.py tests/test_pytorch_tensor.py \
+	contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py
 
 # A stand-in training job for the loopback-cluster test.
 noinst_PROGRAMS += tests/test-runtime-job

@@ -232,6 +232,11 @@ void copus__plan_log(const copus_ctx *ctx)
 
 	if (!ctx->planned || ctx->info.rank != 0)
 		return;
+	/*
+	 * Always shown, as errors are: the job's log then says what it runs
+	 * with, for its user and for a test that compares it with the
+	 * scheduler's plan of the same cell.
+	 */
 	copus__log(ctx, 0, "plan type=%s gpus=%d nodes=%d dp=%d tp=%d pp=%d mb=%d",
 		   ctx->gpu_type, ctx->info.world, ctx->info.nodes,
 		   p->degrees.data, p->degrees.tensor, p->degrees.pipeline,

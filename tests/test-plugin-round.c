@@ -38,6 +38,7 @@ static void _cluster(int n, int gpus)
 	if (_s.policy)
 		copus_policy_destroy(_s.policy);
 	copus__memo_free(&_s);
+	copus__usage_free(&_s.usage);
 	copus__round_free(&_r);
 	copus__planner_free(&_s.planner);
 	memset(&_s, 0, sizeof(_s));
@@ -491,6 +492,42 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(j->reason, "copus: starts with"));
 }
 
+/*
+ * A node has just registered (slurmd or slurmctld restarted): slurmctld
+ * may have aborted a stray run of a requeued job there, revoking its
+ * credential, so a job that has run before waits until reg_quiet; a new
+ * job does not. Both as its own cell and resized to another.
+ */
+static void a_restarted_job_waits_until_registrations_settle(void)
+{
+	struct copus__round_job *again, *cell, *fresh;
+
+	_cluster(3, 4);
+	again = _pending(1, 1, 2, 1, 4);
+	cell = _pending(2, 1, 4, 4, 4);
+	fresh = _pending(3, 1, 2, 2, 2);
+	_hint(again);
+	_hint(cell);
+	again->restarts = cell->restarts = 1;
+	again->end = cell->end = NOW - 60;
+	_r.reg_quiet = NOW + 1;
+	_decide();
+	ASSERT_ACTION(again, COPUS__ACT_NONE);
+	ASSERT_ACTION(cell, COPUS__ACT_NONE);
+	CU_ASSERT_PTR_NOT_NULL(again->reason ? strstr(again->reason,
+		"restarts once the nodes that registered have settled") :
+		NULL);
+	ASSERT_ACTION(fresh, COPUS__ACT_START);
+	copus__round_free(&_r);
+	again->reason = cell->reason = fresh->reason = NULL;
+	again->action = cell->action = fresh->action = COPUS__ACT_NONE;
+	_r.reg_quiet = NOW;
+	_decide();
+	CU_ASSERT(again->action == COPUS__ACT_START ||
+		  again->action == COPUS__ACT_RESIZE);
+	ASSERT_ACTION(cell, COPUS__ACT_START);
+}
+
 static void a_rigid_job_waits_for_one_of_higher_priority(void)
 {
 	struct copus__round_job *first, *second;
@@ -547,6 +584,37 @@ static void one_user_cannot_take_more_than_the_cap(void)
 	strcpy(rigid->user, "100");
 	_decide();
 	ASSERT_ACTION(rigid, COPUS__ACT_START);
+}
+
+/*
+ * Two users' jobs want the same two GPUs. The one whose user has used the
+ * cluster (copus's own tally) waits, though it is first in every other
+ * order; Slurm's fair-share factor, when it has one, is used instead.
+ */
+static void the_less_served_user_starts_first(void)
+{
+	struct copus__round_job *heavy, *light;
+
+	for (int slurm = 0; slurm < 2; slurm++) {
+		_cluster(1, 2);
+		heavy = _pending(2, 1, 2, 2, 2);
+		light = _pending(3, 1, 2, 2, 2);
+		heavy->uid = 100;
+		light->uid = 200;
+		_hint(heavy);
+		_hint(light);
+		CU_ASSERT_EQUAL(copus__usage_charge(&_s.usage, 100, 3.6e6), 0);
+		CU_ASSERT_EQUAL(copus__usage_charge(&_s.usage, 200, 1e3), 0);
+		if (slurm) {
+			/* Slurm's factors say the opposite: they win. */
+			heavy->fs_slurm = 0.9;
+			light->fs_slurm = 0.1;
+		}
+		_decide();
+		ASSERT_ACTION(slurm ? heavy : light, COPUS__ACT_START);
+		ASSERT_ACTION(slurm ? light : heavy, COPUS__ACT_NONE);
+		CU_ASSERT_EQUAL(_r.nusers, 2);
+	}
 }
 
 static void a_job_that_can_never_run_here_says_why(void)
@@ -861,6 +929,8 @@ int main(void)
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
 		TEST(a_rigid_job_waits_for_one_of_higher_priority),
 		TEST(one_user_cannot_take_more_than_the_cap),
+		TEST(the_less_served_user_starts_first),
+		TEST(a_restarted_job_waits_until_registrations_settle),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),

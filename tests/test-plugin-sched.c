@@ -32,7 +32,7 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	n = copus__params_parse("sched_interval=-1,defer,copus_interval=3,"
 				"copus_restart_delay=0,copus_fairness=-0.5,"
 				"copus_checkpoint_deadline=30,copus_max_jobs=7,"
-				"copus_hint_check=15",
+				"copus_hint_check=15,copus_fairshare=2.5",
 				&p, _collect, NULL);
 	CU_ASSERT_EQUAL(n, 0);
 	CU_ASSERT_EQUAL(_reports, 0);
@@ -42,8 +42,10 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	CU_ASSERT_EQUAL(p.ckpt_deadline, 30);
 	CU_ASSERT_EQUAL(p.max_jobs, 7);
 	ASSERT_CLOSE(p.fairness, -0.5, 1e-12);
+	ASSERT_CLOSE(p.fairshare, 2.5, 1e-12);
 	CU_ASSERT_EQUAL(copus__params_parse(NULL, &p, _collect, NULL), 0);
 	CU_ASSERT_EQUAL(p.interval, 10);
+	ASSERT_CLOSE(p.fairshare, 1.0, 1e-12);
 	/* A key removed at reconfigure goes back to its default. */
 	CU_ASSERT_EQUAL(copus__params_parse("copus_max_gpus_per_user=8", &p,
 					    _collect, NULL), 0);
@@ -125,12 +127,17 @@ static void a_rejected_key_names_the_value_that_stays(void)
 					    NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_fairness stays 0.5"));
 	ASSERT_CLOSE(p.fairness, 0.5, 1e-12);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_fairshare=11", &p, _collect,
+					    NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_fairshare=11 is not a "
+					     "number from 0 to 10"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_fairshare stays 1"));
 	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=pollux,"
 					    "copus_policy=a/b", &p, _collect,
 					    NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_policy stays pollux"));
 	CU_ASSERT_STRING_EQUAL(p.policy, "pollux");
-	CU_ASSERT_EQUAL(_reports, 4);
+	CU_ASSERT_EQUAL(_reports, 5);
 }
 
 static void requeue_exit_lists_are_read(void)
@@ -493,6 +500,36 @@ static void policy_key_takes_a_name(void)
  * with anything out of place (a field too many, a sign, trailing characters,
  * a number out of range) is refused with the field named, not half read.
  */
+/* Usage accrues, halves every half-life, and gives Slurm's factor. */
+static void users_usage_decays_and_gives_a_fair_share_factor(void)
+{
+	struct copus__usage_tab t = { 0 };
+
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_factor(&t, 5, 2), 1.0, 1e-12);
+	copus__usage_decay(&t, 1000, 100);
+	CU_ASSERT_EQUAL(copus__usage_charge(&t, 7, 300), 0);
+	CU_ASSERT_EQUAL(copus__usage_charge(&t, 5, 100), 0);
+	CU_ASSERT_EQUAL(copus__usage_charge(&t, 7, 100), 0);
+	CU_ASSERT_EQUAL(copus__usage_charge(&t, 9, -5), 0);
+	CU_ASSERT_EQUAL(t.n, 2);
+	CU_ASSERT_EQUAL(t.u[0].uid, 5);
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_of(&t, 7), 400, 1e-9);
+	/* Shares of 1/2 each: 2^(-2 x 0.8) and 2^(-2 x 0.2). */
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_factor(&t, 7, 2), exp2(-1.6),
+			       1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_factor(&t, 5, 2), exp2(-0.4),
+			       1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_factor(&t, 9, 2), 1.0, 1e-12);
+	copus__usage_decay(&t, 1200, 100);
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_of(&t, 7), 100, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_of(&t, 5), 25, 1e-9);
+	/* No half-life: no decay. */
+	copus__usage_decay(&t, 5000, 0);
+	CU_ASSERT_DOUBLE_EQUAL(copus__usage_of(&t, 7), 100, 1e-9);
+	copus__usage_free(&t);
+	CU_ASSERT_EQUAL(t.n, 0);
+}
+
 static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 {
 	struct copus__state_rec r, back;
@@ -520,6 +557,16 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 	CU_ASSERT_EQUAL(copus__state_parse("job 9 4 8 123456\n", &r, &why), 0);
 	CU_ASSERT_EQUAL(r.kind, COPUS__STATE_JOB);
 	CU_ASSERT_EQUAL(r.job.rate, 0.0);
+
+	/* A user's usage comes back exactly. */
+	CU_ASSERT_EQUAL(copus__state_parse("user 1000 0.1\n", &r, &why), 0);
+	CU_ASSERT_EQUAL(r.kind, COPUS__STATE_USER);
+	CU_ASSERT_EQUAL(r.user.uid, 1000);
+	r.user.gpu_s = 1e6 / 7.0;
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(copus__state_parse(buf, &back, &why), 0);
+	CU_ASSERT_EQUAL(back.user.gpu_s, r.user.gpu_s);
+	CU_ASSERT_EQUAL(copus__state_parse("job 9 4 8 123456\n", &r, &why), 0);
 
 	/* Attained service and rate come back exactly. */
 	r.job.attained = 1234.5678901234567;
@@ -552,6 +599,11 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 		{ "job 9 4 8 1 0 \n", "layout" },
 		{ "job 9 4\t8 1 0\n", "layout" },
 		{ "task 9 4 8 1 0\n", "kind" },
+		{ "user 4294967295 1\n", "UID" },
+		{ "user -1 1\n", "UID" },
+		{ "user 7 -1\n", "USED" },
+		{ "user 7 inf\n", "USED" },
+		{ "user 7 1 2\n", "number of fields" },
 		{ "\n", "layout" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -653,6 +705,7 @@ int main(void)
 		TEST(model_speedup_grows_with_gpus),
 		TEST(policy_key_takes_a_name),
 		TEST(state_lines_read_back_and_refuse_what_is_out_of_place),
+		TEST(users_usage_decays_and_gives_a_fair_share_factor),
 	};
 	return RUN_TESTS("plugin-sched", tests);
 }

@@ -491,6 +491,44 @@ static void growth_beyond_the_request_follows_goodput(void)
 	CU_ASSERT_EQUAL(gpus_of(&w, 1), 2);
 }
 
+/*
+ * Two users' rigid jobs want the same two GPUs: the user far beyond their
+ * share waits, though their job is the shorter, unless the term is off.
+ */
+static void fair_share_lets_the_less_served_user_in(void)
+{
+	const char *specs[] = { "copus", "copus:fairshare=0" };
+	copus_policy *p = NULL;
+	copus_decision d[2];
+	struct world w;
+
+	for (int i = 0; i < 2; i++) {
+		world_init(&w, 1, 2);
+		add_job(&w, false, 2, 1000, scalable())->fairshare = 0.05;
+		add_job(&w, false, 2, 2000, scalable())->fairshare = 0.95;
+		ASSERT_STATUS(copus_policy_create(specs[i], &PRM, &p),
+			      COPUS_OK);
+		ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs, 2, 0, d),
+			      COPUS_OK);
+		CU_ASSERT_EQUAL(d[0].gpus, i == 0 ? 0 : 2);
+		CU_ASSERT_EQUAL(d[1].gpus, i == 0 ? 2 : 0);
+		copus_policy_destroy(p);
+	}
+	/* A factor outside [0, 1] is refused; a weight out of range too. */
+	world_init(&w, 1, 2);
+	add_job(&w, false, 2, 1000, scalable())->fairshare = 1.5;
+	ASSERT_STATUS(copus_policy_create("copus", &PRM, &p), COPUS_OK);
+	CU_ASSERT_EQUAL(copus_policy_decide(p, &w.c, w.jobs, 1, 0, d),
+			COPUS_EINVAL);
+	copus_policy_destroy(p);
+	ASSERT_STATUS(copus_policy_create("copus:fairshare=11", &PRM, &p),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(copus_policy_create("copus:fairshare=-1", &PRM, &p),
+		      COPUS_EINVAL);
+	ASSERT_STATUS(copus_policy_create("copus:fairshare=", &PRM, &p),
+		      COPUS_EINVAL);
+}
+
 /* The ablation names select ingredients; an unknown one is refused. */
 static void ingredients_can_be_switched_off_by_name(void)
 {
@@ -1019,6 +1057,7 @@ int main(void)
 		TEST(unknown_work_favours_the_least_served),
 		TEST(placement_respects_nodes_and_types),
 		TEST(growth_beyond_the_request_follows_goodput),
+		TEST(fair_share_lets_the_less_served_user_in),
 		TEST(ingredients_can_be_switched_off_by_name),
 		TEST(bad_input_is_skipped_or_refused),
 		TEST(each_job_goes_where_its_gpus_count_most),

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The PyTorch adapter (contrib/pytorch) on CPU with gloo; see test_pytorch.py
-# and test_pytorch_pipeline.py.
+# The PyTorch adapter (contrib/pytorch) on CPU with gloo; see test_pytorch.py,
+# test_pytorch_pipeline.py and test_pytorch_tensor.py.
 # Debian's python3-torch is visible to /usr/bin/python3 only.
 PYTHON=${COPUS_PYTHON:-/usr/bin/python3}
 srcdir=${srcdir:-.}
@@ -23,4 +23,5 @@ export COPUS_LIB=$lib
 rc=0
 "$PYTHON" "$srcdir/tests/test_pytorch.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_pipeline.py" run || rc=1
+"$PYTHON" "$srcdir/tests/test_pytorch_tensor.py" run || rc=1
 exit $rc

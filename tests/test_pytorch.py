@@ -270,6 +270,60 @@ def bad_arguments():
     rt.finalize()
 
 
+SMALL_MODEL = {"arch": "tf", "dtype_bytes": 2, "layers": 4, "hidden": 256,
+               "heads": 4, "seq_len": 128, "vocab": 1000}
+
+
+def planned_degrees():
+    """A model descriptor lets the planner choose: Runtime.planned() gives
+    the plan, PipelineTrainer trains the planner's stages, and refuses a
+    Sequential that is not the planner's layers."""
+    import torch
+    import copus_torch
+    rt = copus_torch.Runtime(init_batch=24, max_batch=24, min_local=1,
+                             max_local=24, model=SMALL_MODEL,
+                             pipeline_degree=0, tensor_degree=0,
+                             gpu_type="a100")
+    p = rt.planned()
+    check(p is not None and (p.data, p.pipeline, p.tensor) == (1, 1, 1)
+          and p.stages() == [0, 6] and p.micro_batches >= 1,
+          "Runtime(model=...) plans one process: data, pipeline, tensor 1, "
+          "stages [0, 6] (%s)" % ((p and (p.data, p.pipeline, p.tensor,
+                                          p.stages())),))
+    rt.finalize()
+    rt = copus_torch.Runtime(init_batch=24, max_batch=24, min_local=1,
+                             max_local=24)
+    check(rt.planned() is None, "no model: planned() is None")
+    rt.finalize()
+
+    def seq(n):
+        return torch.nn.Sequential(*[torch.nn.Linear(4, 4)
+                                     for _ in range(n)])
+    data = [(torch.ones(4), torch.zeros(4)) for _ in range(96)]
+    sampler = copus_torch.GlobalSampler(data, 0, 1, seed=1)
+    tr = copus_torch.PipelineTrainer(
+        seq(6), lambda ps: torch.optim.SGD(ps, lr=0.01),
+        torch.nn.MSELoss(), sampler, 24, 1, planner_model=SMALL_MODEL,
+        gpu_type="a100")
+    check(tr.first == 0 and tr.count == 6 and
+          tr.micro * tr.n_micro == 24,
+          "PipelineTrainer(planner_model=...) takes the planner's stage and "
+          "micro-batches (%d layers from %d, %d x %d)"
+          % (tr.count, tr.first, tr.n_micro, tr.micro))
+    tr.train_step()
+    check(tr.step == 1, "PipelineTrainer(planner_model=...) trains a step")
+    tr.rt.finalize()
+    try:
+        copus_torch.PipelineTrainer(
+            seq(5), lambda ps: torch.optim.SGD(ps, lr=0.01),
+            torch.nn.MSELoss(), sampler, 24, 1, planner_model=SMALL_MODEL)
+        check(False, "a Sequential of other layers than the planner's "
+              "raises")
+    except copus_torch.CopusError as e:
+        check("6 layers" in str(e), "a Sequential of 5 layers for the "
+              "planner's 6 raises (%s)" % e)
+
+
 def sampler_resumes_across_world_sizes():
     """GlobalSampler: a job of two replicas stopped after 3 calls resumes
     on one or three replicas at the same global sample, and every sample
@@ -321,6 +375,7 @@ PRIOR = [0.02, 0.001, 0.1, 0.01, 0.05, 0.005, 1.5]
 def run():
     tmp = tempfile.mkdtemp(prefix="copus-pytorch-")
     bad_arguments()
+    planned_degrees()
     sampler_resumes_across_world_sizes()
 
     # One process: the batch of 32 is 4 micro-batches of 8.

@@ -28,10 +28,13 @@ that resumes at the same global sample on any number of replicas. To run
 the backward pass yourself (a loss scaler, clipping), see Trainer's
 micro_batches() and optimizer_step(). PipelineTrainer trains an
 nn.Sequential in the plan's pipeline stages and data-parallel replicas, and
-reshards its checkpoints when a job restarts under another layout. The
-library is found through $COPUS_LIB, then the system's library path.
+reshards its checkpoints when a job restarts under another layout. Trainer
+also trains models of copus_tensor's tensor-parallel layers (pass
+tensor_degree), and reshards their slices when the tensor degree changes.
+The library is found through $COPUS_LIB, then the system's library path.
 """
 
+import collections
 import ctypes
 import ctypes.util
 import os
@@ -70,6 +73,10 @@ class GradStats(ctypes.Structure):
     _fields_ = [("sqr", ctypes.c_double), ("var", ctypes.c_double)]
 
 
+# The attribute of a parameter that is a slice of a tensor-parallel weight
+# (copus_tensor): (the dimension split, its TensorParallel).
+SPLIT_ATTR = "copus_tensor_split"
+
 SAVE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                            ctypes.c_int64)
 LOAD_CB = SAVE_CB
@@ -93,10 +100,61 @@ class Shard(ctypes.Structure):
                 ("n_layers", ctypes.c_int)]
 
 
+# A shard of a checkpoint as a reshard callback sees it: its file (None
+# when this rank needs none of it), its stage and slice, its layers.
+ShardFile = collections.namedtuple(
+    "ShardFile", "path pipeline_rank tensor_rank first_layer n_layers")
+
 RESHARD_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.POINTER(Layout), ctypes.POINTER(Layout),
                               ctypes.POINTER(Shard), ctypes.POINTER(Shard),
                               ctypes.c_int)
+
+
+class PlannerDesc(ctypes.Structure):
+    # copus_planner_desc of include/copus/planner.h: a model the planner
+    # describes (arch 1 transformer, 2 MoE, 3 Wide-ResNet).
+    _fields_ = [(n, ctypes.c_int) for n in
+                ("arch", "dtype_bytes", "layers", "hidden", "heads",
+                 "seq_len", "vocab", "experts", "expert_group", "depth",
+                 "width_factor", "channels", "classes", "image_size")]
+
+
+ARCHS = {"tf": 1, "transformer": 1, "moe": 2, "wrn": 3, "wide_resnet": 3}
+
+
+def planner_desc(model):
+    """A PlannerDesc from a dict of copus_planner_desc's fields; "arch" may
+    be a name ("tf", "moe", "wrn") or the enum's number."""
+    fields = dict(model)
+    arch = fields.pop("arch")
+    d = PlannerDesc()
+    d.arch = ARCHS[arch] if isinstance(arch, str) else int(arch)
+    for k, v in fields.items():
+        if k not in dict(PlannerDesc._fields_):
+            raise CopusError("model: unknown field %r" % k)
+        setattr(d, k, int(v))
+    return d
+
+
+class PlannerPlan(ctypes.Structure):
+    # copus_planner_plan of include/copus/planner.h (64 stages at most).
+    _fields_ = [("data", ctypes.c_int), ("pipeline", ctypes.c_int),
+                ("tensor", ctypes.c_int),
+                ("micro_batches", ctypes.c_int),
+                ("data_inner", ctypes.c_int),
+                ("first_layer", ctypes.c_int * 65),
+                ("seconds", ctypes.c_double),
+                ("compute_s", ctypes.c_double),
+                ("tensor_s", ctypes.c_double),
+                ("pipeline_s", ctypes.c_double),
+                ("data_s", ctypes.c_double),
+                ("overhead_s", ctypes.c_double),
+                ("memory_bytes", ctypes.c_double)]
+
+    def stages(self):
+        """The first layer of every stage and the end."""
+        return list(self.first_layer[:self.pipeline + 1])
 
 
 class Config(ctypes.Structure):
@@ -136,7 +194,8 @@ class Config(ctypes.Structure):
                 ("noise_decay", ctypes.c_double),
                 ("no_signal_handler", ctypes.c_int),
                 ("ckpt_interval", ctypes.c_double),
-                ("reshard", RESHARD_CB)]
+                ("reshard", RESHARD_CB),
+                ("model", ctypes.POINTER(PlannerDesc))]
 
 
 class JobInfo(ctypes.Structure):
@@ -222,6 +281,7 @@ def library():
         "copus_step_end": [P, ctypes.c_int, ctypes.c_int],
         "copus_grad_stats_get": [P, ctypes.POINTER(GradStats)],
         "copus_plan_get": [P, ctypes.POINTER(Plan)],
+        "copus_planned": [P, ctypes.POINTER(PlannerPlan)],
         "copus_publish": [P],
         "copus_request_rescale": [P],
         "copus_checkpoint": [P],
@@ -256,7 +316,7 @@ class Runtime:
                  noise_decay=0.0, hint_interval=0.0, publish=None,
                  gpu_type=None, agree_interval=1, ckpt_interval=0.0,
                  prior=None, pipeline_degree=1, tensor_degree=1,
-                 layer_costs=None, reshard=None):
+                 layer_costs=None, reshard=None, model=None):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -277,6 +337,12 @@ class Runtime:
             self._costs = (ctypes.c_double * len(layer_costs))(*layer_costs)
             cfg.layer_costs = self._costs
             cfg.n_layers = len(layer_costs)
+        if model is not None:
+            # The model travels in the hints; with pipeline_degree =
+            # tensor_degree = 0 the planner chooses the degrees and stages
+            # (planned()).
+            self._model = planner_desc(model)
+            cfg.model = ctypes.pointer(self._model)
         cfg.noise_decay = noise_decay
         cfg.hint_interval = hint_interval
         # Steps between two all-reduces of the rescale flag (gloo/NCCL).
@@ -349,13 +415,13 @@ class Runtime:
     def _on_reshard(self, arg, step, old, now, mine, shards, n):
         try:
             lay = lambda l: (l.data, l.tensor, l.pipeline)  # noqa: E731
-            files = [(os.fsdecode(shards[i].path) if shards[i].path
-                      else None, shards[i].pipeline_rank,
-                      shards[i].first_layer, shards[i].n_layers)
-                     for i in range(n)]
-            self._reshard(step, lay(old[0]), lay(now[0]),
-                          (mine[0].pipeline_rank, mine[0].first_layer,
-                           mine[0].n_layers), files)
+
+            def shard(s):
+                return ShardFile(os.fsdecode(s.path) if s.path else None,
+                                 s.pipeline_rank, s.tensor_rank,
+                                 s.first_layer, s.n_layers)
+            self._reshard(step, lay(old[0]), lay(now[0]), shard(mine[0]),
+                          [shard(shards[i]) for i in range(n)])
             return 0
         except Exception as e:  # noqa: BLE001
             self.error = "reshard: %r" % (e,)
@@ -391,6 +457,16 @@ class Runtime:
         out = Plan()
         self._check(self._lib.copus_plan_get(self.ctx, ctypes.byref(out)),
                     "copus_plan_get")
+        return out
+
+    def planned(self):
+        """The planner's plan (a PlannerPlan: degrees, micro_batches,
+        data_inner, stages()), or None when the job chose its degrees."""
+        out = PlannerPlan()
+        rc = self._lib.copus_planned(self.ctx, ctypes.byref(out))
+        if rc == COPUS_ENODATA:
+            return None
+        self._check(rc, "copus_planned")
         return out
 
     def grad_stats(self):
@@ -464,14 +540,38 @@ class Runtime:
             self.ctx = ctypes.c_void_p()
 
 
-def _sqnorm(tensors):
-    """Sum of squared entries: one BLAS dot per tensor, one sync in all."""
+def _sqnorm(tensors, weights=None):
+    """Sum of squared entries, tensor i's weighted by weights[i]: one BLAS
+    dot per tensor, one sync in all."""
     total = None
-    for t in tensors:
+    for i, t in enumerate(tensors):
         v = t.detach().reshape(-1)
         d = torch.dot(v, v)
+        if weights is not None and weights[i] != 1.0:
+            d = d * weights[i]
         total = d if total is None else total + d
     return 0.0 if total is None else float(total)
+
+
+def _reslice(pieces, old_degree, new_degree, rank, dim):
+    """Slice rank of new_degree of a tensor split along dim, from the
+    slices {old rank: tensor} of old_degree that overlap it."""
+    size = next(iter(pieces.values())).shape[dim]
+    full = size * old_degree
+    if full % new_degree:
+        raise CopusError("a dimension of %d does not split over tensor "
+                         "degree %d" % (full, new_degree))
+    n = full // new_degree
+    lo, hi = rank * n, (rank + 1) * n
+    out = []
+    for j in range(old_degree):
+        a, b = max(lo, j * size), min(hi, (j + 1) * size)
+        if a < b:
+            if j not in pieces:
+                raise CopusError("tensor slice %d of %d is in none of the "
+                                 "shards read" % (j, old_degree))
+            out.append(pieces[j].narrow(dim, a - j * size, b - a))
+    return torch.cat(out, dim).clone()
 
 
 class GlobalSampler:
@@ -566,6 +666,11 @@ class Trainer:
     Each micro-batch's loss is divided by n_micro, so that .grad ends as
     the mean. With a loss scaler, pass it as grad_scaler: the gradients
     are measured before your unscaling and clipping, divided by its scale.
+
+    A model of copus_tensor's layers (tensor_degree=tp.degree, DDP over
+    tp.data_group when there are several replicas): each tensor rank
+    checkpoints its own slices, and a checkpoint of another tensor degree
+    is cut and joined again by position, optimizer state included.
     """
 
     def __init__(self, model, optimizer, loss_fn, data, init_batch,
@@ -590,8 +695,29 @@ class Trainer:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.ddp = isinstance(model,
                               torch.nn.parallel.DistributedDataParallel)
-        # The step's agreement travels with the gradients' all-reduce.
-        self.fold_agreement = fold_agreement and self.ddp
+        # The replicas average their gradients in DDP's process group: the
+        # world, or the data group of a tensor-parallel model.
+        self._group = model.process_group if self.ddp else None
+        self._replicas = dist.get_world_size(self._group) if self.ddp else 1
+        # The step's agreement travels with the gradients' all-reduce when
+        # that reaches every rank.
+        self.fold_agreement = fold_agreement and self.ddp and \
+            self._replicas == dist.get_world_size()
+        # Slices of tensor-parallel weights (copus_tensor): each rank holds
+        # its slice's gradient and the whole of the others, so a squared
+        # norm sums the slices over the tensor group and counts the others
+        # once.
+        self._split = {id(p): getattr(p, SPLIT_ATTR) for p in self.params
+                       if hasattr(p, SPLIT_ATTR)}
+        self._tp = next(iter(self._split.values()))[1] if self._split \
+            else None
+        self._weights = None
+        if self._tp is not None and self._tp.group is not None:
+            self._weights = {id(p): 1.0 if id(p) in self._split
+                             else 1.0 / self._tp.degree
+                             for p in self.params}
+        if self._split:
+            runtime_args.setdefault("reshard", self._reshard_state)
         self._agree_sums = None
         self._agree_out = torch.zeros(AGREE_LEN, dtype=torch.float64)
         self._in_step = False
@@ -609,6 +735,15 @@ class Trainer:
         if self.ddp:
             self.model.register_comm_hook(self, Trainer._comm_hook)
         self.plan = self.rt.plan()
+        if self._tp is not None and \
+                (self._tp.degree, self._tp.rank) != (self.plan.tensor_degree,
+                                                     self.plan.tensor_rank):
+            raise CopusError("Trainer: the model is slice %d of tensor "
+                             "degree %d; the plan makes this rank slice %d "
+                             "of %d (pass tensor_degree)"
+                             % (self._tp.rank, self._tp.degree,
+                                self.plan.tensor_rank,
+                                self.plan.tensor_degree))
 
     @property
     def step(self):
@@ -621,18 +756,36 @@ class Trainer:
         cur = [p.grad.detach() for p in self.params]
         prev = self._pair_prev
         k = self._scale * self._scale
-        self.rt.grad_local(_sqnorm(cur) * k)
+        w = self._weights_of(self.params)
+        self.rt.grad_local(self._tensor_sum(_sqnorm(cur, w)) * k)
         if prev is not None:
             dot = None
-            for c, q in zip(cur, prev):
+            for i, (c, q) in enumerate(zip(cur, prev)):
                 d = torch.dot(c.reshape(-1), q.reshape(-1))
+                if w is not None:
+                    d = d * w[i]
                 dot = d if dot is None else dot + d
             if dot is not None:
-                self.rt.grad_dot(float(dot) * k)
+                self.rt.grad_dot(self._tensor_sum(float(dot)) * k)
         prev = self._buffers("pair", cur)
         for q, c in zip(prev, cur):
             q.copy_(c)
         self._pair_prev = prev
+
+    def _weights_of(self, params):
+        """The weights of params' squared norms (None: all 1)."""
+        if self._weights is None:
+            return None
+        return [self._weights[id(p)] for p in params]
+
+    def _tensor_sum(self, x):
+        """x summed over the tensor group: a squared norm of the whole
+        model from its slices'."""
+        if self._weights is None:
+            return x
+        t = torch.tensor([x], dtype=torch.float64)
+        dist.all_reduce(t, group=self._tp.group)
+        return float(t[0])
 
     def _buffers(self, name, like):
         """Gradient-shaped scratch tensors, allocated once."""
@@ -645,17 +798,69 @@ class Trainer:
     # -- checkpoint -------------------------------------------------------
     def _save_state(self, path, step):
         module = self.model.module if self.ddp else self.model
-        torch.save({"model": module.state_dict(),
-                    "optimizer": self.optimizer.state_dict(),
-                    "data": self.data.state_dict(),
-                    "rng": torch.get_rng_state(),
-                    "step": step}, path)
+        state = {"model": module.state_dict(),
+                 "optimizer": self.optimizer.state_dict(),
+                 "data": self.data.state_dict(),
+                 "rng": torch.get_rng_state(),
+                 "step": step}
+        if self._split:
+            # Which entries are slices, and along which dimension: by name
+            # in the model, by index in the optimizer's state.
+            params = [q for g in self.optimizer.param_groups
+                      for q in g["params"]]
+            state["tensor"] = {
+                "degree": self._tp.degree, "rank": self._tp.rank,
+                "model": {n: self._split[id(q)][0]
+                          for n, q in module.named_parameters()
+                          if id(q) in self._split},
+                "optimizer": {i: self._split[id(q)][0]
+                              for i, q in enumerate(params)
+                              if id(q) in self._split}}
+        torch.save(state, path)
 
-    def _load_state(self, path, step):
+    def _read_state(self, path, step):
         state = torch.load(path)
         if state["step"] != step:
             raise CopusError("checkpoint %s holds step %d, manifest says %d"
                              % (path, state["step"], step))
+        return state
+
+    def _load_state(self, path, step):
+        self._apply_state(self._read_state(path, step))
+
+    def _reshard_state(self, step, old, now, mine, shards):
+        """Restore a checkpoint of tensor-parallel slices written under
+        another tensor degree: each slice of this rank is cut from the old
+        slices that overlap it, joined in order, and so is its optimizer
+        state (momentum, moments: the tensors of the parameter's shape)."""
+        if old[2] != 1 or now[2] != 1:
+            raise CopusError("Trainer: a checkpoint of pipeline stages "
+                             "(%d, now %d) is PipelineTrainer's"
+                             % (old[2], now[2]))
+        saved = {s.tensor_rank: self._read_state(s.path, step)
+                 for s in shards if s.path is not None}
+        first = saved[min(saved)]
+        split = first.get("tensor")
+        if split is None or split["degree"] != old[1]:
+            raise CopusError("Trainer: the checkpoint of step %d holds no "
+                             "slices of tensor degree %d" % (step, old[1]))
+        cut = lambda parts, dim: _reslice(  # noqa: E731
+            parts, old[1], now[1], mine.tensor_rank, dim)
+        model = dict(first["model"])
+        for n, dim in split["model"].items():
+            model[n] = cut({j: s["model"][n] for j, s in saved.items()}, dim)
+        opt = first["optimizer"]
+        state = {}
+        for i, entry in opt["state"].items():
+            dim = split["optimizer"].get(i)
+            state[i] = {k: cut({j: s["optimizer"]["state"][i][k]
+                                for j, s in saved.items()}, dim)
+                        if dim is not None and torch.is_tensor(v) and
+                        v.dim() > dim else v for k, v in entry.items()}
+        self._apply_state(dict(first, model=model, optimizer=dict(
+            opt, state=state)))
+
+    def _apply_state(self, state):
         module = self.model.module if self.ddp else self.model
         module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -667,16 +872,17 @@ class Trainer:
     def _comm_hook(self, bucket):
         if self._measure and self._in_step:
             grads = bucket.gradients()
+            w = self._weights_of(bucket.parameters())
             if self._prev is None:
-                sq = _sqnorm(grads)
+                sq = _sqnorm(grads, w)
             else:
                 prev = self._prev
-                sq = _sqnorm(g if prev.get(p.data_ptr()) is None
-                             else g - prev[p.data_ptr()]
-                             for p, g in zip(bucket.parameters(), grads))
+                sq = _sqnorm((g if prev.get(p.data_ptr()) is None
+                              else g - prev[p.data_ptr()]
+                              for p, g in zip(bucket.parameters(), grads)), w)
             self._hook_sq += sq * self._scale * self._scale
         buf = bucket.buffer()
-        buf.div_(dist.get_world_size())
+        buf.div_(self._replicas)
         if self.fold_agreement and self._in_step and bucket.is_last() and \
                 buf.dtype in (torch.float32, torch.float64):
             # The step's agreement rides on the last bucket: no
@@ -684,14 +890,15 @@ class Trainer:
             n = buf.numel()
             self.rt.agree_pack(self._agree_out)
             fut = dist.all_reduce(torch.cat([buf, self._agree_out.to(
-                buf.dtype)]), async_op=True).get_future()
+                buf.dtype)]), group=self._group, async_op=True).get_future()
 
             def split(f):
                 t = f.value()[0]
                 self._agree_sums = t[n:]
                 return t[:n]
             return fut.then(split)
-        fut = dist.all_reduce(buf, async_op=True).get_future()
+        fut = dist.all_reduce(buf, group=self._group,
+                              async_op=True).get_future()
 
         def done(f):
             return f.value()[0]
@@ -747,26 +954,29 @@ class Trainer:
             elif measure and not (self.ddp and last):
                 # The micro-batch's own gradient: the change of .grad.
                 cur = [p.grad.detach() for p in self.params]
+                w = self._weights_of(self.params)
                 if prev_flat is None:
-                    sq = _sqnorm(cur)
+                    sq = _sqnorm(cur, w)
                 else:
                     # Into buffers kept across steps: no allocation.
                     diff = self._buffers("diff", cur)
                     for d, c, q in zip(diff, cur, prev_flat):
                         torch.sub(c, q, out=d)
-                    sq = _sqnorm(diff)
-                rt.grad_local(sq * k)
+                    sq = _sqnorm(diff, w)
+                rt.grad_local(self._tensor_sum(sq) * k)
                 if not last:
                     prev_flat = self._buffers("prev", cur)
                     for q, c in zip(prev_flat, cur):
                         q.copy_(c)
         if self.ddp and measure:
             # DDP waited for the all-reduce at the end of backward.
-            rt.grad_local(self._hook_sq)
+            rt.grad_local(self._tensor_sum(self._hook_sq))
         if measure and pairs:
             self._pair_step()
         elif measure:
-            rt.grad_total(_sqnorm(p.grad for p in self.params) * k_total)
+            rt.grad_total(self._tensor_sum(_sqnorm(
+                (p.grad for p in self.params),
+                self._weights_of(self.params))) * k_total)
         elif pairs:
             self._pair_prev = None
         if self._agree_sums is not None:
@@ -839,15 +1049,31 @@ class PipelineTrainer:
     first replica), so that a job restarted under another pipeline degree
     reads the stages that hold its layers (libcopus's reshard).
 
+    A stage may hold copus_tensor's layers (tensor_degree > 1, the layers
+    built with TensorParallel(tensor, pipeline)): activations then go to
+    the neighbouring stage's rank of the same tensor rank, gradients are
+    averaged over the replicas of the same stage and slice, and each slice
+    is a shard of its own, cut and joined again under another tensor
+    degree as Trainer's are.
+
     make_optimizer(params) builds the optimizer of a stage's parameters;
     sampler is a GlobalSampler-like object of the replicas (next_batch,
     state_dict, load_state_dict); global_batch samples a step in n_micro
     micro-batches per replica.
+
+    With planner_model (a dict of copus_planner_desc's fields, see
+    Runtime) the planner chooses the pipeline and data degrees, the
+    micro-batches and each stage's layers, as the scheduler plans the
+    job's cells; the Sequential then has the planner's layers of that
+    model (its layers + 2 for a transformer), and a plan with tensor
+    parallelism is refused (the Sequential's layers are built before the
+    plan says its tensor degree).
     """
 
     def __init__(self, model, make_optimizer, loss_fn, sampler,
                  global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
-                 layer_costs=None, on_rescale=None, **runtime_args):
+                 layer_costs=None, on_rescale=None, tensor_degree=1,
+                 planner_model=None, **runtime_args):
         self.layers = list(model)
         self.loss_fn = loss_fn
         self.sampler = sampler
@@ -856,48 +1082,104 @@ class PipelineTrainer:
         self.rank = dist.get_rank() if dist.is_initialized() else 0
         self.world = dist.get_world_size() if dist.is_initialized() else 1
         costs = layer_costs or [1.0] * len(self.layers)
-        data = self.world // pipeline_degree
-        if data < 1 or data * pipeline_degree != self.world or \
-                global_batch % (data * n_micro) != 0:
-            raise CopusError("PipelineTrainer: %d ranks, pipeline %d: the "
-                             "global batch %d is not a multiple of data x "
-                             "micro-batches" % (self.world, pipeline_degree,
-                                                global_batch))
-        self.micro = global_batch // (data * n_micro)
-        self.n_micro = n_micro
-        self.rt = Runtime(global_batch, global_batch, self.micro,
-                          self.micro, accumulation=True, ckpt_dir=ckpt_dir,
-                          save=self._save_state, load=self._load_state,
-                          pipeline_degree=pipeline_degree, layer_costs=costs,
-                          reshard=self._reshard_state, **runtime_args)
+        if planner_model is not None:
+            # Known once the planner has chosen: the micro-batch.
+            self.micro, self.n_micro = 1, 1
+            self.rt = Runtime(global_batch, global_batch, 1, global_batch,
+                              accumulation=True, ckpt_dir=ckpt_dir,
+                              save=self._save_state, load=self._load_state,
+                              pipeline_degree=0, tensor_degree=0,
+                              model=planner_model,
+                              reshard=self._reshard_state, **runtime_args)
+            self._use_planned(global_batch)
+        else:
+            shard = pipeline_degree * tensor_degree
+            data = self.world // shard
+            if data < 1 or data * shard != self.world or \
+                    global_batch % (data * n_micro) != 0:
+                raise CopusError("PipelineTrainer: %d ranks, pipeline %d "
+                                 "x tensor %d: the global batch %d is not "
+                                 "a multiple of data x micro-batches"
+                                 % (self.world, pipeline_degree,
+                                    tensor_degree, global_batch))
+            self.micro = global_batch // (data * n_micro)
+            self.n_micro = n_micro
+            self.rt = Runtime(global_batch, global_batch, self.micro,
+                              self.micro, accumulation=True,
+                              ckpt_dir=ckpt_dir, save=self._save_state,
+                              load=self._load_state,
+                              pipeline_degree=pipeline_degree,
+                              tensor_degree=tensor_degree,
+                              layer_costs=costs,
+                              reshard=self._reshard_state, **runtime_args)
         self.plan = self.rt.plan()
         p = self.plan
+        inner = self.planned is not None and self.planned.data_inner
         self.first, self.count = p.first_layer, p.n_layers
         self.stage = torch.nn.Sequential(
             *self.layers[self.first:self.first + self.count])
         self.params = list(self.stage.parameters())
         self.optimizer = make_optimizer(self.params)
         self._names = {id(q): n for n, q in self._named_params()}
+        # Slices of tensor-parallel weights (copus_tensor), by name.
+        self._split = {n: getattr(q, SPLIT_ATTR)[0]
+                       for n, q in self._named_params()
+                       if hasattr(q, SPLIT_ATTR)}
+        for n, q in self._named_params():
+            tp = getattr(q, SPLIT_ATTR, (0, None))[1]
+            if tp is not None and (tp.degree, tp.rank) != \
+                    (p.tensor_degree, p.tensor_rank):
+                raise CopusError("PipelineTrainer: %s is slice %d of tensor "
+                                 "degree %d; the plan makes this rank slice "
+                                 "%d of %d" % (n, tp.rank, tp.degree,
+                                               p.tensor_rank,
+                                               p.tensor_degree))
 
-        def rank_of(d, s):
+        def rank_of(d, s, t):
+            # The planner may lay the data ranks inside the pipeline
+            # ranks (data_inner); libcopus's plan follows it.
+            if inner:
+                return (s * p.data_degree + d) * p.tensor_degree + t
             for r in range(self.world):
-                c = coords_of_rank(p.data_degree, p.pipeline_degree, 1, r)
-                if c.data_rank == d and c.pipeline_rank == s:
+                c = coords_of_rank(p.data_degree, p.pipeline_degree,
+                                   p.tensor_degree, r)
+                if (c.data_rank, c.pipeline_rank, c.tensor_rank) == (d, s, t):
                     return r
-        self.prev = rank_of(p.data_rank, p.pipeline_rank - 1) \
+        t = p.tensor_rank
+        self.prev = rank_of(p.data_rank, p.pipeline_rank - 1, t) \
             if p.pipeline_rank > 0 else None
-        self.next = rank_of(p.data_rank, p.pipeline_rank + 1) \
+        self.next = rank_of(p.data_rank, p.pipeline_rank + 1, t) \
             if p.pipeline_rank < p.pipeline_degree - 1 else None
-        # Every rank creates every data group, in the same order.
+        # Every rank creates every data group (one per stage and tensor
+        # slice), in the same order.
         self.group = None
         for s in range(p.pipeline_degree):
-            ranks = [rank_of(d, s) for d in range(p.data_degree)]
-            g = dist.new_group(ranks) if self.world > 1 else None
-            if s == p.pipeline_rank:
-                self.group = g
+            for u in range(p.tensor_degree):
+                ranks = [rank_of(d, s, u) for d in range(p.data_degree)]
+                g = dist.new_group(ranks) if self.world > 1 else None
+                if (s, u) == (p.pipeline_rank, t):
+                    self.group = g
         if self._pending is not None:
             self._apply(self._pending)
             self._pending = None
+
+    def _use_planned(self, global_batch):
+        """The planner's degrees, micro-batches and stages, checked
+        against what this trainer can run."""
+        pl = self.planned = self.rt.planned()
+        if pl.tensor != 1:
+            raise CopusError("PipelineTrainer: the planner chose tensor "
+                             "degree %d; the Sequential's layers were "
+                             "built without its slices" % pl.tensor)
+        if pl.first_layer[pl.pipeline] != len(self.layers):
+            raise CopusError("PipelineTrainer: the planner's model has %d "
+                             "layers, the Sequential %d"
+                             % (pl.first_layer[pl.pipeline],
+                                len(self.layers)))
+        self.n_micro = pl.micro_batches
+        self.micro = global_batch // (pl.data * pl.micro_batches)
+
+    planned = None
 
     @property
     def step(self):
@@ -922,6 +1204,7 @@ class PipelineTrainer:
                     "optim": by_name,
                     "groups": [{k: v for k, v in g.items() if k != "params"}
                                for g in opt["param_groups"]],
+                    "split": self._split,
                     "sampler": self.sampler.state_dict()}, path)
 
     def _read(self, path, step, state):
@@ -931,25 +1214,48 @@ class PipelineTrainer:
                              % (path, saved["step"], step))
         state["layers"].update(saved["layers"])
         state["optim"].update(saved["optim"])
+        state["split"].update(saved.get("split", {}))
         state["groups"] = saved["groups"]
         state["sampler"] = saved["sampler"]
 
     def _load_state(self, path, step):
-        state = {"layers": {}, "optim": {}}
+        state = {"layers": {}, "optim": {}, "split": {}}
         self._read(path, step, state)
         self._pending = state
 
     def _reshard_state(self, step, old, now, mine, shards):
-        state = {"layers": {}, "optim": {}}
-        for path, _, _, _ in shards:
-            if path is not None:
-                self._read(path, step, state)
-        _, first, count = mine
+        # The stages read, by old tensor slice.
+        slices = {}
+        for s in shards:
+            if s.path is not None:
+                self._read(s.path, step, slices.setdefault(
+                    s.tensor_rank, {"layers": {}, "optim": {}, "split": {}}))
+        first, count = mine.first_layer, mine.n_layers
         missing = [i for i in range(first, first + count)
-                   if i not in state["layers"]]
+                   if not slices or
+                   any(i not in v["layers"] for v in slices.values())]
         if missing:
             raise CopusError("layers %s are in none of the shards read"
                              % missing)
+        # This rank's tensor slices, cut from the old slices that overlap.
+        state = slices[min(slices)]
+        split = state["split"]
+        cut = lambda get, dim: _reslice(  # noqa: E731
+            {j: get(v) for j, v in slices.items()}, old[1], now[1],
+            mine.tensor_rank, dim)
+        for i in range(first, first + count):
+            for k in state["layers"][i]:
+                dim = split.get("%d.%s" % (i, k))
+                if dim is not None:
+                    state["layers"][i][k] = cut(
+                        lambda v: v["layers"][i][k], dim)
+        for n, entry in state["optim"].items():
+            dim = split.get(n)
+            if dim is not None:
+                state["optim"][n] = {
+                    k: cut(lambda v: v["optim"][n][k], dim)
+                    if torch.is_tensor(x) and x.dim() > dim else x
+                    for k, x in entry.items()}
         self._pending = state
 
     def _apply(self, state):
@@ -1033,7 +1339,8 @@ class PipelineTrainer:
             if self.on_rescale is not None:
                 self.on_rescale(rt.info().step)
             rt.finalize()
-            dist.destroy_process_group()
+            if dist.is_initialized():
+                dist.destroy_process_group()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)

@@ -471,6 +471,9 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 		double ftf = (fmax(waited, 0.0) + x->remain) / (req_time + x->remain);
 		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
 				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
+		if (jb->fairshare > 0.0)
+			x->boost *= exp2(s->opt.fairshare *
+					 (2.0 * jb->fairshare - 1.0));
 		x->q = copus__cp_request(jb);
 		double age = fmax(now - jb->submit_time, 0.0);
 		x->life = fmax(age - jb->restarts * prm->restart_delay, 0.0) /

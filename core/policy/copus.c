@@ -38,6 +38,11 @@
  *    are delayed but never starved.
  *  - Unknown work: without a prediction, a job is expected to need as much
  *    again as it has received (least attained service first for newcomers).
+ *  - Fair share: a job whose user has a fair-share factor F (Slurm's
+ *    multifactor meaning, copus_job.fairshare) is worth 2^(W (2F - 1))
+ *    times as much, W the option fairshare=W (default 1): a user who has
+ *    used nothing counts double, one far beyond their share half, so one
+ *    user's many short jobs cannot keep another user's jobs waiting.
  *
  * On a small cluster the greedy's cells are then replaced by the exact
  * optimum of the same values under each type's capacity (exact_dp, a
@@ -71,9 +76,25 @@
 #include "ops.h"
 #include "place.h"
 
+/* The weight in "fairshare=W" (spec at the option, len its length). */
+static bool fairshare_parse(const char *spec, size_t len, double *w)
+{
+	static const char key[] = "fairshare=";
+	char buf[32], *end;
+
+	if (len <= sizeof(key) - 1 || len >= sizeof(buf) ||
+	    strncmp(spec, key, sizeof(key) - 1) != 0)
+		return false;
+	memcpy(buf, spec + sizeof(key) - 1, len - (sizeof(key) - 1));
+	buf[len - (sizeof(key) - 1)] = '\0';
+	*w = strtod(buf, &end);
+	return *end == '\0' && *w >= 0.0 && *w <= COPUS__FAIRSHARE_MAX;
+}
+
 /*
- * Parse "no-srpt,no-restart-cost,..." (any subset, comma-separated; empty
- * or NULL for none); COPUS_EINVAL names nothing, so callers report spec.
+ * Parse "no-srpt,no-restart-cost,...,fairshare=W" (any subset,
+ * comma-separated; empty or NULL for none); COPUS_EINVAL names nothing, so
+ * callers report spec.
  */
 static int opts_parse(const char *spec, struct copus__copus_opts *o)
 {
@@ -83,9 +104,10 @@ static int opts_parse(const char *spec, struct copus__copus_opts *o)
 			  &o->no_placement };
 
 	memset(o, 0, sizeof(*o));
+	o->fairshare = COPUS__FAIRSHARE_DEFAULT;
 	while (spec != NULL && *spec != '\0') {
 		size_t len = strcspn(spec, ",");
-		bool known = false;
+		bool known = fairshare_parse(spec, len, &o->fairshare);
 		for (int i = 0; i < 4; i++)
 			if (strlen(names[i]) == len &&
 			    strncmp(spec, names[i], len) == 0) {
@@ -109,6 +131,8 @@ int copus__state_create(const struct copus__copus_opts *opt,
 		return COPUS_ENOMEM;
 	if (opt != NULL)
 		(*out)->opt = *opt;
+	else
+		(*out)->opt.fairshare = COPUS__FAIRSHARE_DEFAULT;
 	return COPUS_OK;
 }
 

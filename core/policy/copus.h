@@ -19,7 +19,15 @@ struct copus__copus_opts {
 	bool no_restart_cost; /* moves are free */
 	bool no_fairness;     /* no finish-time fairness guard */
 	bool no_placement;    /* first fit in node order, any node sharing */
+	/* Weight of the users' fair-share factors (option fairshare=W,
+	 * 0 .. COPUS__FAIRSHARE_MAX): a job's value is multiplied by
+	 * 2^(W (2F - 1)) for its user's factor F; 0 turns the term off. */
+	double fairshare;
 };
+
+/* The weight of the fair-share term when no option sets it, and its most. */
+#define COPUS__FAIRSHARE_DEFAULT 1.0
+#define COPUS__FAIRSHARE_MAX 10.0
 
 /* A fresh state; opt NULL for the policy with all its ingredients. */
 int copus__state_create(const struct copus__copus_opts *opt,

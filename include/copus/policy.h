@@ -135,6 +135,15 @@ typedef struct copus_job {
 	 * others treat a job with granularity above 1 as rigid.
 	 */
 	int granularity;
+	/*
+	 * The fair-share factor of the job's user, as Slurm's multifactor
+	 * priority defines it: 2^(-usage / shares), in (0, 1]; 1 for a user
+	 * who has used nothing, 0.5 for one who has used exactly their share,
+	 * towards 0 the more they have used beyond it. 0: unknown (neutral).
+	 * The copus policy weighs a job by it (its option fairshare=W); the
+	 * others ignore it.
+	 */
+	double fairshare;
 } copus_job;
 
 /* The decision for one job. */
