@@ -502,7 +502,8 @@ static int number(struct json_object *v, const char *type, const char *path,
 			v ? json_object_to_json_string(v) : "null");
 		return COPUS_EPARSE;
 	}
-	*out = json_object_get_double(v);
+	/* -0 is 0: the text then writes it back as it reads it. */
+	*out = json_object_get_double(v) + 0.0;
 	return COPUS_OK;
 }
 
