@@ -10,8 +10,10 @@
  * round) as a table, or as JSON: per job its cell (GPU type, GPUs, nodes),
  * goodput speedup, predicted remaining time, the plan of a job with a model
  * on that cell (PLAN, "dp2.tp1.pp2.mb4") with its predicted seconds per
- * iteration (ITER_S), and the policy's last decision or the reason it
- * waits. job prints one job's line of it, field by field.
+ * iteration (ITER_S), the policy's last decision or the reason it waits,
+ * its user's fair-share factor (FAIRSHARE), its last rescale requests
+ * (RESCALES) and its hint's verdict. job prints one job's line of it, field
+ * by field.
  * stats prints the plugin's counters (StateSaveLocation/copus_stats, see
  * plugin/stats.h). Without --state-dir it asks slurmctld for
  * StateSaveLocation through the public libslurm API (slurm_load_ctl_conf).

@@ -2,6 +2,7 @@
  * The tables of memo.h: the per-job records (sorted by id) and the rescales
  * in flight. Plain C, no Slurm, so that the round's tests link it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,4 +101,40 @@ void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x)
 {
 	*x = s->rescales[--s->nrescales];
 	s->state_dirty = true;
+}
+
+void copus__memo_asked(struct copus__memo *in, time_t when, int from, int to,
+		       const char *type)
+{
+	struct copus__asked *a;
+
+	if (in->nasked == COPUS__HISTORY_MAX) {
+		memmove(&in->asked[0], &in->asked[1],
+			(COPUS__HISTORY_MAX - 1) * sizeof(in->asked[0]));
+		in->nasked--;
+	}
+	a = &in->asked[in->nasked++];
+	a->when = when;
+	a->from = from;
+	a->to = to;
+	snprintf(a->type, sizeof(a->type), "%s", type ? type : "");
+}
+
+void copus__memo_history(const struct copus__memo *in, char *buf,
+			 size_t len)
+{
+	size_t n = 0;
+
+	snprintf(buf, len, "-");
+	for (int i = 0; in && i < in->nasked && n < len; i++) {
+		const struct copus__asked *a = &in->asked[i];
+		char at[16];
+		struct tm tm;
+
+		localtime_r(&a->when, &tm);
+		strftime(at, sizeof(at), "%H:%M:%S", &tm);
+		n += snprintf(buf + n, len - n, "%s%d>%d%s%s@%s",
+			      i ? ";" : "", a->from, a->to,
+			      a->type[0] ? ":" : "", a->type, at);
+	}
 }

@@ -7,6 +7,7 @@
 #define COPUS_PLUGIN_MEMO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -14,6 +15,9 @@
 #include "copus/planner.h"
 
 struct copus__sched;
+
+/* Rescale requests a job's record keeps. */
+#define COPUS__HISTORY_MAX 4
 
 /*
  * What the plugin remembers about a job between rounds (only the plugin's
@@ -57,7 +61,25 @@ struct copus__memo {
 	 */
 	int32_t model_id;
 	copus_planner_desc model;
+	/* Its last COPUS__HISTORY_MAX rescale requests, oldest first. */
+	struct copus__asked {
+		time_t when;
+		int from, to;		/* GPUs; to 0: to the queue */
+		char type[16];		/* the decided type, "" queue */
+	} asked[COPUS__HISTORY_MAX];
+	int nasked;
 };
+
+/* Notes a rescale request in the job's history (the oldest drops out). */
+void copus__memo_asked(struct copus__memo *in, time_t when, int from, int to,
+		       const char *type);
+
+/*
+ * The history as text, oldest first: "4>2:a100@HH:MM:SS;..." in local
+ * time, "-" when empty.
+ */
+void copus__memo_history(const struct copus__memo *in, char *buf,
+			 size_t len);
 
 /*
  * A rescale in flight: the job was asked to checkpoint

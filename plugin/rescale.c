@@ -44,6 +44,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 	for (i = 0; i < r->nrj; i++) {
 		struct copus__round_job *j = &r->rj[i];
 		struct copus__rescale *x = copus__rescale_find(s, j->id);
+		struct copus__memo *in;
 		job_desc_msg_t desc;
 		char tres[64];
 
@@ -111,6 +112,9 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			     r->types[j->alloc_type], x->to, x->type,
 			     j->num_nodes, r->dec[j->job].reason);
 			copus__log_plan(r, j);
+			if ((in = copus__memo_find(s, j->id)))
+				copus__memo_asked(in, now, x->from, x->to,
+						  j->dtype >= 0 ? x->type : "");
 			break;
 		case COPUS__ACT_REQUEUE:
 			if (!x)

@@ -434,7 +434,8 @@ static void _hint_verdict(const struct copus__memo *in,
 void copus__status_write(struct copus__sched *s, struct copus__round *r)
 {
 	char *path = NULL, when[32], kind[32], nodes[256];
-	char speed[16], left[16], hint[48], plan[48], iter[24];
+	char speed[16], left[16], hint[48], plan[48], iter[24], fs[16];
+	char hist[160];
 	struct tm tm;
 	FILE *f = NULL;
 	int i, k, pass;
@@ -455,7 +456,8 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 		r->t_snap + r->t_decide + r->t_act, r->t_snap, r->t_decide,
 		r->t_act, r->error[0] ? "; " : "", r->error);
 	fprintf(f, "JOBID\tSTATE\tKIND\tTYPE\tGPUS\tNODES\tSPEEDUP\t"
-		"REMAINING\tPLAN\tITER_S\tDECISION\tNODELIST\tHINT\n");
+		"REMAINING\tPLAN\tITER_S\tDECISION\tNODELIST\tFAIRSHARE\t"
+		"RESCALES\tHINT\n");
 	for (pass = 0; pass < 2; pass++)
 	for (i = 0; i < r->nrj; i++) {
 		const struct copus__round_job *j = &r->rj[i];
@@ -526,9 +528,15 @@ void copus__status_write(struct copus__sched *s, struct copus__round *r)
 		snprintf(iter, sizeof(iter), "-");
 		if (pl)
 			snprintf(iter, sizeof(iter), "%.4g", pl->seconds);
+		snprintf(fs, sizeof(fs), "-");
+		if (c && c->fairshare > 0)
+			snprintf(fs, sizeof(fs), "%.3f", c->fairshare);
+		copus__memo_history(copus__memo_find(s, j->id), hist,
+				    sizeof(hist));
 		fprintf(f, "%u\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s"
-			"\t%s\n", j->id, state, kind, type, gpus, nn, speed, left,
-			plan, iter, reason[0] ? reason : "-", nodes, hint);
+			"\t%s\t%s\t%s\n", j->id, state, kind, type, gpus, nn,
+			speed, left, plan, iter, reason[0] ? reason : "-",
+			nodes, fs, hist, hint);
 	}
 	_replace_end(f, path);
 	xfree(path);

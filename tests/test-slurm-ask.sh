@@ -73,6 +73,11 @@ done
 "$ctl" job "$e" --state-dir "$st" >"$TMP/job" || fail "copusctl job $e failed"
 grep -Eq '^STATE +RUNNING$' "$TMP/job" && grep -Eq '^KIND +elastic:1-4$' "$TMP/job" ||
 	fail "copusctl job $e: $(cat "$TMP/job")"
+# Its rescale history: asked to go from 4 a100 GPUs to fewer.
+grep -Eq '^RESCALES +4>[123]:a100@[0-9]{2}:[0-9]{2}:[0-9]{2}$' "$TMP/job" ||
+	fail "copusctl job $e shows no rescale history: $(cat "$TMP/job")"
+grep -Eq '^FAIRSHARE +(0\.[0-9]+|1\.000)$' "$TMP/job" ||
+	fail "copusctl job $e shows no fair-share factor: $(cat "$TMP/job")"
 "$ctl" job 999999 --state-dir "$st" 2>/dev/null && fail "copusctl job found a job that does not exist"
 "$ctl" status --json --state-dir "$st" |
 	/usr/bin/python3 -c 'import json, sys
