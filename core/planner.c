@@ -2,6 +2,7 @@
  * The planner: layers of the described architectures, the cost of a plan on
  * a cell, the search for the best plan, and its memoisation.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -65,6 +66,8 @@ static int transformer_layers(const copus_planner_desc *d,
 			/* One all-reduce after attention and one after the
 			 * MLP. */
 			.tensor_elems = 2.0 * s * h,
+			/* Tensor ranks split the heads. */
+			.tensor_divides = d->heads,
 		};
 		if (moe) {
 			/* Each token runs through its top two experts of
@@ -129,6 +132,7 @@ static int wide_resnet_layers(const copus_planner_desc *d,
 		.out_elems = side * side * c0 / 4.0,
 		.work_elems = 3.0 * side * side * c0,
 		.tensor_elems = side * side * c0 / 4.0,
+		.tensor_divides = d->channels,
 	};
 	side /= 2.0;
 	cin = c0;
@@ -158,6 +162,10 @@ static int wide_resnet_layers(const copus_planner_desc *d,
 				.work_elems = 2.0 * (in_side * in_side * f +
 						     hw * (w + 2.0 * o)),
 				.tensor_elems = hw * o,
+				/* Tensor ranks split the block's
+				 * channels. */
+				.tensor_divides = d->channels <= INT_MAX >> 3 ?
+							  d->channels << i : 0,
 			};
 			cin = o;
 			side = out_side;
@@ -271,6 +279,16 @@ static int gpu_check(const copus_planner_gpu *g)
 static bool spans(int n, int stride, int gpn)
 {
 	return (n - 1) * stride >= gpn;
+}
+
+/* Whether every layer can be split over tp tensor ranks. */
+static bool tensor_splits(const copus_planner_model *m, int tp)
+{
+	for (int l = 0; tp > 1 && l < m->n_layers; l++)
+		if (m->layers[l].tensor_divides > 0 &&
+		    m->layers[l].tensor_divides % tp)
+			return false;
+	return true;
 }
 
 /* The layout of a plan's groups on the cell's nodes. */
@@ -433,6 +451,8 @@ int copus_planner_price(const copus_planner_model *m, int batch,
 	for (int s = 0; s < d->pipeline; s++)
 		if (plan->first_layer[s + 1] <= plan->first_layer[s])
 			return COPUS_EINVAL;
+	if (!tensor_splits(m, d->tensor))
+		return COPUS_ERANGE;
 	return copus__planner_price(m, batch, gpu, cell,
 				    o.memory_fraction * gpu->memory_bytes,
 				    plan);
@@ -488,7 +508,7 @@ int copus__planner_each(const copus_planner_model *m, int batch,
 	int rc;
 
 	for (int tp = 1; tp <= world; tp++) {
-		if (world % tp)
+		if (world % tp || !tensor_splits(m, tp))
 			continue;
 		for (int pp = 1; pp <= world / tp; pp++) {
 			int dp;

@@ -250,6 +250,58 @@ static void tensor_parallelism_stays_within_a_node(void)
 	ASSERT_CLOSE(c.tensor_s, d.tensor_s, 1e-12);
 }
 
+/*
+ * Tensor ranks split a layer's heads: a tensor degree that does not divide
+ * them is never chosen or priced, though the same layers with no such
+ * limit would take it.
+ */
+static void a_tensor_degree_divides_the_heads(void)
+{
+	copus_planner_layer y[4];
+	copus_planner_model m = uniform(y, 4, 250e6);
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell three = { 1, 3 };
+	copus_planner_plan p;
+
+	for (int l = 0; l < 4; l++)
+		y[l].tensor_elems = 1e3;
+	for (int l = 0; l < COPUS_LINK_COUNT; l++)
+		for (int c = 0; c < COPUS_COLL_COUNT; c++)
+			g.alpha[l][c] = c == COPUS_COLL_ALL_REDUCE &&
+						l == COPUS_LINK_INTRA ? 1e-6 : 10.0;
+	ASSERT_STATUS(copus_planner_best(&m, 60, &g, &three, NULL, &p),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(p.degrees.tensor, 3);
+	for (int l = 0; l < 4; l++)
+		y[l].tensor_divides = 4;
+	ASSERT_STATUS(copus_planner_best(&m, 60, &g, &three, NULL, &p),
+		      COPUS_OK);
+	CU_ASSERT_NOT_EQUAL(p.degrees.tensor, 3);
+	memset(&p, 0, sizeof(p));
+	p.degrees = (copus_plan_degrees){ 1, 1, 3 };
+	p.micro_batches = 1;
+	p.first_layer[1] = 4;
+	CU_ASSERT_EQUAL(copus_planner_price(&m, 60, &g, &three, NULL, &p),
+			COPUS_ERANGE);
+
+	/* A described transformer of 4 heads on 3 and 6 GPUs. */
+	static copus_planner_layer z[COPUS_PLANNER_MAX_LAYERS];
+	copus_planner_desc d = { .arch = COPUS_ARCH_TRANSFORMER,
+				 .dtype_bytes = 2, .layers = 4, .hidden = 256,
+				 .heads = 4, .seq_len = 128, .vocab = 1000 };
+	int n;
+	ASSERT_STATUS(copus_planner_layers(&d, z, COPUS_PLANNER_MAX_LAYERS,
+					   &n), COPUS_OK);
+	copus_planner_model t = { z, n, 2, 0 };
+	for (int gpus = 3; gpus <= 6; gpus += 3) {
+		copus_planner_cell c = { 1, gpus };
+		copus_planner_plan q;
+		int rc = copus_planner_best(&t, 60, &g, &c, NULL, &q);
+		CU_ASSERT(rc == COPUS_ERANGE ||
+			  (rc == COPUS_OK && q.degrees.tensor % 3 != 0));
+	}
+}
+
 static void the_cache_returns_the_answer_it_stored(void)
 {
 	copus_planner_layer y[4];
@@ -365,6 +417,7 @@ int main(void)
 		TEST(a_model_that_does_not_fit_one_gpu_is_refused_there),
 		TEST(the_memory_rule),
 		TEST(tensor_parallelism_stays_within_a_node),
+		TEST(a_tensor_degree_divides_the_heads),
 		TEST(the_cache_returns_the_answer_it_stored),
 		TEST(calibration_recovers_the_constants_that_made_the_times),
 		TEST(bad_arguments_are_refused),

@@ -85,6 +85,9 @@ typedef struct copus_planner_layer {
 			       * as many) */
 	double a2a_elems;     /* elements sent all-to-all over data x tensor
 			       * ranks per forward pass */
+	int tensor_divides;   /* a tensor degree must divide it (an attention
+			       * layer's heads, the channels a convolution
+			       * splits); 0: any degree */
 } copus_planner_layer;
 
 /* The architectures that copus_planner_layers() describes. */
