@@ -51,7 +51,7 @@ for load in 1.0 0.5; do
 	else
 		run copus copus $load
 	fi
-	for opt in no-srpt no-restart-cost no-fairness no-placement; do
+	for opt in no-srpt no-restart-cost no-fairness no-placement no-spread; do
 		run "copus:$opt" "copus:$opt" $load
 	done
 done

@@ -53,7 +53,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		" (pollux);\n"
 		"                       copus:no-srpt,no-restart-cost,"
-		"no-fairness,no-placement\n"
+		"no-fairness,no-placement,no-spread\n"
 		"                       runs copus without those ingredients;\n"
 		"                       fifo:arena is Arena's fcfs (--arena)\n"
 		"  --remaining HOW      what copus knows of the work left: "

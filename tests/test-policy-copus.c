@@ -529,6 +529,47 @@ static void fair_share_lets_the_less_served_user_in(void)
 		      COPUS_EINVAL);
 }
 
+/*
+ * Requests of four times the cluster: speedups count less than linearly,
+ * so the GPUs go to more jobs, each on fewer of them, than without the
+ * term (copus:no-spread); when the requests fit, the two agree.
+ */
+static void scarce_gpus_spread_over_more_jobs(void)
+{
+	const char *specs[] = { "copus", "copus:no-spread" };
+	int running[2] = { 0, 0 }, gpus[2][8];
+
+	for (int load = 0; load < 2; load++)
+		for (int i = 0; i < 2; i++) {
+			copus_policy *p = NULL;
+			copus_decision d[8];
+			struct world w;
+			int n = load ? 8 : 2;
+
+			world_init(&w, 2, 4);
+			for (int j = 0; j < n; j++)
+				add_job(&w, true, 4, 3600 + 60 * j, scalable());
+			ASSERT_STATUS(copus_policy_create(specs[i], &PRM, &p),
+				      COPUS_OK);
+			ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs,
+							  (size_t)n, 0, d),
+				      COPUS_OK);
+			running[i] = 0;
+			for (int j = 0; j < n; j++) {
+				gpus[i][j] = d[j].gpus;
+				running[i] += d[j].gpus > 0;
+			}
+			copus_policy_destroy(p);
+			if (i == 1 && !load)
+				for (int j = 0; j < n; j++)
+					CU_ASSERT_EQUAL(gpus[0][j], gpus[1][j]);
+		}
+	if (running[0] <= running[1])
+		fprintf(stderr, "running: %d with the term, %d without\n",
+			running[0], running[1]);
+	CU_ASSERT(running[0] > running[1]);
+}
+
 /* The ablation names select ingredients; an unknown one is refused. */
 static void ingredients_can_be_switched_off_by_name(void)
 {
@@ -1058,6 +1099,7 @@ int main(void)
 		TEST(placement_respects_nodes_and_types),
 		TEST(growth_beyond_the_request_follows_goodput),
 		TEST(fair_share_lets_the_less_served_user_in),
+		TEST(scarce_gpus_spread_over_more_jobs),
 		TEST(ingredients_can_be_switched_off_by_name),
 		TEST(bad_input_is_skipped_or_refused),
 		TEST(each_job_goes_where_its_gpus_count_most),

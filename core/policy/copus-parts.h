@@ -68,6 +68,10 @@ struct jw {
 	int t, k;      /* the greedy's choice */
 	int best_t, best_k; /* the best start's choice */
 	bool bad_model; /* a model was given but is not usable */
+	/* The exponent its speedups count with (core/policy/copus.c,
+	 * "Scarcity"): 1, or less while the requests exceed the cluster
+	 * (jobs without cells). */
+	double spread;
 };
 
 struct heap_item {

@@ -33,6 +33,12 @@
 #define HORIZON_ROUNDS 10.0
 /* Estimated finish-time fairness beyond which a job's weight grows. */
 #define FTF_GUARD 2.0
+/*
+ * The least exponent of speedups under contention (copus.c, "Scarcity"):
+ * S^(1/2) at twice as many GPUs requested as there are, and beyond. Half
+ * is the square root, Sia's p = -0.5 applied to speedups.
+ */
+#define SPREAD_FLOOR 0.5
 
 /* A model's goodput on one GPU (0 when it has none). */
 static double goodput_one(const copus_model *m)
@@ -187,10 +193,11 @@ double copus__cp_value(const struct jw *w, int t, int k, const int *node_gpus,
 
 	if (k <= 0 || s <= 0.0)
 		return 0.0;
-	double v = s * w->weight;
+	double g = w->spread > 0.0 ? w->spread : 1.0;
+	double v = pow(s, g) * w->weight;
 	if (k > w->q) {
-		double sq = copus__cp_speedup(w, t, w->q, node_gpus);
-		v = sq * w->weight + (s - sq);
+		double sq = pow(copus__cp_speedup(w, t, w->q, node_gpus), g);
+		v = sq * w->weight + (pow(s, g) - sq);
 	}
 	if (w->cur_k > 0 && (t != w->cur_t || k != w->cur_k))
 		v *= copus__cp_restart_factor(w, s, prm, o);
@@ -491,6 +498,13 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 		demand += w[j].q;
 	for (size_t j = 0; demand > total && j < n; j++)
 		w[j].q = unknown_size(&w[j], T);
+	double spread = demand > total && total > 0 && !s->opt.no_spread ?
+				fmax(SPREAD_FLOOR, (double)total / (double)demand) :
+				1.0;
+	/* A job with a table of cells runs at a fixed batch on the sizes
+	 * its memory allows: no size of it is more efficient to spread to. */
+	for (size_t j = 0; j < n; j++)
+		w[j].spread = w[j].cs == NULL ? spread : 1.0;
 	for (size_t j = 0; j < n; j++)
 		w[j].weight = s->opt.no_srpt ? 1.0 :
 			      pow(w[j].R / R_max, -SRPT_EXPONENT);

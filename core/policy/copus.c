@@ -38,6 +38,15 @@
  *    are delayed but never starved.
  *  - Unknown work: without a prediction, a job is expected to need as much
  *    again as it has received (least attained service first for newcomers).
+ *  - Scarcity: while the jobs' requests exceed the cluster, every speedup
+ *    counts as S^g instead of S, with g the cluster's GPUs over the GPUs
+ *    requested, at least SPREAD_FLOOR: the fewer GPUs there are for what
+ *    is asked, the less a job's further GPUs are worth against another
+ *    job's first ones, so GPUs spread over more jobs, each nearer its most
+ *    efficient size, and fewer running jobs are preempted for newcomers
+ *    (Sia's power of normalised goodput does this at every load). When
+ *    the requests fit, g = 1 and nothing changes. Jobs with a table of
+ *    cells (a fixed batch, sizes bound by memory) keep g = 1.
  *  - Fair share: a job whose user has a fair-share factor F (Slurm's
  *    multifactor meaning, copus_job.fairshare) is worth 2^(W (2F - 1))
  *    times as much, W the option fairshare=W (default 1): a user who has
@@ -99,16 +108,17 @@ static bool fairshare_parse(const char *spec, size_t len, double *w)
 static int opts_parse(const char *spec, struct copus__copus_opts *o)
 {
 	static const char *const names[] = { "no-srpt", "no-restart-cost",
-					     "no-fairness", "no-placement" };
+					     "no-fairness", "no-placement",
+					     "no-spread" };
 	bool *flags[] = { &o->no_srpt, &o->no_restart_cost, &o->no_fairness,
-			  &o->no_placement };
+			  &o->no_placement, &o->no_spread };
 
 	memset(o, 0, sizeof(*o));
 	o->fairshare = COPUS__FAIRSHARE_DEFAULT;
 	while (spec != NULL && *spec != '\0') {
 		size_t len = strcspn(spec, ",");
 		bool known = fairshare_parse(spec, len, &o->fairshare);
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 5; i++)
 			if (strlen(names[i]) == len &&
 			    strncmp(spec, names[i], len) == 0) {
 				*flags[i] = true;

@@ -19,6 +19,7 @@ struct copus__copus_opts {
 	bool no_restart_cost; /* moves are free */
 	bool no_fairness;     /* no finish-time fairness guard */
 	bool no_placement;    /* first fit in node order, any node sharing */
+	bool no_spread;       /* speedups count linearly under contention */
 	/* Weight of the users' fair-share factors (option fairshare=W,
 	 * 0 .. COPUS__FAIRSHARE_MAX): a job's value is multiplied by
 	 * 2^(W (2F - 1)) for its user's factor F; 0 turns the term off. */
