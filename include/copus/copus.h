@@ -455,6 +455,51 @@ typedef struct copus_comms {
 int copus_comms_create(copus_ctx *ctx, copus_comms *out);
 int copus_comms_destroy(copus_ctx *ctx, copus_comms *comms);
 
+/*
+ * Go on without some ranks, without a restart: the communicators of the
+ * ranks that stay when whole data-parallel replicas leave (for instance
+ * the ranks of nodes the job gives up: copus_plan_ranks_of_nodes() of
+ * copus/plan.h). Collective: every rank of comms calls it with the same
+ * leaving[] (n_leaving ranks of the current world, as in
+ * copus_plan_shrink()), at a step boundary, once the step's collectives on
+ * comms have completed.
+ *
+ * With ncclCommShrink (NCCL 2.27 and later) a rank that stays gets in *out
+ * the world communicator shrunk to the ranks that stay and its data,
+ * pipeline and tensor groups split from it, laid out as the plan of the
+ * smaller data degree (copus_plan_shrink() gives the degrees and each
+ * rank's new rank); its pipeline stage and tensor slice do not change, so
+ * it keeps its shard of the model and of the optimizer state. A leaving
+ * rank takes no part in the shrink: it gets COPUS_OK and an empty *out
+ * (all NULL), and should exit (after copus_comms_destroy(ctx, comms)).
+ * Every rank then destroys comms, which the new communicators do not need;
+ * the ranks that stay use *out from then on.
+ *
+ * Only the communicators change: the context still describes the world it
+ * was initialised with (copus_info(), copus_plan_get(), checkpoints and
+ * hints), and the agree and bcast callbacks are the application's. The
+ * caller re-initialises libcopus for the new world: copus_checkpoint(),
+ * copus_finalize(), then copus_init() with cfg.rank and cfg.world (and
+ * cfg.nodes) of the new plan and the same pipeline and tensor degrees,
+ * which restores that checkpoint under the new data degree, and takes its
+ * batch from the new copus_plan_get(): the same global batch over fewer
+ * replicas means more samples (or accumulation steps) per replica.
+ *
+ * The scheduler (sched/copus) still asks a job to shrink by the rescale
+ * signal, after which the job checkpoints and is requeued at its new size.
+ * A job told to shrink that holds whole replicas on the nodes it gives up
+ * can use this instead and skip the restart, but it must give the nodes
+ * back itself, which that path does not do for it.
+ *
+ * COPUS_ERANGE when the leaving ranks cut a replica or are every rank;
+ * COPUS_EVERSION when the NCCL libcopus was built with has no
+ * ncclCommShrink (the caller falls back to the checkpoint and restart);
+ * COPUS_ESTATE in a libcopus built without NCCL; COPUS_EIO when NCCL
+ * fails (what was built is aborted; comms is left as it was).
+ */
+int copus_comms_shrink(copus_ctx *ctx, copus_comms *comms, const int *leaving,
+		       int n_leaving, copus_comms *out);
+
 #ifdef __cplusplus
 }
 #endif
