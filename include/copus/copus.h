@@ -98,6 +98,11 @@
  * plan has data_inner, with the data ranks inside the pipeline ranks
  * (rank = (pipeline_rank x data + data_rank) x tensor + tensor_rank);
  * copus_plan_get() and copus_comms_create() follow it.
+ *
+ * Shrinking in place: a job asked to give up nodes whose ranks are whole
+ * data-parallel replicas can, with NCCL 2.27 or later, keep its other
+ * processes and shrink their communicators (copus_comms_shrink(), below)
+ * rather than checkpoint and be requeued; see there what it must redo.
  */
 #ifndef COPUS_COPUS_H
 #define COPUS_COPUS_H
@@ -477,19 +482,27 @@ int copus_comms_destroy(copus_ctx *ctx, copus_comms *comms);
  *
  * Only the communicators change: the context still describes the world it
  * was initialised with (copus_info(), copus_plan_get(), checkpoints and
- * hints), and the agree and bcast callbacks are the application's. The
- * caller re-initialises libcopus for the new world: copus_checkpoint(),
- * copus_finalize(), then copus_init() with cfg.rank and cfg.world (and
- * cfg.nodes) of the new plan and the same pipeline and tensor degrees,
- * which restores that checkpoint under the new data degree, and takes its
- * batch from the new copus_plan_get(): the same global batch over fewer
- * replicas means more samples (or accumulation steps) per replica.
+ * hints), and the agree and bcast callbacks are the application's, which
+ * it rebuilds for the ranks that stay. The caller re-initialises libcopus
+ * for the new world: copus_checkpoint() (before the shrink, on every rank),
+ * copus_finalize(), then, on the ranks that stay, copus_init() with
+ * cfg.rank and cfg.world (and cfg.nodes) of the new plan and the pipeline
+ * and tensor degrees it runs (a planned job gives them explicitly, so that
+ * they are not planned anew), which restores that checkpoint under the new
+ * data degree (every rank loads its shard's file), and takes its batch from
+ * the new copus_plan_get(): the same global batch over fewer replicas is
+ * more samples, or accumulation steps, per replica (copus/plan.h,
+ * copus_plan_shrink). Under the planner's data_inner layout the new context
+ * lays ranks out as copus/plan.h does, unlike the shrunk communicators: such
+ * a job takes its coordinates from copus_plan_coords_of_layout(), not from
+ * copus_plan_get(). Re-initialising is the caller's because the context's
+ * measurements, checkpoints and hints all depend on the world.
  *
  * The scheduler (sched/copus) still asks a job to shrink by the rescale
  * signal, after which the job checkpoints and is requeued at its new size.
- * A job told to shrink that holds whole replicas on the nodes it gives up
- * can use this instead and skip the restart, but it must give the nodes
- * back itself, which that path does not do for it.
+ * A job told to shrink whose nodes that leave hold whole replicas can use
+ * this instead and skip the restart; libcopus does not hand the nodes back
+ * to Slurm for it.
  *
  * COPUS_ERANGE when the leaving ranks cut a replica or are every rank;
  * COPUS_EVERSION when the NCCL libcopus was built with has no
