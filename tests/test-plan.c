@@ -462,6 +462,10 @@ static void every_small_shrink_keeps_each_shard_where_it_was(void)
 				CU_ASSERT(c.data_rank == dr &&
 					  c.pipeline_rank == pr &&
 					  c.tensor_rank == tr);
+				/* The groups do not depend on the layout. */
+				CU_ASSERT(c.data_group == pr * tp + tr &&
+					  c.pipeline_group == dr * tp + tr &&
+					  c.tensor_group == dr * pp + pr);
 				if (mask & (1 << dr))
 					leaving[n++] = r;
 			}
