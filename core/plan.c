@@ -39,6 +39,122 @@ int copus_plan_coords_of_rank(const copus_plan_degrees *d, int rank,
 	return COPUS_OK;
 }
 
+int copus_plan_coords_of_layout(const copus_plan_degrees *d, int data_inner,
+				int rank, copus_plan_coords *out)
+{
+	if (d != NULL && data_inner && d->data > 0 && d->pipeline > 0 &&
+	    d->tensor > 0 && rank >= 0) {
+		int t = rank % d->tensor;
+		int dr = (rank / d->tensor) % d->data;
+		int p = rank / d->tensor / d->data;
+
+		/* A rank beyond the world stays beyond it. */
+		if (p >= d->pipeline)
+			return COPUS_EINVAL;
+		rank = (dr * d->pipeline + p) * d->tensor + t;
+	}
+	return copus_plan_coords_of_rank(d, rank, out);
+}
+
+/* The rank of the given coordinates in the layout data_inner names. */
+static int rank_of_layout(const copus_plan_degrees *d, int data_inner,
+			  int data_rank, int pipeline_rank, int tensor_rank)
+{
+	if (data_inner)
+		return (pipeline_rank * d->data + data_rank) * d->tensor +
+		       tensor_rank;
+	return (data_rank * d->pipeline + pipeline_rank) * d->tensor +
+	       tensor_rank;
+}
+
+int copus_plan_shrink(const copus_plan_degrees *d, int data_inner, int world,
+		      const int *leaving, int n_leaving,
+		      copus_plan_degrees *out, int *new_rank)
+{
+	copus_plan_degrees nd;
+	copus_plan_coords at;
+	char *gone = NULL;    /* per old rank: 1 when it leaves */
+	int *kept = NULL;     /* per old data rank: its new one, or -1 */
+	int shard, rc = COPUS_OK;
+
+	if (d == NULL || out == NULL || new_rank == NULL || n_leaving < 0 ||
+	    (n_leaving > 0 && leaving == NULL) || world < 1 ||
+	    d->data < 1 || d->pipeline < 1 || d->tensor < 1 ||
+	    (long long)d->pipeline * d->tensor > world ||
+	    (long long)d->data * (d->pipeline * d->tensor) != world)
+		return COPUS_EINVAL;
+	for (int i = 0; i < n_leaving; i++)
+		if (leaving[i] < 0 || leaving[i] >= world)
+			return COPUS_EINVAL;
+	gone = calloc((size_t)world, 1);
+	kept = malloc(sizeof(int) * (size_t)d->data);
+	if (gone == NULL || kept == NULL) {
+		rc = COPUS_ENOMEM;
+		goto done;
+	}
+	for (int i = 0; i < n_leaving; i++)
+		gone[leaving[i]] = 1;
+	/*
+	 * A replica goes when all of its shard's ranks leave, stays when none
+	 * does; anything between cuts it. Its ranks are those of one data
+	 * rank, whatever the layout.
+	 */
+	shard = d->pipeline * d->tensor;
+	nd = *d;
+	nd.data = 0;
+	for (int dr = 0; dr < d->data; dr++) {
+		int n_gone = 0;
+
+		for (int p = 0; p < d->pipeline; p++)
+			for (int t = 0; t < d->tensor; t++)
+				n_gone += gone[rank_of_layout(d, data_inner,
+							      dr, p, t)];
+		if (n_gone != 0 && n_gone != shard) {
+			rc = COPUS_ERANGE;
+			goto done;
+		}
+		kept[dr] = n_gone == 0 ? nd.data++ : -1;
+	}
+	if (nd.data == 0) {
+		rc = COPUS_ERANGE;
+		goto done;
+	}
+	for (int r = 0; r < world; r++) {
+		copus_plan_coords_of_layout(d, data_inner, r, &at);
+		new_rank[r] = kept[at.data_rank] < 0 ? -1 :
+			rank_of_layout(&nd, data_inner, kept[at.data_rank],
+				       at.pipeline_rank, at.tensor_rank);
+	}
+	*out = nd;
+done:
+	free(gone);
+	free(kept);
+	return rc;
+}
+
+int copus_plan_ranks_of_nodes(int world, int ranks_per_node, const int *nodes,
+			      int n_nodes, int *ranks)
+{
+	int n_all;
+
+	if (world < 1 || ranks_per_node < 1 || world % ranks_per_node != 0 ||
+	    n_nodes < 0 || (n_nodes > 0 && (nodes == NULL || ranks == NULL)))
+		return COPUS_EINVAL;
+	n_all = world / ranks_per_node;
+	for (int i = 0; i < n_nodes; i++) {
+		if (nodes[i] < 0 || nodes[i] >= n_all)
+			return COPUS_EINVAL;
+		for (int j = 0; j < i; j++)
+			if (nodes[j] == nodes[i])
+				return COPUS_EINVAL;
+	}
+	for (int i = 0; i < n_nodes; i++)
+		for (int k = 0; k < ranks_per_node; k++)
+			ranks[i * ranks_per_node + k] =
+				nodes[i] * ranks_per_node + k;
+	return COPUS_OK;
+}
+
 int copus_plan_stage_even(int n_layers, int stages, int stage,
 			  int *first_layer, int *n_stage_layers)
 {

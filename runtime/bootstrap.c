@@ -116,4 +116,16 @@ int copus_comms_destroy(copus_ctx *ctx, copus_comms *comms)
 		return COPUS_EINVAL;
 	return COPUS_OK;
 }
+
+int copus_comms_shrink(copus_ctx *ctx, copus_comms *comms, const int *leaving,
+		       int n_leaving, copus_comms *out)
+{
+	(void)leaving;
+	(void)n_leaving;
+	if (ctx == NULL || comms == NULL || out == NULL)
+		return COPUS_EINVAL;
+	memset(out, 0, sizeof(*out));
+	return copus__fail(ctx, COPUS_ESTATE,
+			   "libcopus was built without CUDA and NCCL");
+}
 #endif

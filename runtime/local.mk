@@ -69,6 +69,16 @@ tests_test_runtime_nccl_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_test_runtime_nccl_LDADD = runtime/libcopus.la core/libcopus-core.la \
 	$(CUDA_LIBS) -lm
 endif
+# The in-place shrink of four ranks to two (skipped below four GPUs).
+TESTS += tests/test-runtime-gpu-shrink.sh
+EXTRA_DIST += tests/test-runtime-gpu-shrink.sh tests/test-runtime-nccl-shrink.c
+if HAVE_NCCL
+noinst_PROGRAMS += tests/test-runtime-nccl-shrink
+tests_test_runtime_nccl_shrink_SOURCES = tests/test-runtime-nccl-shrink.c
+tests_test_runtime_nccl_shrink_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_test_runtime_nccl_shrink_LDADD = runtime/libcopus.la \
+	core/libcopus-core.la $(CUDA_LIBS) -lm
+endif
 EXTRA_DIST += tests/bench-runtime-restart.sh
 
 # A node goes down under sched/copus (root only).

@@ -4,6 +4,8 @@
  * real processes (fork): a request during a step is honoured at its end,
  * the checkpoint is complete or absent, and a restart resumes.
  */
+#include <copus_config.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -438,6 +440,86 @@ static void test_grad_stats_of_consecutive_steps(void)
 	ASSERT_STATUS(copus_step_begin(ctx), COPUS_OK);
 	ASSERT_STATUS(copus_grad_dot(ctx, NAN), COPUS_EINVAL);
 	copus_finalize(ctx);
+}
+
+/*
+ * copus_comms_shrink() decides from the plan alone before NCCL is called:
+ * leaving ranks that cut a replica are refused, and a leaving rank gets
+ * empty communicators, so both run on a machine without a GPU (the
+ * communicator below is never used). The GPU path is test-runtime-nccl's.
+ */
+static void test_comms_shrink_without_nccl_calls(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_comms comms, out;
+	static const int cut[] = { 3 }, replica[] = { 3, 2 }, outside[] = { 4 };
+	static const int every[] = { 0, 1, 2, 3 };
+	int dummy = 0;
+
+	clear_env();
+	/* 4 ranks, tensor 2: replicas {0, 1} and {2, 3}. */
+	c.world = 4;
+	c.tensor_degree = 2;
+	c.agree = agree_noop;
+	comms = (copus_comms){ &dummy, &dummy, &dummy, &dummy };
+	for (int rank = 0; rank < 4; rank++) {
+		int want_cut, want_replica;
+
+		c.rank = rank;
+		ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+#ifdef HAVE_NCCL
+		want_cut = COPUS_ERANGE;
+		/* Only the leaving ranks return before NCCL is called. */
+		want_replica = rank >= 2 ? COPUS_OK : -100;
+#else
+		want_cut = want_replica = COPUS_ESTATE;
+#endif
+		memset(&out, 0xff, sizeof(out));
+		ASSERT_STATUS(copus_comms_shrink(ctx, &comms, cut, 1, &out),
+			      want_cut);
+		CU_ASSERT(out.world == NULL && out.data == NULL &&
+			  out.pipeline == NULL && out.tensor == NULL);
+		if (want_cut == COPUS_ERANGE) {
+			const char *m = copus_errmsg(ctx);
+			bool says = strstr(m, "whole data-parallel replicas");
+
+			if (!says)
+				fprintf(stderr, "rank %d: \"%s\"\n", rank, m);
+			CU_ASSERT(says);
+		}
+		ASSERT_STATUS(copus_comms_shrink(ctx, &comms, every, 4, &out),
+			      want_cut);
+		if (want_replica != -100) {
+			memset(&out, 0xff, sizeof(out));
+			ASSERT_STATUS(copus_comms_shrink(ctx, &comms, replica, 2,
+							 &out),
+				      want_replica);
+			CU_ASSERT(out.world == NULL && out.data == NULL &&
+				  out.pipeline == NULL && out.tensor == NULL);
+		}
+#ifdef HAVE_NCCL
+		ASSERT_STATUS(copus_comms_shrink(ctx, &comms, outside, 1, &out),
+			      COPUS_EINVAL);
+		ASSERT_STATUS(copus_comms_shrink(ctx, &comms, cut, 0, &out),
+			      COPUS_EINVAL);
+		ASSERT_STATUS(copus_comms_shrink(ctx, &comms, NULL, 1, &out),
+			      COPUS_EINVAL);
+		ASSERT_STATUS(copus_comms_shrink(ctx, &comms, cut, 1, &comms),
+			      COPUS_EINVAL);
+#else
+		(void)outside;
+#endif
+		ASSERT_STATUS(copus_comms_shrink(ctx, NULL, cut, 1, &out),
+			      COPUS_EINVAL);
+		ASSERT_STATUS(copus_comms_shrink(ctx, &comms, cut, 1, NULL),
+			      COPUS_EINVAL);
+		ASSERT_STATUS(copus_comms_shrink(NULL, &comms, cut, 1, &out),
+			      COPUS_EINVAL);
+		copus_finalize(ctx);
+	}
+	clear_env();
 }
 
 static void test_plan(void)
@@ -2578,6 +2660,7 @@ int main(void)
 		TEST(test_grad_stats_and_progress),
 		TEST(test_grad_stats_of_consecutive_steps),
 		TEST(test_plan),
+		TEST(test_comms_shrink_without_nccl_calls),
 		TEST(test_pipeline_layers),
 		TEST(test_planned_degrees_are_the_planners_on_every_rank),
 		TEST(test_planned_degrees_follow_the_world),

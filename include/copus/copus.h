@@ -98,6 +98,11 @@
  * plan has data_inner, with the data ranks inside the pipeline ranks
  * (rank = (pipeline_rank x data + data_rank) x tensor + tensor_rank);
  * copus_plan_get() and copus_comms_create() follow it.
+ *
+ * Shrinking in place: a job asked to give up nodes whose ranks are whole
+ * data-parallel replicas can, with NCCL 2.27 or later, keep its other
+ * processes and shrink their communicators (copus_comms_shrink(), below)
+ * rather than checkpoint and be requeued; see there what it must redo.
  */
 #ifndef COPUS_COPUS_H
 #define COPUS_COPUS_H
@@ -454,6 +459,59 @@ typedef struct copus_comms {
 
 int copus_comms_create(copus_ctx *ctx, copus_comms *out);
 int copus_comms_destroy(copus_ctx *ctx, copus_comms *comms);
+
+/*
+ * Go on without some ranks, without a restart: the communicators of the
+ * ranks that stay when whole data-parallel replicas leave (for instance
+ * the ranks of nodes the job gives up: copus_plan_ranks_of_nodes() of
+ * copus/plan.h). Collective: every rank of comms calls it with the same
+ * leaving[] (n_leaving ranks of the current world, as in
+ * copus_plan_shrink()), at a step boundary, once the step's collectives on
+ * comms have completed.
+ *
+ * With ncclCommShrink (NCCL 2.27 and later) a rank that stays gets in *out
+ * the world communicator shrunk to the ranks that stay and its data,
+ * pipeline and tensor groups split from it, laid out as the plan of the
+ * smaller data degree (copus_plan_shrink() gives the degrees and each
+ * rank's new rank); its pipeline stage and tensor slice do not change, so
+ * it keeps its shard of the model and of the optimizer state. A leaving
+ * rank takes no part in the shrink: it gets COPUS_OK and an empty *out
+ * (all NULL), and should exit (after copus_comms_destroy(ctx, comms)).
+ * Every rank then destroys comms, which the new communicators do not need;
+ * the ranks that stay use *out from then on.
+ *
+ * Only the communicators change: the context still describes the world it
+ * was initialised with (copus_info(), copus_plan_get(), checkpoints and
+ * hints), and the agree and bcast callbacks are the application's, which
+ * it rebuilds for the ranks that stay. The caller re-initialises libcopus
+ * for the new world: copus_checkpoint() (before the shrink, on every rank),
+ * copus_finalize(), then, on the ranks that stay, copus_init() with
+ * cfg.rank and cfg.world (and cfg.nodes) of the new plan and the pipeline
+ * and tensor degrees it runs (a planned job gives them explicitly, so that
+ * they are not planned anew), which restores that checkpoint under the new
+ * data degree (every rank loads its shard's file), and takes its batch from
+ * the new copus_plan_get(): the same global batch over fewer replicas is
+ * more samples, or accumulation steps, per replica (copus/plan.h,
+ * copus_plan_shrink). Under the planner's data_inner layout the new context
+ * lays ranks out as copus/plan.h does, unlike the shrunk communicators: such
+ * a job takes its coordinates from copus_plan_coords_of_layout(), not from
+ * copus_plan_get(). Re-initialising is the caller's because the context's
+ * measurements, checkpoints and hints all depend on the world.
+ *
+ * The scheduler (sched/copus) still asks a job to shrink by the rescale
+ * signal, after which the job checkpoints and is requeued at its new size.
+ * A job told to shrink whose nodes that leave hold whole replicas can use
+ * this instead and skip the restart; libcopus does not hand the nodes back
+ * to Slurm for it.
+ *
+ * COPUS_ERANGE when the leaving ranks cut a replica or are every rank;
+ * COPUS_EVERSION when the NCCL libcopus was built with has no
+ * ncclCommShrink (the caller falls back to the checkpoint and restart);
+ * COPUS_ESTATE in a libcopus built without NCCL; COPUS_EIO when NCCL
+ * fails (what was built is aborted; comms is left as it was).
+ */
+int copus_comms_shrink(copus_ctx *ctx, copus_comms *comms, const int *leaving,
+		       int n_leaving, copus_comms *out);
 
 #ifdef __cplusplus
 }
