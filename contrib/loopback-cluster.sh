@@ -285,16 +285,26 @@ cmd_down() {
 	done
 	# Job steps (slurmstepd and the job's processes) run in their own
 	# sessions; stop those whose command line or environment names this
-	# cluster, and only those.
+	# cluster, and only those, with every process under them (a job's
+	# srun would outlive its slurmstepd).
 	local p
 	for p in $(pgrep -x slurmstepd 2>/dev/null); do
 		if tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qF "$DIR/" ||
 			tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$DIR/"; then
-			kill -KILL "$p" 2>/dev/null
+			kill -KILL $(_tree "$p") 2>/dev/null
 		fi
 	done
 	rm -f "$DIR"/pids/*.pid
 	say "stopped the cluster in $DIR"
+}
+
+# _tree PID: PID and every process under it, children first.
+_tree() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		_tree "$c"
+	done
+	echo "$1"
 }
 
 # _stop NAME: stops the daemon whose PID DIR/pids/NAME.pid keeps (SIGKILL
