@@ -58,41 +58,46 @@ static int parse_type(struct json_object *o, const char *name,
 #define LAT_ETH 50.0
 
 /*
- * The table: single-precision peak of the CUDA cores and memory from the
- * vendors' data sheets (GB read as 10^9 bytes, a little less than the
- * memory holds, which leaves the driver's and ECC's share), and the usual
- * link within a node and network adapter per GPU across nodes of the
- * servers each type comes in. The first row is the generic fallback.
+ * The table: single-precision peak of the CUDA cores, memory and memory
+ * bandwidth from the vendors' data sheets (GB read as 10^9 bytes, a
+ * little less than the memory holds, which leaves the driver's and ECC's
+ * share), and the usual link within a node and network adapter per GPU
+ * across nodes of the servers each type comes in. The first row is the
+ * generic fallback.
  */
 static const struct gpu_row {
 	const char *name;
 	double tflops;     /* FP32, CUDA cores */
 	double memory_gb;
+	double bandwidth_gbs; /* memory */
 	double intra_gbs, intra_us;
 	double inter_gbs, inter_us;
 } gpu_table[] = {
 	/* NVIDIA A100 SXM4 40GB: 19.5 TFLOP/s, NVLink 3, HDR per GPU. */
-	{ "a100", 19.5, 40.0, NVLINK3, LAT_NVLINK, IB_HDR, LAT_IB },
-	{ "a100-80g", 19.5, 80.0, NVLINK3, LAT_NVLINK, IB_HDR, LAT_IB },
+	{ "a100", 19.5, 40.0, 1555.0, NVLINK3, LAT_NVLINK, IB_HDR, LAT_IB },
+	{ "a100-80g", 19.5, 80.0, 2039.0, NVLINK3, LAT_NVLINK, IB_HDR,
+	  LAT_IB },
 	/* NVIDIA H100 SXM5 80GB: 67 TFLOP/s, NVLink 4, NDR per GPU. */
-	{ "h100", 67.0, 80.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB },
+	{ "h100", 67.0, 80.0, 3350.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB },
 	/* NVIDIA H200 SXM 141GB: as the H100 with more memory. */
-	{ "h200", 67.0, 141.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB },
+	{ "h200", 67.0, 141.0, 4800.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB },
 	/* NVIDIA V100 SXM2 32GB / 16GB: 15.7 TFLOP/s, NVLink 2, EDR. */
-	{ "v100", 15.7, 32.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB },
-	{ "v100-16g", 15.7, 16.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB },
+	{ "v100", 15.7, 32.0, 900.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB },
+	{ "v100-16g", 15.7, 16.0, 900.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB },
 	/* PCIe 4.0 data-centre cards, 100 Gb/s adapters. */
-	{ "a40", 37.4, 48.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "a30", 10.3, 24.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "a10", 31.2, 24.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "l4", 30.3, 24.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "l40s", 91.6, 48.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "rtxa6000", 38.7, 48.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
+	{ "a40", 37.4, 48.0, 696.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
+	{ "a30", 10.3, 24.0, 933.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
+	{ "a10", 31.2, 24.0, 600.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
+	{ "l4", 30.3, 24.0, 300.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
+	{ "l40s", 91.6, 48.0, 864.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
+	{ "rtxa6000", 38.7, 48.0, 768.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
 	/* NVIDIA T4: 8.1 TFLOP/s, 16 GB, PCIe 3.0, 25 Gb/s Ethernet. */
-	{ "t4", 8.1, 16.0, PCIE3, LAT_PCIE, ETH_25G, LAT_ETH },
+	{ "t4", 8.1, 16.0, 320.0, PCIE3, LAT_PCIE, ETH_25G, LAT_ETH },
 	/* GeForce cards: no peer-to-peer, 10 Gb/s Ethernet. */
-	{ "rtx3090", 35.6, 24.0, PCIE4_HOST, LAT_PCIE, ETH_10G, LAT_ETH },
-	{ "rtx4090", 82.6, 24.0, PCIE4_HOST, LAT_PCIE, ETH_10G, LAT_ETH },
+	{ "rtx3090", 35.6, 24.0, 936.0, PCIE4_HOST, LAT_PCIE, ETH_10G,
+	  LAT_ETH },
+	{ "rtx4090", 82.6, 24.0, 1008.0, PCIE4_HOST, LAT_PCIE, ETH_10G,
+	  LAT_ETH },
 };
 
 #define N_ROWS (sizeof(gpu_table) / sizeof(*gpu_table))
@@ -102,6 +107,7 @@ static void gpu_of_row(const struct gpu_row *r, copus_planner_gpu *g)
 	memset(g, 0, sizeof(*g));
 	g->peak_flops = r->tflops * 1e12;
 	g->memory_bytes = r->memory_gb * 1e9;
+	g->memory_bandwidth = r->bandwidth_gbs * 1e9;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		g->efficiency[k] = PRIOR_EFFICIENCY_HALF;
 	g->efficiency[COPUS_ARCH_WIDE_RESNET - 1] = PRIOR_EFFICIENCY_SINGLE;
@@ -178,7 +184,7 @@ struct slot {
 	bool lo_open;
 };
 
-#define N_SLOTS (2 + 2 * COPUS_PLANNER_KINDS + COPUS_LINK_COUNT + 2 + \
+#define N_SLOTS (3 + 2 * COPUS_PLANNER_KINDS + COPUS_LINK_COUNT + 2 + \
 		 2 * COPUS_LINK_COUNT * COPUS_COLL_COUNT)
 
 static void slot_set(struct slot *s, double *v, double lo, bool lo_open,
@@ -208,6 +214,8 @@ static int slots_of(copus_planner_gpu *g, struct slot *s)
 		 "peak_flops");
 	slot_set(&s[n++], &g->memory_bytes, 0, true,
 		 COPUS_PLANNER_GPU_MEMORY_MAX, "memory_bytes");
+	slot_set(&s[n++], &g->memory_bandwidth, 0, false,
+		 COPUS_PLANNER_GPU_BANDWIDTH_MAX, "memory_bandwidth");
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		slot_set(&s[n++], &g->efficiency[k], 0, true,
 			 COPUS_PLANNER_GPU_EFFICIENCY_MAX, "efficiency[%d]", k);
@@ -374,6 +382,8 @@ int copus_planner_gpus_format(const copus_planner_gpu_type *gpus, int n,
 		put(&o, "      \"peak_flops\": %s,\n", num(b1, g->peak_flops));
 		put(&o, "      \"memory_bytes\": %s,\n",
 		    num(b1, g->memory_bytes));
+		put(&o, "      \"memory_bandwidth\": %s,\n",
+		    num(b1, g->memory_bandwidth));
 		put_kinds(&o, "efficiency", g->efficiency);
 		put_kinds(&o, "param_s", g->param_s);
 		put(&o, "      \"comm_scale\": {\"intra\": %s, "
@@ -576,21 +586,34 @@ static int colls(struct json_object *o, const char *type, const char *key,
 static int parse_type(struct json_object *o, const char *name,
 		      copus_planner_gpu *g, char *err, size_t errlen)
 {
+	/* memory_bandwidth last: the one member a text may leave out. */
 	static const char *const members[] = {
 		"peak_flops", "memory_bytes", "efficiency", "param_s",
 		"comm_scale", "overhead_s", "layer_s", "alpha", "inv_beta",
+		"memory_bandwidth",
 	};
+	const int n_members = sizeof(members) / sizeof(*members);
+	struct json_object *bandwidth = NULL;
 	int rc;
 
 	memset(g, 0, sizeof(*g));
-	rc = keys_exactly(o, members, sizeof(members) / sizeof(*members), name,
-			  "", err, errlen);
+	rc = keys_exactly(o, members,
+			  json_object_object_get_ex(o, "memory_bandwidth",
+						    NULL) ?
+				  n_members :
+				  n_members - 1,
+			  name, "", err, errlen);
 	if (rc == COPUS_OK)
 		rc = number(get(o, "peak_flops"), name, "peak_flops",
 			    &g->peak_flops, err, errlen);
 	if (rc == COPUS_OK)
 		rc = number(get(o, "memory_bytes"), name, "memory_bytes",
 			    &g->memory_bytes, err, errlen);
+	/* Present (even as null, which number() refuses) or left out. */
+	if (rc == COPUS_OK &&
+	    json_object_object_get_ex(o, "memory_bandwidth", &bandwidth))
+		rc = number(bandwidth, name, "memory_bandwidth",
+			    &g->memory_bandwidth, err, errlen);
 	if (rc == COPUS_OK)
 		rc = kinds(o, name, "efficiency", g->efficiency, err, errlen);
 	if (rc == COPUS_OK)

@@ -21,6 +21,8 @@ static double collective(const copus_planner_gpu *g, copus_collective c,
 			 int n, bool across, double bytes);
 static int model_check(const copus_planner_model *m);
 static int gpu_check(const copus_planner_gpu *g);
+static double act_seconds(const copus_planner_model *m,
+			  const copus_planner_gpu *g);
 
 /* Forward, recomputed forward and backward (twice the forward). */
 #define REMAT_FACTOR 4.0
@@ -28,6 +30,12 @@ static int gpu_check(const copus_planner_gpu *g);
 #define ACT_PASSES 3.0
 /* Bytes of state per parameter held (see planner.h). */
 #define STATE_BYTES 16.0
+/* Passes of each activation element a layer holds through the GPU's
+ * memory by its elementwise kernels: written and read in the forward
+ * pass (2), again in the recomputed forward pass (2), and in the
+ * backward pass the activation and the gradient arriving read and the
+ * gradient leaving written (3). */
+#define ACT_MEMORY_PASSES 7.0
 
 /* ---------------------------------------------------------------- layers */
 
@@ -258,7 +266,8 @@ static int gpu_check(const copus_planner_gpu *g)
 	    !(g->comm_scale[0] > 0.0) || !isfinite(g->comm_scale[0]) ||
 	    !(g->comm_scale[1] > 0.0) || !isfinite(g->comm_scale[1]) ||
 	    !(g->overhead_s >= 0.0) || !isfinite(g->overhead_s) ||
-	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s))
+	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s) ||
+	    !(g->memory_bandwidth >= 0.0) || !isfinite(g->memory_bandwidth))
 		return COPUS_EINVAL;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		if (!(g->efficiency[k] > 0.0) || !isfinite(g->efficiency[k]) ||
@@ -272,6 +281,17 @@ static int gpu_check(const copus_planner_gpu *g)
 			    !isfinite(g->inv_beta[l][c]))
 				return COPUS_EINVAL;
 	return COPUS_OK;
+}
+
+/* Seconds per activation element a layer holds, per sample, for the
+ * memory-bound kernels that read and write it; 0 when the device's
+ * bandwidth is unknown. */
+static double act_seconds(const copus_planner_model *m,
+			  const copus_planner_gpu *g)
+{
+	if (!(g->memory_bandwidth > 0.0))
+		return 0.0;
+	return ACT_MEMORY_PASSES * m->dtype_bytes / g->memory_bandwidth;
 }
 
 /* Whether a group of n ranks at stride apart spans nodes (ranks placed in
@@ -322,6 +342,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 	double mb = (double)batch / ((double)dp * M);
 	double bytes = m->dtype_bytes;
 	double speed = g->peak_flops * g->efficiency[m->kind];
+	double act_s = act_seconds(m, g);
 	double t[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double comp[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double tens[COPUS_PLANNER_MAX_STAGES] = { 0 };
@@ -338,7 +359,9 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 		     l++) {
 			const copus_planner_layer *x = &m->layers[l];
 
-			comp[s] += REMAT_FACTOR * x->flops * mb / (tp * speed) +
+			comp[s] += (REMAT_FACTOR * x->flops / speed +
+				    x->work_elems * act_s) *
+					   mb / tp +
 				   g->layer_s;
 			tens[s] += ACT_PASSES *
 				   collective(g, COPUS_COLL_ALL_REDUCE, tp,
@@ -472,11 +495,15 @@ static int stage_splits(const copus_planner_model *m,
 {
 	double w[COPUS_PLANNER_MAX_LAYERS];
 	double speed = g->peak_flops * g->efficiency[m->kind];
+	double act_s = act_seconds(m, g);
 	int rc;
 
 	for (int l = 0; l < m->n_layers; l++) {
 		const copus_planner_layer *x = &m->layers[l];
-		w[l] = REMAT_FACTOR * x->flops / (tp * speed) + g->layer_s;
+		w[l] = (REMAT_FACTOR * x->flops / speed +
+			x->work_elems * act_s) /
+			       tp +
+		       g->layer_s;
 		if (tp > 1)
 			w[l] += ACT_PASSES * 2.0 * x->tensor_elems *
 				m->dtype_bytes * g->comm_scale[COPUS_LINK_INTRA] *

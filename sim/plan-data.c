@@ -39,6 +39,7 @@ static int read_json(const char *path, struct json_object **out, char *err,
  */
 #define MAX_PEAK_GFLOPS 1e9    /* an exaFLOP/s */
 #define MAX_MEMORY_MB 1e9      /* a petabyte */
+#define MAX_BANDWIDTH_GB 1e9   /* an exabyte per second */
 #define MIN_COMM_SECONDS 1e-9  /* a nanosecond */
 #define MAX_COMM_SECONDS 1e6   /* eleven days */
 #define MAX_COMM_ELEMENTS 1e15 /* several petabytes */
@@ -51,14 +52,16 @@ static int kind_of(const copus_planner_desc *d)
 
 /*
  * GPU types that devices.json may lack, from their vendors' data sheets:
- * NVIDIA A10, 31.2 TFLOP/s single precision, 24 GB (22,731 MiB usable).
+ * NVIDIA A10, 31.2 TFLOP/s single precision, 24 GB (22,731 MiB usable),
+ * 600 GB/s.
  */
 static const struct {
 	const char *type;
 	double peak_gflops;
 	double memory_mb;
+	double bandwidth_gb;
 } known_devices[] = {
-	{ "a10", 31240.0, 22731.0 },
+	{ "a10", 31240.0, 22731.0, 600.0 },
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -360,12 +363,13 @@ static int read_json(const char *path, struct json_object **out, char *err,
 }
 
 static void gpu_init(struct plan_gpu *g, const char *type, double gflops,
-		     double mb)
+		     double mb, double bandwidth_gb)
 {
 	memset(g, 0, sizeof(*g));
 	snprintf(g->type, sizeof(g->type), "%s", type);
 	g->gpu.peak_flops = gflops * 1e9;
 	g->gpu.memory_bytes = mb * 1048576.0;
+	g->gpu.memory_bandwidth = bandwidth_gb * 1e9;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		g->gpu.efficiency[k] = PRIOR_EFFICIENCY_HALF;
 	g->gpu.efficiency[COPUS_ARCH_WIDE_RESNET - 1] =
@@ -402,7 +406,7 @@ static int read_devices(const char *path, struct plan_data *d, char *err,
 	for (size_t i = 0; i < json_object_array_length(root); i++) {
 		struct json_object *e = json_object_array_get_idx(root, i);
 		struct json_object *t;
-		double gflops, mb;
+		double gflops, mb, bw;
 		const char *type;
 
 		if (!json_object_object_get_ex(e, "gpu_type", &t) ||
@@ -434,6 +438,19 @@ static int read_devices(const char *path, struct plan_data *d, char *err,
 			rc = COPUS_EPARSE;
 			break;
 		}
+		/* The memory bandwidth is optional: without it the
+		 * planner leaves out its memory-bound term. */
+		if (!json_object_object_get_ex(e, "mem_bandwidth_gb", NULL)) {
+			bw = 0.0;
+		} else if (json_number(e, "mem_bandwidth_gb", &bw) ||
+			   !(bw > 0.0) || bw > MAX_BANDWIDTH_GB) {
+			snprintf(err, errlen,
+				 "%s: device '%s': field 'mem_bandwidth_gb' "
+				 "is not a positive number up to %g",
+				 path, type, MAX_BANDWIDTH_GB);
+			rc = COPUS_EPARSE;
+			break;
+		}
 		/* What a cell name can carry (plan_cell_parse). */
 		if (type[0] == '\0' ||
 		    strlen(type) >= sizeof(d->gpus[0].type) ||
@@ -454,7 +471,7 @@ static int read_devices(const char *path, struct plan_data *d, char *err,
 			rc = COPUS_EPARSE;
 			break;
 		}
-		gpu_init(&d->gpus[d->n_gpus++], type, gflops, mb);
+		gpu_init(&d->gpus[d->n_gpus++], type, gflops, mb, bw);
 	}
 	json_object_put(root);
 	if (rc)
@@ -465,7 +482,8 @@ static int read_devices(const char *path, struct plan_data *d, char *err,
 		    d->n_gpus < PLAN_MAX_TYPES)
 			gpu_init(&d->gpus[d->n_gpus++], known_devices[k].type,
 				 known_devices[k].peak_gflops,
-				 known_devices[k].memory_mb);
+				 known_devices[k].memory_mb,
+				 known_devices[k].bandwidth_gb);
 	return COPUS_OK;
 }
 

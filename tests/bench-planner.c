@@ -25,6 +25,7 @@ static copus_planner_gpu gpu(void)
 	memset(&g, 0, sizeof(g));
 	g.peak_flops = 19.5e12;
 	g.memory_bytes = 40e9;
+	g.memory_bandwidth = 1555e9;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++) {
 		g.efficiency[k] = 4.0;
 		g.param_s[k] = 1e-9;

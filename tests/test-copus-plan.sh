@@ -85,6 +85,21 @@ cmp -s "$tmp/out3" "$tmp/out4" ||
 "$plan" predict --data "$d" --gpus "$tmp/gpus0.json" --query "$tmp/q.csv" \
 	> "$tmp/out5" 2> "$tmp/err" || { cat "$tmp/err"; fail "predict --gpus (uncalibrated)"; }
 cmp -s "$tmp/out" "$tmp/out5" || fail "uncalibrated constants read back plan otherwise"
+# devices.json's memory bandwidth, when listed, reaches the constants (and
+# the memory-bound time of the activations lengthens the plans).
+grep -q '"memory_bandwidth": 0,' "$tmp/gpus0.json" ||
+	fail "a device without a bandwidth: $(grep memory_bandwidth "$tmp/gpus0.json")"
+cp -r "$d" "$tmp/bw"
+sed -i 's/"total_gpu_mem_size_mb": 45487/&, "mem_bandwidth_gb": 696/' "$tmp/bw/devices.json"
+"$plan" calibrate --data "$tmp/bw" --out "$tmp/gpus-bw.json" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "calibrate with a bandwidth"; }
+grep -q '"memory_bandwidth": 696000000000,' "$tmp/gpus-bw.json" ||
+	fail "the bandwidth of devices.json: $(grep memory_bandwidth "$tmp/gpus-bw.json")"
+"$plan" predict --data "$tmp/bw" --query "$tmp/q.csv" > "$tmp/out6" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "predict with a bandwidth"; }
+paste -d, "$tmp/out" "$tmp/out6" | awk -F, -v n=$(head -1 "$tmp/out" | awk -F, '{print NF}') '
+	NR > 1 && $4 != "" && !($(n + 4) > $4) { print; bad = 1 } END { exit bad }' ||
+	fail "a listed bandwidth did not lengthen the plans"
 "$plan" calibrate --data "$d" > /dev/null 2>&1 && fail "calibrate without --out succeeded"
 
 # show explains one plan.
@@ -133,6 +148,10 @@ cp -r "$d" "$tmp/bad2"
 sed -i '5s/,[^,]*$/,soon/' "$tmp/bad2/comm.csv"
 expect_error "comm.csv field" "comm.csv:5: field 'seconds': 'soon'" \
 	"$plan" predict --data "$tmp/bad2" --query "$tmp/q.csv"
+cp -r "$d" "$tmp/bad3"
+sed -i 's/"total_gpu_mem_size_mb": 45487/&, "mem_bandwidth_gb": -1/' "$tmp/bad3/devices.json"
+expect_error "devices.json bandwidth" "device 'a40': field 'mem_bandwidth_gb' is not a positive number" \
+	"$plan" predict --data "$tmp/bad3" --query "$tmp/q.csv"
 sed 's/"overhead_s": [^,]*,/"overhead_s": -1,/' "$tmp/gpus.json" > "$tmp/badg.json"
 expect_error "a negative constant" "badg.json: GPU type \"a40\": \"overhead_s\": -1" \
 	"$plan" predict --data "$d" --gpus "$tmp/badg.json" --query "$tmp/q.csv"

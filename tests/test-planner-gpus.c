@@ -50,6 +50,7 @@ static void test_defaults_of_listed_types(void)
 		ASSERT_CLOSE(g.comm_scale[0], 1.0, 0);
 		ASSERT_CLOSE(g.comm_scale[1], 1.0, 0);
 		ASSERT_CLOSE(g.overhead_s, 0.0, 0);
+		CU_ASSERT(g.memory_bandwidth > 0.0);
 		/* Across nodes is slower than within one. */
 		CU_ASSERT(g.inv_beta[COPUS_LINK_INTER][0] >
 			  g.inv_beta[COPUS_LINK_INTRA][0]);
@@ -59,6 +60,7 @@ static void test_defaults_of_listed_types(void)
 	ASSERT_STATUS(copus_planner_gpu_default("a100", &g), COPUS_OK);
 	ASSERT_CLOSE(g.peak_flops, 19.5e12, 0);
 	ASSERT_CLOSE(g.memory_bytes, 40e9, 0);
+	ASSERT_CLOSE(g.memory_bandwidth, 1555e9, 0);
 	/* NVLink 3: 300 GB/s each way, 80% of it. */
 	ASSERT_CLOSE(1.0 / g.inv_beta[COPUS_LINK_INTRA][COPUS_COLL_ALL_REDUCE],
 		     240e9, 1e-12);
@@ -122,6 +124,7 @@ static copus_planner_gpu odd_gpu(void)
 	g.comm_scale[COPUS_LINK_INTER] = 3.0 / 7.0;
 	g.overhead_s = 0.1 + 0.2;
 	g.layer_s = 5e-324; /* the least double */
+	g.memory_bandwidth = 1e12 / 7.0;
 	g.alpha[1][4] = 1.0 / 9.0;
 	g.inv_beta[0][3] = 2.0 / 3.0 * 1e-11;
 	return g;
@@ -304,6 +307,15 @@ static void test_parse_refuses(void)
 		  "memory_bytes", COPUS_EPARSE },
 		{ "\"memory_bytes\": 40000000000", "\"memory_bytes\": 2e15",
 		  "\"memory_bytes\": 2e+15", COPUS_EPARSE },
+		{ "\"memory_bandwidth\": 1555000000000",
+		  "\"memory_bandwidth\": -1",
+		  "GPU type \"a100\": \"memory_bandwidth\": -1", COPUS_EPARSE },
+		{ "\"memory_bandwidth\": 1555000000000",
+		  "\"memory_bandwidth\": 2e15", "\"memory_bandwidth\": 2e+15",
+		  COPUS_EPARSE },
+		{ "\"memory_bandwidth\": 1555000000000",
+		  "\"memory_bandwidth\": null", "memory_bandwidth",
+		  COPUS_EPARSE },
 		{ "\"efficiency\": [2, 2, 0.5, 2]",
 		  "\"efficiency\": [2, 2, 0.5]", "\"efficiency\"",
 		  COPUS_EPARSE },
@@ -331,9 +343,9 @@ static void test_parse_refuses(void)
 		  COPUS_EPARSE },
 		{ "\"overhead_s\": 0,", "\"overhead_s\": 0, \"overhead_s\": 1,",
 		  "duplicate", COPUS_EPARSE },
-		{ "\"layer_s\": 0,", "\"layer_s\": 0", "line 12", COPUS_EPARSE },
+		{ "\"layer_s\": 0,", "\"layer_s\": 0", "line 13", COPUS_EPARSE },
 		{ "\"gpus\": {", "\"gpus\": [", "line 4", COPUS_EPARSE },
-		{ "\n}\n", "\n}\n}", "line 23", COPUS_EPARSE },
+		{ "\n}\n", "\n}\n}", "line 24", COPUS_EPARSE },
 		{ "\"gpus\": {", "\"gpus\": 3, \"x\": {", "\"x\" is unknown",
 		  COPUS_EPARSE },
 	};
@@ -348,6 +360,25 @@ static void test_parse_refuses(void)
 	expect_refused("{\"version\": 1, \"gpus\": {\n\"a\": {\n",
 		       COPUS_EPARSE, "line 3");
 	expect_refused("{\"version\": 1}", COPUS_EPARSE, "\"gpus\"");
+}
+
+/* A text written before the memory bandwidth was a member parses, with
+ * the bandwidth unknown (0), and prices plans as it did then. */
+static void test_parse_without_bandwidth(void)
+{
+	copus_planner_gpu_type out[2];
+	char err[256] = "";
+	char *t = mutated("      \"memory_bandwidth\": 1555000000000,\n", "");
+	int n = -1;
+
+	ASSERT_STATUS(copus_planner_gpus_parse(t, out, 2, &n, err,
+					       sizeof(err)), COPUS_OK);
+	if (err[0] != '\0')
+		fprintf(stderr, "%s\n", err);
+	CU_ASSERT_EQUAL(n, 1);
+	ASSERT_CLOSE(out[0].gpu.memory_bandwidth, 0.0, 0);
+	ASSERT_CLOSE(out[0].gpu.memory_bytes, 40e9, 0);
+	free(t);
 }
 
 /* More types than the caller has room for is its own error. */
@@ -380,6 +411,7 @@ int main(void)
 		TEST(test_round_trip),
 		TEST(test_format_refuses),
 		TEST(test_parse_refuses),
+		TEST(test_parse_without_bandwidth),
 		TEST(test_parse_too_many),
 	};
 

@@ -203,6 +203,36 @@ static void the_memory_rule(void)
 		      COPUS_EINVAL);
 }
 
+/* The activations a layer holds cost 7 passes through the GPU's memory
+ * at its bandwidth, split over tensor ranks; without a bandwidth, none. */
+static void activations_cost_memory_bandwidth_time(void)
+{
+	copus_planner_layer y[2];
+	copus_planner_model m = uniform(y, 2, 1e6);
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell cell = { 1, 2 };
+	copus_planner_plan p, q;
+
+	/* Tensor 2, one stage, 2 micro-batches of 4 samples. */
+	memset(&p, 0, sizeof(p));
+	p.degrees = (copus_plan_degrees){ 1, 1, 2 };
+	p.micro_batches = 2;
+	p.first_layer[1] = 2;
+	q = p;
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	g.memory_bandwidth = 1e11;
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &q),
+		      COPUS_OK);
+	/* 2 micro-batches x 2 layers x 7 passes x 1e5 elements of 2 bytes
+	 * x 4 samples / 2 tensor ranks / 1e11 bytes/s. */
+	ASSERT_CLOSE(q.compute_s - p.compute_s,
+		     2.0 * 2.0 * 7.0 * 1e5 * 2.0 * 4.0 / 2.0 / 1e11, 1e-9);
+	ASSERT_CLOSE(q.seconds - p.seconds, q.compute_s - p.compute_s, 1e-9);
+	ASSERT_CLOSE(q.tensor_s, p.tensor_s, 0);
+	ASSERT_CLOSE(q.memory_bytes, p.memory_bytes, 0);
+}
+
 static void tensor_parallelism_stays_within_a_node(void)
 {
 	copus_planner_layer y[4];
@@ -394,6 +424,10 @@ static void bad_arguments_are_refused(void)
 	ASSERT_STATUS(copus_planner_best(&m, 8, &g, &cell, NULL, &p),
 		      COPUS_EINVAL);
 	g = gpu_of(16.0);
+	g.memory_bandwidth = -1.0;
+	ASSERT_STATUS(copus_planner_best(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_EINVAL);
+	g = gpu_of(16.0);
 	y[1].flops = NAN;
 	ASSERT_STATUS(copus_planner_best(&m, 8, &g, &cell, NULL, &p),
 		      COPUS_EINVAL);
@@ -416,6 +450,7 @@ int main(void)
 		TEST(a_uniform_transformer_splits_into_equal_stages),
 		TEST(a_model_that_does_not_fit_one_gpu_is_refused_there),
 		TEST(the_memory_rule),
+		TEST(activations_cost_memory_bandwidth_time),
 		TEST(tensor_parallelism_stays_within_a_node),
 		TEST(a_tensor_degree_divides_the_heads),
 		TEST(the_cache_returns_the_answer_it_stored),

@@ -24,8 +24,16 @@
  * Cost model (seconds per iteration), from first principles:
  *   compute   = remat x FLOPs / (tensor x efficiency[kind] x peak), with
  *               remat = 4 (forward, recomputed forward, backward twice the
- *               forward), plus a fixed time per layer, per micro-batch and
- *               stage;
+ *               forward), plus the memory-bound time of the
+ *               elementwise kernels (normalisation, activation
+ *               functions, residual sums, softmax) that read and write
+ *               the activations the layer holds: 7 passes of each
+ *               element through memory (written and read forward, again
+ *               when recomputed, and in the backward pass the
+ *               activation and its gradient read and a gradient
+ *               written), split over tensor ranks, at the device's
+ *               memory bandwidth; plus a fixed time per layer, per
+ *               micro-batch and stage;
  *   tensor    = the all-reduces of each layer's activations over its tensor
  *               group, and the expert all-to-alls over data x tensor ranks;
  *   pipeline  = the activations sent between stages, forward and backward;
@@ -176,6 +184,9 @@ typedef struct copus_planner_gpu {
 	/* Fixed time of one layer's forward and backward pass on one
 	 * micro-batch (kernel launches, small kernels; calibrated). */
 	double layer_s;
+	/* Bytes per second of one GPU's memory, as listed for the device;
+	 * 0 when unknown, which leaves the memory-bound time out. */
+	double memory_bandwidth;
 	/* Collective time alpha (s) + f(n) bytes x inv_beta (s/byte). */
 	double alpha[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
 	double inv_beta[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
@@ -312,19 +323,20 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
  * the convention of copus-plan's devices.json, so that the efficiencies
  * stay the planner's uncalibrated priors: 2 for the classes whose 2-byte
  * matrix products run on tensor cores (several times that peak), 0.5 for
- * Wide-ResNet's 4-byte convolutions. memory_bytes is the data sheet's
- * memory. Collectives take the typical interconnect of the type's usual
- * servers: a latency alpha and a bus bandwidth (1 / inv_beta, the planner
- * multiplies it by the collective's factor f(n)) within a node (NVLink,
- * or PCIe for PCIe cards) and across nodes (the usual network adapter per
- * GPU), the same for every collective. comm_scale is 1; overhead_s,
+ * Wide-ResNet's 4-byte convolutions. memory_bytes and memory_bandwidth
+ * are the data sheet's memory and its bandwidth. Collectives take the
+ * typical interconnect of the type's usual servers: a latency alpha and
+ * a bus bandwidth (1 / inv_beta, the planner multiplies it by the
+ * collective's factor f(n)) within a node (NVLink, or PCIe for PCIe
+ * cards) and across nodes (the usual network adapter per GPU), the same
+ * for every collective. comm_scale is 1; overhead_s,
  * param_s and layer_s are 0. None of these is fitted to measured times:
  * calibrate with copus-plan for that.
  *
  * Calibrated constants travel as text (copus-plan calibrate writes it;
  * libcopus reads the file named by COPUS_PLANNER_GPUS): one JSON object
  *   {"version": 1, "gpus": {"<type>": {
- *      "peak_flops": F, "memory_bytes": B,
+ *      "peak_flops": F, "memory_bytes": B, "memory_bandwidth": W,
  *      "efficiency": [k0, k1, k2, k3], "param_s": [k0, k1, k2, k3],
  *      "comm_scale": {"intra": x, "inter": x},
  *      "overhead_s": x, "layer_s": x,
@@ -332,10 +344,13 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
  *      "inter": C}}, ...}}
  * with C = {"all_reduce": x, "all_gather": x, "reduce_scatter": x,
  * "all_to_all": x, "send": x}, the arrays by efficiency class
- * (architecture - 1, then a reserved class). Every member is required and
- * no other is allowed; numbers are finite and within the bounds below
- * (COPUS_PLANNER_GPU_*); a type name is 1..COPUS_PLANNER_TYPE_LEN - 1
- * characters of [A-Za-z0-9_.-], listed once. The format writes each number
+ * (architecture - 1, then a reserved class). Every member is required
+ * except memory_bandwidth, which a text written before the planner had it
+ * leaves out (it reads as 0: unknown, the memory-bound time left out, as
+ * that text's plans were priced), and no other is allowed; numbers are
+ * finite and within the bounds below (COPUS_PLANNER_GPU_*); a type name
+ * is 1..COPUS_PLANNER_TYPE_LEN - 1 characters of [A-Za-z0-9_.-], listed
+ * once. The format writes each number
  * with the fewest digits (15 to 17) that read back as the same double, so
  * that parsing gives back the same constants and the same plans.
  */
@@ -347,6 +362,7 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
 /* Bounds of the text's numbers (what a device or a fit can say). */
 #define COPUS_PLANNER_GPU_PEAK_MAX 1e18     /* FLOP/s */
 #define COPUS_PLANNER_GPU_MEMORY_MAX 1e15   /* bytes */
+#define COPUS_PLANNER_GPU_BANDWIDTH_MAX 1e15 /* bytes/s */
 #define COPUS_PLANNER_GPU_EFFICIENCY_MAX 1e3
 #define COPUS_PLANNER_GPU_SCALE_MAX 1e3
 #define COPUS_PLANNER_GPU_SECONDS_MAX 1e6   /* overhead, layer, alpha */
