@@ -1,6 +1,7 @@
 /*
  * Fuzz target: copus__state_parse(), one line of sched/copus's
- * StateSaveLocation/copus_state, read back at every slurmctld start: a file
+ * StateSaveLocation/copus_state (rescales in flight, jobs' records, users'
+ * usage), read back at every slurmctld start: a file
  * that outlives crashes, upgrades and an admin's editor. An accepted line
  * must hold values in range, which copus__state_format() must write as a
  * line that parses back to the same record, and that stays the same when
@@ -28,6 +29,11 @@ static void check_rec(const struct copus__state_rec *r)
 			   x->pending_since == 0);
 		return;
 	}
+	if (r->kind == COPUS__STATE_USER) {
+		FUZZ_CHECK(r->user.uid != UINT32_MAX);
+		FUZZ_CHECK(isfinite(r->user.gpu_s) && r->user.gpu_s >= 0);
+		return;
+	}
 	FUZZ_CHECK(r->kind == COPUS__STATE_JOB);
 	FUZZ_CHECK(r->job.id >= 1);
 	FUZZ_CHECK(r->job.req_gpus >= 1 && r->job.req_gpus <= COPUS__GPUS_MAX);
@@ -49,6 +55,9 @@ static int same(const struct copus__state_rec *a,
 		       a->rescale.gave_up == b->rescale.gave_up &&
 		       a->rescale.rc == b->rescale.rc &&
 		       strcmp(a->rescale.type, b->rescale.type) == 0;
+	if (a->kind == COPUS__STATE_USER)
+		return a->user.uid == b->user.uid &&
+		       a->user.gpu_s == b->user.gpu_s;
 	return a->job.id == b->job.id && a->job.req_gpus == b->job.req_gpus &&
 	       a->job.max_had == b->job.max_had &&
 	       a->job.attained == b->job.attained &&
