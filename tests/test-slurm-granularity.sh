@@ -63,8 +63,16 @@ wait_line "$out" '^ranks 2 data 1 pipeline 2 step [1-9][0-9]*$' 30 ||
 wait_state "$r" RUNNING 10 || fail "the rigid job does not run beside the elastic job"
 s=$(sed -n "s/^ranks 2 data 1 pipeline 2 step //p" "$out" | tail -n 1)
 # Every rank restored the step its stage's checkpoint holds, then trains on.
+# (Each rank's lines reach the file through srun on their own: rank 1's may
+# come after rank 0's "ranks" line.)
+end=$((SECONDS + 20))
+until [ "$(grep -c "^restored $s\$" "$out")" -ge 2 ]; do
+	[ $SECONDS -lt $end ] ||
+		fail "the 2 ranks did not both restore step $s: $(cat "$out")"
+	sleep 0.3
+done
 [ "$(grep -c "^restored $s\$" "$out")" = 2 ] ||
-	fail "the 2 ranks did not both restore step $s: $(cat "$out")"
+	fail "more than 2 ranks restored step $s: $(cat "$out")"
 wait_line "$out" "^ranks 2 step $(((s / 20 + 2) * 20))\$" 20 ||
 	fail "the job does not train on 2 ranks after step $s: $(cat "$out")"
 cat "$out"
