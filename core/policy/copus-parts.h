@@ -70,7 +70,7 @@ struct jw {
 	bool bad_model; /* a model was given but is not usable */
 	/* The exponent its speedups count with (core/policy/copus.c,
 	 * "Scarcity"): 1, or less while the requests exceed the cluster
-	 * (jobs without cells). */
+	 * more than twofold (jobs without cells). */
 	double spread;
 };
 

@@ -34,10 +34,12 @@
 /* Estimated finish-time fairness beyond which a job's weight grows. */
 #define FTF_GUARD 2.0
 /*
- * The least exponent of speedups under contention (copus.c, "Scarcity"):
- * S^(1/2) at twice as many GPUs requested as there are, and beyond. Half
- * is the square root, Sia's p = -0.5 applied to speedups.
+ * Speedups count as S^g under contention (copus.c, "Scarcity"), g =
+ * SPREAD_FROM x GPUs / GPUs requested within [SPREAD_FLOOR, 1]: from twice
+ * as many GPUs requested as there are, down to the square root (Sia's
+ * p = -0.5 applied to speedups) at four times.
  */
+#define SPREAD_FROM 2.0
 #define SPREAD_FLOOR 0.5
 
 /* A model's goodput on one GPU (0 when it has none). */
@@ -498,9 +500,9 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 		demand += w[j].q;
 	for (size_t j = 0; demand > total && j < n; j++)
 		w[j].q = unknown_size(&w[j], T);
-	double spread = demand > total && total > 0 && !s->opt.no_spread ?
-				fmax(SPREAD_FLOOR, (double)total / (double)demand) :
-				1.0;
+	double spread = total > 0 && !s->opt.no_spread ?
+		fmin(1.0, fmax(SPREAD_FLOOR, SPREAD_FROM * (double)total /
+						     (double)demand)) : 1.0;
 	/* A job with a table of cells runs at a fixed batch on the sizes
 	 * its memory allows: no size of it is more efficient to spread to. */
 	for (size_t j = 0; j < n; j++)

@@ -38,15 +38,17 @@
  *    are delayed but never starved.
  *  - Unknown work: without a prediction, a job is expected to need as much
  *    again as it has received (least attained service first for newcomers).
- *  - Scarcity: while the jobs' requests exceed the cluster, every speedup
- *    counts as S^g instead of S, with g the cluster's GPUs over the GPUs
- *    requested, at least SPREAD_FLOOR: the fewer GPUs there are for what
- *    is asked, the less a job's further GPUs are worth against another
- *    job's first ones, so GPUs spread over more jobs, each nearer its most
- *    efficient size, and fewer running jobs are preempted for newcomers
- *    (Sia's power of normalised goodput does this at every load). When
- *    the requests fit, g = 1 and nothing changes. Jobs with a table of
- *    cells (a fixed batch, sizes bound by memory) keep g = 1.
+ *  - Scarcity: while the jobs' requests exceed the cluster more than
+ *    twofold, every speedup counts as S^g instead of S, g = 2 x the
+ *    cluster's GPUs over the GPUs requested, at least SPREAD_FLOOR: the
+ *    fewer GPUs there are for what is asked, the less a job's further GPUs
+ *    are worth against another job's first ones, so GPUs spread over more
+ *    jobs, each nearer its most efficient size, and fewer running jobs are
+ *    preempted for newcomers (Sia's power of normalised goodput does this
+ *    at every load). Up to twice the cluster, SRPT with each job at its
+ *    request already keeps the GPUs on the jobs that finish first, and
+ *    g = 1. Jobs with a table of cells (a fixed batch, sizes bound by
+ *    memory) keep g = 1.
  *  - Fair share: a job whose user has a fair-share factor F (Slurm's
  *    multifactor meaning, copus_job.fairshare) is worth 2^(W (2F - 1))
  *    times as much, W the option fairshare=W (default 1): a user who has
