@@ -14,6 +14,8 @@
 
 #include <copus/hint.h>
 
+#include "internal.h"
+
 /* Nesting of a valid hint: the object, "perf", a type's array ("mdl" is
  * one level less deep). */
 #define HINT_JSON_DEPTH 4
@@ -105,19 +107,6 @@ const char *copus_job_state_name(copus_job_state s)
 	return state_names[s];
 }
 
-static void _err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void _err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* A GPU type name: 1..15 characters of [A-Za-z0-9_.-]. */
 static bool _type_ok(const char *s)
@@ -178,7 +167,7 @@ static int _model_check(const copus_planner_desc *d, char *err,
 	int n;
 
 	if (arch == NULL) {
-		_err(err, errlen, "hint field \"mdl.a\": unknown architecture %d",
+		copus__err_set(err, errlen, "hint field \"mdl.a\": unknown architecture %d",
 		     (int)d->arch);
 		return COPUS_EINVAL;
 	}
@@ -189,26 +178,26 @@ static int _model_check(const copus_planner_desc *d, char *err,
 		if (!(f->archs & ARCH_BIT(d->arch)))
 			continue;
 		if (x < f->lo || x > f->hi) {
-			_err(err, errlen,
+			copus__err_set(err, errlen,
 			     "hint field \"mdl.%s\": %d outside [%d, %d]",
 			     f->key, x, f->lo, f->hi);
 			return COPUS_EINVAL;
 		}
 	}
 	if (d->dtype_bytes != 2 && d->dtype_bytes != 4) {
-		_err(err, errlen, "hint field \"mdl.dt\": %d is not 2 or 4",
+		copus__err_set(err, errlen, "hint field \"mdl.dt\": %d is not 2 or 4",
 		     d->dtype_bytes);
 		return COPUS_EINVAL;
 	}
 	if (d->arch == COPUS_ARCH_WIDE_RESNET && d->depth != 50 &&
 	    d->depth != 101) {
-		_err(err, errlen, "hint field \"mdl.d\": %d is not 50 or 101",
+		copus__err_set(err, errlen, "hint field \"mdl.d\": %d is not 50 or 101",
 		     d->depth);
 		return COPUS_EINVAL;
 	}
 	if (copus_planner_layers(d, layers, COPUS_PLANNER_MAX_LAYERS, &n) !=
 	    COPUS_OK) {
-		_err(err, errlen,
+		copus__err_set(err, errlen,
 		     "hint field \"mdl\": the planner builds no %s model from it",
 		     arch);
 		return COPUS_EINVAL;
@@ -222,31 +211,31 @@ static int _encode_check(const copus_hint *h, char *err, size_t errlen)
 	const copus_batch_limits *l = &h->limits;
 
 	if (h->version != COPUS_HINT_VERSION) {
-		_err(err, errlen, "hint field \"v\": version %d, expected %d",
+		copus__err_set(err, errlen, "hint field \"v\": version %d, expected %d",
 		     h->version, COPUS_HINT_VERSION);
 		return COPUS_EVERSION;
 	}
 	if (h->job_id == 0) {
-		_err(err, errlen, "hint field \"job\": job id 0");
+		copus__err_set(err, errlen, "hint field \"job\": job id 0");
 		return COPUS_EINVAL;
 	}
 	if (copus_job_state_name(h->state) == NULL) {
-		_err(err, errlen, "hint field \"st\": unknown state %d",
+		copus__err_set(err, errlen, "hint field \"st\": unknown state %d",
 		     (int)h->state);
 		return COPUS_EINVAL;
 	}
 	if (h->step < 0 || h->step > COPUS_HINT_STEP_MAX) {
-		_err(err, errlen, "hint field \"step\": %lld out of range",
+		copus__err_set(err, errlen, "hint field \"step\": %lld out of range",
 		     (long long)h->step);
 		return COPUS_EINVAL;
 	}
 	if (h->restart_count < 0 || h->restart_count > COPUS_HINT_RESTART_MAX) {
-		_err(err, errlen, "hint field \"rc\": %d out of range",
+		copus__err_set(err, errlen, "hint field \"rc\": %d out of range",
 		     h->restart_count);
 		return COPUS_EINVAL;
 	}
 	if (h->time < 0) {
-		_err(err, errlen, "hint field \"t\": %lld is negative",
+		copus__err_set(err, errlen, "hint field \"t\": %lld is negative",
 		     (long long)h->time);
 		return COPUS_EINVAL;
 	}
@@ -254,14 +243,14 @@ static int _encode_check(const copus_hint *h, char *err, size_t errlen)
 	    l->init_batch > COPUS_HINT_BATCH_MAX ||
 	    !isfinite(l->max_batch) || l->max_batch < l->init_batch ||
 	    l->max_batch > COPUS_HINT_BATCH_MAX) {
-		_err(err, errlen,
+		copus__err_set(err, errlen,
 		     "hint fields \"b0\", \"bmax\": %g, %g out of range",
 		     l->init_batch, l->max_batch);
 		return COPUS_EINVAL;
 	}
 	if (l->min_local < 1 || l->max_local < l->min_local ||
 	    l->max_local > COPUS_HINT_LOCAL_MAX) {
-		_err(err, errlen,
+		copus__err_set(err, errlen,
 		     "hint fields \"lmin\", \"lmax\": %d, %d out of range",
 		     l->min_local, l->max_local);
 		return COPUS_EINVAL;
@@ -269,23 +258,23 @@ static int _encode_check(const copus_hint *h, char *err, size_t errlen)
 	if (!_finite_nonneg(h->grad.sqr) || !_finite_nonneg(h->grad.var) ||
 	    h->grad.sqr > COPUS_HINT_GRAD_MAX ||
 	    h->grad.var > COPUS_HINT_GRAD_MAX) {
-		_err(err, errlen, "hint fields \"sqr\", \"var\": %g, %g out of range",
+		copus__err_set(err, errlen, "hint fields \"sqr\", \"var\": %g, %g out of range",
 		     h->grad.sqr, h->grad.var);
 		return COPUS_EINVAL;
 	}
 	if (!_finite_nonneg(h->progress) || h->progress > COPUS_HINT_PROGRESS_MAX ||
 	    !_finite_nonneg(h->target) || h->target > COPUS_HINT_PROGRESS_MAX) {
-		_err(err, errlen, "hint fields \"prog\", \"tgt\": %g, %g out of range",
+		copus__err_set(err, errlen, "hint fields \"prog\", \"tgt\": %g, %g out of range",
 		     h->progress, h->target);
 		return COPUS_EINVAL;
 	}
 	if (h->granularity < 0 || h->granularity > COPUS_HINT_GRAN_MAX) {
-		_err(err, errlen, "hint field \"gran\": %d out of range",
+		copus__err_set(err, errlen, "hint field \"gran\": %d out of range",
 		     h->granularity);
 		return COPUS_EINVAL;
 	}
 	if (h->n_perf < 0 || h->n_perf > COPUS_HINT_MAX_TYPES) {
-		_err(err, errlen, "hint field \"perf\": %d types (at most %d)",
+		copus__err_set(err, errlen, "hint field \"perf\": %d types (at most %d)",
 		     h->n_perf, COPUS_HINT_MAX_TYPES);
 		return COPUS_EINVAL;
 	}
@@ -293,7 +282,7 @@ static int _encode_check(const copus_hint *h, char *err, size_t errlen)
 		double v[7];
 
 		if (!_type_ok(h->perf[i].type)) {
-			_err(err, errlen, "hint field \"perf\": bad GPU type name");
+			copus__err_set(err, errlen, "hint field \"perf\": bad GPU type name");
 			return COPUS_EINVAL;
 		}
 		_perf_array(&h->perf[i].perf, v);
@@ -301,7 +290,7 @@ static int _encode_check(const copus_hint *h, char *err, size_t errlen)
 			double lo = k == 6 ? COPUS_HINT_GAMMA_MIN : 0.0;
 			double hi = k == 6 ? COPUS_HINT_GAMMA_MAX : COPUS_HINT_TIME_MAX;
 			if (!isfinite(v[k]) || v[k] < lo || v[k] > hi) {
-				_err(err, errlen,
+				copus__err_set(err, errlen,
 				     "hint field \"perf.%s.%s\": %g out of range",
 				     h->perf[i].type, perf_names[k], v[k]);
 				return COPUS_EINVAL;
@@ -344,7 +333,7 @@ int copus_hint_encode(const copus_hint *h, char *buf, size_t size,
 	int rc;
 
 	if (h == NULL || buf == NULL || size == 0) {
-		_err(err, errlen, "copus_hint_encode: NULL argument or empty buffer");
+		copus__err_set(err, errlen, "copus_hint_encode: NULL argument or empty buffer");
 		return COPUS_EINVAL;
 	}
 	buf[0] = '\0';
@@ -401,7 +390,7 @@ int copus_hint_encode(const copus_hint *h, char *buf, size_t size,
 		ok = _put(buf, cap, &pos, "}");
 	if (!ok) {
 		buf[0] = '\0';
-		_err(err, errlen, "hint longer than %d bytes (or than the buffer)",
+		copus__err_set(err, errlen, "hint longer than %d bytes (or than the buffer)",
 		     COPUS_HINT_MAX_LEN);
 		return COPUS_ERANGE;
 	}
@@ -434,7 +423,7 @@ static struct json_object *_member(struct parse *p, const char *key,
 
 	if (!json_object_object_get_ex(p->root, key, &v) || v == NULL) {
 		if (required)
-			_err(p->err, p->errlen, "hint field \"%s\" is missing",
+			copus__err_set(p->err, p->errlen, "hint field \"%s\" is missing",
 			     key);
 		return NULL;
 	}
@@ -449,13 +438,13 @@ static int _number(struct parse *p, struct json_object *v, const char *name,
 
 	if (!json_object_is_type(v, json_type_double) &&
 	    !json_object_is_type(v, json_type_int)) {
-		_err(p->err, p->errlen, "hint field \"%s\": %s is not a number",
+		copus__err_set(p->err, p->errlen, "hint field \"%s\": %s is not a number",
 		     name, json_object_to_json_string(v));
 		return COPUS_EPARSE;
 	}
 	x = json_object_get_double(v);
 	if (!isfinite(x) || x < 0.0) {
-		_err(p->err, p->errlen,
+		copus__err_set(p->err, p->errlen,
 		     "hint field \"%s\": %g is not a finite number >= 0",
 		     name, x);
 		return COPUS_EPARSE;
@@ -471,14 +460,14 @@ static int _integer(struct parse *p, struct json_object *v, const char *name,
 	int64_t x;
 
 	if (!json_object_is_type(v, json_type_int)) {
-		_err(p->err, p->errlen, "hint field \"%s\": %s is not an integer",
+		copus__err_set(p->err, p->errlen, "hint field \"%s\": %s is not an integer",
 		     name, json_object_to_json_string(v));
 		return COPUS_EPARSE;
 	}
 	errno = 0;
 	x = json_object_get_int64(v);
 	if (errno != 0 || x < lo || x > hi) {
-		_err(p->err, p->errlen,
+		copus__err_set(p->err, p->errlen,
 		     "hint field \"%s\": %s outside [%lld, %lld]", name,
 		     json_object_to_json_string(v), (long long)lo,
 		     (long long)hi);
@@ -522,11 +511,11 @@ static int _parse_perf(struct parse *p, struct json_object *perf,
 	char name[64];
 
 	if (!json_object_is_type(perf, json_type_object)) {
-		_err(p->err, p->errlen, "hint field \"perf\" is not an object");
+		copus__err_set(p->err, p->errlen, "hint field \"perf\" is not an object");
 		return COPUS_EPARSE;
 	}
 	if (json_object_object_length(perf) > COPUS_HINT_MAX_TYPES) {
-		_err(p->err, p->errlen, "hint field \"perf\": %d GPU types (at most %d)",
+		copus__err_set(p->err, p->errlen, "hint field \"perf\": %d GPU types (at most %d)",
 		     json_object_object_length(perf), COPUS_HINT_MAX_TYPES);
 		return COPUS_EPARSE;
 	}
@@ -535,14 +524,14 @@ static int _parse_perf(struct parse *p, struct json_object *perf,
 		double v[7];
 
 		if (!_type_ok(key)) {
-			_err(p->err, p->errlen,
+			copus__err_set(p->err, p->errlen,
 			     "hint field \"perf\": GPU type \"%.32s\" is not 1..%d characters of [A-Za-z0-9_.-]",
 			     key, COPUS_HINT_TYPE_LEN - 1);
 			return COPUS_EPARSE;
 		}
 		if (arr == NULL || !json_object_is_type(arr, json_type_array) ||
 		    json_object_array_length(arr) != 7) {
-			_err(p->err, p->errlen,
+			copus__err_set(p->err, p->errlen,
 			     "hint field \"perf.%s\": not an array of 7 numbers",
 			     key);
 			return COPUS_EPARSE;
@@ -580,16 +569,16 @@ static int _parse_model(struct parse *p, struct json_object *mdl,
 	int rc;
 
 	if (!json_object_is_type(mdl, json_type_object)) {
-		_err(p->err, p->errlen, "hint field \"mdl\": %.40s is not an object",
+		copus__err_set(p->err, p->errlen, "hint field \"mdl\": %.40s is not an object",
 		     json_object_to_json_string(mdl));
 		return COPUS_EPARSE;
 	}
 	if (!json_object_object_get_ex(mdl, "a", &a) || a == NULL) {
-		_err(p->err, p->errlen, "hint field \"mdl.a\" is missing");
+		copus__err_set(p->err, p->errlen, "hint field \"mdl.a\" is missing");
 		return COPUS_EPARSE;
 	}
 	if (!json_object_is_type(a, json_type_string)) {
-		_err(p->err, p->errlen, "hint field \"mdl.a\": %.40s is not a string",
+		copus__err_set(p->err, p->errlen, "hint field \"mdl.a\": %.40s is not a string",
 		     json_object_to_json_string(a));
 		return COPUS_EPARSE;
 	}
@@ -598,7 +587,7 @@ static int _parse_model(struct parse *p, struct json_object *mdl,
 		if (arch_names[k] != NULL && strcmp(arch, arch_names[k]) == 0)
 			d->arch = (copus_planner_arch)k;
 	if (d->arch == 0) {
-		_err(p->err, p->errlen,
+		copus__err_set(p->err, p->errlen,
 		     "hint field \"mdl.a\": unknown architecture %.40s",
 		     json_object_to_json_string(a));
 		return COPUS_EPARSE;
@@ -614,12 +603,12 @@ static int _parse_model(struct parse *p, struct json_object *mdl,
 			if (strcmp(key, model_fields[i].key) == 0)
 				f = &model_fields[i];
 		if (f == NULL) {
-			_err(p->err, p->errlen,
+			copus__err_set(p->err, p->errlen,
 			     "hint field \"mdl.%.32s\" is unknown", key);
 			return COPUS_EPARSE;
 		}
 		if (!(f->archs & ARCH_BIT(d->arch))) {
-			_err(p->err, p->errlen,
+			copus__err_set(p->err, p->errlen,
 			     "hint field \"mdl.%s\" is not a member of "
 			     "architecture \"%s\"", key, arch);
 			return COPUS_EPARSE;
@@ -634,7 +623,7 @@ static int _parse_model(struct parse *p, struct json_object *mdl,
 			continue;
 		snprintf(name, sizeof(name), "mdl.%s", f->key);
 		if (!json_object_object_get_ex(mdl, f->key, &v) || v == NULL) {
-			_err(p->err, p->errlen, "hint field \"%s\" is missing",
+			copus__err_set(p->err, p->errlen, "hint field \"%s\" is missing",
 			     name);
 			return COPUS_EPARSE;
 		}
@@ -669,7 +658,7 @@ static int _parse_root(struct parse *p, copus_hint *out)
 		for (size_t k = 0; k < sizeof(known_keys) / sizeof(*known_keys); k++)
 			known = known || strcmp(key, known_keys[k]) == 0;
 		if (!known) {
-			_err(p->err, p->errlen, "hint field \"%.32s\" is unknown",
+			copus__err_set(p->err, p->errlen, "hint field \"%.32s\" is unknown",
 			     key);
 			return COPUS_EPARSE;
 		}
@@ -679,12 +668,12 @@ static int _parse_root(struct parse *p, copus_hint *out)
 	if ((v = _member(p, "v", true)) == NULL)
 		return COPUS_EPARSE;
 	if (!json_object_is_type(v, json_type_int)) {
-		_err(p->err, p->errlen, "hint field \"v\": %s is not an integer",
+		copus__err_set(p->err, p->errlen, "hint field \"v\": %s is not an integer",
 		     json_object_to_json_string(v));
 		return COPUS_EPARSE;
 	}
 	if (json_object_get_int64(v) != COPUS_HINT_VERSION) {
-		_err(p->err, p->errlen, "hint field \"v\": version %s, expected %d",
+		copus__err_set(p->err, p->errlen, "hint field \"v\": version %s, expected %d",
 		     json_object_to_json_string(v), COPUS_HINT_VERSION);
 		return COPUS_EVERSION;
 	}
@@ -697,7 +686,7 @@ static int _parse_root(struct parse *p, copus_hint *out)
 	if ((v = _member(p, "st", true)) == NULL)
 		return COPUS_EPARSE;
 	if (!json_object_is_type(v, json_type_string)) {
-		_err(p->err, p->errlen, "hint field \"st\": %s is not a string",
+		copus__err_set(p->err, p->errlen, "hint field \"st\": %s is not a string",
 		     json_object_to_json_string(v));
 		return COPUS_EPARSE;
 	}
@@ -709,7 +698,7 @@ static int _parse_root(struct parse *p, copus_hint *out)
 		}
 	}
 	if (rc != COPUS_OK) {
-		_err(p->err, p->errlen, "hint field \"st\": unknown state %.40s",
+		copus__err_set(p->err, p->errlen, "hint field \"st\": unknown state %.40s",
 		     json_object_to_json_string(v));
 		return rc;
 	}
@@ -742,7 +731,7 @@ static int _parse_root(struct parse *p, copus_hint *out)
 	if ((v = _member(p, "acc", true)) == NULL)
 		return COPUS_EPARSE;
 	if (!json_object_is_type(v, json_type_boolean)) {
-		_err(p->err, p->errlen, "hint field \"acc\": %s is not a boolean",
+		copus__err_set(p->err, p->errlen, "hint field \"acc\": %s is not a boolean",
 		     json_object_to_json_string(v));
 		return COPUS_EPARSE;
 	}
@@ -818,30 +807,30 @@ int copus_hint_parse(const char *text, copus_hint *out, char *err,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (text == NULL || out == NULL) {
-		_err(err, errlen, "copus_hint_parse: NULL argument");
+		copus__err_set(err, errlen, "copus_hint_parse: NULL argument");
 		return COPUS_EINVAL;
 	}
 	memset(out, 0, sizeof(*out));
 	/* Never read past the largest message, whatever the caller hands in. */
 	n = strnlen(text, COPUS_HINT_MAX_LEN + 1);
 	if (n > COPUS_HINT_MAX_LEN) {
-		_err(err, errlen, "hint longer than %d bytes", COPUS_HINT_MAX_LEN);
+		copus__err_set(err, errlen, "hint longer than %d bytes", COPUS_HINT_MAX_LEN);
 		return COPUS_EPARSE;
 	}
 	if (strncmp(text, COPUS_HINT_PREFIX, plen) != 0) {
 		if (copus_hint_is_hint(text)) {
-			_err(err, errlen, "hint prefix \"%.12s\" is not \"%s\"",
+			copus__err_set(err, errlen, "hint prefix \"%.12s\" is not \"%s\"",
 			     text, COPUS_HINT_PREFIX);
 			return COPUS_EVERSION;
 		}
-		_err(err, errlen, "text does not start with \"%s\"",
+		copus__err_set(err, errlen, "text does not start with \"%s\"",
 		     COPUS_HINT_PREFIX);
 		return COPUS_EPARSE;
 	}
 	tok = json_tokener_new_ex(HINT_JSON_DEPTH);
 	if (tok == NULL) {
 		rc = COPUS_ENOMEM;
-		_err(err, errlen, "out of memory");
+		copus__err_set(err, errlen, "out of memory");
 		goto out;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
@@ -850,7 +839,7 @@ int copus_hint_parse(const char *text, copus_hint *out, char *err,
 	    json_tokener_get_error(tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(tok) != n - plen) {
 		enum json_tokener_error e = json_tokener_get_error(tok);
-		_err(err, errlen, "hint is not valid JSON at offset %zu: %s",
+		copus__err_set(err, errlen, "hint is not valid JSON at offset %zu: %s",
 		     json_tokener_get_parse_end(tok) + plen,
 		     e == json_tokener_success ? "trailing characters"
 						: json_tokener_error_desc(e));
@@ -858,7 +847,7 @@ int copus_hint_parse(const char *text, copus_hint *out, char *err,
 		goto out;
 	}
 	if (!json_object_is_type(p.root, json_type_object)) {
-		_err(err, errlen, "hint is not a JSON object");
+		copus__err_set(err, errlen, "hint is not a JSON object");
 		rc = COPUS_EPARSE;
 		goto out;
 	}
@@ -872,7 +861,7 @@ int copus_hint_parse(const char *text, copus_hint *out, char *err,
 		if (json_object_object_get_ex(p.root, "mdl", &mdl))
 			kept += json_object_object_length(mdl);
 		if (_members_in_text(text + plen, n - plen) != kept) {
-			_err(err, errlen, "hint has a duplicate key");
+			copus__err_set(err, errlen, "hint has a duplicate key");
 			rc = COPUS_EPARSE;
 		}
 	}

@@ -8,6 +8,13 @@
 #define COPUS_GAMMA_MIN 1.0
 #define COPUS_GAMMA_MAX 10.0
 
+#include <stddef.h>
+
+/* Writes a message into err (errlen bytes) when err is not NULL, for the
+ * functions that explain a refusal (core/error.c). */
+void copus__err_set(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 int copus__shape_check(int nodes, int replicas);
 double copus__sync_time(const copus_perf_params *p, int nodes, int replicas);
 double copus__overlap(double grad, double sync, double gamma);

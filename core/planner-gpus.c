@@ -16,6 +16,8 @@
 
 #include <copus/planner.h>
 
+#include "internal.h"
+
 /* ------------------------------------------------------------ contents */
 struct gpu_row;
 struct slot;
@@ -156,19 +158,6 @@ int copus_planner_gpu_default(const char *type, copus_planner_gpu *out)
 
 /* ------------------------------------------------------- the text's slots */
 
-static void err_set(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void err_set(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static const char *const link_names[COPUS_LINK_COUNT] = { "intra", "inter" };
 static const char *const coll_names[COPUS_COLL_COUNT] = {
@@ -266,7 +255,7 @@ static int check_gpu(const char *name, const copus_planner_gpu *g, char *err,
 
 		if (!isfinite(x) || x > s[i].hi || x < s[i].lo ||
 		    (s[i].lo_open && x == s[i].lo)) {
-			err_set(err, errlen,
+			copus__err_set(err, errlen,
 				"GPU type \"%s\": \"%s\": %g is not in %s%g, %g]",
 				name, s[i].path, x, s[i].lo_open ? "(" : "[",
 				s[i].lo, s[i].hi);
@@ -349,20 +338,20 @@ int copus_planner_gpus_format(const copus_planner_gpu_type *gpus, int n,
 
 	if ((gpus == NULL && n > 0) || n < 0 || n > COPUS_PLANNER_MAX_GPUS ||
 	    buf == NULL || size == 0) {
-		err_set(err, errlen, "copus_planner_gpus_format: bad argument");
+		copus__err_set(err, errlen, "copus_planner_gpus_format: bad argument");
 		return COPUS_EINVAL;
 	}
 	buf[0] = '\0';
 	for (int i = 0; i < n; i++) {
 		if (!name_ok(gpus[i].name)) {
-			err_set(err, errlen,
+			copus__err_set(err, errlen,
 				"GPU type %d: name is not 1..%d characters of "
 				"[A-Za-z0-9_.-]", i, COPUS_PLANNER_TYPE_LEN - 1);
 			return COPUS_EINVAL;
 		}
 		for (int j = 0; j < i; j++) {
 			if (strcmp(gpus[i].name, gpus[j].name) == 0) {
-				err_set(err, errlen,
+				copus__err_set(err, errlen,
 					"GPU type \"%s\" is listed twice",
 					gpus[i].name);
 				return COPUS_EINVAL;
@@ -401,7 +390,7 @@ int copus_planner_gpus_format(const copus_planner_gpu_type *gpus, int n,
 		*len = o.pos;
 	if (o.pos >= size) {
 		buf[0] = '\0';
-		err_set(err, errlen, "the text takes %zu bytes, the buffer %zu",
+		copus__err_set(err, errlen, "the text takes %zu bytes, the buffer %zu",
 			o.pos + 1, size);
 		return COPUS_ERANGE;
 	}
@@ -466,7 +455,7 @@ static int keys_exactly(struct json_object *o, const char *const *names,
 			size_t errlen)
 {
 	if (!json_object_is_type(o, json_type_object)) {
-		err_set(err, errlen, "GPU type \"%s\": \"%s\": %.40s is not an "
+		copus__err_set(err, errlen, "GPU type \"%s\": \"%s\": %.40s is not an "
 			"object", type, where, json_object_to_json_string(o));
 		return COPUS_EPARSE;
 	}
@@ -477,7 +466,7 @@ static int keys_exactly(struct json_object *o, const char *const *names,
 		for (int i = 0; i < n; i++)
 			known = known || strcmp(key, names[i]) == 0;
 		if (!known) {
-			err_set(err, errlen,
+			copus__err_set(err, errlen,
 				"GPU type \"%s\": member \"%s%s%.32s\" is unknown",
 				type, where, where[0] ? "." : "", key);
 			return COPUS_EPARSE;
@@ -485,7 +474,7 @@ static int keys_exactly(struct json_object *o, const char *const *names,
 	}
 	for (int i = 0; i < n; i++) {
 		if (!json_object_object_get_ex(o, names[i], NULL)) {
-			err_set(err, errlen,
+			copus__err_set(err, errlen,
 				"GPU type \"%s\": member \"%s%s%s\" is missing",
 				type, where, where[0] ? "." : "", names[i]);
 			return COPUS_EPARSE;
@@ -507,7 +496,7 @@ static int number(struct json_object *v, const char *type, const char *path,
 {
 	if (v == NULL || (!json_object_is_type(v, json_type_double) &&
 			  !json_object_is_type(v, json_type_int))) {
-		err_set(err, errlen, "GPU type \"%s\": \"%s\": %.40s is not a "
+		copus__err_set(err, errlen, "GPU type \"%s\": \"%s\": %.40s is not a "
 			"number", type, path,
 			v ? json_object_to_json_string(v) : "null");
 		return COPUS_EPARSE;
@@ -525,7 +514,7 @@ static int kinds(struct json_object *o, const char *type, const char *key,
 
 	if (a == NULL || !json_object_is_type(a, json_type_array) ||
 	    json_object_array_length(a) != COPUS_PLANNER_KINDS) {
-		err_set(err, errlen, "GPU type \"%s\": \"%s\": %.60s is not an "
+		copus__err_set(err, errlen, "GPU type \"%s\": \"%s\": %.60s is not an "
 			"array of %d numbers", type, key,
 			a ? json_object_to_json_string(a) : "null",
 			COPUS_PLANNER_KINDS);
@@ -649,18 +638,18 @@ int copus_planner_gpus_parse(const char *text, copus_planner_gpu_type *out,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (text == NULL || out == NULL || n == NULL || max < 0) {
-		err_set(err, errlen, "copus_planner_gpus_parse: NULL argument");
+		copus__err_set(err, errlen, "copus_planner_gpus_parse: NULL argument");
 		return COPUS_EINVAL;
 	}
 	*n = 0;
 	len = strlen(text);
 	if (len > (size_t)INT32_MAX) {
-		err_set(err, errlen, "text of %zu bytes is too long", len);
+		copus__err_set(err, errlen, "text of %zu bytes is too long", len);
 		return COPUS_EPARSE;
 	}
 	tok = json_tokener_new_ex(GPUS_JSON_DEPTH);
 	if (tok == NULL) {
-		err_set(err, errlen, "out of memory");
+		copus__err_set(err, errlen, "out of memory");
 		return COPUS_ENOMEM;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
@@ -674,45 +663,45 @@ int copus_planner_gpus_parse(const char *text, copus_planner_gpu_type *out,
 
 		if (root != NULL && e == json_tokener_success) {
 			end += strspn(text + end, " \t\r\n");
-			err_set(err, errlen, "line %ld: trailing characters",
+			copus__err_set(err, errlen, "line %ld: trailing characters",
 				line_of(text, end));
 		} else if (e == json_tokener_continue || len == 0) {
-			err_set(err, errlen, "line %ld: the text ends inside "
+			copus__err_set(err, errlen, "line %ld: the text ends inside "
 				"its JSON value", line_of(text, len));
 		} else {
-			err_set(err, errlen, "line %ld: not valid JSON: %s",
+			copus__err_set(err, errlen, "line %ld: not valid JSON: %s",
 				line_of(text, end), json_tokener_error_desc(e));
 		}
 		rc = COPUS_EPARSE;
 		goto out;
 	}
 	if (!json_object_is_type(root, json_type_object)) {
-		err_set(err, errlen, "line 1: the text is not a JSON object");
+		copus__err_set(err, errlen, "line 1: the text is not a JSON object");
 		rc = COPUS_EPARSE;
 		goto out;
 	}
 	if (members_of(root) != colons_of(text)) {
-		err_set(err, errlen, "the text has a duplicate key");
+		copus__err_set(err, errlen, "the text has a duplicate key");
 		rc = COPUS_EPARSE;
 		goto out;
 	}
 	json_object_object_foreach(root, key, val) {
 		(void)val;
 		if (strcmp(key, "version") != 0 && strcmp(key, "gpus") != 0) {
-			err_set(err, errlen, "member \"%.32s\" is unknown", key);
+			copus__err_set(err, errlen, "member \"%.32s\" is unknown", key);
 			rc = COPUS_EPARSE;
 			goto out;
 		}
 	}
 	v = get(root, "version");
 	if (v == NULL || !json_object_is_type(v, json_type_int)) {
-		err_set(err, errlen, "member \"version\": %.40s is not an integer",
+		copus__err_set(err, errlen, "member \"version\": %.40s is not an integer",
 			v ? json_object_to_json_string(v) : "missing");
 		rc = COPUS_EPARSE;
 		goto out;
 	}
 	if (json_object_get_int64(v) != COPUS_PLANNER_GPUS_VERSION) {
-		err_set(err, errlen, "member \"version\": %.40s, expected %d",
+		copus__err_set(err, errlen, "member \"version\": %.40s, expected %d",
 			json_object_to_json_string(v),
 			COPUS_PLANNER_GPUS_VERSION);
 		rc = COPUS_EVERSION;
@@ -720,21 +709,21 @@ int copus_planner_gpus_parse(const char *text, copus_planner_gpu_type *out,
 	}
 	gpus = get(root, "gpus");
 	if (gpus == NULL || !json_object_is_type(gpus, json_type_object)) {
-		err_set(err, errlen, "member \"gpus\": %.40s is not an object",
+		copus__err_set(err, errlen, "member \"gpus\": %.40s is not an object",
 			gpus ? json_object_to_json_string(gpus) : "missing");
 		rc = COPUS_EPARSE;
 		goto out;
 	}
 	json_object_object_foreach(gpus, name, o) {
 		if (!name_ok(name)) {
-			err_set(err, errlen, "GPU type \"%.32s\" is not 1..%d "
+			copus__err_set(err, errlen, "GPU type \"%.32s\" is not 1..%d "
 				"characters of [A-Za-z0-9_.-]", name,
 				COPUS_PLANNER_TYPE_LEN - 1);
 			rc = COPUS_EPARSE;
 			goto out;
 		}
 		if (count == max) {
-			err_set(err, errlen, "more than %d GPU types", max);
+			copus__err_set(err, errlen, "more than %d GPU types", max);
 			rc = COPUS_ERANGE;
 			goto out;
 		}
