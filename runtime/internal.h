@@ -2,8 +2,10 @@
  * Internals of libcopus shared by the files of runtime/. The files call down,
  * never back up: runtime.c, the facade of copus/copus.h, calls rescale.c,
  * publish.c, checkpoint.c and measure.c; rescale.c calls checkpoint.c and
- * publish.c; publish.c calls measure.c; every file calls common.c. nccl.c
- * builds on the public copus_plan_get() and copus_bootstrap().
+ * publish.c; publish.c calls measure.c; checkpoint.c calls
+ * checkpoint-reshard.c and checkpoint-format.c, checkpoint-reshard.c calls
+ * checkpoint-format.c; every file calls common.c. nccl.c builds on the
+ * public copus_plan_get() and copus_bootstrap().
  */
 #ifndef COPUS_RUNTIME_INTERNAL_H
 #define COPUS_RUNTIME_INTERNAL_H
@@ -236,9 +238,51 @@ struct copus__manifest {
  * Not static so that tests/fuzz/fuzz-manifest.c reaches the parser without
  * a checkpoint directory. Free m with copus__manifest_free().
  */
+
+/* checkpoint-format.c */
+struct json_object;
 int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 			  struct copus__manifest *m);
 void copus__manifest_free(struct copus__manifest *m);
+/*
+ * The manifest of the runtime's state and the checkpoint's files of a step
+ * (nfiles names, sizes and CRC-32s), as JSON text to free; NULL when out of
+ * memory.
+ */
+char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
+			   const long long *sizes, const uint32_t *crcs,
+			   int nfiles);
+/*
+ * Read a manifest at path (at most COPUS_MANIFEST_MAX bytes) into *out, to
+ * free; COPUS_ENODATA when there is none.
+ */
+int copus__manifest_read(copus_ctx *ctx, const char *path, char **out);
+/* The finite number o holds under key, if any. */
+bool copus__manifest_num(struct json_object *o, const char *key,
+			 double *out);
+/* Free n file names and their array (NULL: nothing). */
+void copus__ckpt_names_free(char **names, int n);
+/* The CRC-32 of a whole file (zlib's polynomial). */
+int copus__ckpt_crc(copus_ctx *ctx, const char *path, uint32_t *out);
+/*
+ * Whether file idx of the manifest is there, of its size and CRC-32; path:
+ * its path (len bytes).
+ */
+int copus__ckpt_check_file(copus_ctx *ctx, const struct copus__manifest *m,
+			   int idx, char *path, size_t len);
+
+/* checkpoint-reshard.c */
+/*
+ * Whether the checkpoint's stages hold other layers than this run's (same
+ * pipeline degree, another split: a planned job on another cell).
+ */
+bool copus__ckpt_stages_differ(const copus_ctx *ctx,
+			       const struct copus__manifest *m);
+/*
+ * Restore under another layout through the reshard callback: this rank's
+ * overlapping shards of the old layout, each checked first.
+ */
+int copus__ckpt_reshard(copus_ctx *ctx, const struct copus__manifest *m);
 
 /* publish.c */
 int copus__publisher_start(copus_ctx *ctx);

@@ -12,6 +12,8 @@ runtime_libcopus_la_SOURCES = \
 	runtime/measure.c \
 	runtime/publish.c \
 	runtime/checkpoint.c \
+	runtime/checkpoint-format.c \
+	runtime/checkpoint-reshard.c \
 	runtime/rescale.c \
 	runtime/bootstrap.c
 runtime_libcopus_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)

@@ -1,0 +1,471 @@
+/*
+ * The on-disk format of checkpoints: the manifest (its text as the runtime
+ * writes it, and reading and parsing it back), the CRC-32 of a file, and
+ * the check of a file against the manifest before a load sees it.
+ * checkpoint.c (the write and restore protocol) and checkpoint-reshard.c
+ * read it; tests/fuzz/fuzz-manifest.c calls its parser.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <zlib.h>
+
+#include "internal.h"
+
+/*
+ * The largest count a manifest may hold (2^53, where doubles stop counting
+ * exactly): a number beyond the range of the integer it becomes would make
+ * the conversion undefined.
+ */
+#define MANIFEST_COUNT_MAX 9007199254740992.0
+
+/* Free n file names and their array (NULL: nothing). */
+void copus__ckpt_names_free(char **names, int n)
+{
+	if (names == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The CRC-32 of a whole file (zlib's polynomial). */
+int copus__ckpt_crc(copus_ctx *ctx, const char *path, uint32_t *out)
+{
+	static const size_t chunk = 1 << 20;
+	unsigned char *buf = malloc(chunk);
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int fd, rc = COPUS_OK;
+
+	if (buf == NULL)
+		return COPUS_ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
+		return copus__fail(ctx, COPUS_EIO, "cannot open %s: %s", path,
+				   strerror(errno));
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, chunk);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = copus__fail(ctx, COPUS_EIO, "cannot read %s: %s",
+					 path, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		crc = crc32(crc, buf, (uInt)n);
+	}
+	close(fd);
+	free(buf);
+	*out = (uint32_t)crc;
+	return rc;
+}
+
+/* The runtime's state and the checkpoint's files, as JSON. */
+char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
+			   const long long *sizes, const uint32_t *crcs,
+			   int nfiles)
+{
+	struct json_object *o = json_object_new_object(), *a, *e;
+	char *text = NULL;
+
+	if (o == NULL)
+		return NULL;
+	json_object_object_add(o, "copus_ckpt",
+			       json_object_new_int(COPUS_MANIFEST_VERSION));
+	json_object_object_add(o, "job", json_object_new_int64(ctx->info.job_id));
+	json_object_object_add(o, "restart",
+			       json_object_new_int(ctx->info.restart_count));
+	json_object_object_add(o, "step", json_object_new_int64(step));
+	json_object_object_add(o, "samples",
+			       json_object_new_int64(ctx->info.samples));
+	json_object_object_add(o, "progress",
+			       json_object_new_double(ctx->info.progress));
+	json_object_object_add(o, "world", json_object_new_int(ctx->info.world));
+	json_object_object_add(o, "save_all_ranks",
+			       json_object_new_int(ctx->cfg.save_all_ranks ? 1 : 0));
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_int(ctx->degrees.data));
+	json_object_array_add(a, json_object_new_int(ctx->degrees.tensor));
+	json_object_array_add(a, json_object_new_int(ctx->degrees.pipeline));
+	json_object_object_add(o, "layout", a);
+	json_object_object_add(o, "layers",
+			       json_object_new_int(ctx->cfg.n_layers));
+	/*
+	 * The first layer of every stage and the end: a planned job's
+	 * stages depend on its cell, so a restart compares them, not only
+	 * the degrees.
+	 */
+	if (ctx->cfg.n_layers > 0) {
+		a = json_object_new_array();
+		for (int st = 0; st < ctx->degrees.pipeline; st++) {
+			int first, count;
+
+			copus__stage_layers(ctx, ctx->degrees.pipeline, st,
+					    &first, &count);
+			json_object_array_add(a, json_object_new_int(first));
+		}
+		json_object_array_add(a, json_object_new_int(ctx->cfg.n_layers));
+		json_object_object_add(o, "stages", a);
+	}
+	a = json_object_new_array();
+	for (int i = 0; i < nfiles; i++) {
+		e = json_object_new_array();
+		json_object_array_add(e, json_object_new_string(files[i]));
+		json_object_array_add(e, json_object_new_int64(sizes[i]));
+		json_object_array_add(e, json_object_new_int64(crcs[i]));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "files", a);
+	a = json_object_new_array();
+	json_object_array_add(a, json_object_new_double(ctx->noise.decay));
+	json_object_array_add(a, json_object_new_double(ctx->noise.sqr));
+	json_object_array_add(a, json_object_new_double(ctx->noise.var));
+	json_object_array_add(a, json_object_new_double(ctx->noise.bias));
+	json_object_array_add(a, json_object_new_int64(ctx->noise.count));
+	json_object_object_add(o, "noise", a);
+	a = json_object_new_array();
+	for (int i = 0; i < ctx->n_obs; i++) {
+		const struct copus__obs *ob = &ctx->obs[i];
+		e = json_object_new_array();
+		json_object_array_add(e, json_object_new_string(ob->type));
+		json_object_array_add(e, json_object_new_int(ob->nodes));
+		json_object_array_add(e, json_object_new_int(ob->replicas));
+		json_object_array_add(e, json_object_new_int(ob->local));
+		json_object_array_add(e, json_object_new_int(ob->accum_steps));
+		json_object_array_add(e, json_object_new_double(ob->sum_compute));
+		json_object_array_add(e, json_object_new_double(ob->sum_step));
+		json_object_array_add(e, json_object_new_int64(ob->n));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "obs", a);
+	text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return text;
+}
+
+int copus__manifest_read(copus_ctx *ctx, const char *path, char **out)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t n;
+	int rc = COPUS_OK;
+
+	*out = NULL;
+	if (f == NULL)
+		return errno == ENOENT ? COPUS_ENODATA
+			: copus__fail(ctx, COPUS_EIO, "cannot open %s: %s",
+				      path, strerror(errno));
+	buf = malloc(COPUS_MANIFEST_MAX + 1);
+	if (buf == NULL) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	n = fread(buf, 1, COPUS_MANIFEST_MAX + 1, f);
+	if (ferror(f) || n > COPUS_MANIFEST_MAX) {
+		rc = copus__fail(ctx, COPUS_EIO,
+				 "%s: unreadable or larger than %d bytes", path,
+				 COPUS_MANIFEST_MAX);
+		goto out;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	buf = NULL;
+out:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+bool copus__manifest_num(struct json_object *o, const char *key,
+			 double *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_int) ||
+	      json_object_is_type(v, json_type_double)))
+		return false;
+	*out = json_object_get_double(v);
+	return isfinite(*out);
+}
+
+static bool _arr_num(struct json_object *a, size_t i, double *out)
+{
+	struct json_object *v = json_object_array_get_idx(a, i);
+
+	if (v == NULL || !(json_object_is_type(v, json_type_int) ||
+			   json_object_is_type(v, json_type_double)))
+		return false;
+	*out = json_object_get_double(v);
+	return isfinite(*out);
+}
+
+void copus__manifest_free(struct copus__manifest *m)
+{
+	copus__ckpt_names_free(m->files, m->nfiles);
+	free(m->sizes);
+	free(m->crcs);
+	free(m->stages);
+	memset(m, 0, sizeof(*m));
+}
+
+int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
+			  struct copus__manifest *m)
+{
+	struct json_object *o = json_tokener_parse(text), *a, *e;
+	double x, version, step, samples, progress, world, all = 0;
+	char **files = NULL;
+	long long *sizes = NULL;
+	int64_t *crcs = NULL;
+	int nfiles = 0, rc = COPUS_EPARSE;
+	size_t width;
+	const char *field = "the top level";
+
+	memset(m, 0, sizeof(*m));
+	if (o == NULL || !json_object_is_type(o, json_type_object))
+		goto bad;
+	field = "copus_ckpt";
+	if (!copus__manifest_num(o, "copus_ckpt", &version) ||
+	    (version != 1 && version != COPUS_MANIFEST_VERSION))
+		goto bad;
+	/* Version 1 named each file with its size; 2 adds its CRC-32. */
+	width = version == 1 ? 2 : 3;
+	field = "step";
+	if (!copus__manifest_num(o, "step", &step) || step < 0 ||
+	    step > COPUS_HINT_STEP_MAX)
+		goto bad;
+	field = "samples";
+	if (!copus__manifest_num(o, "samples", &samples) || samples < 0 ||
+	    samples > MANIFEST_COUNT_MAX)
+		goto bad;
+	field = "progress";
+	if (!copus__manifest_num(o, "progress", &progress) || progress < 0)
+		goto bad;
+	field = "world";
+	if (!copus__manifest_num(o, "world", &world) || world < 1 || world > 1 << 20 ||
+	    world != floor(world))
+		goto bad;
+	field = "save_all_ranks";
+	if (version >= 2 &&
+	    (!copus__manifest_num(o, "save_all_ranks", &all) ||
+	     (all != 0 && all != 1)))
+		goto bad;
+	field = "layout";
+	m->layout = (copus_plan_degrees){ .data = (int)world, .pipeline = 1,
+					  .tensor = 1 };
+	if (version >= 3) {
+		double d[3];
+
+		if (!json_object_object_get_ex(o, "layout", &a) ||
+		    !json_object_is_type(a, json_type_array) ||
+		    json_object_array_length(a) != 3)
+			goto bad;
+		for (int k = 0; k < 3; k++)
+			if (!_arr_num(a, (size_t)k, &d[k]) || d[k] < 1 ||
+			    d[k] > world || d[k] != floor(d[k]))
+				goto bad;
+		if (d[0] * d[1] * d[2] != world)
+			goto bad;
+		m->layout = (copus_plan_degrees){ .data = (int)d[0],
+						  .tensor = (int)d[1],
+						  .pipeline = (int)d[2] };
+		field = "layers";
+		if (!copus__manifest_num(o, "layers", &x) || x < 0 || x > INT_MAX ||
+		    x != floor(x))
+			goto bad;
+		m->n_layers = (int)x;
+		/* Optional: the stages' first layers and the end, in
+		 * order, from 0 to the model's layers. */
+		field = "stages";
+		if (json_object_object_get_ex(o, "stages", &a)) {
+			size_t ns = (size_t)m->layout.pipeline + 1;
+
+			if (!json_object_is_type(a, json_type_array) ||
+			    json_object_array_length(a) != ns)
+				goto bad;
+			m->stages = calloc(ns, sizeof(int));
+			if (m->stages == NULL)
+				goto bad;
+			for (size_t k = 0; k < ns; k++) {
+				if (!_arr_num(a, k, &x) || x != floor(x) ||
+				    x < (k > 0 ? m->stages[k - 1] : 0) ||
+				    x > m->n_layers)
+					goto bad;
+				m->stages[k] = (int)x;
+			}
+			if (m->stages[0] != 0 ||
+			    m->stages[ns - 1] != m->n_layers)
+				goto bad;
+		}
+	}
+	field = "files";
+	if (!json_object_object_get_ex(o, "files", &a) ||
+	    !json_object_is_type(a, json_type_array))
+		goto bad;
+	nfiles = (int)json_object_array_length(a);
+	/*
+	 * One file per rank when every rank saved, else one per shard
+	 * (pipeline stage and tensor slice); none without a save callback.
+	 * Version 1 did not say which.
+	 */
+	if (nfiles > 0 &&
+	    (version >= 2 ? nfiles != (all ? (int)world
+					   : m->layout.pipeline *
+						     m->layout.tensor)
+			  : (nfiles > 1 && nfiles != (int)world)))
+		goto bad;
+	if (version == 1)
+		all = nfiles > 1;
+	files = calloc((size_t)nfiles + 1, sizeof(char *));
+	sizes = calloc((size_t)nfiles + 1, sizeof(long long));
+	crcs = calloc((size_t)nfiles + 1, sizeof(*crcs));
+	if (files == NULL || sizes == NULL || crcs == NULL) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < nfiles; i++) {
+		const char *s;
+		double c = -1;
+
+		e = json_object_array_get_idx(a, (size_t)i);
+		if (e == NULL || !json_object_is_type(e, json_type_array) ||
+		    json_object_array_length(e) != width ||
+		    !json_object_is_type(json_object_array_get_idx(e, 0),
+					 json_type_string) ||
+		    !_arr_num(e, 1, &x) || x < 0 || x > MANIFEST_COUNT_MAX ||
+		    (width == 3 && (!_arr_num(e, 2, &c) || c < 0 ||
+				    c > 4294967295.0 || c != floor(c))))
+			goto bad;
+		s = json_object_get_string(json_object_array_get_idx(e, 0));
+		/* A file name, never a path out of the directory. */
+		if (strchr(s, '/') != NULL || s[0] == '.' || strlen(s) > 200)
+			goto bad;
+		files[i] = strdup(s);
+		sizes[i] = (long long)x;
+		crcs[i] = (int64_t)c;
+		if (files[i] == NULL) {
+			nfiles = i;
+			rc = COPUS_ENOMEM;
+			goto out;
+		}
+	}
+	field = "noise";
+	if (!json_object_object_get_ex(o, "noise", &a) ||
+	    !json_object_is_type(a, json_type_array) ||
+	    json_object_array_length(a) != 5)
+		goto bad;
+	{
+		double d, s, v, b, c;
+		if (!_arr_num(a, 0, &d) || !_arr_num(a, 1, &s) ||
+		    !_arr_num(a, 2, &v) || !_arr_num(a, 3, &b) ||
+		    !_arr_num(a, 4, &c) || c < 0 || c > MANIFEST_COUNT_MAX ||
+		    b < 0 || b > 1)
+			goto bad;
+		/* The decay is the new run's; the averages carry over. */
+		ctx->noise.sqr = s;
+		ctx->noise.var = v;
+		ctx->noise.bias = b;
+		ctx->noise.count = (int64_t)c;
+		(void)d;
+	}
+	field = "obs";
+	if (!json_object_object_get_ex(o, "obs", &a) ||
+	    !json_object_is_type(a, json_type_array) ||
+	    json_object_array_length(a) > COPUS_MAX_OBS)
+		goto bad;
+	ctx->n_obs = 0;
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		struct copus__obs *ob = &ctx->obs[ctx->n_obs];
+		double v[7];
+
+		e = json_object_array_get_idx(a, i);
+		if (e == NULL || !json_object_is_type(e, json_type_array) ||
+		    json_object_array_length(e) != 8 ||
+		    !json_object_is_type(json_object_array_get_idx(e, 0),
+					 json_type_string))
+			goto bad;
+		for (int k = 0; k < 7; k++)
+			if (!_arr_num(e, (size_t)k + 1, &v[k]) || v[k] < 0 ||
+			    (k < 4 && v[k] > INT_MAX) ||
+			    (k == 6 && v[k] > MANIFEST_COUNT_MAX))
+				goto bad;
+		snprintf(ob->type, sizeof(ob->type), "%s",
+			 json_object_get_string(json_object_array_get_idx(e, 0)));
+		ob->nodes = (int)v[0];
+		ob->replicas = (int)v[1];
+		ob->local = (int)v[2];
+		ob->accum_steps = (int)v[3];
+		ob->sum_compute = v[4];
+		ob->sum_step = v[5];
+		ob->n = (int64_t)v[6];
+		if (ob->nodes < 1 || ob->replicas < ob->nodes || ob->local < 1)
+			goto bad;
+		ctx->n_obs++;
+	}
+	ctx->obs_dirty = ctx->n_obs > 0;
+	ctx->info.samples = (int64_t)samples;
+	ctx->info.progress = progress;
+	m->step = (int64_t)step;
+	m->world = (int)world;
+	m->all_ranks = all != 0;
+	m->nfiles = nfiles;
+	m->files = files;
+	m->sizes = sizes;
+	m->crcs = crcs;
+	files = NULL;
+	sizes = NULL;
+	crcs = NULL;
+	rc = COPUS_OK;
+	goto out;
+bad:
+	rc = copus__fail(ctx, COPUS_EPARSE,
+			 "checkpoint manifest %s: field \"%s\" is missing or invalid",
+			 path, field);
+	free(m->stages);
+	m->stages = NULL;
+out:
+	copus__ckpt_names_free(files, nfiles);
+	free(sizes);
+	free(crcs);
+	if (o != NULL)
+		json_object_put(o);
+	return rc;
+}
+
+/* File idx of the manifest: there, of its size and CRC-32; its path. */
+int copus__ckpt_check_file(copus_ctx *ctx, const struct copus__manifest *m,
+			   int idx, char *path, size_t len)
+{
+	struct stat st;
+	uint32_t crc;
+	int rc;
+
+	snprintf(path, len, "%s/%s", ctx->ckpt_dir, m->files[idx]);
+	if (stat(path, &st) != 0 || (long long)st.st_size != m->sizes[idx])
+		return copus__fail(ctx, COPUS_EIO,
+				   "checkpoint file %s is missing or not %lld bytes",
+				   path, m->sizes[idx]);
+	if (m->crcs[idx] < 0)
+		return COPUS_OK;
+	rc = copus__ckpt_crc(ctx, path, &crc);
+	if (rc != COPUS_OK)
+		return rc;
+	if (crc != (uint32_t)m->crcs[idx])
+		return copus__fail(ctx, COPUS_EIO,
+				   "checkpoint file %s is corrupt: CRC-32 %08x, the manifest says %08x",
+				   path, crc, (uint32_t)m->crcs[idx]);
+	return COPUS_OK;
+}
