@@ -1,6 +1,8 @@
 /*
  * The hint message between a job and the scheduler (see copus/hint.h):
- * encoding with snprintf, strict parsing with json-c. Pure: no I/O.
+ * encoding with snprintf, strict parsing with json-c. Its "mdl" member is
+ * in core/hint-model.c, the writer and readers of one member in
+ * core/hint-field.c. Pure: no I/O.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,76 +31,6 @@ static const char *const state_names[] = {
 static const char *const perf_names[7] = {
 	"alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma",
 };
-
-/* The architectures of "mdl.a", indexed by copus_planner_arch. */
-static const char *const arch_names[] = {
-	[COPUS_ARCH_TRANSFORMER] = "tf",
-	[COPUS_ARCH_MOE] = "moe",
-	[COPUS_ARCH_WIDE_RESNET] = "wrn",
-};
-
-#define ARCH_BIT(a) (1u << (a))
-#define ARCH_TF ARCH_BIT(COPUS_ARCH_TRANSFORMER)
-#define ARCH_MOE ARCH_BIT(COPUS_ARCH_MOE)
-#define ARCH_WRN ARCH_BIT(COPUS_ARCH_WIDE_RESNET)
-#define ARCH_ALL (ARCH_TF | ARCH_MOE | ARCH_WRN)
-
-/*
- * The integer members of "mdl": the architectures that have them, where
- * they go in copus_planner_desc and their bounds. One table for the
- * encoder's check, the encoder and the parser, so the three cannot drift.
- */
-static const struct model_field {
-	const char *key;
-	unsigned archs;
-	size_t offset;
-	int lo, hi;
-} model_fields[] = {
-	{ "dt", ARCH_ALL, offsetof(copus_planner_desc, dtype_bytes), 2, 4 },
-	{ "l", ARCH_TF | ARCH_MOE, offsetof(copus_planner_desc, layers), 1,
-	  COPUS_PLANNER_MAX_LAYERS - 2 },
-	{ "h", ARCH_TF | ARCH_MOE, offsetof(copus_planner_desc, hidden), 1,
-	  COPUS_HINT_MODEL_MAX },
-	{ "n", ARCH_TF | ARCH_MOE, offsetof(copus_planner_desc, heads), 1,
-	  COPUS_HINT_MODEL_MAX },
-	{ "s", ARCH_TF | ARCH_MOE, offsetof(copus_planner_desc, seq_len), 1,
-	  COPUS_HINT_MODEL_MAX },
-	{ "v", ARCH_TF | ARCH_MOE, offsetof(copus_planner_desc, vocab), 1,
-	  COPUS_HINT_VOCAB_MAX },
-	{ "e", ARCH_MOE, offsetof(copus_planner_desc, experts), 1,
-	  COPUS_HINT_MODEL_MAX },
-	{ "g", ARCH_MOE, offsetof(copus_planner_desc, expert_group), 1,
-	  COPUS_HINT_MODEL_MAX },
-	{ "d", ARCH_WRN, offsetof(copus_planner_desc, depth), 50, 101 },
-	{ "w", ARCH_WRN, offsetof(copus_planner_desc, width_factor), 1,
-	  COPUS_HINT_MODEL_MAX },
-	{ "c", ARCH_WRN, offsetof(copus_planner_desc, channels), 1,
-	  COPUS_HINT_MODEL_MAX },
-	{ "k", ARCH_WRN, offsetof(copus_planner_desc, classes), 1,
-	  COPUS_HINT_VOCAB_MAX },
-	{ "i", ARCH_WRN, offsetof(copus_planner_desc, image_size), 32,
-	  COPUS_HINT_MODEL_MAX },
-};
-
-#define N_MODEL_FIELDS (sizeof(model_fields) / sizeof(*model_fields))
-
-static int *_field_of(copus_planner_desc *d, const struct model_field *f)
-{
-	return (int *)((char *)d + f->offset);
-}
-
-static int _field_get(const copus_planner_desc *d, const struct model_field *f)
-{
-	return *(const int *)((const char *)d + f->offset);
-}
-
-/* The architecture's name, or NULL. */
-static const char *_arch_name(int a)
-{
-	if (a < 0 || (size_t)a >= sizeof(arch_names) / sizeof(*arch_names))
-		return NULL;
-	return arch_names[a];
-}
 
 const char *copus_job_state_name(copus_job_state s)
 {
@@ -153,57 +85,6 @@ static bool _finite_nonneg(double x)
 	return isfinite(x) && x >= 0.0;
 }
 
-/*
- * Whether a model descriptor is one that "mdl" may carry: every member of
- * its architecture within its bounds, the values the planner knows, and a
- * model copus_planner_layers() builds. Members of other architectures are
- * not looked at.
- */
-static int _model_check(const copus_planner_desc *d, char *err,
-			size_t errlen)
-{
-	copus_planner_layer layers[COPUS_PLANNER_MAX_LAYERS];
-	const char *arch = _arch_name((int)d->arch);
-	int n;
-
-	if (arch == NULL) {
-		copus__err_set(err, errlen, "hint field \"mdl.a\": unknown architecture %d",
-		     (int)d->arch);
-		return COPUS_EINVAL;
-	}
-	for (size_t i = 0; i < N_MODEL_FIELDS; i++) {
-		const struct model_field *f = &model_fields[i];
-		int x = _field_get(d, f);
-
-		if (!(f->archs & ARCH_BIT(d->arch)))
-			continue;
-		if (x < f->lo || x > f->hi) {
-			copus__err_set(err, errlen,
-			     "hint field \"mdl.%s\": %d outside [%d, %d]",
-			     f->key, x, f->lo, f->hi);
-			return COPUS_EINVAL;
-		}
-	}
-	if (d->dtype_bytes != 2 && d->dtype_bytes != 4) {
-		copus__err_set(err, errlen, "hint field \"mdl.dt\": %d is not 2 or 4",
-		     d->dtype_bytes);
-		return COPUS_EINVAL;
-	}
-	if (d->arch == COPUS_ARCH_WIDE_RESNET && d->depth != 50 &&
-	    d->depth != 101) {
-		copus__err_set(err, errlen, "hint field \"mdl.d\": %d is not 50 or 101",
-		     d->depth);
-		return COPUS_EINVAL;
-	}
-	if (copus_planner_layers(d, layers, COPUS_PLANNER_MAX_LAYERS, &n) !=
-	    COPUS_OK) {
-		copus__err_set(err, errlen,
-		     "hint field \"mdl\": the planner builds no %s model from it",
-		     arch);
-		return COPUS_EINVAL;
-	}
-	return COPUS_OK;
-}
 
 /* Check what the encoder must never send; the bounds match the parser's. */
 static int _encode_check(const copus_hint *h, char *err, size_t errlen)
@@ -298,31 +179,10 @@ static int _encode_check(const copus_hint *h, char *err, size_t errlen)
 		}
 	}
 	if (h->has_model)
-		return _model_check(&h->model, err, errlen);
+		return copus__hint_model_check(&h->model, err, errlen);
 	return COPUS_OK;
 }
 
-/* Append to buf at *pos; false when the text does not fit. */
-static bool _put(char *buf, size_t size, size_t *pos, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool _put(char *buf, size_t size, size_t *pos, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*pos >= size)
-		return false;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *pos, size - *pos, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= size - *pos) {
-		*pos = size;
-		return false;
-	}
-	*pos += (size_t)n;
-	return true;
-}
 
 int copus_hint_encode(const copus_hint *h, char *buf, size_t size,
 		      size_t *len, char *err, size_t errlen)
@@ -344,7 +204,7 @@ int copus_hint_encode(const copus_hint *h, char *buf, size_t size,
 	/* The message may use at most COPUS_HINT_MAX_LEN bytes and the NUL. */
 	cap = size < COPUS_HINT_MAX_LEN + 1 ? size : COPUS_HINT_MAX_LEN + 1;
 	/* %.10g keeps ten significant digits: plenty for a model, and short. */
-	ok = _put(buf, cap, &pos,
+	ok = copus__hint_put(buf, cap, &pos,
 		  COPUS_HINT_PREFIX "{\"v\":%d,\"job\":%u,\"st\":\"%s\","
 		  "\"step\":%lld,\"rc\":%d,\"t\":%lld,"
 		  "\"b0\":%.10g,\"bmax\":%.10g,\"lmin\":%d,\"lmax\":%d,"
@@ -356,38 +216,30 @@ int copus_hint_encode(const copus_hint *h, char *buf, size_t size,
 		  l->accumulation ? "true" : "false", h->grad.sqr,
 		  h->grad.var, h->progress);
 	if (ok && h->target > 0.0)
-		ok = _put(buf, cap, &pos, ",\"tgt\":%.10g", h->target);
+		ok = copus__hint_put(buf, cap, &pos, ",\"tgt\":%.10g",
+				     h->target);
 	if (ok && h->granularity > 1)
-		ok = _put(buf, cap, &pos, ",\"gran\":%d", h->granularity);
+		ok = copus__hint_put(buf, cap, &pos, ",\"gran\":%d",
+				     h->granularity);
 	if (ok && h->n_perf > 0) {
-		ok = _put(buf, cap, &pos, ",\"perf\":{");
+		ok = copus__hint_put(buf, cap, &pos, ",\"perf\":{");
 		for (int i = 0; ok && i < h->n_perf; i++) {
 			double v[7];
 
 			_perf_array(&h->perf[i].perf, v);
-			ok = _put(buf, cap, &pos,
+			ok = copus__hint_put(buf, cap, &pos,
 				  "%s\"%s\":[%.10g,%.10g,%.10g,%.10g,%.10g,"
 				  "%.10g,%.10g]", i > 0 ? "," : "",
 				  h->perf[i].type, v[0], v[1], v[2], v[3],
 				  v[4], v[5], v[6]);
 		}
 		if (ok)
-			ok = _put(buf, cap, &pos, "}");
+			ok = copus__hint_put(buf, cap, &pos, "}");
 	}
-	if (ok && h->has_model) {
-		ok = _put(buf, cap, &pos, ",\"mdl\":{\"a\":\"%s\"",
-			  _arch_name((int)h->model.arch));
-		for (size_t i = 0; ok && i < N_MODEL_FIELDS; i++)
-			if (model_fields[i].archs & ARCH_BIT(h->model.arch))
-				ok = _put(buf, cap, &pos, ",\"%s\":%d",
-					  model_fields[i].key,
-					  _field_get(&h->model,
-						     &model_fields[i]));
-		if (ok)
-			ok = _put(buf, cap, &pos, "}");
-	}
+	if (ok && h->has_model)
+		ok = copus__hint_model_encode(&h->model, buf, cap, &pos);
 	if (ok)
-		ok = _put(buf, cap, &pos, "}");
+		ok = copus__hint_put(buf, cap, &pos, "}");
 	if (!ok) {
 		buf[0] = '\0';
 		copus__err_set(err, errlen, "hint longer than %d bytes (or than the buffer)",
@@ -408,16 +260,9 @@ int copus_hint_is_hint(const char *text)
  * Parsing
  * ------------------------------------------------------------------------ */
 
-struct parse {
-	struct json_object *root;
-	char *err;
-	size_t errlen;
-	int clamped;
-};
-
 /* The member key of the root object, or NULL with an error when absent. */
-static struct json_object *_member(struct parse *p, const char *key,
-				   bool required)
+static struct json_object *_member(struct copus__hint_parse *p,
+				   const char *key, bool required)
 {
 	struct json_object *v = NULL;
 
@@ -430,54 +275,8 @@ static struct json_object *_member(struct parse *p, const char *key,
 	return v;
 }
 
-/* A JSON number (int or real) that is finite and >= 0. */
-static int _number(struct parse *p, struct json_object *v, const char *name,
-		   double *out)
-{
-	double x;
-
-	if (!json_object_is_type(v, json_type_double) &&
-	    !json_object_is_type(v, json_type_int)) {
-		copus__err_set(p->err, p->errlen, "hint field \"%s\": %s is not a number",
-		     name, json_object_to_json_string(v));
-		return COPUS_EPARSE;
-	}
-	x = json_object_get_double(v);
-	if (!isfinite(x) || x < 0.0) {
-		copus__err_set(p->err, p->errlen,
-		     "hint field \"%s\": %g is not a finite number >= 0",
-		     name, x);
-		return COPUS_EPARSE;
-	}
-	*out = x;
-	return COPUS_OK;
-}
-
-/* A JSON integer in [lo, hi]. */
-static int _integer(struct parse *p, struct json_object *v, const char *name,
-		    int64_t lo, int64_t hi, int64_t *out)
-{
-	int64_t x;
-
-	if (!json_object_is_type(v, json_type_int)) {
-		copus__err_set(p->err, p->errlen, "hint field \"%s\": %s is not an integer",
-		     name, json_object_to_json_string(v));
-		return COPUS_EPARSE;
-	}
-	errno = 0;
-	x = json_object_get_int64(v);
-	if (errno != 0 || x < lo || x > hi) {
-		copus__err_set(p->err, p->errlen,
-		     "hint field \"%s\": %s outside [%lld, %lld]", name,
-		     json_object_to_json_string(v), (long long)lo,
-		     (long long)hi);
-		return COPUS_EPARSE;
-	}
-	*out = x;
-	return COPUS_OK;
-}
-
-static double _clamp(struct parse *p, double x, double lo, double hi)
+static double _clamp(struct copus__hint_parse *p, double x, double lo,
+		     double hi)
 {
 	if (x < lo) {
 		p->clamped++;
@@ -490,23 +289,25 @@ static double _clamp(struct parse *p, double x, double lo, double hi)
 	return x;
 }
 
-static int _num_key(struct parse *p, const char *key, double *out)
+static int _num_key(struct copus__hint_parse *p, const char *key,
+		    double *out)
 {
 	struct json_object *v = _member(p, key, true);
 
-	return v == NULL ? COPUS_EPARSE : _number(p, v, key, out);
+	return v == NULL ? COPUS_EPARSE : copus__hint_number(p, v, key, out);
 }
 
-static int _int_key(struct parse *p, const char *key, int64_t lo, int64_t hi,
-		    int64_t *out)
+static int _int_key(struct copus__hint_parse *p, const char *key,
+		    int64_t lo, int64_t hi, int64_t *out)
 {
 	struct json_object *v = _member(p, key, true);
 
-	return v == NULL ? COPUS_EPARSE : _integer(p, v, key, lo, hi, out);
+	return v == NULL ? COPUS_EPARSE
+			 : copus__hint_integer(p, v, key, lo, hi, out);
 }
 
-static int _parse_perf(struct parse *p, struct json_object *perf,
-		       copus_hint *out)
+static int _parse_perf(struct copus__hint_parse *p,
+		       struct json_object *perf, copus_hint *out)
 {
 	char name[64];
 
@@ -541,8 +342,9 @@ static int _parse_perf(struct parse *p, struct json_object *perf,
 
 			snprintf(name, sizeof(name), "perf.%s.%s", key,
 				 perf_names[k]);
-			rc = _number(p, json_object_array_get_idx(arr, k), name,
-				     &v[k]);
+			rc = copus__hint_number(p,
+						json_object_array_get_idx(arr, k),
+						name, &v[k]);
 			if (rc != COPUS_OK)
 				return rc;
 			if (k == 6)
@@ -559,91 +361,13 @@ static int _parse_perf(struct parse *p, struct json_object *perf,
 	return COPUS_OK;
 }
 
-static int _parse_model(struct parse *p, struct json_object *mdl,
-			copus_hint *out)
-{
-	copus_planner_desc *d = &out->model;
-	struct json_object *a = NULL;
-	const char *arch;
-	char name[16];
-	int rc;
-
-	if (!json_object_is_type(mdl, json_type_object)) {
-		copus__err_set(p->err, p->errlen, "hint field \"mdl\": %.40s is not an object",
-		     json_object_to_json_string(mdl));
-		return COPUS_EPARSE;
-	}
-	if (!json_object_object_get_ex(mdl, "a", &a) || a == NULL) {
-		copus__err_set(p->err, p->errlen, "hint field \"mdl.a\" is missing");
-		return COPUS_EPARSE;
-	}
-	if (!json_object_is_type(a, json_type_string)) {
-		copus__err_set(p->err, p->errlen, "hint field \"mdl.a\": %.40s is not a string",
-		     json_object_to_json_string(a));
-		return COPUS_EPARSE;
-	}
-	arch = json_object_get_string(a);
-	for (int k = 0; k < (int)(sizeof(arch_names) / sizeof(*arch_names)); k++)
-		if (arch_names[k] != NULL && strcmp(arch, arch_names[k]) == 0)
-			d->arch = (copus_planner_arch)k;
-	if (d->arch == 0) {
-		copus__err_set(p->err, p->errlen,
-		     "hint field \"mdl.a\": unknown architecture %.40s",
-		     json_object_to_json_string(a));
-		return COPUS_EPARSE;
-	}
-	/* No member of another architecture, nor an unknown one. */
-	json_object_object_foreach(mdl, key, val) {
-		const struct model_field *f = NULL;
-
-		(void)val;
-		if (strcmp(key, "a") == 0)
-			continue;
-		for (size_t i = 0; i < N_MODEL_FIELDS; i++)
-			if (strcmp(key, model_fields[i].key) == 0)
-				f = &model_fields[i];
-		if (f == NULL) {
-			copus__err_set(p->err, p->errlen,
-			     "hint field \"mdl.%.32s\" is unknown", key);
-			return COPUS_EPARSE;
-		}
-		if (!(f->archs & ARCH_BIT(d->arch))) {
-			copus__err_set(p->err, p->errlen,
-			     "hint field \"mdl.%s\" is not a member of "
-			     "architecture \"%s\"", key, arch);
-			return COPUS_EPARSE;
-		}
-	}
-	for (size_t i = 0; i < N_MODEL_FIELDS; i++) {
-		const struct model_field *f = &model_fields[i];
-		struct json_object *v = NULL;
-		int64_t x;
-
-		if (!(f->archs & ARCH_BIT(d->arch)))
-			continue;
-		snprintf(name, sizeof(name), "mdl.%s", f->key);
-		if (!json_object_object_get_ex(mdl, f->key, &v) || v == NULL) {
-			copus__err_set(p->err, p->errlen, "hint field \"%s\" is missing",
-			     name);
-			return COPUS_EPARSE;
-		}
-		rc = _integer(p, v, name, f->lo, f->hi, &x);
-		if (rc != COPUS_OK)
-			return rc;
-		*_field_of(d, f) = (int)x;
-	}
-	if (_model_check(d, p->err, p->errlen) != COPUS_OK)
-		return COPUS_EPARSE;
-	out->has_model = 1;
-	return COPUS_OK;
-}
 
 static const char *const known_keys[] = {
 	"v", "job", "st", "step", "rc", "t", "b0", "bmax", "lmin", "lmax",
 	"acc", "sqr", "var", "prog", "tgt", "gran", "perf", "mdl",
 };
 
-static int _parse_root(struct parse *p, copus_hint *out)
+static int _parse_root(struct copus__hint_parse *p, copus_hint *out)
 {
 	struct json_object *v;
 	copus_batch_limits *l = &out->limits;
@@ -748,13 +472,14 @@ static int _parse_root(struct parse *p, copus_hint *out)
 	out->progress = _clamp(p, x, 0.0, COPUS_HINT_PROGRESS_MAX);
 
 	if ((v = _member(p, "tgt", false)) != NULL) {
-		if ((rc = _number(p, v, "tgt", &x)) != COPUS_OK)
+		if ((rc = copus__hint_number(p, v, "tgt", &x)) != COPUS_OK)
 			return rc;
 		out->target = _clamp(p, x, 0.0, COPUS_HINT_PROGRESS_MAX);
 	}
 	if ((v = _member(p, "gran", false)) != NULL) {
-		if ((rc = _integer(p, v, "gran", 1, COPUS_HINT_GRAN_MAX,
-				   &i64)) != COPUS_OK)
+		if ((rc = copus__hint_integer(p, v, "gran", 1,
+					       COPUS_HINT_GRAN_MAX,
+					       &i64)) != COPUS_OK)
 			return rc;
 		out->granularity = i64 > 1 ? (int)i64 : 0;
 	}
@@ -763,7 +488,7 @@ static int _parse_root(struct parse *p, copus_hint *out)
 			return rc;
 	}
 	if ((v = _member(p, "mdl", false)) != NULL) {
-		if ((rc = _parse_model(p, v, out)) != COPUS_OK)
+		if ((rc = copus__hint_model_parse(p, v, out)) != COPUS_OK)
 			return rc;
 	}
 	return COPUS_OK;
@@ -800,7 +525,7 @@ int copus_hint_parse(const char *text, copus_hint *out, char *err,
 		     size_t errlen)
 {
 	struct json_tokener *tok = NULL;
-	struct parse p = { .err = err, .errlen = errlen };
+	struct copus__hint_parse p = { .err = err, .errlen = errlen };
 	size_t n, plen = strlen(COPUS_HINT_PREFIX);
 	int rc;
 

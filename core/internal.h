@@ -50,4 +50,49 @@ int copus__planner_each(const copus_planner_model *m, int batch,
 			const copus_planner_options *o,
 			int (*fn)(const copus_planner_plan *p, void *arg),
 			void *arg);
+
+/*
+ * The hint message (core/hint.c), its "mdl" member (core/hint-model.c) and
+ * the writer and readers of one member (core/hint-field.c). hint.c calls
+ * the other two, hint-model.c calls hint-field.c.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <copus/hint.h>
+
+struct json_object;
+
+/* The parser's state: the root object and where its error goes. */
+struct copus__hint_parse {
+	struct json_object *root;
+	char *err;
+	size_t errlen;
+	int clamped;
+};
+
+/* Append to buf at *pos; false when the text does not fit. */
+bool copus__hint_put(char *buf, size_t size, size_t *pos, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
+/* A JSON number (int or real) that is finite and >= 0. */
+int copus__hint_number(struct copus__hint_parse *p, struct json_object *v,
+		       const char *name, double *out);
+/* A JSON integer in [lo, hi]. */
+int copus__hint_integer(struct copus__hint_parse *p, struct json_object *v,
+			const char *name, int64_t lo, int64_t hi,
+			int64_t *out);
+
+/*
+ * Whether a model descriptor is one that "mdl" may carry (an error names
+ * the field).
+ */
+int copus__hint_model_check(const copus_planner_desc *d, char *err,
+			    size_t errlen);
+/* Append "mdl" to the encoder's text; false when it does not fit. */
+bool copus__hint_model_encode(const copus_planner_desc *d, char *buf,
+			      size_t size, size_t *pos);
+/* Parse "mdl" into out->model and set out->has_model. */
+int copus__hint_model_parse(struct copus__hint_parse *p,
+			    struct json_object *mdl, copus_hint *out);
+
 #endif /* COPUS_CORE_INTERNAL_H */

@@ -15,6 +15,8 @@ core_libcopus_core_la_SOURCES = \
 	core/predict.c \
 	core/history.c \
 	core/hint.c \
+	core/hint-model.c \
+	core/hint-field.c \
 	core/noise.c \
 	core/policy.c \
 	core/plan.c \
