@@ -1,9 +1,10 @@
 /*
  * Phase 2 of a sched/copus round, the decision (see round.h): from the
  * snapshot's plain copies to the policy's input, the predictor's remaining
- * times, the policy's decisions, and an action and a reason per job. No
- * Slurm header, no Slurm call, no lock: tests/test-plugin-round runs it
- * without slurmctld.
+ * times, the policy's decisions, and an action and a reason per job; the
+ * users' usage and cap are in round-users.c, the input of a job whose hint
+ * describes its model in round-plans.c. No Slurm header, no Slurm call, no
+ * lock: tests/test-plugin-round runs it without slurmctld.
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "copus/hint.h"
 #include "copus/policy.h"
 #include "copus/predict.h"
+#include "round-parts.h"
 #include "round.h"
 #include "sched_copus.h"
 
@@ -27,15 +29,8 @@ static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
 		     int64_t mask, int *avail, int *pick);
 static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask);
-static void _input_plans(struct copus__sched *s, struct copus__round *r,
-			 struct copus__round_job *j, copus_job *c,
-			 struct copus__memo *in);
-static void _rigid_on_a_plan(const struct copus__round_job *j, copus_job *c);
 static void _build_input(struct copus__sched *s, struct copus__round *r);
 static void _predict(struct copus__sched *s, struct copus__round *r);
-static void _user_room(struct copus__sched *s, struct copus__round *r);
-static bool _user_takes(struct copus__round *r, struct copus__round_job *j,
-			int more, int cap);
 static void _time_limits(struct copus__round *r);
 
 /* The policy's decisions */
@@ -49,7 +44,7 @@ static void _plan(struct copus__sched *s, struct copus__round *r);
 
 void copus__round_decide(struct copus__sched *s, struct copus__round *r)
 {
-	_user_room(s, r);
+	copus__round_user_room(s, r);
 	_build_input(s, r);
 	_decide(s, r);
 	_plan(s, r);
@@ -238,7 +233,7 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		c->alloc_type = -1;
 	}
 	if (in && in->have_hint && in->hint.has_model && !j->rigid) {
-		_input_plans(s, r, j, c, in);
+		copus__round_input_plans(s, r, j, c, in);
 		if (!j->ncells && !j->running) {
 			/* Nowhere to run: not the policy's to start. */
 			snprintf(j->reason_buf, sizeof(j->reason_buf),
@@ -254,95 +249,6 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	r->rj_of[r->njobs++] = i;
 }
 
-/*
- * The cells of a job whose hint describes its model, by the planner (see
- * plans.h): the policy chooses among them, at the job's own batch (the
- * plan is for that batch), and the granularity of its hint gives way to
- * them (a plan's pipeline x tensor degree differs from cell to cell). A
- * running job with no cell at all keeps its GPUs as a rigid job does; a
- * policy that does not pick cells sees it rigid on a count with a plan.
- */
-static void _input_plans(struct copus__sched *s, struct copus__round *r,
-			 struct copus__round_job *j, copus_job *c,
-			 struct copus__memo *in)
-{
-	struct copus__planner *pl = &s->planner;
-	struct copus__plan_ask a;
-	int max, n = 0;
-
-	j->planned = true;
-	if (!in->model_id ||
-	    memcmp(&in->model, &in->hint.model, sizeof(in->model))) {
-		/* A new model: a new key, so no stale plan is found. */
-		if (pl->next_model == INT32_MAX) {
-			if (pl->cache)
-				copus_planner_cache_clear(pl->cache);
-			pl->cached = 0;
-			pl->next_model = 0;
-		}
-		in->model = in->hint.model;
-		in->model_id = ++pl->next_model;
-	}
-	memset(&a, 0, sizeof(a));
-	a.model_id = in->model_id;
-	a.model = &in->model;
-	a.batch = (int)lround(in->hint.limits.init_batch);
-	a.kmin = c->min_gpus;
-	a.kmax = c->max_gpus;
-	a.type_mask = c->type_mask;
-	a.cur_type = j->running ? j->alloc_type : -1;
-	a.cur_gpus = j->running ? j->cur_gpus : 0;
-	a.cur_nodes = j->running ? j->nalloc : 0;
-	max = (a.kmax - a.kmin + 2) * r->ntypes;
-	j->cells = calloc(max, sizeof(*j->cells));
-	j->plans = calloc(max, sizeof(*j->plans));
-	j->plan_rc = !j->cells || !j->plans ? COPUS_ENOMEM :
-		     copus__plan_cells(pl, &a, r->nodes, r->nnodes, r->ntypes,
-				       (const char (*)[16])r->types, j->cells,
-				       j->plans, max, &n);
-	j->ncells = j->plan_rc == COPUS_OK ? n : 0;
-	c->fixed_batch = true;
-	c->granularity = j->multiple;
-	c->remaining_iters = in->hint.target > 0.0 ?
-			     fmax(in->hint.target - in->hint.progress, 0.0) :
-			     -1.0;
-	if (!j->ncells) {
-		/* Running (a pending one is left out): where it runs. */
-		c->elastic = false;
-		c->req_gpus = c->min_gpus = c->max_gpus = j->cur_gpus;
-		return;
-	}
-	c->cells = j->cells;
-	c->num_cells = j->ncells;
-	if (!copus_policy_traits(s->policy)->picks_cells)
-		_rigid_on_a_plan(j, c);
-}
-
-/*
- * For a policy that does not choose among cells: the job rigid where it
- * runs, or on the count with a plan nearest its request (the smaller of
- * two as near), so that the policy gives it a size with a plan; a cell
- * the policy then places on more nodes than the plan's is not applied.
- */
-static void _rigid_on_a_plan(const struct copus__round_job *j, copus_job *c)
-{
-	int k, best = 0;
-
-	if (j->running) {
-		best = j->cur_gpus;
-	} else {
-		for (k = 0; k < j->ncells; k++) {
-			int g = j->cells[k].gpus;
-
-			if (!best || abs(g - c->req_gpus) < abs(best - c->req_gpus) ||
-			    (abs(g - c->req_gpus) == abs(best - c->req_gpus) &&
-			     g < best))
-				best = g;
-		}
-	}
-	c->elastic = false;
-	c->req_gpus = c->min_gpus = c->max_gpus = best;
-}
 
 /*
  * Predicts the remaining time of the input jobs whose hints give none: the
@@ -441,34 +347,6 @@ static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
  * policy can start at once, so the policy cannot start one before a job of
  * higher priority; the others wait with a reason.
  */
-static int _cmp_uid(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The users' usage decayed to the round, and how many users have jobs. */
-static void _users(struct copus__sched *s, struct copus__round *r)
-{
-	uint32_t *uid = calloc(r->nrj + 1, sizeof(*uid));
-	int i;
-
-	copus__usage_decay(&s->usage, r->when, r->decay_hl);
-	/* The usage reaches copus_state at least once a minute. */
-	if (s->usage.n && r->when - s->usage.saved >= 60)
-		s->state_dirty = true;
-	r->nusers = 0;
-	if (!uid)
-		return;
-	for (i = 0; i < r->nrj; i++)
-		uid[i] = r->rj[i].uid;
-	qsort(uid, r->nrj, sizeof(*uid), _cmp_uid);
-	for (i = 0; i < r->nrj; i++)
-		if (i == 0 || uid[i] != uid[i - 1])
-			r->nusers++;
-	free(uid);
-}
 
 static void _build_input(struct copus__sched *s, struct copus__round *r)
 {
@@ -476,7 +354,7 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 	int n = 0, i, t, part = -1, *avail, *pick;
 	bool blocked = false, head = true;
 
-	_users(s, r);
+	copus__round_users(s, r);
 	for (t = 0; t < r->ntypes; t++)
 		r->type_ptrs[t] = r->types[t];
 	r->jobs = calloc(r->nrj + 1, sizeof(*r->jobs));
@@ -580,71 +458,6 @@ out:
 	free(order);
 }
 
-static int _cmp_user(const void *a, const void *b)
-{
-	const struct copus__round_job *x =
-		*(const struct copus__round_job *const *)a;
-	const struct copus__round_job *y =
-		*(const struct copus__round_job *const *)b;
-
-	return strcmp(x->user, y->user);
-}
-
-/*
- * With copus_max_gpus_per_user, groups the round's jobs by user and sets
- * what each user may still take: the cap less the GPUs the user's running
- * jobs hold (rigid ones included).
- */
-static void _user_room(struct copus__sched *s, struct copus__round *r)
-{
-	struct copus__round_job **by;
-	int i, g = -1;
-
-	if (s->params.user_cap <= 0 || r->nrj == 0)
-		return;
-	by = calloc(r->nrj, sizeof(*by));
-	r->user_left = calloc(r->nrj, sizeof(*r->user_left));
-	if (!by || !r->user_left) {
-		free(by);
-		free(r->user_left);
-		r->user_left = NULL;
-		return;
-	}
-	for (i = 0; i < r->nrj; i++)
-		by[i] = &r->rj[i];
-	qsort(by, r->nrj, sizeof(*by), _cmp_user);
-	for (i = 0; i < r->nrj; i++) {
-		if (i == 0 || strcmp(by[i]->user, by[i - 1]->user))
-			r->user_left[++g] = s->params.user_cap;
-		by[i]->user_grp = g;
-		if (by[i]->running)
-			r->user_left[g] -= by[i]->cur_gpus;
-	}
-	free(by);
-}
-
-/*
- * Whether job j's user may take more GPUs this round under the cap (and
- * if so they are counted); true without a cap or when more <= 0.
- */
-static bool _user_takes(struct copus__round *r, struct copus__round_job *j,
-			int more, int cap)
-{
-	int *left;
-
-	if (!r->user_left || more <= 0)
-		return true;
-	left = &r->user_left[j->user_grp];
-	if (more > *left) {
-		snprintf(j->reason_buf, sizeof(j->reason_buf),
-			 "copus: its user's jobs hold or take the %d GPUs of "
-			 "copus_max_gpus_per_user", cap);
-		j->reason = j->reason_buf;
-		return false;
-	}
-	*left -= more;
-	return true;
-}
 
 /*
  * A rigid job's time limit bounds what it can still need: no remaining
@@ -767,10 +580,11 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 				continue;
 			if (j->no_plan)
 				continue;
-			if (!_user_takes(r, j, d->gpu_type < 0 ? 0 :
-					 j->per_node * j->num_nodes -
-						 j->cur_gpus,
-					 s->params.user_cap))
+			if (!copus__round_user_takes(
+				    r, j,
+				    d->gpu_type < 0 ? 0 :
+				    j->per_node * j->num_nodes - j->cur_gpus,
+				    s->params.user_cap))
 				continue;
 			j->action = COPUS__ACT_ASK;
 			continue;
@@ -800,7 +614,7 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 		     (!j->type_req[0] ||
 		      !strcmp(j->type_req, r->types[j->dtype])))) {
 			if (!j->waits_release) {
-				if (_user_takes(r, j, j->rigid ?
+				if (copus__round_user_takes(r, j, j->rigid ?
 						j->gpn_req * j->nodes_req :
 						j->per_node * j->num_nodes,
 						s->params.user_cap))
@@ -816,8 +630,8 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->reason = "copus: waiting for its begin time";
 			continue;
 		}
-		if (!_user_takes(r, j, j->per_node * j->num_nodes,
-				 s->params.user_cap))
+		if (!copus__round_user_takes(r, j, j->per_node * j->num_nodes,
+					     s->params.user_cap))
 			continue;
 		j->action = COPUS__ACT_RESIZE;
 		snprintf(j->reason_buf, sizeof(j->reason_buf),
