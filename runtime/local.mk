@@ -32,7 +32,10 @@ RUNTIME_TEST_LIBS = runtime/libcopus.la core/libcopus-core.la \
 	$(CUNIT_LIBS) -lm
 
 check_PROGRAMS += tests/test-runtime
-tests_test_runtime_SOURCES = tests/test-runtime.c tests/harness.h
+tests_test_runtime_SOURCES = tests/test-runtime.c tests/test-runtime.h \
+	tests/test-runtime-planned.c tests/test-runtime-hints.c \
+	tests/test-runtime-ranks.c tests/test-runtime-rescale.c \
+	tests/test-runtime-manifest.c tests/harness.h
 tests_test_runtime_CFLAGS = $(TEST_CFLAGS)
 tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS) $(ZLIB_LIBS)
 tests_test_runtime_CPPFLAGS = $(AM_CPPFLAGS) $(ZLIB_CFLAGS)

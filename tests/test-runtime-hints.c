@@ -1,0 +1,214 @@
+/*
+ * tests/test-runtime: hints. The job's hints reach the callback or
+ * scontrol, outside Slurm too, and a rescale checkpoint that fails tells
+ * the scheduler.
+ */
+#include <copus_config.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <copus/copus.h>
+#include <copus/hint.h>
+
+#include "harness.h"
+#include "test-runtime.h"
+
+
+static char last_hint[COPUS_HINT_MAX_LEN + 1];
+static int hints_seen;
+
+static int record_hint(void *arg, const char *hint)
+{
+	(void)arg;
+	snprintf(last_hint, sizeof(last_hint), "%s", hint);
+	hints_seen++;
+	return 0;
+}
+
+void test_hints_callback(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_hint h;
+
+	clear_env();
+	setenv("SLURM_JOB_ID", "77", 1);
+	setenv("SLURM_RESTART_COUNT", "2", 1);
+	c.publish = record_hint;
+	c.hint_interval = 3600; /* only the first step's hint is due */
+	c.target_progress = 1000;
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	for (int s = 0; s < 10; s++) {
+		copus_step_begin(ctx);
+		spin(2e-4);
+		ASSERT_STATUS(copus_step_end(ctx, 16, 3), COPUS_OK);
+	}
+	CU_ASSERT_EQUAL(hints_seen, 1);
+	ASSERT_STATUS(copus_publish(ctx), COPUS_OK);
+	CU_ASSERT_EQUAL(hints_seen, 2);
+	ASSERT_STATUS(copus_hint_parse(last_hint, &h, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(h.job_id, 77);
+	CU_ASSERT_EQUAL(h.restart_count, 2);
+	CU_ASSERT_EQUAL(h.step, 10);
+	CU_ASSERT_EQUAL(h.state, COPUS_STATE_RUNNING);
+	ASSERT_CLOSE(h.target, 1000, 0);
+	ASSERT_CLOSE(h.limits.init_batch, 64, 0);
+	/* Eight timed steps after the warm-up: one GPU type fitted. */
+	CU_ASSERT_EQUAL(h.n_perf, 1);
+	CU_ASSERT_STRING_EQUAL(h.perf[0].type, "default");
+	CU_ASSERT_EQUAL(h.clamped, 0);
+	copus_finalize(ctx);
+	clear_env();
+}
+
+/*
+ * Outside Slurm the callback is the channel: it gets the hints of the job
+ * COPUS_JOB_ID names; without any job id copus_init says what is missing
+ * instead of never calling it.
+ */
+void test_hints_callback_outside_slurm(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_hint h;
+
+	clear_env();
+	c.publish = record_hint;
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_JOB_ID");
+	setenv("COPUS_JOB_ID", "12345", 1);
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(hints_seen, 1);
+	ASSERT_STATUS(copus_hint_parse(last_hint, &h, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(h.job_id, 12345);
+	copus_finalize(ctx);
+	clear_env();
+	setenv("COPUS_JOB_ID", "0", 1);
+	expect_init_error(&c, COPUS_EINVAL, "COPUS_JOB_ID");
+	clear_env();
+}
+
+/* The Slurm channel, with a stand-in for scontrol that records its argv. */
+static copus_job_state hint_states[8];
+
+static int record_state(void *arg, const char *hint)
+{
+	copus_hint h;
+
+	(void)arg;
+	if (copus_hint_parse(hint, &h, NULL, 0) == COPUS_OK && hints_seen < 8)
+		hint_states[hints_seen] = h.state;
+	hints_seen++;
+	return 0;
+}
+
+/*
+ * A rescale checkpoint that cannot be written (the directory became a
+ * regular file): the step succeeds, the job keeps running, and the
+ * scheduler hears "checkpointing" and then "running" again.
+ */
+void test_failed_rescale_checkpoint_tells_the_scheduler(void)
+{
+	copus_config c = base_config();
+	copus_job_state st;
+	copus_ctx *ctx;
+	char dir[512];
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(dir, sizeof(dir), "%s/ckpt", tmpdir);
+	setenv("COPUS_JOB_ID", "321", 1);
+	c.publish = record_state;
+	c.hint_interval = 3600;
+	c.ckpt_dir = dir;
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	f = fopen(dir, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("not a directory\n", f);
+	fclose(f);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK); /* a hint */
+	copus_request_rescale(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	ASSERT_STATUS(copus_state(ctx, &st), COPUS_OK);
+	CU_ASSERT_EQUAL(st, COPUS_STATE_RUNNING);
+	CU_ASSERT_EQUAL(hints_seen, 3);
+	CU_ASSERT_EQUAL(hint_states[1], COPUS_STATE_CHECKPOINTING);
+	CU_ASSERT_EQUAL(hint_states[2], COPUS_STATE_RUNNING);
+	/* It trains on. */
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	copus_finalize(ctx);
+	clear_env();
+	remove_tmpdir();
+}
+
+void test_hints_scontrol(void)
+{
+	copus_config c = base_config();
+	char script[512], out[512], cmd[1024], line[2048];
+	copus_ctx *ctx;
+	copus_hint h;
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(script, sizeof(script), "%s/scontrol", tmpdir);
+	snprintf(out, sizeof(out), "%s/args", tmpdir);
+	f = fopen(script, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s'\n", out);
+	fclose(f);
+	chmod(script, 0755);
+	setenv("COPUS_SCONTROL", script, 1);
+	setenv("SLURM_JOB_ID", "91", 1);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_step_begin(ctx);
+	copus_step_end(ctx, 64, 0);
+	/* copus_publish waits for the delivery. */
+	ASSERT_STATUS(copus_publish(ctx), COPUS_OK);
+	copus_finalize(ctx);
+	f = fopen(out, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof(line), f));
+	CU_ASSERT_STRING_EQUAL(line, "update\n");
+	CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof(line), f));
+	CU_ASSERT_STRING_EQUAL(line, "JobId=91\n");
+	CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof(line), f));
+	fclose(f);
+	CU_ASSERT(strncmp(line, "Comment=", 8) == 0);
+	line[strcspn(line, "\n")] = '\0';
+	ASSERT_STATUS(copus_hint_parse(line + 8, &h, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(h.job_id, 91);
+	CU_ASSERT_EQUAL(h.step, 1);
+
+	/* A failing scontrol is reported, not fatal. */
+	f = fopen(script, "w");
+	fprintf(f, "#!/bin/sh\nexit 3\n");
+	fclose(f);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	ASSERT_STATUS(copus_publish(ctx), COPUS_EIO);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 64, 0), COPUS_OK);
+	copus_finalize(ctx);
+	snprintf(cmd, sizeof(cmd), "true");
+	clear_env();
+	remove_tmpdir();
+}
+
