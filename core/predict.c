@@ -2,7 +2,9 @@
  * Remaining-work prediction: a random forest (XGBoost's gbtree booster with
  * one round of many parallel trees, learning rate 1, features sampled per
  * split, rows optionally subsampled) over the attributes of finished jobs,
- * predicting the logarithm of their total work.
+ * predicting the logarithm of their total work; its leaves also give each
+ * running job a sample of totals like its own, from which its remaining
+ * work is read (forest_left).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -16,6 +18,11 @@
 
 enum { F_APP, F_USER, F_GPUS, F_BATCH, F_COUNT };
 
+/* A row in one tree's leaf (struct copus_predictor's leaves). */
+struct lrow {
+	uint32_t leaf, row;
+};
+
 struct copus_predictor {
 	copus_predictor_params params;
 	/* Strings seen in finished jobs; a string's code is its index. */
@@ -28,6 +35,12 @@ struct copus_predictor {
 	BoosterHandle booster;
 	int since_train;
 	size_t trainings;
+	/* The leaf of every recorded job in every tree of the forest, tree
+	 * by tree (trained rows of them each), sorted by leaf (see
+	 * residual_life). */
+	struct lrow *leaves;
+	float *ty; /* the trained rows' log totals (the ring moves on) */
+	size_t trees, trained;
 };
 
 static int params_check(const copus_predictor_params *p)
@@ -80,6 +93,8 @@ void copus_predictor_destroy(copus_predictor *p)
 	free(p->names);
 	free(p->x);
 	free(p->y);
+	free(p->leaves);
+	free(p->ty);
 	free(p);
 }
 
@@ -153,19 +168,24 @@ static int features(copus_predictor *p, const copus_job_attrs *job,
 			goto fail;             \
 	} while (0)
 
-static int train(copus_predictor *p)
+/*
+ * A forest fitted to n rows x with labels y (log totals), or NULL when
+ * XGBoost fails.
+ */
+static BoosterHandle fit(const copus_predictor *p, const float *x,
+			 const float *y, size_t n)
 {
 	DMatrixHandle dm = NULL;
 	BoosterHandle b = NULL;
 	char buf[32];
 	double mean = 0.0;
 
-	for (size_t i = 0; i < p->count; i++)
-		mean += p->y[i];
-	mean /= (double)p->count;
+	for (size_t i = 0; i < n; i++)
+		mean += y[i];
+	mean /= (double)n;
 
-	XGB(XGDMatrixCreateFromMat(p->x, p->count, F_COUNT, NAN, &dm));
-	XGB(XGDMatrixSetFloatInfo(dm, "label", p->y, p->count));
+	XGB(XGDMatrixCreateFromMat(x, n, F_COUNT, NAN, &dm));
+	XGB(XGDMatrixSetFloatInfo(dm, "label", y, n));
 	XGB(XGBoosterCreate(&dm, 1, &b));
 	XGB(XGBoosterSetParam(b, "verbosity", "0"));
 	XGB(XGBoosterSetParam(b, "nthread", "1"));
@@ -187,18 +207,122 @@ static int train(copus_predictor *p)
 	XGB(XGBoosterSetParam(b, "seed", buf));
 	XGB(XGBoosterUpdateOneIter(b, 0, dm));
 	XGDMatrixFree(dm);
-	if (p->booster != NULL)
-		XGBoosterFree(p->booster);
-	p->booster = b;
-	p->since_train = 0;
-	p->trainings++;
-	return COPUS_OK;
+	return b;
 fail:
 	if (b != NULL)
 		XGBoosterFree(b);
 	if (dm != NULL)
 		XGDMatrixFree(dm);
-	return COPUS_EFIT;
+	return NULL;
+}
+
+/*
+ * The forest b's predictions of n rows x into out: log totals, or with
+ * leaves the leaf of each row in each of its trees (n x *trees values,
+ * row by row).
+ */
+static int forest_predict(BoosterHandle b, const float *x, size_t n,
+			  bool leaves, double *out, size_t *trees)
+{
+	DMatrixHandle dm = NULL;
+	bst_ulong len = 0;
+	const float *pred = NULL;
+	int rc = COPUS_OK;
+
+	if (XGDMatrixCreateFromMat(x, n, F_COUNT, NAN, &dm) != 0 ||
+	    XGBoosterPredict(b, dm, leaves ? 2 : 0, 0, 0, &len, &pred) != 0 ||
+	    len == 0 || len % n != 0 || (!leaves && len != n)) {
+		rc = COPUS_EFIT;
+		goto out;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (!isfinite(pred[i]) || (leaves && pred[i] < 0.0)) {
+			rc = COPUS_EFIT;
+			goto out;
+		}
+		out[i] = pred[i];
+	}
+	if (trees != NULL)
+		*trees = len / n;
+out:
+	if (dm != NULL)
+		XGDMatrixFree(dm);
+	return rc;
+}
+
+static int lrow_cmp(const void *a, const void *b)
+{
+	const struct lrow *x = a, *y = b;
+
+	if (x->leaf != y->leaf)
+		return (x->leaf > y->leaf) - (x->leaf < y->leaf);
+	return (x->row > y->row) - (x->row < y->row);
+}
+
+/*
+ * The leaves of n rows whose leaf in each of the trees trees is in
+ * leaf[n x trees], as sorted per-tree lists in out (trees x n), with only
+ * the rows for which use[] is true (all when use is NULL); *kept the rows
+ * per tree.
+ */
+static void leaves_sort(const double *leaf, size_t n, size_t trees,
+			const bool *use, struct lrow *out, size_t *kept)
+{
+	size_t m = 0;
+
+	for (size_t t = 0; t < trees; t++) {
+		struct lrow *o = &out[t * n];
+		m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (use == NULL || use[i])
+				o[m++] = (struct lrow){
+					(uint32_t)leaf[i * trees + t],
+					(uint32_t)i };
+		qsort(o, m, sizeof(*o), lrow_cmp);
+	}
+	*kept = m;
+}
+
+/* Fits the forest to the recorded jobs and records their leaves. */
+static int train(copus_predictor *p)
+{
+	BoosterHandle b = fit(p, p->x, p->y, p->count);
+	double *leaf = NULL;
+	size_t trees = 0, kept;
+	int rc;
+
+	if (b == NULL)
+		return COPUS_EFIT;
+	if (p->booster != NULL)
+		XGBoosterFree(p->booster);
+	p->booster = b;
+	p->since_train = 0;
+	p->trainings++;
+	free(p->leaves);
+	free(p->ty);
+	p->leaves = NULL;
+	p->trees = p->trained = 0;
+	p->ty = malloc(p->count * sizeof(*p->ty));
+	leaf = malloc(p->count * (size_t)p->params.trees * sizeof(*leaf));
+	if (leaf == NULL || p->ty == NULL) {
+		free(leaf);
+		return COPUS_ENOMEM;
+	}
+	memcpy(p->ty, p->y, p->count * sizeof(*p->ty));
+	rc = forest_predict(b, p->x, p->count, true, leaf, &trees);
+	if (rc == COPUS_OK && trees > (size_t)p->params.trees)
+		rc = COPUS_EFIT;
+	if (rc == COPUS_OK &&
+	    (p->leaves = malloc(trees * p->count * sizeof(*p->leaves))) ==
+		    NULL)
+		rc = COPUS_ENOMEM;
+	if (rc == COPUS_OK) {
+		leaves_sort(leaf, p->count, trees, NULL, p->leaves, &kept);
+		p->trees = trees;
+		p->trained = p->count;
+	}
+	free(leaf);
+	return rc;
 }
 
 /* Record one finished job (checked by the caller) without training. */
@@ -281,7 +405,6 @@ static int median_total(const copus_predictor *p, double *out)
 int copus_predictor_total_many(copus_predictor *p, const copus_job_attrs *jobs,
 			       size_t n, double *total_work)
 {
-	DMatrixHandle dm = NULL;
 	float *rows = NULL;
 	int rc = COPUS_OK;
 
@@ -311,24 +434,10 @@ int copus_predictor_total_many(copus_predictor *p, const copus_job_attrs *jobs,
 		    COPUS_OK)
 			goto out;
 
-	bst_ulong len = 0;
-	const float *pred = NULL;
-	if (XGDMatrixCreateFromMat(rows, n, F_COUNT, NAN, &dm) != 0 ||
-	    XGBoosterPredict(p->booster, dm, 0, 0, 0, &len, &pred) != 0 ||
-	    len != n) {
-		rc = COPUS_EFIT;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!isfinite(pred[i])) {
-			rc = COPUS_EFIT;
-			goto out;
-		}
-		total_work[i] = exp(pred[i]);
-	}
+	rc = forest_predict(p->booster, rows, n, false, total_work, NULL);
+	for (size_t i = 0; rc == COPUS_OK && i < n; i++)
+		total_work[i] = exp(total_work[i]);
 out:
-	if (dm != NULL)
-		XGDMatrixFree(dm);
 	free(rows);
 	return rc;
 }
@@ -341,12 +450,165 @@ int copus_predictor_total(copus_predictor *p, const copus_job_attrs *job,
 	return copus_predictor_total_many(p, job, 1, total_work);
 }
 
+/* One point of a job's conditional sample: a finished job's total, or a
+ * running job's work done (its total is more), with its weight. */
+struct wpoint {
+	double v; /* log(total), or log(done) */
+	double w;
+	bool ended;
+};
+
+static int wpoint_cmp(const void *a, const void *b)
+{
+	const struct wpoint *x = a, *y = b;
+
+	if (x->v != y->v)
+		return (x->v > y->v) - (x->v < y->v);
+	return (int)y->ended - (int)x->ended; /* ends first at a tie */
+}
+
+/* [*lo, *hi): the rows of a[0..n) (sorted by leaf) in leaf. */
+static void leaf_range(const struct lrow *a, size_t n, uint32_t leaf,
+		       size_t *lo, size_t *hi)
+{
+	size_t l = 0, h = n;
+
+	while (l < h) {
+		size_t mid = l + (h - l) / 2;
+		if (a[mid].leaf < leaf)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	*lo = l;
+	for (h = l; h < n && a[h].leaf == leaf; h++)
+		;
+	*hi = h;
+}
+
+/*
+ * The median remaining work of a job that has done d, from the points of
+ * its weighted sample above log(d), pt[0..m) sorted: the weighted
+ * Kaplan-Meier estimate of its total given a total above d (which only
+ * the points above d determine), the running jobs censored. False when
+ * no finished job's total is among them.
+ */
+static bool km_median_left(const struct wpoint *pt, size_t m, double d,
+			   double *left)
+{
+	double at_risk = 0.0, above = 0.0, cum = 0.0;
+
+	for (size_t i = 0; i < m; i++)
+		at_risk += pt[i].w;
+	/* The mass of the ends, then the first end past half of it; the
+	 * masses are computed twice rather than stored. */
+	for (int pass = 0; pass < 2; pass++) {
+		double r = at_risk, s = 1.0;
+		for (size_t i = 0; i < m; i++) {
+			if (pt[i].ended && r > 0.0) {
+				double mass = s * pt[i].w / r;
+				s -= mass;
+				if (pass == 0)
+					above += mass;
+				else if ((cum += mass) >= 0.5 * above) {
+					*left = exp(pt[i].v) - d;
+					return true;
+				}
+			}
+			r -= pt[i].w;
+		}
+		if (!(above > 0.0))
+			return false;
+	}
+	return false;
+}
+
+/*
+ * The remaining work of n running jobs (features rows, predicted totals
+ * total, work done done), as a quantile regression forest answers
+ * (Meinshausen, 2006): the finished jobs that share a leaf with a job in a
+ * tree of the forest form its sample, each weighted by 1 / the leaf's size
+ * in that tree, summed over trees. The running jobs in the same leaves
+ * join the sample as censored points (their total is more than they have
+ * done), so that long jobs not finished yet are not forgotten. A job
+ * needs the median of its total less done, given a total above done: for
+ * jobs that recur exactly, one past its prediction is nearly done; where
+ * totals are heavy-tailed, the longer a job has run the longer it will
+ * run (least attained service first). A job whose sample holds no total
+ * above what it has done keeps the rule of remaining_many.
+ */
+static int forest_left(copus_predictor *p, const float *rows,
+		       const double *done, size_t n, double *remaining)
+{
+	size_t T = p->trees, N = p->trained, kept = 0, trees = 0;
+	double *leaf = malloc(n * T * sizeof(*leaf));
+	double *w = calloc(N + n, sizeof(*w));
+	uint32_t *touched = malloc((N + n) * sizeof(*touched));
+	struct wpoint *pt = malloc((N + n) * sizeof(*pt));
+	struct lrow *run = malloc(T * n * sizeof(*run));
+	bool *use = malloc(n * sizeof(*use));
+	int rc = COPUS_ENOMEM;
+
+	if (!leaf || !w || !touched || !pt || !run || !use)
+		goto out;
+	if ((rc = forest_predict(p->booster, rows, n, true, leaf, &trees)) !=
+	    COPUS_OK)
+		goto out;
+	if (trees != T) {
+		rc = COPUS_EFIT;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		use[i] = done[i] > 0.0;
+	leaves_sort(leaf, n, T, use, run, &kept);
+	for (size_t q = 0; q < n; q++) {
+		size_t nt = 0;
+		for (size_t t = 0; t < T; t++) {
+			uint32_t l = (uint32_t)leaf[q * T + t];
+			size_t lo, hi, rlo, rhi;
+			leaf_range(&p->leaves[t * N], N, l, &lo, &hi);
+			leaf_range(&run[t * n], kept, l, &rlo, &rhi);
+			double size = (double)(hi - lo + rhi - rlo);
+			for (size_t k = lo; k < hi; k++) {
+				uint32_t r = p->leaves[t * N + k].row;
+				if (w[r] == 0.0)
+					touched[nt++] = r;
+				w[r] += 1.0 / size;
+			}
+			for (size_t k = rlo; k < rhi; k++) {
+				uint32_t r = (uint32_t)N + run[t * n + k].row;
+				if (w[r] == 0.0)
+					touched[nt++] = r;
+				w[r] += 1.0 / size;
+			}
+		}
+		double c = done[q] > 0.0 ? log(done[q]) : -INFINITY, left;
+		size_t m = 0;
+		for (size_t k = 0; k < nt; k++) {
+			uint32_t r = touched[k];
+			double v = r < N ? p->ty[r] : log(done[r - N]);
+			if (v > c)
+				pt[m++] = (struct wpoint){ v, w[r], r < N };
+			w[r] = 0.0;
+		}
+		qsort(pt, m, sizeof(*pt), wpoint_cmp);
+		if (km_median_left(pt, m, done[q], &left))
+			remaining[q] = fmax(left, 0.0);
+	}
+	rc = COPUS_OK;
+out:
+	free(leaf);
+	free(w);
+	free(touched);
+	free(pt);
+	free(run);
+	free(use);
+	return rc;
+}
+
 int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
 			      double done, double target, double *remaining)
 {
-	double total;
-	int rc;
-
 	if (remaining == NULL || !isfinite(done) || done < 0.0 ||
 	    !isfinite(target) || target < 0.0)
 		return COPUS_EINVAL;
@@ -354,10 +616,9 @@ int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
 		*remaining = target > done ? target - done : 0.0;
 		return COPUS_OK;
 	}
-	if ((rc = copus_predictor_total(p, job, &total)) != COPUS_OK)
-		return rc;
-	*remaining = total > done ? total - done : done;
-	return COPUS_OK;
+	if (job == NULL)
+		return COPUS_EINVAL;
+	return copus_predictor_remaining_many(p, job, &done, 1, remaining);
 }
 
 int copus_predictor_remaining_many(copus_predictor *p,
@@ -365,6 +626,7 @@ int copus_predictor_remaining_many(copus_predictor *p,
 				   const double *done, size_t n,
 				   double *remaining)
 {
+	float *rows = NULL;
 	int rc;
 
 	if (remaining == NULL || (done == NULL && n > 0))
@@ -374,10 +636,19 @@ int copus_predictor_remaining_many(copus_predictor *p,
 			return COPUS_EINVAL;
 	/* The totals go into remaining, then become what is left. */
 	if ((rc = copus_predictor_total_many(p, jobs, n, remaining)) !=
-	    COPUS_OK)
+	    COPUS_OK || n == 0)
 		return rc;
 	for (size_t i = 0; i < n; i++)
 		remaining[i] = remaining[i] > done[i] ? remaining[i] - done[i]
 						      : done[i];
-	return COPUS_OK;
+	if (p->booster == NULL || p->leaves == NULL)
+		return COPUS_OK;
+	if ((rows = malloc(n * F_COUNT * sizeof(*rows))) == NULL)
+		return COPUS_ENOMEM;
+	for (size_t i = 0; i < n && rc == COPUS_OK; i++)
+		rc = features(p, &jobs[i], false, &rows[i * F_COUNT]);
+	if (rc == COPUS_OK)
+		rc = forest_left(p, rows, done, n, remaining);
+	free(rows);
+	return rc;
 }

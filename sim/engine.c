@@ -324,6 +324,7 @@ struct sjob {
 	double *solo_rate;  /* fifo's oracle: progress per second by epoch */
 	double *solo_tail;  /* seconds from the start of epoch e to the end */
 	double pred_total;  /* predicted seconds alone on the request */
+	double pred_left;   /* expected seconds left alone on the request */
 };
 
 /*
@@ -638,12 +639,48 @@ static int predict_totals(copus_predictor *p, struct sjob *jobs, size_t n,
 	return COPUS_OK;
 }
 
+/* Whether job j is in the system at now, with a prediction of its work. */
+static bool predicted_now(const struct sjob *j, double now)
+{
+	return j->spec->submit <= now && j->completion < 0 &&
+	       j->pred_total > 0.0 && isfinite(solo_remaining(j));
+}
+
+/*
+ * The remaining time of every job in the system with a prediction, all
+ * at once (copus_predictor_remaining_many: each running job also tells the
+ * predictor that its total is more than it has done). attrs, done and
+ * left hold n values each.
+ */
+static int predict_left(copus_predictor *p, struct sjob *jobs, size_t n,
+			double now, copus_job_attrs *attrs, double *done,
+			double *left)
+{
+	size_t m = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &jobs[i];
+		if (!predicted_now(j, now))
+			continue;
+		attrs[m] = job_attrs(j);
+		done[m++] = fmax(j->solo_tail[0] - solo_remaining(j), 0.0);
+	}
+	if (m == 0)
+		return COPUS_OK;
+	if ((rc = copus_predictor_remaining_many(p, attrs, done, m, left)) !=
+	    COPUS_OK)
+		return rc;
+	m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (predicted_now(&jobs[i], now))
+			jobs[i].pred_left = left[m++];
+	return COPUS_OK;
+}
+
 /*
  * The remaining time on the request that the copus policy is told: the
- * truth, nothing (-1), or the prediction less the work done, where a job
- * that has outlived its prediction is expected to need as much again as it
- * has done (copus_predictor_remaining's rule, and the policy's guess when
- * nothing is known).
+ * truth, nothing (-1), or what the predictor expects (predict_left).
  */
 static double copus_remaining(const struct sjob *j, enum sim_remaining how)
 {
@@ -654,8 +691,7 @@ static double copus_remaining(const struct sjob *j, enum sim_remaining how)
 	if (how == SIM_REMAINING_NONE || !(j->pred_total > 0.0) ||
 	    !isfinite(truth))
 		return -1.0;
-	double done = fmax(j->solo_tail[0] - truth, 0.0);
-	return j->pred_total > done ? j->pred_total - done : done;
+	return j->pred_left;
 }
 
 /* Record how far a prediction of remaining time is from the truth. */
@@ -809,7 +845,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	size_t *idx = NULL;
 	copus_predictor *pred = NULL;
 	copus_job_attrs *attrs = NULL;
-	double *ptot = NULL, *errs = NULL;
+	double *ptot = NULL, *pdone = NULL, *pleft = NULL, *errs = NULL;
 	size_t nerr = 0, caperr = 0, pred_seen = (size_t)-1;
 	clock_t pc;
 	const char *tnames[SIM_MAX_TYPES];
@@ -861,7 +897,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	jobs = calloc(n + 1, sizeof(*jobs));
 	attrs = calloc(n + 1, sizeof(*attrs));
 	ptot = calloc(n + 1, sizeof(*ptot));
-	if (attrs == NULL || ptot == NULL) {
+	pdone = calloc(n + 1, sizeof(*pdone));
+	pleft = calloc(n + 1, sizeof(*pleft));
+	if (attrs == NULL || ptot == NULL || pdone == NULL || pleft == NULL) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -948,6 +986,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			pc = clock();
 			rc = predict_totals(pred, jobs, n, now, attrs, ptot,
 					    &pred_seen);
+			if (rc == COPUS_OK)
+				rc = predict_left(pred, jobs, n, now, attrs,
+						  pdone, pleft);
 			res->pred_seconds += (double)(clock() - pc) /
 					     CLOCKS_PER_SEC;
 			if (rc != COPUS_OK)
@@ -1143,6 +1184,8 @@ out:
 	free(errs);
 	free(attrs);
 	free(ptot);
+	free(pdone);
+	free(pleft);
 	if (rc != COPUS_OK)
 		sim_result_free(res);
 	return rc;

@@ -108,19 +108,27 @@ int copus_predictor_total_many(copus_predictor *p, const copus_job_attrs *jobs,
 /*
  * Remaining work of a running job that has done `done` units. When the
  * target is known (target > 0, for example a fixed number of epochs) it is
- * target - done. Otherwise it is the predicted total minus done; a job that
- * has already outlived its prediction is expected to need as much again as
- * it has done (the longer a job has run, the longer it is likely to run;
- * the policies' guess when nothing is known), so it is never predicted to
- * be finished.
+ * target - done. Otherwise the forest answers as a quantile regression
+ * forest: the finished jobs that fall in the same leaves as this one are
+ * a sample of its total, and it needs the median of that total less done,
+ * given a total above done. So a job past its prediction is nearly done
+ * when jobs like it recur with the same total, and has long to go when
+ * such totals are heavy-tailed. A job with no such total in its sample,
+ * or any job while fewer than min_samples jobs have finished, needs its
+ * predicted total less done, or as much again as it has done once it has
+ * outlived that (the policies' guess when nothing is known), so it is
+ * never predicted to be finished.
  */
 int copus_predictor_remaining(copus_predictor *p, const copus_job_attrs *job,
 			      double done, double target, double *remaining);
 
 /*
  * Remaining work of n running jobs without known targets, done[i] units
- * done by jobs[i], with one pass through the forest; the same rule as
- * copus_predictor_remaining. COPUS_ENODATA while no job has finished.
+ * done by jobs[i], with the same rule. The jobs are taken to be all the
+ * jobs still running: each joins the samples of the jobs it shares leaves
+ * with as a censored total (more than it has done; the samples' totals
+ * are Kaplan-Meier estimates), so that long jobs that have not finished
+ * yet count. COPUS_ENODATA while no job has finished.
  */
 int copus_predictor_remaining_many(copus_predictor *p,
 				   const copus_job_attrs *jobs,
