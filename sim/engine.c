@@ -1100,12 +1100,14 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			queued += j->gpus == 0;
 			if (o->timeline)
 				fprintf(o->timeline,
-					"%s,%.0f,%s,%d,%d,%d,%.6g,%.6g,%d\n",
+					"%s,%.0f,%s,%d,%d,%d,%.6g,%.6g,%d,%s\n",
 					o->workload_name, now, j->spec->name,
 					j->gpus, j->nodes,
 					j->gpus * j->atomic * (j->accum + 1),
 					j->gpus ? j->goodput : 0.0,
-					j->progress, j->epoch);
+					j->progress, j->epoch,
+					j->gpus > 0 && c->ntypes > 1 ?
+						tnames[j->type] : "");
 		}
 		if (used > total_gpus) {
 			snprintf(err, len, "internal error: %d GPUs used of "

@@ -80,7 +80,7 @@ static void usage(FILE *f)
 		"  --jobs N             workloads simulated at once (2)\n"
 		"  --summary FILE.json  JCTs and summary figures\n"
 		"  --timeline FILE.csv  per round and job: GPUs, nodes, "
-		"batch, goodput, progress\n"
+		"batch, goodput, progress, epoch, GPU type\n"
 		"  --plot FILE.png      cluster allocation and queue over "
 		"time (gnuplot)\n"
 		"or:    copus-sim --arena DIR --policy NAME [options]\n"
@@ -940,7 +940,7 @@ int main(int argc, char **argv)
 			status = 1;
 		} else {
 			fprintf(out, "workload,time,job,gpus,nodes,batch,"
-				"goodput,progress,epoch\n");
+				"goodput,progress,epoch,type\n");
 			for (size_t i = 0; i < nw; i++) {
 				FILE *in = fopen(w[i].timeline, "r");
 				char buf[8192];
