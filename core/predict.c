@@ -569,6 +569,8 @@ static int forest_left(copus_predictor *p, const float *rows,
 			leaf_range(&p->leaves[t * N], N, l, &lo, &hi);
 			leaf_range(&run[t * n], kept, l, &rlo, &rhi);
 			double size = (double)(hi - lo + rhi - rlo);
+			if (size == 0.0)
+				continue;
 			for (size_t k = lo; k < hi; k++) {
 				uint32_t r = p->leaves[t * N + k].row;
 				if (w[r] == 0.0)
