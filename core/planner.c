@@ -19,7 +19,7 @@ static int transformer_layers(const copus_planner_desc *d,
 static int wide_resnet_layers(const copus_planner_desc *d,
 			      copus_planner_layer *out, int max, int *n);
 static double collective(const copus_planner_gpu *g, copus_collective c,
-			 int n, bool across, double bytes);
+			 int n, bool across, double share, double bytes);
 static int model_check(const copus_planner_model *m);
 static int gpu_check(const copus_planner_gpu *g);
 static double act_seconds(const copus_planner_model *m,
@@ -219,8 +219,10 @@ double copus_planner_params(const copus_planner_model *m)
 
 /* ----------------------------------------------------------- cost model */
 
+/* share: how many groups of the collective's kind run at once through
+ * one node's link when the group spans nodes (see layout_of). */
 static double collective(const copus_planner_gpu *g, copus_collective c,
-			 int n, bool across, double bytes)
+			 int n, bool across, double share, double bytes)
 {
 	double f;
 	int link = across ? COPUS_LINK_INTER : COPUS_LINK_INTRA;
@@ -238,8 +240,13 @@ static double collective(const copus_planner_gpu *g, copus_collective c,
 		f = (double)(n - 1) / n;
 		break;
 	}
-	return g->alpha[link][c] +
-	       g->comm_scale[link] * f * bytes * g->inv_beta[link][c];
+	/* Groups beyond the node's links share one (see planner.h). */
+	if (!across || !(g->inter_links > 0.0))
+		share = 1.0;
+	else
+		share = fmax(1.0, share / g->inter_links);
+	return g->alpha[link][c] + g->comm_scale[link] * share * f * bytes *
+					   g->inv_beta[link][c];
 }
 
 static int model_check(const copus_planner_model *m)
@@ -268,7 +275,8 @@ static int gpu_check(const copus_planner_gpu *g)
 	    !(g->comm_scale[1] > 0.0) || !isfinite(g->comm_scale[1]) ||
 	    !(g->overhead_s >= 0.0) || !isfinite(g->overhead_s) ||
 	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s) ||
-	    !(g->memory_bandwidth >= 0.0) || !isfinite(g->memory_bandwidth))
+	    !(g->memory_bandwidth >= 0.0) || !isfinite(g->memory_bandwidth) ||
+	    !(g->inter_links >= 0.0) || !isfinite(g->inter_links))
 		return COPUS_EINVAL;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		if (!(g->efficiency[k] > 0.0) || !isfinite(g->efficiency[k]) ||
@@ -312,10 +320,33 @@ static bool tensor_splits(const copus_planner_model *m, int tp)
 	return true;
 }
 
-/* The layout of a plan's groups on the cell's nodes. */
+/* The layout of a plan's groups on the cell's nodes, and how many
+ * transfers of each kind go through one node's link to the others at
+ * once (see members_on_node). */
 struct layout {
 	bool tensor_across, pipeline_across, data_across, expert_across;
+	double data_share, expert_share, send_share;
 };
+
+/*
+ * The ranks on one node of the group {d x stride + t : d < n, t < inner}
+ * (rank 0's group, on node 0; its translates partition the ranks). Groups
+ * that span nodes run their collectives at the same time and so share
+ * each node's network link: the gpn / members groups on a node each get
+ * that share of its bandwidth, as comm.csv measures (an all-reduce over
+ * pairs of nodes runs at about half the bus bandwidth when two pairs
+ * share each node, a quarter when four do). Likewise the members of one
+ * pipeline stage on a node send their activations across at once.
+ */
+static int members_on_node(int n, int stride, int inner, int gpn)
+{
+	int members = 0;
+
+	for (int d = 0; d < n && (long)d * stride < gpn; d++)
+		for (int t = 0; t < inner && (long)d * stride + t < gpn; t++)
+			members++;
+	return members > 0 ? members : 1;
+}
 
 static struct layout layout_of(const copus_plan_degrees *d, int data_inner,
 			       int gpn)
@@ -324,11 +355,17 @@ static struct layout layout_of(const copus_plan_degrees *d, int data_inner,
 	int tp = d->tensor, pp = d->pipeline, dp = d->data;
 	int data_stride = data_inner ? tp : tp * pp;
 	int pipe_stride = data_inner ? tp * dp : tp;
+	int stage;
 
 	y.tensor_across = spans(tp, 1, gpn);
 	y.pipeline_across = spans(pp, pipe_stride, gpn);
 	y.data_across = spans(dp, data_stride, gpn);
 	y.expert_across = (tp - 1) + (dp - 1) * data_stride >= gpn;
+	/* A stage's ranks are also its expert group. */
+	stage = members_on_node(dp, data_stride, tp, gpn);
+	y.data_share = (double)gpn / members_on_node(dp, data_stride, 1, gpn);
+	y.expert_share = (double)gpn / stage;
+	y.send_share = stage;
 	return y;
 }
 
@@ -366,11 +403,12 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 				   g->layer_s;
 			tens[s] += ACT_PASSES *
 				   collective(g, COPUS_COLL_ALL_REDUCE, tp,
-					      y.tensor_across,
+					      y.tensor_across, 1.0,
 					      x->tensor_elems * mb * bytes);
 			tens[s] += ACT_PASSES *
 				   collective(g, COPUS_COLL_ALL_TO_ALL,
 					      dp * tp, y.expert_across,
+					      y.expert_share,
 					      x->a2a_elems * mb * bytes / tp);
 			state += x->params / tp +
 				 x->expert_params / ((double)dp * tp);
@@ -386,6 +424,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 			/* Forward activations out, their gradients back. */
 			send[s] = 2.0 * collective(g, COPUS_COLL_SEND, 2,
 						   y.pipeline_across,
+						   y.send_share,
 						   out * mb * bytes);
 		}
 		t[s] = comp[s] + tens[s] + send[s];
@@ -401,7 +440,8 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 		if (state > held_max)
 			held_max = state;
 		double ds = collective(g, COPUS_COLL_ALL_REDUCE, dp,
-				       y.data_across, grads * bytes);
+				       y.data_across, y.data_share,
+				       grads * bytes);
 		if (ds > data_s)
 			data_s = ds;
 	}
