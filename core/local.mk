@@ -21,6 +21,7 @@ core_libcopus_core_la_SOURCES = \
 	core/policy.c \
 	core/plan.c \
 	core/planner.c \
+	core/planner-cache.c \
 	core/planner-fit.c \
 	core/planner-gpus.c \
 	core/heap.h \
@@ -119,7 +120,7 @@ tests_bench_sim_search_LDADD = core/libcopus-core.la -lm
 # The policy's synthetic instances (tests/bench-policy, tests/test-policy-exact).
 EXTRA_DIST += tests/policy-gen.h
 
-# The planner (core/planner.c, core/planner-fit.c).
+# The planner (core/planner.c, core/planner-cache.c, core/planner-fit.c).
 check_PROGRAMS += tests/test-planner
 tests_test_planner_SOURCES = tests/test-planner.c tests/harness.h
 tests_test_planner_CFLAGS = $(TEST_CFLAGS)

@@ -74,32 +74,36 @@ static const struct gpu_row {
 	double bandwidth_gbs; /* memory */
 	double intra_gbs, intra_us;
 	double inter_gbs, inter_us;
+	double links; /* network adapters per server */
 } gpu_table[] = {
 	/* NVIDIA A100 SXM4 40GB: 19.5 TFLOP/s, NVLink 3, HDR per GPU. */
-	{ "a100", 19.5, 40.0, 1555.0, NVLINK3, LAT_NVLINK, IB_HDR, LAT_IB },
+	{ "a100", 19.5, 40.0, 1555.0, NVLINK3, LAT_NVLINK, IB_HDR, LAT_IB, 8 },
 	{ "a100-80g", 19.5, 80.0, 2039.0, NVLINK3, LAT_NVLINK, IB_HDR,
-	  LAT_IB },
+	  LAT_IB, 8 },
 	/* NVIDIA H100 SXM5 80GB: 67 TFLOP/s, NVLink 4, NDR per GPU. */
-	{ "h100", 67.0, 80.0, 3350.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB },
+	{ "h100", 67.0, 80.0, 3350.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB, 8 },
 	/* NVIDIA H200 SXM 141GB: as the H100 with more memory. */
-	{ "h200", 67.0, 141.0, 4800.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB },
-	/* NVIDIA V100 SXM2 32GB / 16GB: 15.7 TFLOP/s, NVLink 2, EDR. */
-	{ "v100", 15.7, 32.0, 900.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB },
-	{ "v100-16g", 15.7, 16.0, 900.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB },
-	/* PCIe 4.0 data-centre cards, 100 Gb/s adapters. */
-	{ "a40", 37.4, 48.0, 696.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "a30", 10.3, 24.0, 933.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "a10", 31.2, 24.0, 600.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "l4", 30.3, 24.0, 300.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "l40s", 91.6, 48.0, 864.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
-	{ "rtxa6000", 38.7, 48.0, 768.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH },
+	{ "h200", 67.0, 141.0, 4800.0, NVLINK4, LAT_NVLINK, IB_NDR, LAT_IB, 8 },
+	/* NVIDIA V100 SXM2 32GB / 16GB: 15.7 TFLOP/s, NVLink 2, EDR, four
+	 * adapters for eight GPUs (DGX-1). */
+	{ "v100", 15.7, 32.0, 900.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB, 4 },
+	{ "v100-16g", 15.7, 16.0, 900.0, NVLINK2, LAT_NVLINK, IB_EDR, LAT_IB,
+	  4 },
+	/* PCIe 4.0 data-centre cards, one 100 Gb/s adapter per server. */
+	{ "a40", 37.4, 48.0, 696.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH, 1 },
+	{ "a30", 10.3, 24.0, 933.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH, 1 },
+	{ "a10", 31.2, 24.0, 600.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH, 1 },
+	{ "l4", 30.3, 24.0, 300.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH, 1 },
+	{ "l40s", 91.6, 48.0, 864.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH, 1 },
+	{ "rtxa6000", 38.7, 48.0, 768.0, PCIE4, LAT_PCIE, ETH_100G, LAT_ETH,
+	  1 },
 	/* NVIDIA T4: 8.1 TFLOP/s, 16 GB, PCIe 3.0, 25 Gb/s Ethernet. */
-	{ "t4", 8.1, 16.0, 320.0, PCIE3, LAT_PCIE, ETH_25G, LAT_ETH },
+	{ "t4", 8.1, 16.0, 320.0, PCIE3, LAT_PCIE, ETH_25G, LAT_ETH, 1 },
 	/* GeForce cards: no peer-to-peer, 10 Gb/s Ethernet. */
 	{ "rtx3090", 35.6, 24.0, 936.0, PCIE4_HOST, LAT_PCIE, ETH_10G,
-	  LAT_ETH },
+	  LAT_ETH, 1 },
 	{ "rtx4090", 82.6, 24.0, 1008.0, PCIE4_HOST, LAT_PCIE, ETH_10G,
-	  LAT_ETH },
+	  LAT_ETH, 1 },
 };
 
 #define N_ROWS (sizeof(gpu_table) / sizeof(*gpu_table))
@@ -110,6 +114,7 @@ static void gpu_of_row(const struct gpu_row *r, copus_planner_gpu *g)
 	g->peak_flops = r->tflops * 1e12;
 	g->memory_bytes = r->memory_gb * 1e9;
 	g->memory_bandwidth = r->bandwidth_gbs * 1e9;
+	g->inter_links = r->links;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		g->efficiency[k] = PRIOR_EFFICIENCY_HALF;
 	g->efficiency[COPUS_ARCH_WIDE_RESNET - 1] = PRIOR_EFFICIENCY_SINGLE;
@@ -173,7 +178,7 @@ struct slot {
 	bool lo_open;
 };
 
-#define N_SLOTS (3 + 2 * COPUS_PLANNER_KINDS + COPUS_LINK_COUNT + 2 + \
+#define N_SLOTS (4 + 2 * COPUS_PLANNER_KINDS + COPUS_LINK_COUNT + 2 + \
 		 2 * COPUS_LINK_COUNT * COPUS_COLL_COUNT)
 
 static void slot_set(struct slot *s, double *v, double lo, bool lo_open,
@@ -205,6 +210,8 @@ static int slots_of(copus_planner_gpu *g, struct slot *s)
 		 COPUS_PLANNER_GPU_MEMORY_MAX, "memory_bytes");
 	slot_set(&s[n++], &g->memory_bandwidth, 0, false,
 		 COPUS_PLANNER_GPU_BANDWIDTH_MAX, "memory_bandwidth");
+	slot_set(&s[n++], &g->inter_links, 0, false,
+		 COPUS_PLANNER_GPU_LINKS_MAX, "inter_links");
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		slot_set(&s[n++], &g->efficiency[k], 0, true,
 			 COPUS_PLANNER_GPU_EFFICIENCY_MAX, "efficiency[%d]", k);
@@ -373,6 +380,8 @@ int copus_planner_gpus_format(const copus_planner_gpu_type *gpus, int n,
 		    num(b1, g->memory_bytes));
 		put(&o, "      \"memory_bandwidth\": %s,\n",
 		    num(b1, g->memory_bandwidth));
+		put(&o, "      \"inter_links\": %s,\n",
+		    num(b1, g->inter_links));
 		put_kinds(&o, "efficiency", g->efficiency);
 		put_kinds(&o, "param_s", g->param_s);
 		put(&o, "      \"comm_scale\": {\"intra\": %s, "
@@ -575,23 +584,21 @@ static int colls(struct json_object *o, const char *type, const char *key,
 static int parse_type(struct json_object *o, const char *name,
 		      copus_planner_gpu *g, char *err, size_t errlen)
 {
-	/* memory_bandwidth last: the one member a text may leave out. */
-	static const char *const members[] = {
+	/* The members a text may leave out come last. */
+	static const char *const optional[] = { "memory_bandwidth",
+						 "inter_links" };
+	const char *members[11] = {
 		"peak_flops", "memory_bytes", "efficiency", "param_s",
 		"comm_scale", "overhead_s", "layer_s", "alpha", "inv_beta",
-		"memory_bandwidth",
 	};
-	const int n_members = sizeof(members) / sizeof(*members);
-	struct json_object *bandwidth = NULL;
-	int rc;
+	struct json_object *bandwidth = NULL, *links_o = NULL;
+	int rc, n_members = 9;
 
 	memset(g, 0, sizeof(*g));
-	rc = keys_exactly(o, members,
-			  json_object_object_get_ex(o, "memory_bandwidth",
-						    NULL) ?
-				  n_members :
-				  n_members - 1,
-			  name, "", err, errlen);
+	for (int i = 0; i < 2; i++)
+		if (json_object_object_get_ex(o, optional[i], NULL))
+			members[n_members++] = optional[i];
+	rc = keys_exactly(o, members, n_members, name, "", err, errlen);
 	if (rc == COPUS_OK)
 		rc = number(get(o, "peak_flops"), name, "peak_flops",
 			    &g->peak_flops, err, errlen);
@@ -603,6 +610,10 @@ static int parse_type(struct json_object *o, const char *name,
 	    json_object_object_get_ex(o, "memory_bandwidth", &bandwidth))
 		rc = number(bandwidth, name, "memory_bandwidth",
 			    &g->memory_bandwidth, err, errlen);
+	if (rc == COPUS_OK &&
+	    json_object_object_get_ex(o, "inter_links", &links_o))
+		rc = number(links_o, name, "inter_links", &g->inter_links, err,
+			    errlen);
 	if (rc == COPUS_OK)
 		rc = kinds(o, name, "efficiency", g->efficiency, err, errlen);
 	if (rc == COPUS_OK)

@@ -1,6 +1,7 @@
 /*
  * The planner: layers of the described architectures, the cost of a plan on
- * a cell, the search for the best plan, and its memoisation.
+ * a cell and the search for the best plan (its memoisation is in
+ * planner-cache.c).
  */
 #include <limits.h>
 #include <math.h>
@@ -18,7 +19,7 @@ static int transformer_layers(const copus_planner_desc *d,
 static int wide_resnet_layers(const copus_planner_desc *d,
 			      copus_planner_layer *out, int max, int *n);
 static double collective(const copus_planner_gpu *g, copus_collective c,
-			 int n, bool across, double bytes);
+			 int n, bool across, double share, double bytes);
 static int model_check(const copus_planner_model *m);
 static int gpu_check(const copus_planner_gpu *g);
 static double act_seconds(const copus_planner_model *m,
@@ -218,8 +219,10 @@ double copus_planner_params(const copus_planner_model *m)
 
 /* ----------------------------------------------------------- cost model */
 
+/* share: how many groups of the collective's kind run at once through
+ * one node's link when the group spans nodes (see layout_of). */
 static double collective(const copus_planner_gpu *g, copus_collective c,
-			 int n, bool across, double bytes)
+			 int n, bool across, double share, double bytes)
 {
 	double f;
 	int link = across ? COPUS_LINK_INTER : COPUS_LINK_INTRA;
@@ -237,8 +240,13 @@ static double collective(const copus_planner_gpu *g, copus_collective c,
 		f = (double)(n - 1) / n;
 		break;
 	}
-	return g->alpha[link][c] +
-	       g->comm_scale[link] * f * bytes * g->inv_beta[link][c];
+	/* Groups beyond the node's links share one (see planner.h). */
+	if (!across || !(g->inter_links > 0.0))
+		share = 1.0;
+	else
+		share = fmax(1.0, share / g->inter_links);
+	return g->alpha[link][c] + g->comm_scale[link] * share * f * bytes *
+					   g->inv_beta[link][c];
 }
 
 static int model_check(const copus_planner_model *m)
@@ -267,7 +275,8 @@ static int gpu_check(const copus_planner_gpu *g)
 	    !(g->comm_scale[1] > 0.0) || !isfinite(g->comm_scale[1]) ||
 	    !(g->overhead_s >= 0.0) || !isfinite(g->overhead_s) ||
 	    !(g->layer_s >= 0.0) || !isfinite(g->layer_s) ||
-	    !(g->memory_bandwidth >= 0.0) || !isfinite(g->memory_bandwidth))
+	    !(g->memory_bandwidth >= 0.0) || !isfinite(g->memory_bandwidth) ||
+	    !(g->inter_links >= 0.0) || !isfinite(g->inter_links))
 		return COPUS_EINVAL;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		if (!(g->efficiency[k] > 0.0) || !isfinite(g->efficiency[k]) ||
@@ -311,10 +320,33 @@ static bool tensor_splits(const copus_planner_model *m, int tp)
 	return true;
 }
 
-/* The layout of a plan's groups on the cell's nodes. */
+/* The layout of a plan's groups on the cell's nodes, and how many
+ * transfers of each kind go through one node's link to the others at
+ * once (see members_on_node). */
 struct layout {
 	bool tensor_across, pipeline_across, data_across, expert_across;
+	double data_share, expert_share, send_share;
 };
+
+/*
+ * The ranks on one node of the group {d x stride + t : d < n, t < inner}
+ * (rank 0's group, on node 0; its translates partition the ranks). Groups
+ * that span nodes run their collectives at the same time and so share
+ * each node's network link: the gpn / members groups on a node each get
+ * that share of its bandwidth, as comm.csv measures (an all-reduce over
+ * pairs of nodes runs at about half the bus bandwidth when two pairs
+ * share each node, a quarter when four do). Likewise the members of one
+ * pipeline stage on a node send their activations across at once.
+ */
+static int members_on_node(int n, int stride, int inner, int gpn)
+{
+	int members = 0;
+
+	for (int d = 0; d < n && (long)d * stride < gpn; d++)
+		for (int t = 0; t < inner && (long)d * stride + t < gpn; t++)
+			members++;
+	return members > 0 ? members : 1;
+}
 
 static struct layout layout_of(const copus_plan_degrees *d, int data_inner,
 			       int gpn)
@@ -323,11 +355,17 @@ static struct layout layout_of(const copus_plan_degrees *d, int data_inner,
 	int tp = d->tensor, pp = d->pipeline, dp = d->data;
 	int data_stride = data_inner ? tp : tp * pp;
 	int pipe_stride = data_inner ? tp * dp : tp;
+	int stage;
 
 	y.tensor_across = spans(tp, 1, gpn);
 	y.pipeline_across = spans(pp, pipe_stride, gpn);
 	y.data_across = spans(dp, data_stride, gpn);
 	y.expert_across = (tp - 1) + (dp - 1) * data_stride >= gpn;
+	/* A stage's ranks are also its expert group. */
+	stage = members_on_node(dp, data_stride, tp, gpn);
+	y.data_share = (double)gpn / members_on_node(dp, data_stride, 1, gpn);
+	y.expert_share = (double)gpn / stage;
+	y.send_share = stage;
 	return y;
 }
 
@@ -365,11 +403,12 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 				   g->layer_s;
 			tens[s] += ACT_PASSES *
 				   collective(g, COPUS_COLL_ALL_REDUCE, tp,
-					      y.tensor_across,
+					      y.tensor_across, 1.0,
 					      x->tensor_elems * mb * bytes);
 			tens[s] += ACT_PASSES *
 				   collective(g, COPUS_COLL_ALL_TO_ALL,
 					      dp * tp, y.expert_across,
+					      y.expert_share,
 					      x->a2a_elems * mb * bytes / tp);
 			state += x->params / tp +
 				 x->expert_params / ((double)dp * tp);
@@ -385,6 +424,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 			/* Forward activations out, their gradients back. */
 			send[s] = 2.0 * collective(g, COPUS_COLL_SEND, 2,
 						   y.pipeline_across,
+						   y.send_share,
 						   out * mb * bytes);
 		}
 		t[s] = comp[s] + tens[s] + send[s];
@@ -400,7 +440,8 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 		if (state > held_max)
 			held_max = state;
 		double ds = collective(g, COPUS_COLL_ALL_REDUCE, dp,
-				       y.data_across, grads * bytes);
+				       y.data_across, y.data_share,
+				       grads * bytes);
 		if (ds > data_s)
 			data_s = ds;
 	}
@@ -625,145 +666,4 @@ int copus_planner_best(const copus_planner_model *m, int batch,
 		return COPUS_ERANGE;
 	*out = best;
 	return COPUS_OK;
-}
-
-/* ----------------------------------------------------------------- cache */
-
-struct cache_entry {
-	copus_planner_key key;
-	int used;
-	int status;
-	copus_planner_plan plan;
-};
-
-struct copus_planner_cache {
-	struct cache_entry *slots;
-	size_t mask;     /* slots - 1, a power of two minus one */
-	size_t capacity; /* answers stored at most */
-	size_t count;
-};
-
-static size_t key_hash(const copus_planner_key *k)
-{
-	uint64_t h = 1469598103934665603ull;
-	const int32_t v[5] = { k->model, k->batch, k->gpu, k->nodes,
-			       k->gpus_per_node };
-
-	for (int i = 0; i < 5; i++) {
-		h ^= (uint32_t)v[i];
-		h *= 1099511628211ull;
-		h ^= h >> 29;
-	}
-	return (size_t)h;
-}
-
-static bool key_equal(const copus_planner_key *a, const copus_planner_key *b)
-{
-	return a->model == b->model && a->batch == b->batch &&
-	       a->gpu == b->gpu && a->nodes == b->nodes &&
-	       a->gpus_per_node == b->gpus_per_node;
-}
-
-int copus_planner_cache_new(size_t capacity, copus_planner_cache **out)
-{
-	copus_planner_cache *c;
-	size_t slots = 16;
-
-	if (out == NULL || capacity < 1 || capacity > ((size_t)1 << 28))
-		return COPUS_EINVAL;
-	while (slots < 2 * capacity)
-		slots *= 2;
-	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return COPUS_ENOMEM;
-	c->slots = calloc(slots, sizeof(*c->slots));
-	if (c->slots == NULL) {
-		free(c);
-		return COPUS_ENOMEM;
-	}
-	c->mask = slots - 1;
-	c->capacity = capacity;
-	*out = c;
-	return COPUS_OK;
-}
-
-void copus_planner_cache_free(copus_planner_cache *c)
-{
-	if (c == NULL)
-		return;
-	free(c->slots);
-	free(c);
-}
-
-void copus_planner_cache_clear(copus_planner_cache *c)
-{
-	if (c == NULL)
-		return;
-	memset(c->slots, 0, (c->mask + 1) * sizeof(*c->slots));
-	c->count = 0;
-}
-
-/* The slot of key, or the empty slot where it would go. */
-static struct cache_entry *slot_of(const copus_planner_cache *c,
-				   const copus_planner_key *key)
-{
-	size_t i = key_hash(key) & c->mask;
-
-	while (c->slots[i].used && !key_equal(&c->slots[i].key, key))
-		i = (i + 1) & c->mask;
-	return &c->slots[i];
-}
-
-int copus_planner_cache_find(const copus_planner_cache *c,
-			     const copus_planner_key *key,
-			     const copus_planner_plan **plan)
-{
-	const struct cache_entry *e;
-
-	if (c == NULL || key == NULL || plan == NULL)
-		return COPUS_EINVAL;
-	e = slot_of(c, key);
-	if (!e->used)
-		return COPUS_ENODATA;
-	*plan = &e->plan;
-	return e->status;
-}
-
-int copus_planner_best_cached(copus_planner_cache *c,
-			      const copus_planner_key *key,
-			      const copus_planner_model *m,
-			      const copus_planner_gpu *gpu,
-			      const copus_planner_options *opt,
-			      const copus_planner_plan **plan)
-{
-	struct cache_entry *e;
-	copus_planner_cell cell;
-	int rc;
-
-	if (c == NULL || key == NULL || plan == NULL)
-		return COPUS_EINVAL;
-	e = slot_of(c, key);
-	if (e->used) {
-		*plan = &e->plan;
-		return e->status;
-	}
-	cell.nodes = key->nodes;
-	cell.gpus_per_node = key->gpus_per_node;
-	if (c->count >= c->capacity) {
-		/* Full: the answer goes into the empty slot, which stays
-		 * unused, so it lasts until the next call. */
-		rc = copus_planner_best(m, key->batch, gpu, &cell, opt,
-					&e->plan);
-		*plan = &e->plan;
-		return rc;
-	}
-	rc = copus_planner_best(m, key->batch, gpu, &cell, opt, &e->plan);
-	if (rc != COPUS_OK && rc != COPUS_ERANGE)
-		return rc;
-	e->key = *key;
-	e->status = rc;
-	e->used = 1;
-	c->count++;
-	*plan = &e->plan;
-	return rc;
 }

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,6 +377,9 @@ static void gpu_init(struct plan_gpu *g, const char *type, double gflops,
 		PRIOR_EFFICIENCY_SINGLE;
 	g->gpu.comm_scale[COPUS_LINK_INTRA] = 1.0;
 	g->gpu.comm_scale[COPUS_LINK_INTER] = 1.0;
+	/* The servers that comm.csv measured have one network adapter each:
+	 * the groups with ranks on a node share it. */
+	g->gpu.inter_links = 1.0;
 }
 
 static int json_number(struct json_object *o, const char *key, double *out)
@@ -574,18 +578,26 @@ static int split_comm(char *line, char *f[6])
 	return n;
 }
 
+/* Nodes whose groups comm_share counts. */
+#define SHARE_NODES 64
+
 /*
- * The size of the first group of a "[[0,1],[2,3]]" list and whether any
- * group holds ranks of two nodes (ranks in blocks of gpn); "null" is one
- * pair of ranks, on two nodes when there are several.
+ * The size of the first group of a "[[0,1],[2,3]]" list, whether any
+ * group holds ranks of two nodes (ranks in blocks of gpn), and *share,
+ * the most groups that span nodes with ranks on one node: they run at
+ * once and share that node's link, as the planner prices them. "null" is
+ * one pair of ranks, on two nodes when there are several.
  */
 static int groups_of(const char *s, int nodes, int gpn, int *size,
-		     int *across)
+		     int *across, int *share)
 {
 	int depth = 0, first_size = 0, cur = 0, groups = 0, lo = 0, hi = 0;
+	int on_node[SHARE_NODES] = { 0 };
+	uint64_t touched = 0;
 	const char *p = s;
 
 	*across = 0;
+	*share = 1;
 	if (strcmp(s, "null") == 0) {
 		*size = 2;
 		*across = nodes > 1;
@@ -598,6 +610,7 @@ static int groups_of(const char *s, int nodes, int gpn, int *size,
 				cur = 0;
 				lo = 1 << 30;
 				hi = -1;
+				touched = 0;
 			}
 			p++;
 		} else if (*p == ']') {
@@ -606,8 +619,13 @@ static int groups_of(const char *s, int nodes, int gpn, int *size,
 					return -1;
 				if (groups++ == 0)
 					first_size = cur;
-				if (lo / gpn != hi / gpn)
+				if (lo / gpn != hi / gpn) {
 					*across = 1;
+					for (int k = 0; k < SHARE_NODES; k++)
+						if ((touched >> k & 1) &&
+						    ++on_node[k] > *share)
+							*share = on_node[k];
+				}
 			}
 			depth--;
 			p++;
@@ -619,6 +637,8 @@ static int groups_of(const char *s, int nodes, int gpn, int *size,
 			if (r < 0 || r >= (long)nodes * gpn)
 				return -1;
 			cur++;
+			if (r / gpn < SHARE_NODES)
+				touched |= (uint64_t)1 << (r / gpn);
 			if (r < lo)
 				lo = (int)r;
 			if (r > hi)
@@ -675,7 +695,7 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 	/* Whole lines, however long, so that an error names the right one. */
 	while ((len = getline(&line, &linecap, f)) >= 0) {
 		char *fld[6];
-		int gpu, size, across, coll, bytes;
+		int gpu, size, across, share, coll, bytes;
 		copus_planner_cell cell;
 		char cellname[PLAN_NAME_LEN], *ib;
 		double elems, secs;
@@ -735,7 +755,7 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 			break;
 		}
 		if (groups_of(fld[2], cell.nodes, cell.gpus_per_node, &size,
-			      &across) || size < 2) {
+			      &across, &share) || size < 2) {
 			snprintf(err, errlen,
 				 "%s:%ld: field 'groups': '%s' is not a list "
 				 "of groups of the cell's ranks",
@@ -777,7 +797,8 @@ static int read_comm(const char *path, struct plan_data *d, char *err,
 			break;
 		}
 		lsq_add(&sums[gpu][across][coll],
-			coll_factor(coll, size) * elems * bytes, secs);
+			coll_factor(coll, size) * share * elems * bytes,
+			secs);
 	}
 	fclose(f);
 	free(line);

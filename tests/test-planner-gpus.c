@@ -316,6 +316,10 @@ static void test_parse_refuses(void)
 		{ "\"memory_bandwidth\": 1555000000000",
 		  "\"memory_bandwidth\": null", "memory_bandwidth",
 		  COPUS_EPARSE },
+		{ "\"inter_links\": 8", "\"inter_links\": -1",
+		  "GPU type \"a100\": \"inter_links\": -1", COPUS_EPARSE },
+		{ "\"inter_links\": 8", "\"inter_links\": 2000",
+		  "\"inter_links\": 2000 is not in [0, 1024]", COPUS_EPARSE },
 		{ "\"efficiency\": [2, 2, 0.5, 2]",
 		  "\"efficiency\": [2, 2, 0.5]", "\"efficiency\"",
 		  COPUS_EPARSE },
@@ -343,9 +347,9 @@ static void test_parse_refuses(void)
 		  COPUS_EPARSE },
 		{ "\"overhead_s\": 0,", "\"overhead_s\": 0, \"overhead_s\": 1,",
 		  "duplicate", COPUS_EPARSE },
-		{ "\"layer_s\": 0,", "\"layer_s\": 0", "line 13", COPUS_EPARSE },
+		{ "\"layer_s\": 0,", "\"layer_s\": 0", "line 14", COPUS_EPARSE },
 		{ "\"gpus\": {", "\"gpus\": [", "line 4", COPUS_EPARSE },
-		{ "\n}\n", "\n}\n}", "line 24", COPUS_EPARSE },
+		{ "\n}\n", "\n}\n}", "line 25", COPUS_EPARSE },
 		{ "\"gpus\": {", "\"gpus\": 3, \"x\": {", "\"x\" is unknown",
 		  COPUS_EPARSE },
 	};
@@ -362,8 +366,8 @@ static void test_parse_refuses(void)
 	expect_refused("{\"version\": 1}", COPUS_EPARSE, "\"gpus\"");
 }
 
-/* A text written before the memory bandwidth was a member parses, with
- * the bandwidth unknown (0), and prices plans as it did then. */
+/* A text written before the memory bandwidth (or the network links) was a
+ * member parses, with it unknown (0), and prices plans as it did then. */
 static void test_parse_without_bandwidth(void)
 {
 	copus_planner_gpu_type out[2];
@@ -378,6 +382,14 @@ static void test_parse_without_bandwidth(void)
 	CU_ASSERT_EQUAL(n, 1);
 	ASSERT_CLOSE(out[0].gpu.memory_bandwidth, 0.0, 0);
 	ASSERT_CLOSE(out[0].gpu.memory_bytes, 40e9, 0);
+	free(t);
+	/* Nor the network links of a node, before the planner shared
+	 * them: unknown, no sharing. */
+	t = mutated("      \"inter_links\": 8,\n", "");
+	ASSERT_STATUS(copus_planner_gpus_parse(t, out, 2, &n, err,
+					       sizeof(err)), COPUS_OK);
+	ASSERT_CLOSE(out[0].gpu.inter_links, 0.0, 0);
+	ASSERT_CLOSE(out[0].gpu.memory_bandwidth, 1555e9, 0);
 	free(t);
 }
 

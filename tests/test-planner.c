@@ -13,7 +13,8 @@
 #include "harness.h"
 
 /* A GPU of 1 TFLOP/s at efficiency 1, memory in GiB, collectives of
- * alpha 10 us and 10 GB/s within a node, 1 GB/s across. */
+ * alpha 10 us and 10 GB/s within a node, 1 GB/s across on the one
+ * network link of a node. */
 static copus_planner_gpu gpu_of(double mem_gib)
 {
 	copus_planner_gpu g;
@@ -25,6 +26,7 @@ static copus_planner_gpu gpu_of(double mem_gib)
 		g.efficiency[k] = 1.0;
 	g.comm_scale[COPUS_LINK_INTRA] = 1.0;
 	g.comm_scale[COPUS_LINK_INTER] = 1.0;
+	g.inter_links = 1.0;
 	for (int c = 0; c < COPUS_COLL_COUNT; c++) {
 		g.alpha[COPUS_LINK_INTRA][c] = 1e-5;
 		g.alpha[COPUS_LINK_INTER][c] = 1e-5;
@@ -281,6 +283,64 @@ static void tensor_parallelism_stays_within_a_node(void)
 }
 
 /*
+ * Groups that span nodes and run at once share each node's link: two data
+ * groups through each node's link take twice the time per byte of one,
+ * and so do the two ranks of a stage that both send to the next node; two
+ * links per node carry them at the rate of one, and so does a GPU whose
+ * links are unknown (0).
+ */
+static void groups_on_one_node_share_its_link(void)
+{
+	copus_planner_layer y[4];
+	copus_planner_model m = uniform(y, 4, 1e6);
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell cell = { 2, 2 };
+	copus_planner_plan p, q, r;
+
+	/* Data 2 x tensor 2: data groups {0, 2} and {1, 3}, two through
+	 * each node's link. Gradients: 4 layers x 1e6 / 2 parameters of
+	 * 2 bytes, all-reduced over 2 ranks (factor 1) at 1e-9 s/byte. */
+	memset(&p, 0, sizeof(p));
+	p.degrees = (copus_plan_degrees){ 2, 1, 2 };
+	p.micro_batches = 1;
+	p.first_layer[1] = 4;
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	ASSERT_CLOSE(p.data_s, 1e-5 + 2.0 * 4.0 * 5e5 * 2.0 * 1e-9, 1e-12);
+	for (int links = 0; links <= 2; links += 2) {
+		copus_planner_plan o = p;
+		g.inter_links = links;
+		ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &o),
+			      COPUS_OK);
+		ASSERT_CLOSE(o.data_s, 1e-5 + 4.0 * 5e5 * 2.0 * 1e-9, 1e-12);
+	}
+	g.inter_links = 1.0;
+
+	/* Data 4: one group, whose two ranks on a node take turns on its
+	 * link: factor 2 x 3 / 4, no sharing. */
+	q = p;
+	q.degrees = (copus_plan_degrees){ 4, 1, 1 };
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &q),
+		      COPUS_OK);
+	ASSERT_CLOSE(q.data_s, 1e-5 + 1.5 * 4.0 * 1e6 * 2.0 * 1e-9, 1e-12);
+
+	/* Data 2 x pipeline 2 with data ranks inside pipeline ranks: stage
+	 * 0 is ranks 0 and 1, node 0, and both send to node 1 at once:
+	 * activations (1e4 elements x 4 samples x 2 bytes) out and their
+	 * gradients back, each at twice 1e-9 s/byte. */
+	memset(&r, 0, sizeof(r));
+	r.degrees = (copus_plan_degrees){ 2, 2, 1 };
+	r.micro_batches = 1;
+	r.data_inner = 1;
+	r.first_layer[1] = 2;
+	r.first_layer[2] = 4;
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &r),
+		      COPUS_OK);
+	ASSERT_CLOSE(r.pipeline_s, 2.0 * (1e-5 + 2.0 * 1e4 * 4.0 * 2.0 * 1e-9),
+		     1e-12);
+}
+
+/*
  * Tensor ranks split a layer's heads: a tensor degree that does not divide
  * them is never chosen or priced, though the same layers with no such
  * limit would take it.
@@ -452,6 +512,7 @@ int main(void)
 		TEST(the_memory_rule),
 		TEST(activations_cost_memory_bandwidth_time),
 		TEST(tensor_parallelism_stays_within_a_node),
+		TEST(groups_on_one_node_share_its_link),
 		TEST(a_tensor_degree_divides_the_heads),
 		TEST(the_cache_returns_the_answer_it_stored),
 		TEST(calibration_recovers_the_constants_that_made_the_times),

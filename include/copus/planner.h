@@ -48,6 +48,14 @@
  * within a node, one across nodes) and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
  * reduce-scatter and all-to-all, and 1 for a send; alpha and 1/beta are kept
  * per GPU type, collective and link (within a node or across nodes).
+ * Across nodes, groups that run at once share each node's link: the byte
+ * term of a data all-reduce or an expert all-to-all is multiplied by the
+ * groups with ranks on one node (gpus per node over the group's ranks on
+ * it), that of a pipeline send by the ranks of one stage on a node, which
+ * send at once, over the node's inter_links links (at least 1): on the
+ * measured cells, whose nodes have one link, two all-reduces over pairs of
+ * nodes run at about half the bus bandwidth of one. 1/beta across nodes is
+ * the time per byte of one group alone on a link.
  *
  * Memory per GPU (bytes): 16 per parameter held (2-byte models: weights
  * and gradients in 2 bytes each, an fp32 master copy and Adam's two
@@ -187,6 +195,10 @@ typedef struct copus_planner_gpu {
 	/* Bytes per second of one GPU's memory, as listed for the device;
 	 * 0 when unknown, which leaves the memory-bound time out. */
 	double memory_bandwidth;
+	/* Network links of a node, which the groups that span nodes share
+	 * (1: one adapter for the node's GPUs; 8 for a server with an
+	 * adapter per GPU); 0 when unknown, which leaves the sharing out. */
+	double inter_links;
 	/* Collective time alpha (s) + f(n) bytes x inv_beta (s/byte). */
 	double alpha[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
 	double inv_beta[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
@@ -329,7 +341,8 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
  * a bus bandwidth (1 / inv_beta, the planner multiplies it by the
  * collective's factor f(n)) within a node (NVLink, or PCIe for PCIe
  * cards) and across nodes (the usual network adapter per GPU), the same
- * for every collective. comm_scale is 1; overhead_s,
+ * for every collective, and the network links of such a server
+ * (inter_links). comm_scale is 1; overhead_s,
  * param_s and layer_s are 0. None of these is fitted to measured times:
  * calibrate with copus-plan for that.
  *
@@ -337,6 +350,7 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
  * libcopus reads the file named by COPUS_PLANNER_GPUS): one JSON object
  *   {"version": 1, "gpus": {"<type>": {
  *      "peak_flops": F, "memory_bytes": B, "memory_bandwidth": W,
+ *      "inter_links": L,
  *      "efficiency": [k0, k1, k2, k3], "param_s": [k0, k1, k2, k3],
  *      "comm_scale": {"intra": x, "inter": x},
  *      "overhead_s": x, "layer_s": x,
@@ -345,9 +359,10 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
  * with C = {"all_reduce": x, "all_gather": x, "reduce_scatter": x,
  * "all_to_all": x, "send": x}, the arrays by efficiency class
  * (architecture - 1, then a reserved class). Every member is required
- * except memory_bandwidth, which a text written before the planner had it
- * leaves out (it reads as 0: unknown, the memory-bound time left out, as
- * that text's plans were priced), and no other is allowed; numbers are
+ * except memory_bandwidth and inter_links, which a text written before the
+ * planner had them leaves out (they read as 0: unknown, the memory-bound
+ * time and the sharing of links left out, as that text's plans were
+ * priced), and no other is allowed; numbers are
  * finite and within the bounds below (COPUS_PLANNER_GPU_*); a type name
  * is 1..COPUS_PLANNER_TYPE_LEN - 1 characters of [A-Za-z0-9_.-], listed
  * once. The format writes each number
@@ -363,6 +378,7 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
 #define COPUS_PLANNER_GPU_PEAK_MAX 1e18     /* FLOP/s */
 #define COPUS_PLANNER_GPU_MEMORY_MAX 1e15   /* bytes */
 #define COPUS_PLANNER_GPU_BANDWIDTH_MAX 1e15 /* bytes/s */
+#define COPUS_PLANNER_GPU_LINKS_MAX 1024.0
 #define COPUS_PLANNER_GPU_EFFICIENCY_MAX 1e3
 #define COPUS_PLANNER_GPU_SCALE_MAX 1e3
 #define COPUS_PLANNER_GPU_SECONDS_MAX 1e6   /* overhead, layer, alpha */
