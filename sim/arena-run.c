@@ -343,6 +343,47 @@ static void planner_view_learn(struct planner_view *v, size_t m, int type,
 	}
 }
 
+/*
+ * The lower bounds of r (struct arena_result): a job's least JCT is its
+ * iterations on the fastest of its model's cells, rounded up to whole
+ * rounds (restarts cost nothing, it never waits). tmp holds a value per
+ * job.
+ */
+static void arena_bounds(const struct arena_world *w,
+			 const struct arena_opts *o, const struct ajob *jobs,
+			 struct arena_result *r, double *tmp)
+{
+	double end = w->first_submit + r->horizon, all = 0, these = 0;
+	size_t nany = 0;
+
+	for (size_t i = 0; i < w->njobs; i++) {
+		const struct arena_model *m = &w->models[w->jobs[i].model];
+		double best = INFINITY, b;
+
+		if (w->jobs[i].round >= o->max_rounds)
+			continue;
+		for (int c = 0; c < m->ncells; c++)
+			best = fmin(best, m->cells[c].seconds);
+		b = ARENA_ROUND * ceil((double)w->jobs[i].iters * best /
+				       ARENA_ROUND);
+		all += fmin(b, end - jobs[i].submit);
+		if (r->jct[i] > 0)
+			these += b;
+		if (jobs[i].submit + b <= end)
+			tmp[nany++] = b;
+	}
+	r->bound_all = r->submitted ? all / (double)r->submitted : NAN;
+	r->bound_these = r->finished ? these / (double)r->finished : NAN;
+	qsort(tmp, nany, sizeof(*tmp), dbl_cmp);
+	r->bound_any = NAN;
+	if (r->finished > 0 && r->finished <= nany) {
+		double sum = 0;
+		for (size_t i = 0; i < r->finished; i++)
+			sum += tmp[i];
+		r->bound_any = sum / (double)r->finished;
+	}
+}
+
 int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	      struct arena_result *r, char *err, size_t len)
 {
@@ -677,6 +718,7 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 		r->mean_jct_all = r->submitted ? sum_a / (double)r->submitted :
 						 NAN;
 		r->p99_jct = nf ? quantile(done_jct, nf, 0.99) : NAN;
+		arena_bounds(w, o, jobs, r, done_jct);
 	}
 	r->decide_ms_median = quantile(dms, ndms, 0.5);
 	r->decide_ms_p95 = quantile(dms, ndms, 0.95);
@@ -755,6 +797,11 @@ int arena_summary_write(const char *path, const struct arena_world *w,
 	json_object_object_add(root, "mean_jct_finished",
 			       number(r->mean_jct_finished));
 	json_object_object_add(root, "mean_jct_all", number(r->mean_jct_all));
+	json_object_object_add(root, "bound_jct_all", number(r->bound_all));
+	json_object_object_add(root, "bound_jct_finished",
+			       number(r->bound_these));
+	json_object_object_add(root, "bound_jct_any_finished",
+			       number(r->bound_any));
 	json_object_object_add(root, "jcts", jcts);
 	/* As copus-sim's summary of workloads: the one workload "arena". */
 	{

@@ -171,6 +171,14 @@ struct arena_result {
 	long rounds;
 	double decide_ms_median, decide_ms_p95, decide_ms_max;
 	double restart_cost_per_gpu, restart_cost_max;
+	/*
+	 * Lower bounds (arena_bounds): every job alone on its fastest cell
+	 * from its submission, its JCT a whole number of rounds. Of the mean
+	 * JCT of all jobs (an unfinished one counted to the horizon), of the
+	 * mean JCT of the jobs this run finished, and of the mean JCT of any
+	 * as many finished jobs.
+	 */
+	double bound_all, bound_these, bound_any;
 	double wall;
 };
 

@@ -149,6 +149,11 @@ static int arena_main(const char *dir, struct arena_opts *o,
 	       r.finished, r.submitted, r.rounds, r.mean_jct_finished / 3600,
 	       r.mean_jct_all / 3600, r.never_started, r.restarts,
 	       r.gpu_hours);
+	printf("arena %s bounds (each job alone on its fastest cell from its "
+	       "submission): mean JCT %.2f h all; %.2f h for the jobs "
+	       "finished here; %.2f h for any %zu finished\n", o->policy,
+	       r.bound_all / 3600, r.bound_these / 3600, r.bound_any / 3600,
+	       r.finished);
 	printf("arena %s decisions: median %.2f ms, p95 %.2f ms, max %.2f ms "
 	       "of CPU; wall %.2f s\n", o->policy, r.decide_ms_median,
 	       r.decide_ms_p95, r.decide_ms_max, r.wall);

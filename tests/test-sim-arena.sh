@@ -57,6 +57,13 @@ PY
 run --policy fifo:arena --max-rounds 10
 check a=600 b=1500 c=-1 d=1500 finished=3 submitted=4 never_started=1 \
 	mean_jct_finished=1200 mean_jct_all=1650 restarts=0
+# The bounds: each job alone on the 4-GPU cell (2 s an iteration) from its
+# submission, in whole rounds: a 60 iterations in 1 round, b 200 in 2, c
+# 60 in 1, d 1 in 1; the finished ones are a, b and d; any 3 at best
+# those of 1 round.
+check bound_jct_all=375 bound_jct_finished=400 bound_jct_any_finished=300
+grep -q "bounds (each job alone on its fastest cell" "$tmp/out" ||
+	fail "the bounds are not printed"
 # The timeline: a's cell and work left after each round's decision.
 run --policy fifo:arena --max-rounds 3 --timeline "$tmp/t.csv"
 head -1 "$tmp/t.csv" | grep -q '^time,job,gpu_type,gpus,nodes,seconds_per_iteration,remaining_iterations$' ||
