@@ -6,6 +6,7 @@
  * running job a sample of totals like its own, from which its remaining
  * work is read (forest_left).
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -523,6 +524,41 @@ static bool km_median_left(const struct wpoint *pt, size_t m, double d,
 	return false;
 }
 
+/* Orders jobs by their leaves in every tree (ctx: struct leafvec). */
+struct leafvec {
+	const double *leaf;
+	size_t trees;
+};
+
+static int leafvec_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct leafvec *c = ctx;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	for (size_t t = 0; t < c->trees; t++) {
+		double u = c->leaf[x * c->trees + t];
+		double v = c->leaf[y * c->trees + t];
+		if (u != v)
+			return u < v ? -1 : 1;
+	}
+	return (x > y) - (x < y);
+}
+
+/* The first of the m points pt (sorted) above c (m when none is). */
+static size_t first_point_above(const struct wpoint *pt, size_t m, double c)
+{
+	size_t lo = 0, hi = m;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pt[mid].v > c)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
 /*
  * The remaining work of n running jobs (features rows, predicted totals
  * total, work done done), as a quantile regression forest answers
@@ -547,9 +583,10 @@ static int forest_left(copus_predictor *p, const float *rows,
 	struct wpoint *pt = malloc((N + n) * sizeof(*pt));
 	struct lrow *run = malloc(T * n * sizeof(*run));
 	bool *use = malloc(n * sizeof(*use));
+	size_t *ord = malloc(n * sizeof(*ord));
 	int rc = COPUS_ENOMEM;
 
-	if (!leaf || !w || !touched || !pt || !run || !use)
+	if (!leaf || !w || !touched || !pt || !run || !use || !ord)
 		goto out;
 	if ((rc = forest_predict(p->booster, rows, n, true, leaf, &trees)) !=
 	    COPUS_OK)
@@ -558,13 +595,22 @@ static int forest_left(copus_predictor *p, const float *rows,
 		rc = COPUS_EFIT;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		use[i] = done[i] > 0.0;
+		ord[i] = i;
+	}
 	leaves_sort(leaf, n, T, use, run, &kept);
-	for (size_t q = 0; q < n; q++) {
-		size_t nt = 0;
+	/* Jobs in the same leaves of every tree share one sample. */
+	struct leafvec lv = { leaf, T };
+	qsort_r(ord, n, sizeof(*ord), leafvec_cmp, &lv);
+	for (size_t g = 0, e; g < n; g = e) {
+		size_t q0 = ord[g], nt = 0, m = 0;
+		for (e = g + 1; e < n; e++)
+			if (memcmp(&leaf[ord[e] * T], &leaf[q0 * T],
+				   T * sizeof(*leaf)) != 0)
+				break;
 		for (size_t t = 0; t < T; t++) {
-			uint32_t l = (uint32_t)leaf[q * T + t];
+			uint32_t l = (uint32_t)leaf[q0 * T + t];
 			size_t lo, hi, rlo, rhi;
 			leaf_range(&p->leaves[t * N], N, l, &lo, &hi);
 			leaf_range(&run[t * n], kept, l, &rlo, &rhi);
@@ -584,18 +630,21 @@ static int forest_left(copus_predictor *p, const float *rows,
 				w[r] += 1.0 / size;
 			}
 		}
-		double c = done[q] > 0.0 ? log(done[q]) : -INFINITY, left;
-		size_t m = 0;
 		for (size_t k = 0; k < nt; k++) {
 			uint32_t r = touched[k];
-			double v = r < N ? p->ty[r] : log(done[r - N]);
-			if (v > c)
-				pt[m++] = (struct wpoint){ v, w[r], r < N };
+			pt[m++] = r < N ? (struct wpoint){ p->ty[r], w[r], true }
+					: (struct wpoint){ log(done[r - N]), w[r],
+							   false };
 			w[r] = 0.0;
 		}
 		qsort(pt, m, sizeof(*pt), wpoint_cmp);
-		if (km_median_left(pt, m, done[q], &left))
-			remaining[q] = fmax(left, 0.0);
+		for (size_t i = g; i < e; i++) {
+			size_t q = ord[i], a;
+			double c = done[q] > 0.0 ? log(done[q]) : -INFINITY, left;
+			a = first_point_above(pt, m, c);
+			if (km_median_left(pt + a, m - a, done[q], &left))
+				remaining[q] = fmax(left, 0.0);
+		}
 	}
 	rc = COPUS_OK;
 out:
@@ -605,6 +654,7 @@ out:
 	free(pt);
 	free(run);
 	free(use);
+	free(ord);
 	return rc;
 }
 
