@@ -323,7 +323,7 @@ struct sjob {
 	const copus_model *models[SIM_MAX_TYPES];
 	double *solo_rate;  /* fifo's oracle: progress per second by epoch */
 	double *solo_tail;  /* seconds from the start of epoch e to the end */
-	double pred_total;  /* predicted seconds alone on the request */
+	bool predicted;     /* the predictor has answered for it */
 	double pred_left;   /* expected seconds left alone on the request */
 };
 
@@ -599,58 +599,18 @@ static int learn_history(copus_predictor *p, const copus_history_entry *h,
 	return rc;
 }
 
-/*
- * The predicted total of every submitted, unfinished job: all of them
- * again after the predictor has learned from a finished job, otherwise
- * only the new ones (one pass through the forest).
- */
-static int predict_totals(copus_predictor *p, struct sjob *jobs, size_t n,
-			  double now, copus_job_attrs *attrs, double *tot,
-			  size_t *seen)
-{
-	size_t m = 0, cnt = copus_predictor_count(p);
-	int rc;
-
-	if (cnt == 0)
-		return COPUS_OK;
-	for (size_t i = 0; i < n; i++) {
-		struct sjob *j = &jobs[i];
-		if (j->spec->submit > now || j->completion >= 0)
-			continue;
-		if (cnt == *seen && j->pred_total > 0.0)
-			continue;
-		attrs[m++] = job_attrs(j);
-	}
-	if (m == 0)
-		return COPUS_OK;
-	rc = copus_predictor_total_many(p, attrs, m, tot);
-	if (rc != COPUS_OK)
-		return rc;
-	m = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct sjob *j = &jobs[i];
-		if (j->spec->submit > now || j->completion >= 0)
-			continue;
-		if (cnt == *seen && j->pred_total > 0.0)
-			continue;
-		j->pred_total = tot[m++];
-	}
-	*seen = cnt;
-	return COPUS_OK;
-}
-
-/* Whether job j is in the system at now, with a prediction of its work. */
-static bool predicted_now(const struct sjob *j, double now)
+/* Whether job j is in the system at now with a remaining time to predict. */
+static bool in_system(const struct sjob *j, double now)
 {
 	return j->spec->submit <= now && j->completion < 0 &&
-	       j->pred_total > 0.0 && isfinite(solo_remaining(j));
+	       isfinite(solo_remaining(j));
 }
 
 /*
- * The remaining time of every job in the system with a prediction, all
- * at once (copus_predictor_remaining_many: each running job also tells the
- * predictor that its total is more than it has done). attrs, done and
- * left hold n values each.
+ * The remaining time of every job in the system, all at once, once the
+ * predictor has learned from a finished job (copus_predictor_remaining_many:
+ * each running job also tells the predictor that its total is more than it
+ * has done). attrs, done and left hold n values each.
  */
 static int predict_left(copus_predictor *p, struct sjob *jobs, size_t n,
 			double now, copus_job_attrs *attrs, double *done,
@@ -659,9 +619,11 @@ static int predict_left(copus_predictor *p, struct sjob *jobs, size_t n,
 	size_t m = 0;
 	int rc;
 
+	if (copus_predictor_count(p) == 0)
+		return COPUS_OK;
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = &jobs[i];
-		if (!predicted_now(j, now))
+		if (!in_system(j, now))
 			continue;
 		attrs[m] = job_attrs(j);
 		done[m++] = fmax(j->solo_tail[0] - solo_remaining(j), 0.0);
@@ -673,8 +635,10 @@ static int predict_left(copus_predictor *p, struct sjob *jobs, size_t n,
 		return rc;
 	m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (predicted_now(&jobs[i], now))
+		if (in_system(&jobs[i], now)) {
 			jobs[i].pred_left = left[m++];
+			jobs[i].predicted = true;
+		}
 	return COPUS_OK;
 }
 
@@ -688,8 +652,7 @@ static double copus_remaining(const struct sjob *j, enum sim_remaining how)
 
 	if (how == SIM_REMAINING_ORACLE)
 		return isfinite(truth) ? truth : -1.0;
-	if (how == SIM_REMAINING_NONE || !(j->pred_total > 0.0) ||
-	    !isfinite(truth))
+	if (how == SIM_REMAINING_NONE || !j->predicted || !isfinite(truth))
 		return -1.0;
 	return j->pred_left;
 }
@@ -845,8 +808,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	size_t *idx = NULL;
 	copus_predictor *pred = NULL;
 	copus_job_attrs *attrs = NULL;
-	double *ptot = NULL, *pdone = NULL, *pleft = NULL, *errs = NULL;
-	size_t nerr = 0, caperr = 0, pred_seen = (size_t)-1;
+	double *pdone = NULL, *pleft = NULL, *errs = NULL;
+	size_t nerr = 0, caperr = 0;
 	clock_t pc;
 	const char *tnames[SIM_MAX_TYPES];
 	copus_cluster cl;
@@ -896,10 +859,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	}
 	jobs = calloc(n + 1, sizeof(*jobs));
 	attrs = calloc(n + 1, sizeof(*attrs));
-	ptot = calloc(n + 1, sizeof(*ptot));
 	pdone = calloc(n + 1, sizeof(*pdone));
 	pleft = calloc(n + 1, sizeof(*pleft));
-	if (attrs == NULL || ptot == NULL || pdone == NULL || pleft == NULL) {
+	if (attrs == NULL || pdone == NULL || pleft == NULL) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -984,11 +946,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		/* The jobs the scheduler sees this round. */
 		if (pred != NULL) {
 			pc = clock();
-			rc = predict_totals(pred, jobs, n, now, attrs, ptot,
-					    &pred_seen);
-			if (rc == COPUS_OK)
-				rc = predict_left(pred, jobs, n, now, attrs,
-						  pdone, pleft);
+			rc = predict_left(pred, jobs, n, now, attrs, pdone,
+					  pleft);
 			res->pred_seconds += (double)(clock() - pc) /
 					     CLOCKS_PER_SEC;
 			if (rc != COPUS_OK)
@@ -1025,9 +984,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			}
 			if (tr->remaining == COPUS_REMAINING_PREDICT) {
 				q->remaining = copus_remaining(j, o->remaining);
-				if (pred != NULL && !(j->pred_total > 0.0))
+				if (pred != NULL && !j->predicted)
 					res->pred_unknown++;
-				if (pred != NULL && j->pred_total > 0.0 &&
+				if (pred != NULL && j->predicted &&
 				    (rc = sample_error(j, q->remaining, &errs,
 						       &nerr, &caperr)) != COPUS_OK)
 					goto out;
@@ -1185,7 +1144,6 @@ out:
 	}
 	free(errs);
 	free(attrs);
-	free(ptot);
 	free(pdone);
 	free(pleft);
 	if (rc != COPUS_OK)
