@@ -187,6 +187,13 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	      struct arena_result *r, char *err, size_t len);
 void arena_result_free(struct arena_result *r);
 
+/*
+ * Fill r's lower bounds (after arena_run has counted the jobs it
+ * finished); tmp holds a value per job of the world.
+ */
+void arena_bounds(const struct arena_world *w, const struct arena_opts *o,
+		  struct arena_result *r, double *tmp);
+
 /* Write the result as JSON (the summary of copus-sim --arena). */
 int arena_summary_write(const char *path, const struct arena_world *w,
 			const struct arena_opts *o,

@@ -3,7 +3,8 @@
 # The simulator's engine, shared by copus-sim and its tests.
 noinst_LTLIBRARIES += sim/libsim.la
 sim_libsim_la_SOURCES = sim/sim.h sim/csv.c sim/trace.c sim/engine.c \
-	sim/arena.h sim/arena.c sim/arena-run.c sim/plan-data.c sim/plan-data.h
+	sim/arena.h sim/arena.c sim/arena-run.c sim/arena-summary.c \
+	sim/plan-data.c sim/plan-data.h
 sim_libsim_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 sim_libsim_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) -lm
 
