@@ -38,7 +38,7 @@ struct copus_predictor {
 	size_t trainings;
 	/* The leaf of every recorded job in every tree of the forest, tree
 	 * by tree (trained rows of them each), sorted by leaf (see
-	 * residual_life). */
+	 * forest_left). */
 	struct lrow *leaves;
 	float *ty; /* the trained rows' log totals (the ring moves on) */
 	size_t trees, trained;
