@@ -492,6 +492,37 @@ static void growth_beyond_the_request_follows_goodput(void)
 }
 
 /*
+ * Within a node, an elastic job's size is a power of two (in replicas of
+ * its granularity), its minimum, request or maximum: with 3 of 8 GPUs
+ * held by a shorter rigid job, a long job that would use the other 5
+ * takes 4;
+ * one of two-GPU replicas takes two replicas, not three; a job whose
+ * maximum is 5 may have 5.
+ */
+static void sizes_within_a_node_tile_it(void)
+{
+	struct world w;
+
+	for (int c = 0; c < 3; c++) {
+		world_init(&w, 1, 8);
+		add_job(&w, false, 3, 1000, scalable());
+		run_alloc(&w, 0, 0, 3);
+		copus_job *x = add_job(&w, true, 2, 100000, scalable());
+		x->max_gpus_had = 8;
+		if (c == 1) {
+			x->granularity = 2;
+			add_job(&w, false, 1, 1000, scalable());
+			run_alloc(&w, 2, 0, 1);
+		}
+		if (c == 2)
+			x->max_gpus = 5;
+		decide(&w, 0);
+		CU_ASSERT_EQUAL(gpus_of(&w, 0), 3);
+		CU_ASSERT_EQUAL(gpus_of(&w, 1), c == 2 ? 5 : 4);
+	}
+}
+
+/*
  * Two users' rigid jobs want the same two GPUs: the user far beyond their
  * share waits, though their job is the shorter, unless the term is off.
  */
@@ -829,7 +860,9 @@ static void a_steady_workload_stays_put(void)
  * Random worlds on two GPU types of different speeds, the decisions fed
  * back as the jobs' allocations round after round (work unchanged): a job
  * moved off a cell is never moved back onto it the next round (no
- * two-round cycles, each of which would cost two restarts for nothing).
+ * two-round cycles, each of which would cost two restarts for nothing),
+ * unless it shrinks back to make room for another job of its type that
+ * grows (a job exploring its scaling doubles its size).
  */
 static void a_move_is_not_undone_the_next_round(void)
 {
@@ -873,6 +906,13 @@ static void a_move_is_not_undone_the_next_round(void)
 					     k_hist[b][j] != k_hist[a][j];
 				bool back = t_hist[c][j] == t_hist[a][j] &&
 					    k_hist[c][j] == k_hist[a][j];
+				/* Unless it shrinks back for another job
+				 * of its type that grows. */
+				for (size_t i = 0; back && i < w.n; i++)
+					if (i != j && t_hist[c][i] == t_hist[c][j] &&
+					    k_hist[c][j] < k_hist[b][j] &&
+					    k_hist[c][i] > k_hist[b][i])
+						back = false;
 				if (moved && back && k_hist[a][j] > 0)
 					fprintf(stderr, "world %d round %d job "
 						"%zu: %d/%d -> %d/%d -> back\n",
@@ -1098,6 +1138,7 @@ int main(void)
 		TEST(unknown_work_favours_the_least_served),
 		TEST(placement_respects_nodes_and_types),
 		TEST(growth_beyond_the_request_follows_goodput),
+		TEST(sizes_within_a_node_tile_it),
 		TEST(fair_share_lets_the_less_served_user_in),
 		TEST(scarce_gpus_spread_over_more_jobs),
 		TEST(ingredients_can_be_switched_off_by_name),

@@ -94,6 +94,10 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 			    k != w->q && !(t == w->cur_t && k == w->cur_k) &&
 			    !o->no_placement)
 				continue;
+			/* Within a node, sizes that tile it. */
+			if (!o->no_placement &&
+			    !copus__cp_size_tiles(w, t, k, node_gpus))
+				continue;
 			TRY(k);
 		}
 		/*

@@ -102,6 +102,8 @@ struct victim {
 int copus__cp_base_need(const struct jw *x);
 bool copus__cp_cell_allowed(const struct jw *x, int t, int k,
 		const int *node_gpus, const struct copus__copus_opts *o);
+bool copus__cp_size_tiles(const struct jw *x, int t, int k,
+		const int *node_gpus);
 void copus__cp_cluster_caps(const copus_cluster *c, int *node_gpus, int *cap);
 int copus__cp_growth_cap(const copus_job *j);
 bool copus__cp_known(const struct jw *w, int t);

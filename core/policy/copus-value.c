@@ -520,6 +520,30 @@ void copus__cp_release_jobs(struct jw *w, size_t n)
 		free(w[j].cs);
 }
 
+/*
+ * Is k GPUs of type t a size job x may take within one node? An elastic
+ * job runs there on a power of two GPUs (in replicas of its granularity),
+ * or on its minimum, its request, its maximum or the size it has now. Such
+ * sizes tile a node, so the GPUs one job gives back make a whole size for
+ * the next (a buddy allocator's argument), and a job resized with what
+ * happens to be free this round does not step through every size between
+ * (3, then 5, then 6...), each step a restart. Sia's configurations are
+ * limited the same way. Sizes of several nodes and the cells of a job with
+ * a table of them are not limited here.
+ */
+bool copus__cp_size_tiles(const struct jw *x, int t, int k,
+			  const int *node_gpus)
+{
+	const copus_job *j = x->job;
+	int r = j->granularity > 1 ? j->granularity : 1;
+
+	if (x->cs != NULL || k > node_gpus[t] || k % r != 0 ||
+	    ((k / r) & (k / r - 1)) == 0)
+		return true;
+	return k == j->min_gpus || k == x->q || k == j->max_gpus ||
+	       (t == x->cur_t && k == x->cur_k);
+}
+
 /* May job x have k GPUs of type t at all (bounds, rigid size, type)? */
 bool copus__cp_cell_allowed(const struct jw *x, int t, int k,
 			 const int *node_gpus, const struct copus__copus_opts *o)
@@ -542,7 +566,8 @@ bool copus__cp_cell_allowed(const struct jw *x, int t, int k,
 	bool cur = k == x->cur_k && t == x->cur_t;
 	if (kmax < x->cur_k && t == x->cur_t)
 		kmax = x->cur_k;
-	if (k < j->min_gpus || k > kmax)
+	if (k < j->min_gpus || k > kmax ||
+	    (!o->no_placement && !copus__cp_size_tiles(x, t, k, node_gpus)))
 		return false;
 	/* Beyond one node, whole nodes (as best_step). */
 	return k <= node_gpus[t] || k % node_gpus[t] == 0 || k == x->q ||

@@ -59,6 +59,11 @@
  * optimum of the same values under each type's capacity (exact_dp, a
  * multiple-choice knapsack over the GPUs used of each type).
  *
+ * Within a node an elastic job's size is a power of two (in replicas),
+ * its minimum, request, maximum or current size (copus__cp_size_tiles):
+ * such sizes tile a node, and a job is not resized through every count
+ * that happens to be free.
+ *
  * Placement follows the chosen sizes: a job that keeps its size and type
  * keeps its GPUs; the others are placed largest first on the fewest nodes
  * (core/policy/place.c), at most one multi-node job per node, never mixing
