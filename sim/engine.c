@@ -1,6 +1,7 @@
 /*
  * The simulation loop: jobs progress by the measured tables between rounds
- * (Pollux's simulator rules), and every round a copus policy decides.
+ * (Pollux's simulator rules), and every round a copus policy decides. A
+ * job's own progress is in engine-job.c (sim/engine-parts.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,510 +11,7 @@
 
 #include <copus/predict.h>
 
-#include "sim.h"
-
-/* Longest simulated time before giving up: 60 days. */
-#define SIM_MAX_TIME (60.0 * 86400.0)
-
-int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
-		      size_t len)
-{
-	char *copy = NULL, *save = NULL, *tok;
-	int rc = COPUS_EINVAL;
-
-	memset(out, 0, sizeof(*out));
-	if (spec == NULL || *spec == '\0') {
-		snprintf(err, len, "--cluster: empty specification");
-		return COPUS_EINVAL;
-	}
-	copy = strdup(spec);
-	if (copy == NULL)
-		return COPUS_ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char *colon = strchr(tok, ':'), *shape = tok, *end;
-		long nodes, gpus;
-		copus_node *nn;
-		int t;
-
-		if (out->ntypes >= SIM_MAX_TYPES) {
-			snprintf(err, len, "--cluster: more than %d GPU types",
-				 SIM_MAX_TYPES);
-			goto out;
-		}
-		t = out->ntypes;
-		if (colon) {
-			*colon = '\0';
-			shape = colon + 1;
-			if (*tok == '\0' || strlen(tok) >= 32 ||
-			    strspn(tok, "abcdefghijklmnopqrstuvwxyz"
-				   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
-				    strlen(tok)) {
-				snprintf(err, len,
-					 "--cluster: bad GPU type name '%s'",
-					 tok);
-				goto out;
-			}
-			snprintf(out->type_names[t], 32, "%s", tok);
-		} else if (strchr(spec, ':') || out->ntypes > 0) {
-			snprintf(err, len,
-				 "--cluster: '%s': give every part a type "
-				 "(type:NODESxGPUS) or use one NODESxGPUS", tok);
-			goto out;
-		}
-		for (int u = 0; u < t; u++)
-			if (strcmp(out->type_names[u], out->type_names[t]) == 0) {
-				snprintf(err, len,
-					 "--cluster: GPU type '%s' twice",
-					 out->type_names[t]);
-				goto out;
-			}
-		nodes = strtol(shape, &end, 10);
-		if (end == shape || (*end != 'x' && *end != 'X')) {
-			snprintf(err, len,
-				 "--cluster: '%s' is not NODESxGPUS", shape);
-			goto out;
-		}
-		shape = end + 1;
-		gpus = strtol(shape, &end, 10);
-		if (end == shape || *end != '\0' || nodes < 1 ||
-		    nodes > 100000 || gpus < 1 || gpus > 9) {
-			snprintf(err, len,
-				 "--cluster: '%s': 1..100000 nodes of 1..9 GPUs "
-				 "expected", tok);
-			goto out;
-		}
-		nn = realloc(out->nodes, (size_t)(out->nnodes + nodes) *
-					 sizeof(*nn));
-		if (nn == NULL) {
-			rc = COPUS_ENOMEM;
-			goto out;
-		}
-		out->nodes = nn;
-		for (long k = 0; k < nodes; k++) {
-			out->nodes[out->nnodes].gpu_type = t;
-			out->nodes[out->nnodes].gpus = (int)gpus;
-			out->nodes[out->nnodes].usable = true;
-			out->nnodes++;
-		}
-		out->ntypes++;
-	}
-	rc = out->ntypes > 0 ? COPUS_OK : COPUS_EINVAL;
-	if (rc)
-		snprintf(err, len, "--cluster: empty specification");
-out:
-	free(copy);
-	if (rc)
-		sim_cluster_free(out);
-	return rc;
-}
-
-void sim_cluster_free(struct sim_cluster *c)
-{
-	if (c == NULL)
-		return;
-	free(c->nodes);
-	memset(c, 0, sizeof(*c));
-}
-
-/* Whether s holds a control character (a tab, a carriage return, ...). */
-static bool has_control(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < ' ' || *s == 0x7f)
-			return true;
-	return false;
-}
-
-int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
-		      char *err, size_t len)
-{
-	struct csv c;
-	int cn, ct, ca, cr, cb, rc;
-	struct sim_jobspec *js = NULL;
-
-	*out = NULL;
-	*n = 0;
-	if ((rc = sim_csv_read(path, &c, err, len)) != COPUS_OK)
-		return rc;
-	rc = COPUS_EPARSE;
-	if ((cn = sim_csv_col(&c, "name", err, len)) < 0 ||
-	    (ct = sim_csv_col(&c, "time", err, len)) < 0 ||
-	    (ca = sim_csv_col(&c, "application", err, len)) < 0 ||
-	    (cr = sim_csv_col(&c, "num_replicas", err, len)) < 0 ||
-	    (cb = sim_csv_col(&c, "batch_size", err, len)) < 0)
-		goto out;
-	js = calloc(c.nrows + 1, sizeof(*js));
-	if (js == NULL) {
-		rc = COPUS_ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < c.nrows; i++) {
-		struct sim_jobspec *j = &js[i];
-		double r;
-
-		/*
-		 * A name travels tab-separated from a simulation process to
-		 * copus-sim's (main.c): a tab or another control character
-		 * in it would cut the line and mislabel the results.
-		 */
-		if (strlen(c.rows[i][cn]) == 0 ||
-		    strlen(c.rows[i][cn]) >= sizeof(j->name) ||
-		    strpbrk(c.rows[i][cn], "\"\\") != NULL ||
-		    has_control(c.rows[i][cn])) {
-			snprintf(err, len,
-				 "%s:%ld: column %d (name): '%s' is empty, too "
-				 "long or has quotes or control characters",
-				 path, c.lines[i], cn + 1, c.rows[i][cn]);
-			goto out;
-		}
-		snprintf(j->name, sizeof(j->name), "%s", c.rows[i][cn]);
-		if (strlen(c.rows[i][ca]) == 0 ||
-		    strlen(c.rows[i][ca]) >= sizeof(j->app_name) ||
-		    strpbrk(c.rows[i][ca], "/.") != NULL) {
-			snprintf(err, len,
-				 "%s:%ld: column %d (application): '%s' is "
-				 "not a model name", path, c.lines[i], ca + 1,
-				 c.rows[i][ca]);
-			goto out;
-		}
-		snprintf(j->app_name, sizeof(j->app_name), "%s",
-			 c.rows[i][ca]);
-		j->app = -1;
-		if (sim_csv_double(&c, i, ct, &j->submit, err, len) ||
-		    sim_csv_double(&c, i, cr, &r, err, len) ||
-		    sim_csv_double(&c, i, cb, &j->batch, err, len))
-			goto out;
-		if (j->submit < 0 || j->submit > SIM_MAX_TIME) {
-			snprintf(err, len,
-				 "%s:%ld: column %d (time): '%s' is out of "
-				 "range", path, c.lines[i], ct + 1,
-				 c.rows[i][ct]);
-			goto out;
-		}
-		if (r < 1 || r > 4096 || r != floor(r)) {
-			snprintf(err, len,
-				 "%s:%ld: column %d (num_replicas): '%s' is "
-				 "not an integer in 1..4096", path, c.lines[i],
-				 cr + 1, c.rows[i][cr]);
-			goto out;
-		}
-		j->replicas = (int)r;
-		if (j->batch < 1 || j->batch > 1e8) {
-			snprintf(err, len,
-				 "%s:%ld: column %d (batch_size): '%s' is out "
-				 "of range", path, c.lines[i], cb + 1,
-				 c.rows[i][cb]);
-			goto out;
-		}
-	}
-	*out = js;
-	*n = c.nrows;
-	js = NULL;
-	rc = COPUS_OK;
-out:
-	free(js);
-	sim_csv_free(&c);
-	return rc;
-}
-
-void sim_split_batch(const struct app *a, double batch, int replicas,
-		     int *atomic, int *accum)
-{
-	double local = ceil(batch / replicas - 1e-8);
-	int s = (int)ceil(local / a->max_local - 1e-8) - 1;
-	int count;
-	double at;
-
-	if (s < 0)
-		s = 0;
-	/* One GPU beyond the initial batch accumulates, as in Pollux. */
-	if (replicas == 1 && batch > a->init_batch && s < 1)
-		s = 1;
-	at = ceil(local / (s + 1) - 1e-8);
-	count = replicas * (s + 1);
-	if (at > floor(a->max_batch / count))
-		at = floor(a->max_batch / count);
-	if (at < 1)
-		at = 1;
-	*atomic = (int)at;
-	*accum = s;
-}
-
-/* Consolidated placement of k GPUs on nodes of g. */
-static int consolidated(int k, int g, int *pl)
-{
-	int n = 0;
-
-	while (k > 0) {
-		pl[n] = k < g ? k : g;
-		k -= pl[n++];
-	}
-	return n;
-}
-
-/* Samples-per-progress rate of a configuration during an epoch. */
-static double true_goodput(const struct app *a, int t, const int *pl, int nn,
-			   int atomic, int accum, int epoch, double *total)
-{
-	double step, sync, sqr, var, scale, gain, batch;
-	int replicas = 0;
-
-	for (int k = 0; k < nn; k++)
-		replicas += pl[k];
-	if (sim_app_throughput(a, t, pl, nn, atomic, &step, &sync) != COPUS_OK)
-		return 0.0;
-	batch = (double)replicas * atomic * (accum + 1);
-	scale = batch / a->init_batch;
-	sim_app_grad(a, batch, epoch, &sqr, &var);
-	gain = (var + sqr) / (var / scale + sqr);
-	if (!isfinite(gain) || gain <= 0)
-		gain = 1.0;
-	*total = step + (step - sync) * accum;
-	return gain / *total;
-}
-
-double sim_solo_time(const struct app *a, int t, int g, int replicas,
-		     double batch, int from_epoch, double progress)
-{
-	int pl[4096], nn, atomic, accum;
-	double time = 0.0, total;
-
-	if (replicas > 4096)
-		replicas = 4096;
-	nn = consolidated(replicas, g, pl);
-	sim_split_batch(a, batch, replicas, &atomic, &accum);
-	for (int e = from_epoch; e < a->max_epochs; e++) {
-		double gp = true_goodput(a, t, pl, nn, atomic, accum, e, &total);
-		double from = e == from_epoch ? progress : sim_app_progress(a, e);
-
-		if (!(gp > 0))
-			return INFINITY;
-		time += (sim_app_progress(a, e + 1) - from) / gp;
-	}
-	return time;
-}
-
-/* ---------------------------------------------------------------- jobs */
-
-struct sjob {
-	const struct sim_jobspec *spec;
-	const struct app *app;
-	int *place;         /* GPUs per node */
-	copus_slot *slots;  /* place as the policy's sparse allocation */
-	int type;
-	int gpus, nodes;
-	int atomic, accum;
-	double progress;
-	int epoch;
-	double attained;    /* GPU-seconds */
-	double rescale;     /* seconds of restart left */
-	int restarts;       /* -1 before the first allocation */
-	double completion;  /* < 0 while running */
-	double target_batch; /* <= 0: the policy chooses */
-	/* What the job has measured and learned, per GPU type. */
-	copus_observation *obs[SIM_MAX_TYPES];
-	size_t nobs[SIM_MAX_TYPES], capobs[SIM_MAX_TYPES];
-	int max_prof;
-	copus_model model[SIM_MAX_TYPES];
-	bool has_model[SIM_MAX_TYPES];
-	copus_model boot[SIM_MAX_TYPES]; /* bootstrapped (job_model) */
-	bool learn;
-	double goodput;
-	const copus_model *models[SIM_MAX_TYPES];
-	double *solo_rate;  /* fifo's oracle: progress per second by epoch */
-	double *solo_tail;  /* seconds from the start of epoch e to the end */
-	bool predicted;     /* the predictor has answered for it */
-	double pred_left;   /* expected seconds left alone on the request */
-};
-
-/*
- * Tabulate the job's epochs alone on its request: fifo's oracle, copus's
- * remaining work, the work the history records.
- */
-static int solo_table(struct sjob *j, int g)
-{
-	const struct app *a = j->app;
-	int pl[4096], nn, atomic, accum, E = a->max_epochs;
-	int k = j->spec->replicas > 4096 ? 4096 : j->spec->replicas;
-	double total;
-
-	j->solo_rate = calloc((size_t)E + 1, sizeof(double));
-	j->solo_tail = calloc((size_t)E + 2, sizeof(double));
-	if (j->solo_rate == NULL || j->solo_tail == NULL)
-		return COPUS_ENOMEM;
-	nn = consolidated(k, g, pl);
-	sim_split_batch(a, j->target_batch > 0 ? j->target_batch :
-			j->spec->batch, k, &atomic, &accum);
-	for (int e = 0; e < E; e++)
-		j->solo_rate[e] = true_goodput(a, 0, pl, nn, atomic, accum, e,
-					       &total);
-	for (int e = E - 1; e >= 0; e--)
-		j->solo_tail[e] = j->solo_tail[e + 1] +
-			(sim_app_progress(a, e + 1) - sim_app_progress(a, e)) /
-			j->solo_rate[e];
-	return COPUS_OK;
-}
-
-static double solo_remaining(const struct sjob *j)
-{
-	int e = j->epoch;
-
-	if (e >= j->app->max_epochs)
-		return 0.0;
-	return (sim_app_progress(j->app, e + 1) - j->progress) /
-	       j->solo_rate[e] + j->solo_tail[e + 1];
-}
-
-static void update_shape(struct sjob *j, int N)
-{
-	j->gpus = j->nodes = 0;
-	for (int k = 0; k < N; k++) {
-		j->gpus += j->place[k];
-		j->nodes += j->place[k] > 0;
-	}
-}
-
-/* Pollux's choice of micro-batch and accumulation after each change. */
-static void update_local(struct sjob *j)
-{
-	const struct app *a = j->app;
-	double batch = j->target_batch;
-	int count;
-
-	if (j->gpus == 0)
-		return;
-	if (batch <= 0 && !j->has_model[j->type])
-		batch = fmax(a->init_batch, (double)a->min_local * j->gpus);
-	if (batch <= 0) {
-		copus_batch_plan plan;
-
-		if (copus_best_batch(&j->model[j->type], j->nodes, j->gpus,
-				     &plan) ==
-		    COPUS_OK) {
-			j->atomic = plan.local;
-			j->accum = plan.accum_steps;
-		} else {
-			sim_split_batch(a, fmax(a->init_batch,
-						(double)a->min_local * j->gpus),
-					j->gpus, &j->atomic, &j->accum);
-		}
-	} else {
-		sim_split_batch(a, batch, j->gpus, &j->atomic, &j->accum);
-	}
-	count = j->gpus * (j->accum + 1);
-	if (j->atomic > (int)(a->max_batch / count))
-		j->atomic = (int)(a->max_batch / count);
-	if (j->atomic < 1)
-		j->atomic = 1;
-}
-
-/* Learn from a measured step, as the plugin learns from hints. */
-static int observe(struct sjob *j, double step, double sync, double sqr,
-		   double var)
-{
-	const struct app *a = j->app;
-	copus_observation *o;
-	int t = j->type;
-	copus_model *m = &j->model[t];
-
-	/* The gradient noise does not depend on the GPU type. */
-	for (int u = 0; u < SIM_MAX_TYPES; u++) {
-		j->model[u].grad.sqr = sqr;
-		j->model[u].grad.var = var;
-	}
-	for (size_t i = 0; i < j->nobs[t]; i++)
-		if (j->obs[t][i].nodes == j->nodes &&
-		    j->obs[t][i].replicas == j->gpus &&
-		    j->obs[t][i].local == j->atomic)
-			return COPUS_OK;
-	if (j->nobs[t] == j->capobs[t]) {
-		size_t nc = j->capobs[t] ? 2 * j->capobs[t] : 8;
-		copus_observation *no = realloc(j->obs[t], nc * sizeof(*no));
-
-		if (no == NULL)
-			return COPUS_ENOMEM;
-		j->obs[t] = no;
-		j->capobs[t] = nc;
-	}
-	o = &j->obs[t][j->nobs[t]++];
-	o->nodes = j->nodes;
-	o->replicas = j->gpus;
-	o->local = j->atomic;
-	o->accum_steps = 0;
-	o->step_time = step;
-	o->compute_time = step - sync > 1e-9 ? step - sync : 1e-9;
-	if (j->gpus > j->max_prof)
-		j->max_prof = j->gpus;
-	if (copus_fit(j->obs[t], j->nobs[t], &m->perf, NULL) == COPUS_OK) {
-		m->limits.init_batch = a->init_batch;
-		m->limits.max_batch = a->max_batch;
-		m->limits.min_local = a->min_local;
-		m->limits.max_local = a->max_local;
-		m->limits.accumulation = true;
-		j->has_model[t] = copus_model_check(m) == COPUS_OK;
-	}
-	return COPUS_OK;
-}
-
-/* Advance one job by 'sec' seconds from time 'now' (Pollux's Job.step). */
-static void job_step(struct sjob *j, double now, double sec, int N)
-{
-	const struct app *a = j->app;
-	double delay, t = now;
-	int guard = 0;
-	int pl[64], nn = 0;
-
-	if (j->gpus == 0 || j->completion >= 0)
-		return;
-	for (int k = 0; k < N && nn < 64; k++)
-		if (j->place[k] > 0)
-			pl[nn++] = j->place[k];
-	delay = fmin(j->rescale, sec);
-	t += delay;
-	j->attained += delay * j->gpus;
-	j->rescale -= delay;
-	sec -= delay;
-	while (sec > 0 && j->completion < 0 && guard++ < 100000) {
-		double step, sync, sqr, var, batch, scale, gain, total, gp;
-		double next, delta;
-
-		batch = (double)j->gpus * j->atomic * (j->accum + 1);
-		scale = batch / a->init_batch;
-		if (sim_app_throughput(a, j->type, pl, nn, j->atomic, &step,
-				       &sync) != COPUS_OK)
-			return;
-		sim_app_grad(a, batch, j->epoch, &sqr, &var);
-		gain = (var + sqr) / (var / scale + sqr);
-		if (!isfinite(gain) || gain <= 0)
-			gain = 1.0;
-		if (j->learn)
-			observe(j, step, sync, sqr, var);
-		total = step + (step - sync) * j->accum;
-		gp = gain / (total * a->slowdown);
-		j->goodput = gp;
-		next = sim_app_progress(a, j->epoch + 1);
-		if (j->progress + gp * sec < next) {
-			j->progress += gp * sec;
-			t += sec;
-			j->attained += sec * j->gpus;
-			sec = 0;
-		} else {
-			j->epoch++;
-			delta = round((next - j->progress) / gp);
-			if (delta > sec)
-				delta = sec;
-			if (j->epoch >= a->max_epochs)
-				j->completion = t + delta;
-			j->progress = next;
-			t += delta;
-			j->attained += delta * j->gpus;
-			sec -= delta;
-		}
-		/* The batch is re-optimised between epochs. */
-		update_local(j);
-	}
-}
+#include "engine-parts.h"
 
 static double pctl(double *v, size_t n, double q)
 {
@@ -603,7 +101,7 @@ static int learn_history(copus_predictor *p, const copus_history_entry *h,
 static bool in_system(const struct sjob *j, double now)
 {
 	return j->spec->submit <= now && j->completion < 0 &&
-	       isfinite(solo_remaining(j));
+	       isfinite(copus__sim_solo_remaining(j));
 }
 
 /*
@@ -626,7 +124,8 @@ static int predict_left(copus_predictor *p, struct sjob *jobs, size_t n,
 		if (!in_system(j, now))
 			continue;
 		attrs[m] = job_attrs(j);
-		done[m++] = fmax(j->solo_tail[0] - solo_remaining(j), 0.0);
+		done[m++] = fmax(j->solo_tail[0] - copus__sim_solo_remaining(j),
+				 0.0);
 	}
 	if (m == 0)
 		return COPUS_OK;
@@ -648,7 +147,7 @@ static int predict_left(copus_predictor *p, struct sjob *jobs, size_t n,
  */
 static double copus_remaining(const struct sjob *j, enum sim_remaining how)
 {
-	double truth = solo_remaining(j);
+	double truth = copus__sim_solo_remaining(j);
 
 	if (how == SIM_REMAINING_ORACLE)
 		return isfinite(truth) ? truth : -1.0;
@@ -661,7 +160,7 @@ static double copus_remaining(const struct sjob *j, enum sim_remaining how)
 static int sample_error(const struct sjob *j, double predicted, double **errs,
 			size_t *n, size_t *cap)
 {
-	double truth = solo_remaining(j);
+	double truth = copus__sim_solo_remaining(j);
 
 	if (!(truth > 0.0) || !isfinite(truth) || predicted < 0.0)
 		return COPUS_OK;
@@ -782,7 +281,7 @@ static double oracle_remaining(const struct sjob *j, copus_model_source src,
 		int pl[4096], nn, at, ac;
 		double st, sy, it;
 
-		nn = consolidated(req > 4096 ? 4096 : req, g0, pl);
+		nn = copus__sim_consolidated(req > 4096 ? 4096 : req, g0, pl);
 		sim_split_batch(a, j->target_batch, req, &at, &ac);
 		if (sim_app_throughput(a, 0, pl, nn, at, &st, &sy) != 0)
 			return -1;
@@ -791,7 +290,7 @@ static double oracle_remaining(const struct sjob *j, copus_model_source src,
 						       j->epoch - 1) : 0);
 		return fmax(it, 1.0) * (st + (st - sy) * ac);
 	}
-	left = solo_remaining(j) + j->rescale;
+	left = copus__sim_solo_remaining(j) + j->rescale;
 	return isfinite(left) ? left : -1;
 }
 
@@ -899,7 +398,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			j->target_batch = specs[i].batch;
 		snprintf(res->names[i], sizeof(res->names[i]), "%s",
 			 specs[i].name);
-		if ((rc = solo_table(j, g0)) != COPUS_OK)
+		if ((rc = copus__sim_solo_table(j, g0)) != COPUS_OK)
 			goto out;
 		res->jct[i] = -1;
 	}
@@ -918,7 +417,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			struct sjob *j = &jobs[i];
 			bool was = j->completion >= 0;
 
-			job_step(j, now, o->interval, N);
+			copus__sim_job_step(j, now, o->interval, N);
 			if (!was && j->completion >= 0) {
 				res->jct[i] = j->completion - j->spec->submit;
 				done++;
@@ -938,7 +437,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 						goto out;
 				}
 				memset(j->place, 0, (size_t)N * sizeof(int));
-				update_shape(j, N);
+				copus__sim_update_shape(j, N);
 			}
 		}
 		now += o->interval;
@@ -1039,10 +538,10 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			memset(j->place, 0, (size_t)N * sizeof(int));
 			for (int s = 0; s < d->num_slots; s++)
 				j->place[d->slots[s].node] = d->slots[s].gpus;
-			update_shape(j, N);
+			copus__sim_update_shape(j, N);
 			if (j->gpus > 0) {
 				j->type = d->gpu_type;
-				update_local(j);
+				copus__sim_update_local(j);
 				j->rescale = j->app->restart_delay >= 0.0 ?
 						     j->app->restart_delay :
 						     o->restart_delay;

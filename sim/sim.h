@@ -122,7 +122,7 @@ double sim_app_progress(const struct app *a, int epoch);
 /* Iterations done after finishing epoch index 'epoch' at batch 'batch'. */
 double sim_app_iteration(const struct app *a, double batch, int epoch);
 
-/* -------------------------------------------------------- engine.c */
+/* -------------------------- engine.c, engine-input.c, engine-job.c */
 
 struct sim_cluster {
 	int ntypes;

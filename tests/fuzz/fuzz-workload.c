@@ -1,5 +1,5 @@
 /*
- * Fuzz target: sim_workload_read() (sim/engine.c), a Pollux workload CSV
+ * Fuzz target: sim_workload_read() (sim/engine-input.c), a Pollux workload CSV
  * (name,time,application,num_replicas,batch_size) as copus-sim reads it.
  * The input is written to a file of the process's scratch directory. An
  * accepted workload must hold only jobs the simulator can run: names that

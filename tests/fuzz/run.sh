@@ -84,7 +84,7 @@ sources() {
 	state) echo plugin/statefmt.c ;;
 	elastic | types) ;;
 	csv) echo sim/csv.c ;;
-	workload) echo sim/csv.c sim/trace.c sim/engine.c ;;
+	workload) echo sim/csv.c sim/engine-input.c ;;
 	profile) echo sim/csv.c sim/trace.c ;;
 	manifest) echo runtime/checkpoint.c runtime/common.c ;;
 	plan-*) echo sim/csv.c sim/plan-data.c ;;

@@ -1,0 +1,276 @@
+/*
+ * A job of the simulation: its time alone on its request, from the
+ * measured tables, and its progress between rounds with what it learns
+ * of its own speed (sim/engine-parts.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "engine-parts.h"
+
+void sim_split_batch(const struct app *a, double batch, int replicas,
+		     int *atomic, int *accum)
+{
+	double local = ceil(batch / replicas - 1e-8);
+	int s = (int)ceil(local / a->max_local - 1e-8) - 1;
+	int count;
+	double at;
+
+	if (s < 0)
+		s = 0;
+	/* One GPU beyond the initial batch accumulates, as in Pollux. */
+	if (replicas == 1 && batch > a->init_batch && s < 1)
+		s = 1;
+	at = ceil(local / (s + 1) - 1e-8);
+	count = replicas * (s + 1);
+	if (at > floor(a->max_batch / count))
+		at = floor(a->max_batch / count);
+	if (at < 1)
+		at = 1;
+	*atomic = (int)at;
+	*accum = s;
+}
+
+/* Consolidated placement of k GPUs on nodes of g. */
+int copus__sim_consolidated(int k, int g, int *pl)
+{
+	int n = 0;
+
+	while (k > 0) {
+		pl[n] = k < g ? k : g;
+		k -= pl[n++];
+	}
+	return n;
+}
+
+/* Samples-per-progress rate of a configuration during an epoch. */
+static double true_goodput(const struct app *a, int t, const int *pl, int nn,
+			   int atomic, int accum, int epoch, double *total)
+{
+	double step, sync, sqr, var, scale, gain, batch;
+	int replicas = 0;
+
+	for (int k = 0; k < nn; k++)
+		replicas += pl[k];
+	if (sim_app_throughput(a, t, pl, nn, atomic, &step, &sync) != COPUS_OK)
+		return 0.0;
+	batch = (double)replicas * atomic * (accum + 1);
+	scale = batch / a->init_batch;
+	sim_app_grad(a, batch, epoch, &sqr, &var);
+	gain = (var + sqr) / (var / scale + sqr);
+	if (!isfinite(gain) || gain <= 0)
+		gain = 1.0;
+	*total = step + (step - sync) * accum;
+	return gain / *total;
+}
+
+double sim_solo_time(const struct app *a, int t, int g, int replicas,
+		     double batch, int from_epoch, double progress)
+{
+	int pl[4096], nn, atomic, accum;
+	double time = 0.0, total;
+
+	if (replicas > 4096)
+		replicas = 4096;
+	nn = copus__sim_consolidated(replicas, g, pl);
+	sim_split_batch(a, batch, replicas, &atomic, &accum);
+	for (int e = from_epoch; e < a->max_epochs; e++) {
+		double gp = true_goodput(a, t, pl, nn, atomic, accum, e, &total);
+		double from = e == from_epoch ? progress : sim_app_progress(a, e);
+
+		if (!(gp > 0))
+			return INFINITY;
+		time += (sim_app_progress(a, e + 1) - from) / gp;
+	}
+	return time;
+}
+
+/* ---------------------------------------------------------------- jobs */
+
+/*
+ * Tabulate the job's epochs alone on its request: fifo's oracle, copus's
+ * remaining work, the work the history records.
+ */
+int copus__sim_solo_table(struct sjob *j, int g)
+{
+	const struct app *a = j->app;
+	int pl[4096], nn, atomic, accum, E = a->max_epochs;
+	int k = j->spec->replicas > 4096 ? 4096 : j->spec->replicas;
+	double total;
+
+	j->solo_rate = calloc((size_t)E + 1, sizeof(double));
+	j->solo_tail = calloc((size_t)E + 2, sizeof(double));
+	if (j->solo_rate == NULL || j->solo_tail == NULL)
+		return COPUS_ENOMEM;
+	nn = copus__sim_consolidated(k, g, pl);
+	sim_split_batch(a, j->target_batch > 0 ? j->target_batch :
+			j->spec->batch, k, &atomic, &accum);
+	for (int e = 0; e < E; e++)
+		j->solo_rate[e] = true_goodput(a, 0, pl, nn, atomic, accum, e,
+					       &total);
+	for (int e = E - 1; e >= 0; e--)
+		j->solo_tail[e] = j->solo_tail[e + 1] +
+			(sim_app_progress(a, e + 1) - sim_app_progress(a, e)) /
+			j->solo_rate[e];
+	return COPUS_OK;
+}
+
+double copus__sim_solo_remaining(const struct sjob *j)
+{
+	int e = j->epoch;
+
+	if (e >= j->app->max_epochs)
+		return 0.0;
+	return (sim_app_progress(j->app, e + 1) - j->progress) /
+	       j->solo_rate[e] + j->solo_tail[e + 1];
+}
+
+void copus__sim_update_shape(struct sjob *j, int N)
+{
+	j->gpus = j->nodes = 0;
+	for (int k = 0; k < N; k++) {
+		j->gpus += j->place[k];
+		j->nodes += j->place[k] > 0;
+	}
+}
+
+/* Pollux's choice of micro-batch and accumulation after each change. */
+void copus__sim_update_local(struct sjob *j)
+{
+	const struct app *a = j->app;
+	double batch = j->target_batch;
+	int count;
+
+	if (j->gpus == 0)
+		return;
+	if (batch <= 0 && !j->has_model[j->type])
+		batch = fmax(a->init_batch, (double)a->min_local * j->gpus);
+	if (batch <= 0) {
+		copus_batch_plan plan;
+
+		if (copus_best_batch(&j->model[j->type], j->nodes, j->gpus,
+				     &plan) ==
+		    COPUS_OK) {
+			j->atomic = plan.local;
+			j->accum = plan.accum_steps;
+		} else {
+			sim_split_batch(a, fmax(a->init_batch,
+						(double)a->min_local * j->gpus),
+					j->gpus, &j->atomic, &j->accum);
+		}
+	} else {
+		sim_split_batch(a, batch, j->gpus, &j->atomic, &j->accum);
+	}
+	count = j->gpus * (j->accum + 1);
+	if (j->atomic > (int)(a->max_batch / count))
+		j->atomic = (int)(a->max_batch / count);
+	if (j->atomic < 1)
+		j->atomic = 1;
+}
+
+/* Learn from a measured step, as the plugin learns from hints. */
+static int observe(struct sjob *j, double step, double sync, double sqr,
+		   double var)
+{
+	const struct app *a = j->app;
+	copus_observation *o;
+	int t = j->type;
+	copus_model *m = &j->model[t];
+
+	/* The gradient noise does not depend on the GPU type. */
+	for (int u = 0; u < SIM_MAX_TYPES; u++) {
+		j->model[u].grad.sqr = sqr;
+		j->model[u].grad.var = var;
+	}
+	for (size_t i = 0; i < j->nobs[t]; i++)
+		if (j->obs[t][i].nodes == j->nodes &&
+		    j->obs[t][i].replicas == j->gpus &&
+		    j->obs[t][i].local == j->atomic)
+			return COPUS_OK;
+	if (j->nobs[t] == j->capobs[t]) {
+		size_t nc = j->capobs[t] ? 2 * j->capobs[t] : 8;
+		copus_observation *no = realloc(j->obs[t], nc * sizeof(*no));
+
+		if (no == NULL)
+			return COPUS_ENOMEM;
+		j->obs[t] = no;
+		j->capobs[t] = nc;
+	}
+	o = &j->obs[t][j->nobs[t]++];
+	o->nodes = j->nodes;
+	o->replicas = j->gpus;
+	o->local = j->atomic;
+	o->accum_steps = 0;
+	o->step_time = step;
+	o->compute_time = step - sync > 1e-9 ? step - sync : 1e-9;
+	if (j->gpus > j->max_prof)
+		j->max_prof = j->gpus;
+	if (copus_fit(j->obs[t], j->nobs[t], &m->perf, NULL) == COPUS_OK) {
+		m->limits.init_batch = a->init_batch;
+		m->limits.max_batch = a->max_batch;
+		m->limits.min_local = a->min_local;
+		m->limits.max_local = a->max_local;
+		m->limits.accumulation = true;
+		j->has_model[t] = copus_model_check(m) == COPUS_OK;
+	}
+	return COPUS_OK;
+}
+
+/* Advance one job by 'sec' seconds from time 'now' (Pollux's Job.step). */
+void copus__sim_job_step(struct sjob *j, double now, double sec, int N)
+{
+	const struct app *a = j->app;
+	double delay, t = now;
+	int guard = 0;
+	int pl[64], nn = 0;
+
+	if (j->gpus == 0 || j->completion >= 0)
+		return;
+	for (int k = 0; k < N && nn < 64; k++)
+		if (j->place[k] > 0)
+			pl[nn++] = j->place[k];
+	delay = fmin(j->rescale, sec);
+	t += delay;
+	j->attained += delay * j->gpus;
+	j->rescale -= delay;
+	sec -= delay;
+	while (sec > 0 && j->completion < 0 && guard++ < 100000) {
+		double step, sync, sqr, var, batch, scale, gain, total, gp;
+		double next, delta;
+
+		batch = (double)j->gpus * j->atomic * (j->accum + 1);
+		scale = batch / a->init_batch;
+		if (sim_app_throughput(a, j->type, pl, nn, j->atomic, &step,
+				       &sync) != COPUS_OK)
+			return;
+		sim_app_grad(a, batch, j->epoch, &sqr, &var);
+		gain = (var + sqr) / (var / scale + sqr);
+		if (!isfinite(gain) || gain <= 0)
+			gain = 1.0;
+		if (j->learn)
+			observe(j, step, sync, sqr, var);
+		total = step + (step - sync) * j->accum;
+		gp = gain / (total * a->slowdown);
+		j->goodput = gp;
+		next = sim_app_progress(a, j->epoch + 1);
+		if (j->progress + gp * sec < next) {
+			j->progress += gp * sec;
+			t += sec;
+			j->attained += sec * j->gpus;
+			sec = 0;
+		} else {
+			j->epoch++;
+			delta = round((next - j->progress) / gp);
+			if (delta > sec)
+				delta = sec;
+			if (j->epoch >= a->max_epochs)
+				j->completion = t + delta;
+			j->progress = next;
+			t += delta;
+			j->attained += delta * j->gpus;
+			sec -= delta;
+		}
+		/* The batch is re-optimised between epochs. */
+		copus__sim_update_local(j);
+	}
+}

@@ -1,0 +1,66 @@
+/*
+ * What the parts of copus-sim's engine share (engine.c, the round loop and
+ * its summary; engine-job.c, a job's progress between rounds;
+ * engine-input.c, the cluster and the workload). Private to them: engine.c
+ * calls engine-job.c, which calls nothing of engine.c.
+ */
+#ifndef COPUS_SIM_ENGINE_PARTS_H
+#define COPUS_SIM_ENGINE_PARTS_H
+
+#include <stdbool.h>
+
+#include <copus/model.h>
+#include <copus/policy.h>
+
+#include "sim.h"
+
+/* Longest simulated time before giving up: 60 days. */
+#define SIM_MAX_TIME (60.0 * 86400.0)
+
+/* A job of the simulation, as the round loop and its progress see it. */
+struct sjob {
+	const struct sim_jobspec *spec;
+	const struct app *app;
+	int *place;         /* GPUs per node */
+	copus_slot *slots;  /* place as the policy's sparse allocation */
+	int type;
+	int gpus, nodes;
+	int atomic, accum;
+	double progress;
+	int epoch;
+	double attained;    /* GPU-seconds */
+	double rescale;     /* seconds of restart left */
+	int restarts;       /* -1 before the first allocation */
+	double completion;  /* < 0 while running */
+	double target_batch; /* <= 0: the policy chooses */
+	/* What the job has measured and learned, per GPU type. */
+	copus_observation *obs[SIM_MAX_TYPES];
+	size_t nobs[SIM_MAX_TYPES], capobs[SIM_MAX_TYPES];
+	int max_prof;
+	copus_model model[SIM_MAX_TYPES];
+	bool has_model[SIM_MAX_TYPES];
+	copus_model boot[SIM_MAX_TYPES]; /* bootstrapped (job_model) */
+	bool learn;
+	double goodput;
+	const copus_model *models[SIM_MAX_TYPES];
+	double *solo_rate;  /* fifo's oracle: progress per second by epoch */
+	double *solo_tail;  /* seconds from the start of epoch e to the end */
+	bool predicted;     /* the predictor has answered for it */
+	double pred_left;   /* expected seconds left alone on the request */
+};
+
+/* engine-job.c */
+/* Consolidated placement of k GPUs on nodes of g (pl: GPUs per node). */
+int copus__sim_consolidated(int k, int g, int *pl);
+/* Tabulate the job's epochs alone on its request (nodes of g GPUs). */
+int copus__sim_solo_table(struct sjob *j, int g);
+/* Seconds the job still takes alone on its request (copus__sim_solo_table). */
+double copus__sim_solo_remaining(const struct sjob *j);
+/* The job's GPUs and nodes from its placement on N nodes. */
+void copus__sim_update_shape(struct sjob *j, int N);
+/* The job's micro-batch and accumulation after a change. */
+void copus__sim_update_local(struct sjob *j);
+/* Advance the job by sec seconds from time now on a cluster of N nodes. */
+void copus__sim_job_step(struct sjob *j, double now, double sec, int N);
+
+#endif /* COPUS_SIM_ENGINE_PARTS_H */
