@@ -1,5 +1,5 @@
 /*
- * Fuzz target: plan_prof_load() (sim/plan-data.c), measured iteration
+ * Fuzz target: plan_prof_load() (sim/plan-measured.c), measured iteration
  * times in the format of Arena's prof_database.json
  * ({"optimal": {"<family>_<size>_<batch>": {"<cell>": seconds}}}), which
  * copus-plan calibrates and evaluates on. The input is written to a file of

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: plan_query_load() and plan_crius_load() (sim/plan-data.c),
+ * Fuzz target: plan_query_load() and plan_crius_load() (sim/plan-measured.c),
  * the query CSV of copus-plan (model,batch,cell) and Crius's estimates
  * (model,cell,total_s), and plan_cell_parse(), the cell names both carry.
  * The input is written to a file of the scratch directory and read as a

@@ -1,5 +1,5 @@
 /*
- * What the fuzz targets of copus-plan's readers (sim/plan-data.c) share: a
+ * What the fuzz targets of copus-plan's readers (sim/plan-data.h) share: a
  * small, valid planner directory written once into the scratch directory
  * and loaded, for the targets that fuzz a file read against it, and the
  * invariants of loaded planner data. Reader: whoever adds such a target.

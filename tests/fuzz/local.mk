@@ -95,7 +95,7 @@ tests_fuzz_replay_manifest_CPPFLAGS = $(AM_CPPFLAGS) \
 tests_fuzz_replay_manifest_LDADD = runtime/libcopus.la core/libcopus-core.la \
 	-lm
 
-# copus-plan's readers (sim/plan-data.c) and copus-sim --arena's
+# copus-plan's readers (sim/plan-data.h) and copus-sim --arena's
 # (sim/arena.c), each against small fixed files of the others (fuzz-plan.h,
 # fuzz-arena.h).
 tests_fuzz_replay_plan_query_SOURCES = tests/fuzz/fuzz-plan-query.c \

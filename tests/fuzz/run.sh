@@ -87,7 +87,8 @@ sources() {
 	workload) echo sim/csv.c sim/engine-input.c ;;
 	profile) echo sim/csv.c sim/trace.c ;;
 	manifest) echo runtime/checkpoint.c runtime/common.c ;;
-	plan-*) echo sim/csv.c sim/plan-data.c ;;
+	plan-*) echo sim/csv.c sim/plan-data.c sim/plan-parse.c sim/plan-comm.c \
+		sim/plan-measured.c ;;
 	arena-*) echo sim/csv.c sim/arena.c ;;
 	esac
 }
