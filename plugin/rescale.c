@@ -142,9 +142,12 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 		if (x)
 			x->requeue_sent = true;
 		if (slurm_requeue(v->id, 0) != SLURM_SUCCESS) {
+			/* Tried again next round, while its entry lasts. */
 			error("%s: JobId=%u %s after it was asked to "
-			      "checkpoint, and cannot be requeued: %m",
+			      "checkpoint, and cannot be requeued yet: %m",
 			      plugin_type, v->id, v->why);
+			if (x)
+				x->revived = x->requeue_sent = false;
 			continue;
 		}
 		s->stats.requeued_after_end++;
