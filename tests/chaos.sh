@@ -171,9 +171,13 @@ for name in e1 e2 d1 p1 r1 r2; do
 		RUNNING | PENDING | REQUEUED | CONFIGURING) r=0 ;;
 		*)
 			r=1
-			echo "  $(scontrol -o show job "$id" | tr ' ' '\n' | grep -E '^(JobState|Reason|ExitCode)=' | tr '\n' ' ')"
+			echo "  $(scontrol -o show job "$id" | tr ' ' '\n' | grep -E '^(JobState|Reason|ExitCode|Restarts|EndTime)=' | tr '\n' ' ')"
 			echo "  its runs: $(tr '\n' ';' <"$jobs/$name")"
 			grep -E "JobId=$id[^0-9]" "$log" | tail -n 12 | sed 's/^/  /'
+			echo "  the plugin's lines about it:"
+			grep -E "sched/copus: .*JobId=$id[^0-9]" "$log" | tail -n 8 | sed 's/^/  /'
+			echo "  the log's last lines: $(tail -n 1 "$log")"
+			KEEP_TMP=1
 			;;
 		esac
 		check "job $name ($id) is not lost (state $st)" $r
