@@ -145,6 +145,9 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		if ((x->cs != NULL || jb->granularity > 1) &&
 		    !(copus__cp_speedup(x, x->t, k, g->node_gpus) > 0.0))
 			continue; /* no cell or no whole replica of that size */
+		if (k < x->k && !g->o->no_placement &&
+		    !copus__cp_size_tiles(x, x->t, k, g->node_gpus))
+			continue; /* shrinks only to a size that tiles */
 		if (g->o->no_placement) {
 			rc = first_fit(c, free_gpus, x->t, k, row);
 			t = x->t;
