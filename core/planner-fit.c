@@ -1,6 +1,6 @@
 /*
- * Calibration of the planner's per-type constants on measured iteration
- * times, with NLopt.
+ * Calibration of the planner's per-type constants, and of the efficiencies
+ * that all types share, on measured iteration times, with NLopt.
  *
  * Which plans fit a cell depends on memory alone, not on the constants, so
  * each sample's feasible plans (with their stage splits) are listed once
@@ -45,10 +45,11 @@ struct sample_plans {
 };
 
 struct fit_ctx {
-	struct sample_plans *sp;
+	struct sample_plans **sp;
 	size_t n;
 	copus_planner_gpu gpu; /* the constants under trial */
-	int free_eff[COPUS_PLANNER_KINDS]; /* which efficiencies are free */
+	/* Which efficiencies and times per parameter are free. */
+	int free_eff[COPUS_PLANNER_KINDS], free_param[COPUS_PLANNER_KINDS];
 };
 
 static int collect(const copus_planner_plan *p, void *arg)
@@ -93,15 +94,35 @@ static void unpack(struct fit_ctx *c, const double *x)
 {
 	int k = 0;
 
-	for (int e = 0; e < COPUS_PLANNER_KINDS; e++)
-		if (c->free_eff[e]) {
+	for (int e = 0; e < COPUS_PLANNER_KINDS; e++) {
+		if (c->free_eff[e])
 			c->gpu.efficiency[e] = exp(x[k++]);
+		if (c->free_param[e])
 			c->gpu.param_s[e] = 1e-9 * x[k++];
-		}
+	}
 	c->gpu.overhead_s = x[k++];
 	c->gpu.layer_s = x[k++];
 	c->gpu.comm_scale[0] = exp(x[k++]);
 	c->gpu.comm_scale[1] = exp(x[k]);
+}
+
+/* The loss of one sample under the constants g. */
+static double loss(const struct sample_plans *sp, const copus_planner_gpu *g)
+{
+	const copus_planner_sample *s = sp->s;
+	double best = INFINITY, r;
+
+	for (size_t k = 0; k < sp->n; k++) {
+		copus_planner_plan p = sp->plans[k];
+		copus__planner_price(s->model, s->batch, g, &s->cell, INFINITY,
+				     &p);
+		if (p.seconds < best)
+			best = p.seconds;
+	}
+	if (!isfinite(best))
+		return 0.0;
+	r = log(best / s->seconds);
+	return sqrt(r * r + ROBUST_EPS * ROBUST_EPS);
 }
 
 static double objective(unsigned nx, const double *x, double *grad,
@@ -114,65 +135,110 @@ static double objective(unsigned nx, const double *x, double *grad,
 	unpack(c, x);
 	f = COMM_SCALE_PENALTY *
 	    (x[nx - 1] * x[nx - 1] + x[nx - 2] * x[nx - 2]);
-	for (size_t i = 0; i < c->n; i++) {
-		struct sample_plans *sp = &c->sp[i];
-		const copus_planner_sample *s = sp->s;
-		double best = INFINITY;
-
-		for (size_t k = 0; k < sp->n; k++) {
-			copus_planner_plan p = sp->plans[k];
-			copus__planner_price(s->model, s->batch, &c->gpu,
-					     &s->cell, INFINITY, &p);
-			if (p.seconds < best)
-				best = p.seconds;
-		}
-		if (isfinite(best)) {
-			double r = log(best / s->seconds);
-			f += sqrt(r * r + ROBUST_EPS * ROBUST_EPS);
-		}
-	}
+	for (size_t i = 0; i < c->n; i++)
+		f += loss(c->sp[i], &c->gpu);
 	return f;
 }
 
-static int calibrate_type(const copus_planner_sample *samples, size_t n,
-			  copus_planner_gpu *gpu, int index,
-			  const copus_planner_options *o)
+/*
+ * Minimise fn over nx variables within [lb, ub] from x: the fastest plan
+ * changes with the constants, so the objective has kinks and local
+ * minima; the search starts from x and from x with the variables of
+ * shift moved by a quarter and four times (log scale), restarts once from
+ * where each run ends, and keeps the best. COPUS_EFIT when no run ends.
+ */
+static int minimise(nlopt_func fn, void *data, unsigned nx, double *x,
+		    const double *lb, const double *ub, const bool *shift)
+{
+	double best[NPARAM], best_f = INFINITY, fbest;
+	static const double starts[3] = { 0.0, -1.3862943611198906,
+					  1.3862943611198906 };
+
+	for (int st = 0; st < 3; st++) {
+		double y[NPARAM];
+		memcpy(y, x, sizeof(double) * nx);
+		for (unsigned k = 0; k < nx; k++)
+			if (shift[k])
+				y[k] = fmin(fmax(y[k] + starts[st], lb[k]),
+					    ub[k]);
+		for (int run = 0; run < 2; run++) {
+			nlopt_opt opt = nlopt_create(NLOPT_LN_SBPLX, nx);
+			if (opt == NULL)
+				return COPUS_ENOMEM;
+			nlopt_set_lower_bounds(opt, lb);
+			nlopt_set_upper_bounds(opt, ub);
+			nlopt_set_min_objective(opt, fn, data);
+			nlopt_set_xtol_abs1(opt, 1e-5);
+			nlopt_set_ftol_rel(opt, 1e-7);
+			nlopt_set_maxeval(opt, 1500);
+			nlopt_result r = nlopt_optimize(opt, y, &fbest);
+			nlopt_destroy(opt);
+			if (r < 0 && r != NLOPT_ROUNDOFF_LIMITED)
+				break;
+			if (fbest < best_f) {
+				best_f = fbest;
+				memcpy(best, y, sizeof(double) * nx);
+			}
+		}
+	}
+	if (!isfinite(best_f))
+		return COPUS_EFIT;
+	memcpy(x, best, sizeof(double) * nx);
+	return COPUS_OK;
+}
+
+/*
+ * Classes whose efficiency is one share of the listed peak for every
+ * type, fitted on the samples of all types: Wide-ResNet, of whose
+ * convolutions each type has few samples, so that a type's own fit
+ * swings with the samples it happens to get.
+ */
+static const bool shared_eff[COPUS_PLANNER_KINDS] = {
+	[COPUS_ARCH_WIDE_RESNET - 1] = true,
+};
+
+/*
+ * The constants of type index on its samples among sp[0 .. n - 1]: the
+ * efficiency and time per parameter of each class it has samples of,
+ * except the efficiencies that held marks, which stay.
+ */
+static int calibrate_type(struct sample_plans *sp, size_t n,
+			  copus_planner_gpu *gpu, int index, const bool *held)
 {
 	struct fit_ctx c = { 0 };
-	double x[NPARAM], lb[NPARAM], ub[NPARAM], fbest;
+	double x[NPARAM], lb[NPARAM], ub[NPARAM];
+	bool shift[NPARAM] = { false };
 	unsigned nx = 0;
 	int rc = COPUS_OK;
 
-	c.sp = calloc(n, sizeof(*c.sp));
+	c.sp = calloc(n ? n : 1, sizeof(*c.sp));
 	if (c.sp == NULL)
 		return COPUS_ENOMEM;
 	c.gpu = *gpu;
 	for (size_t i = 0; i < n; i++) {
-		const copus_planner_sample *s = &samples[i];
-		if (s->gpu_index != index)
+		int k = sp[i].s->model->kind;
+		if (sp[i].s->gpu_index != index)
 			continue;
-		struct sample_plans *sp = &c.sp[c.n++];
-		sp->s = s;
-		rc = copus__planner_each(s->model, s->batch, gpu, &s->cell, o,
-					 collect, sp);
-		if (rc)
-			goto out;
-		prune(sp);
-		c.free_eff[s->model->kind] = 1;
+		c.sp[c.n++] = &sp[i];
+		c.free_eff[k] = !held[k];
+		c.free_param[k] = 1;
 	}
 	if (c.n == 0)
 		goto out;
 	for (int e = 0; e < COPUS_PLANNER_KINDS; e++) {
-		if (!c.free_eff[e])
-			continue;
-		lb[nx] = log(EFF_MIN);
-		ub[nx] = log(EFF_MAX);
-		x[nx] = log(fmin(fmax(gpu->efficiency[e], EFF_MIN), EFF_MAX));
-		nx++;
-		lb[nx] = 0.0;
-		ub[nx] = PARAM_NS_MAX;
-		x[nx] = fmin(1e9 * gpu->param_s[e], PARAM_NS_MAX);
-		nx++;
+		if (c.free_eff[e]) {
+			lb[nx] = log(EFF_MIN);
+			ub[nx] = log(EFF_MAX);
+			x[nx] = log(fmin(fmax(gpu->efficiency[e], EFF_MIN),
+					 EFF_MAX));
+			shift[nx++] = true;
+		}
+		if (c.free_param[e]) {
+			lb[nx] = 0.0;
+			ub[nx] = PARAM_NS_MAX;
+			x[nx] = fmin(1e9 * gpu->param_s[e], PARAM_NS_MAX);
+			nx++;
+		}
 	}
 	lb[nx] = 0.0;
 	ub[nx] = OVERHEAD_MAX;
@@ -189,58 +255,86 @@ static int calibrate_type(const copus_planner_sample *samples, size_t n,
 			     -COMM_SCALE_LOG_MAX);
 		nx++;
 	}
-
-	/*
-	 * The fastest plan changes with the constants, so the objective has
-	 * kinks and local minima: the search starts from the given
-	 * efficiencies and from a quarter and four times them, restarts
-	 * once from where each run ends, and keeps the best.
-	 */
-	double best[NPARAM], best_f = INFINITY;
-	static const double starts[3] = { 0.0, -1.3862943611198906,
-					  1.3862943611198906 };
-	for (int st = 0; st < 3; st++) {
-		double y[NPARAM];
-		memcpy(y, x, sizeof(double) * nx);
-		for (unsigned k = 0, e = 0; e < COPUS_PLANNER_KINDS; e++) {
-			if (!c.free_eff[e])
-				continue;
-			y[k] = fmin(fmax(y[k] + starts[st], lb[k]), ub[k]);
-			k += 2;
-		}
-		for (int run = 0; run < 2; run++) {
-			nlopt_opt opt = nlopt_create(NLOPT_LN_SBPLX, nx);
-			if (opt == NULL) {
-				rc = COPUS_ENOMEM;
-				goto out;
-			}
-			nlopt_set_lower_bounds(opt, lb);
-			nlopt_set_upper_bounds(opt, ub);
-			nlopt_set_min_objective(opt, objective, &c);
-			nlopt_set_xtol_abs1(opt, 1e-5);
-			nlopt_set_ftol_rel(opt, 1e-7);
-			nlopt_set_maxeval(opt, 1500);
-			nlopt_result r = nlopt_optimize(opt, y, &fbest);
-			nlopt_destroy(opt);
-			if (r < 0 && r != NLOPT_ROUNDOFF_LIMITED)
-				break;
-			if (fbest < best_f) {
-				best_f = fbest;
-				memcpy(best, y, sizeof(double) * nx);
-			}
-		}
+	rc = minimise(objective, &c, nx, x, lb, ub, shift);
+	if (rc == COPUS_OK) {
+		unpack(&c, x);
+		*gpu = c.gpu;
 	}
-	if (!isfinite(best_f)) {
-		rc = COPUS_EFIT;
+out:
+	free(c.sp);
+	return rc;
+}
+
+/* The fit of one class's efficiency shared by all types. */
+struct shared_ctx {
+	struct sample_plans **sp;
+	size_t n;
+	copus_planner_gpu *gpus; /* the constants under trial, by type */
+	int n_gpus, kind;
+};
+
+static double shared_objective(unsigned nx, const double *x, double *grad,
+			       void *data)
+{
+	struct shared_ctx *c = data;
+	double f = 0.0;
+
+	(void)nx;
+	(void)grad;
+	for (int g = 0; g < c->n_gpus; g++)
+		c->gpus[g].efficiency[c->kind] = exp(x[0]);
+	for (size_t i = 0; i < c->n; i++)
+		f += loss(c->sp[i], &c->gpus[c->sp[i]->s->gpu_index]);
+	return f;
+}
+
+/*
+ * The efficiency of class kind on its samples of every type, the types'
+ * other constants held, set on every type (with samples or not). It
+ * starts from the geometric mean of the efficiencies of the types with
+ * samples of the class.
+ */
+static int calibrate_shared(struct sample_plans *sp, size_t n,
+			    copus_planner_gpu *gpus, int n_gpus, int kind)
+{
+	struct shared_ctx c = { 0 };
+	double x, lb = log(EFF_MIN), ub = log(EFF_MAX), start = 0.0;
+	const bool shift = true;
+	int rc = COPUS_OK, types = 0;
+
+	c.sp = calloc(n ? n : 1, sizeof(*c.sp));
+	c.gpus = malloc((size_t)n_gpus * sizeof(*c.gpus));
+	if (c.sp == NULL || c.gpus == NULL) {
+		rc = COPUS_ENOMEM;
 		goto out;
 	}
-	memcpy(x, best, sizeof(double) * nx);
-	unpack(&c, x);
-	*gpu = c.gpu;
+	c.n_gpus = n_gpus;
+	c.kind = kind;
+	memcpy(c.gpus, gpus, (size_t)n_gpus * sizeof(*gpus));
+	for (size_t i = 0; i < n; i++)
+		if (sp[i].s->model->kind == kind)
+			c.sp[c.n++] = &sp[i];
+	if (c.n == 0)
+		goto out;
+	for (int g = 0; g < n_gpus; g++) {
+		bool has = false;
+		for (size_t i = 0; i < c.n && !has; i++)
+			has = c.sp[i]->s->gpu_index == g;
+		if (has) {
+			start += log(fmin(fmax(gpus[g].efficiency[kind],
+					       EFF_MIN),
+					  EFF_MAX));
+			types++;
+		}
+	}
+	x = start / types;
+	rc = minimise(shared_objective, &c, 1, &x, &lb, &ub, &shift);
+	if (rc == COPUS_OK)
+		for (int g = 0; g < n_gpus; g++)
+			gpus[g].efficiency[kind] = exp(x);
 out:
-	for (size_t i = 0; i < c.n; i++)
-		free(c.sp[i].plans);
 	free(c.sp);
+	free(c.gpus);
 	return rc;
 }
 
@@ -251,7 +345,9 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
 	static const copus_planner_options def =
 		COPUS_PLANNER_OPTIONS_INITIALIZER;
 	const copus_planner_options *o = opt ? opt : &def;
-	int rc;
+	static const bool none[COPUS_PLANNER_KINDS] = { false };
+	struct sample_plans *sp;
+	int rc = COPUS_OK;
 
 	if ((samples == NULL && n > 0) || gpus == NULL || n_gpus < 1)
 		return COPUS_EINVAL;
@@ -267,10 +363,34 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
 		if (rc != COPUS_OK && rc != COPUS_ERANGE)
 			return rc;
 	}
-	for (int g = 0; g < n_gpus; g++) {
-		rc = calibrate_type(samples, n, &gpus[g], g, o);
+	sp = calloc(n ? n : 1, sizeof(*sp));
+	if (sp == NULL)
+		return COPUS_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const copus_planner_sample *s = &samples[i];
+		sp[i].s = s;
+		rc = copus__planner_each(s->model, s->batch,
+					 &gpus[s->gpu_index], &s->cell, o,
+					 collect, &sp[i]);
 		if (rc)
-			return rc;
+			goto out;
+		prune(&sp[i]);
 	}
-	return COPUS_OK;
+	/*
+	 * Each type's constants alone first; then the shared efficiencies
+	 * on the samples of every type, the types' other constants held;
+	 * then each type's other constants again, the shared ones held.
+	 */
+	for (int g = 0; g < n_gpus && rc == COPUS_OK; g++)
+		rc = calibrate_type(sp, n, &gpus[g], g, none);
+	for (int k = 0; k < COPUS_PLANNER_KINDS && rc == COPUS_OK; k++)
+		if (shared_eff[k])
+			rc = calibrate_shared(sp, n, gpus, n_gpus, k);
+	for (int g = 0; g < n_gpus && rc == COPUS_OK; g++)
+		rc = calibrate_type(sp, n, &gpus[g], g, shared_eff);
+out:
+	for (size_t i = 0; i < n; i++)
+		free(sp[i].plans);
+	free(sp);
+	return rc;
 }

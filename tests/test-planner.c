@@ -466,6 +466,50 @@ static void calibration_recovers_the_constants_that_made_the_times(void)
 		      COPUS_EINVAL);
 }
 
+/* Wide-ResNet runs at the same share of every type's peak: samples of one
+ * type set the efficiency that a type without such samples then uses. */
+static void wide_resnet_efficiency_is_shared_by_the_types(void)
+{
+	copus_planner_layer y[4], z[4];
+	copus_planner_model w = uniform(y, 4, 1e6), t = uniform(z, 4, 1e6);
+	copus_planner_gpu truth[2] = { gpu_of(40.0), gpu_of(40.0) };
+	copus_planner_gpu start[2] = { gpu_of(40.0), gpu_of(40.0) };
+	const copus_planner_cell cells[4] = { { 1, 1 }, { 1, 2 }, { 1, 4 },
+					      { 2, 2 } };
+	const int wrn = COPUS_ARCH_WIDE_RESNET - 1;
+	copus_planner_sample s[8];
+	copus_planner_plan p;
+
+	w.kind = wrn;
+	for (int g = 0; g < 2; g++) {
+		truth[g].peak_flops = start[g].peak_flops = (g + 1) * 1e12;
+		truth[g].efficiency[wrn] = 0.3;
+	}
+	/* Wide-ResNet measured on type 0 only, the transformer on 1. */
+	for (int i = 0; i < 8; i++) {
+		const copus_planner_model *m = i < 4 ? &w : &t;
+		ASSERT_STATUS(copus_planner_best(m, 64, &truth[i / 4],
+						 &cells[i % 4], NULL, &p),
+			      COPUS_OK);
+		s[i] = (copus_planner_sample){ m, 64, i / 4, cells[i % 4],
+					       p.seconds };
+	}
+	ASSERT_STATUS(copus_planner_calibrate(s, 8, start, 2, NULL),
+		      COPUS_OK);
+	ASSERT_CLOSE(start[1].efficiency[wrn], start[0].efficiency[wrn],
+		     1e-12);
+	for (int i = 0; i < 4; i++) {
+		copus_planner_plan q;
+		ASSERT_STATUS(copus_planner_best(&w, 64, &truth[1], &cells[i],
+						 NULL, &p),
+			      COPUS_OK);
+		ASSERT_STATUS(copus_planner_best(&w, 64, &start[1], &cells[i],
+						 NULL, &q),
+			      COPUS_OK);
+		ASSERT_CLOSE(q.seconds / p.seconds, 1.0, 0.05);
+	}
+}
+
 static void bad_arguments_are_refused(void)
 {
 	copus_planner_layer y[2];
@@ -516,6 +560,7 @@ int main(void)
 		TEST(a_tensor_degree_divides_the_heads),
 		TEST(the_cache_returns_the_answer_it_stored),
 		TEST(calibration_recovers_the_constants_that_made_the_times),
+		TEST(wide_resnet_efficiency_is_shared_by_the_types),
 		TEST(bad_arguments_are_refused),
 	};
 	return run_tests("planner", tests, sizeof(tests) / sizeof(*tests));

@@ -306,9 +306,14 @@ int copus_planner_best_cached(copus_planner_cache *c,
  * layer and the overhead per iteration) on measured iteration times: the times of samples[i] (model,
  * batch, cell of GPU type gpu_index) are fitted by least squares on the
  * logarithm of the ratio of predicted to measured time, with NLopt, for
- * each GPU type separately. Types without samples keep their constants; a
- * class without samples of a type keeps its efficiency. gpus is
- * updated in place.
+ * each GPU type separately, except Wide-ResNet's efficiency: one share of
+ * peak_flops for every type, fitted on that class's samples of all types
+ * (between a fit of each type alone and a second fit of each type's other
+ * constants with it held), so that a type with few Wide-ResNet samples
+ * takes it from the others. Every type, with samples or not, receives the
+ * shared efficiency; otherwise types without samples keep their
+ * constants, and a class without samples of a type keeps its efficiency
+ * and time per parameter. gpus is updated in place.
  */
 typedef struct copus_planner_sample {
 	const copus_planner_model *model;
