@@ -451,6 +451,26 @@ static void fairness_guard_lets_a_starved_job_in(void)
 	CU_ASSERT_EQUAL(gpus_of(&w, 1), 0);
 }
 
+/*
+ * Under contention every job waits: when all are treated about as unfairly
+ * as each other, the guard leaves them in order of the work they have left
+ * (it does not put the longest waiting first).
+ */
+static void fairness_guard_is_relative_to_the_other_jobs(void)
+{
+	struct world w;
+
+	world_init(&w, 1, 4);
+	copus_job *shorter = add_job(&w, false, 4, 1000, scalable());
+	copus_job *longer = add_job(&w, false, 4, 3000, scalable());
+	/* Finish-time fairness 3 and 4 (waited 2,000 s and 9,000 s). */
+	shorter->submit_time = 8000;
+	longer->submit_time = 1000;
+	decide(&w, 10000);
+	CU_ASSERT_EQUAL(gpus_of(&w, 0), 4);
+	CU_ASSERT_EQUAL(gpus_of(&w, 1), 0);
+}
+
 static void unknown_work_favours_the_least_served(void)
 {
 	struct world w;
@@ -861,8 +881,9 @@ static void a_steady_workload_stays_put(void)
  * back as the jobs' allocations round after round (work unchanged): a job
  * moved off a cell is never moved back onto it the next round (no
  * two-round cycles, each of which would cost two restarts for nothing),
- * unless it shrinks back to make room for another job of its type that
- * grows (a job exploring its scaling doubles its size).
+ * unless it shrinks back to make room for another job that grows, on its
+ * type or on the GPUs it gives up (a job exploring its scaling doubles its
+ * size).
  */
 static void a_move_is_not_undone_the_next_round(void)
 {
@@ -907,9 +928,12 @@ static void a_move_is_not_undone_the_next_round(void)
 				bool back = t_hist[c][j] == t_hist[a][j] &&
 					    k_hist[c][j] == k_hist[a][j];
 				/* Unless it shrinks back for another job
-				 * of its type that grows. */
+				 * that grows on its type or the type it
+				 * leaves. */
 				for (size_t i = 0; back && i < w.n; i++)
-					if (i != j && t_hist[c][i] == t_hist[c][j] &&
+					if (i != j &&
+					    (t_hist[c][i] == t_hist[c][j] ||
+					     t_hist[c][i] == t_hist[b][j]) &&
 					    k_hist[c][j] < k_hist[b][j] &&
 					    k_hist[c][i] > k_hist[b][i])
 						back = false;
@@ -1135,6 +1159,7 @@ int main(void)
 		TEST(goodput_decides_how_many_gpus_a_job_uses),
 		TEST(restart_cost_holds_a_nearly_finished_job),
 		TEST(fairness_guard_lets_a_starved_job_in),
+		TEST(fairness_guard_is_relative_to_the_other_jobs),
 		TEST(unknown_work_favours_the_least_served),
 		TEST(placement_respects_nodes_and_types),
 		TEST(growth_beyond_the_request_follows_goodput),

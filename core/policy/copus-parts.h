@@ -60,6 +60,7 @@ struct jw {
 	double rel[COPUS_MAX_GPU_TYPES];
 	double R;      /* remaining work, base-GPU-seconds */
 	double boost;  /* fairness weight */
+	double ftf;    /* estimated finish-time fairness */
 	double remain; /* remaining seconds on the request (estimated) */
 	double weight; /* SRPT weight up to the request */
 	double life;   /* Pollux's factor: its life's share left to work */

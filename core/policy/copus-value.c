@@ -31,7 +31,8 @@
 
 /* A reallocation must pay for itself within this many rounds. */
 #define HORIZON_ROUNDS 10.0
-/* Estimated finish-time fairness beyond which a job's weight grows. */
+/* Estimated finish-time fairness, over the other jobs' mean, beyond which
+ * a job's weight grows. */
 #define FTF_GUARD 2.0
 /*
  * Speedups count as S^g under contention (copus.c, "Scarcity"), g =
@@ -390,6 +391,29 @@ static int cells_ref_type(const struct jw *x, const copus_job *jb, int T,
 	return best_t;
 }
 
+/*
+ * The fairness guard: a job whose estimated finish-time fairness is beyond
+ * FTF_GUARD times the mean of the other jobs' (at least 1) has its weight
+ * raised by the square of the excess. Under contention every job is slowed,
+ * and raising them all would only reorder them by how long they have
+ * waited; the guard is for the jobs treated worse than the rest. A job
+ * that starves still gets there: its own fairness grows without bound
+ * while the others' finish.
+ */
+static void fairness_guard(struct jw *w, size_t n)
+{
+	double sum = 0.0;
+
+	for (size_t j = 0; j < n; j++)
+		sum += w[j].ftf;
+	for (size_t j = 0; j < n; j++) {
+		double ref = n > 1 ? (sum - w[j].ftf) / (double)(n - 1) : 1.0;
+		double g = FTF_GUARD * fmax(ref, 1.0);
+		if (w[j].ftf > g)
+			w[j].boost *= (w[j].ftf / g) * (w[j].ftf / g);
+	}
+}
+
 /* Remaining work, fairness weight and speedup tables of each job. */
 int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
 			 const copus_cluster *c, const copus_job *jobs,
@@ -478,8 +502,8 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 		}
 		double waited = now - jb->submit_time;
 		double ftf = (fmax(waited, 0.0) + x->remain) / (req_time + x->remain);
-		x->boost = ftf > FTF_GUARD && !s->opt.no_fairness ?
-				   (ftf / FTF_GUARD) * (ftf / FTF_GUARD) : 1.0;
+		x->ftf = ftf;
+		x->boost = 1.0;
 		if (jb->fairshare > 0.0)
 			x->boost *= exp2(s->opt.fairshare *
 					 (2.0 * jb->fairshare - 1.0));
@@ -507,6 +531,8 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 	 * its memory allows: no size of it is more efficient to spread to. */
 	for (size_t j = 0; j < n; j++)
 		w[j].spread = w[j].cs == NULL ? spread : 1.0;
+	if (!s->opt.no_fairness)
+		fairness_guard(w, n);
 	for (size_t j = 0; j < n; j++)
 		w[j].weight = s->opt.no_srpt ? 1.0 :
 			      pow(w[j].R / R_max, -SRPT_EXPONENT);

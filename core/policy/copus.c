@@ -34,8 +34,11 @@
  *    move must be worth.
  *  - Fairness: a job's estimated finish-time fairness (its waiting so far
  *    plus its remaining time, over the time it would need alone on its
- *    request) beyond FTF_GUARD raises its weight quadratically, so long jobs
- *    are delayed but never starved.
+ *    request) beyond FTF_GUARD times the mean of the other jobs' raises its
+ *    weight quadratically, so long jobs are delayed but never starved. The
+ *    guard is relative: under contention every job is slowed, and it lifts
+ *    the jobs slowed more than the rest, not all of them (which would put
+ *    the longest waiting first instead of the shortest).
  *  - Unknown work: without a prediction, a job is expected to need as much
  *    again as it has received (least attained service first for newcomers).
  *  - Scarcity: while the jobs' requests exceed the cluster more than
