@@ -385,11 +385,12 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 	double comp[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double tens[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double send[COPUS_PLANNER_MAX_STAGES] = { 0 };
-	double data_s = 0.0, mem_max = 0.0, held_max = 0.0;
+	double data_s = 0.0, mem_max = 0.0, weights_max = 0.0;
 	struct layout y = layout_of(d, p->data_inner, cell->gpus_per_node);
 
 	for (int s = 0; s < pp; s++) {
 		double state = 0.0, inputs = 0.0, work = 0.0, grads = 0.0;
+		double weights = 0.0;
 		int in_flight = M < pp - s ? M : pp - s;
 
 		comp[s] = tens[s] = send[s] = 0.0;
@@ -413,6 +414,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 			state += x->params / tp +
 				 x->expert_params / ((double)dp * tp);
 			grads += x->params / tp;
+			weights += x->params + x->expert_params / dp;
 			if (l > 0)
 				inputs += m->layers[l - 1].out_elems;
 			if (x->work_elems > work)
@@ -437,8 +439,8 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 			     (in_flight * inputs + work / tp) * mb * bytes;
 		if (mem > mem_max)
 			mem_max = mem;
-		if (state > held_max)
-			held_max = state;
+		if (weights > weights_max)
+			weights_max = weights;
 		double ds = collective(g, COPUS_COLL_ALL_REDUCE, dp,
 				       y.data_across, y.data_share,
 				       grads * bytes);
@@ -456,7 +458,9 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 		p->tensor_s += tens[s];
 		p->pipeline_s += send[s];
 	}
-	p->compute_s += held_max * g->param_s[m->kind];
+	/* The work per parameter is counted on the stage's weights whole,
+	 * not split over its tensor ranks (see planner.h). */
+	p->compute_s += weights_max * g->param_s[m->kind];
 	p->data_s = data_s;
 	p->overhead_s = g->overhead_s;
 	p->seconds = p->compute_s + p->tensor_s + p->pipeline_s + p->data_s +

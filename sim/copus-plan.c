@@ -4,6 +4,7 @@
  *   copus-plan predict --data DIR [--calibrate TRAIN.json] --query Q.csv
  *   copus-plan show MODEL BATCH CELL --data DIR [--calibrate TRAIN.json]
  *   copus-plan evaluate --data DIR --prof PROF.json [--seeds 1,2,3]
+ *                       [--residuals OUT.csv]
  *   copus-plan calibrate --data DIR [--calibrate TRAIN.json] --out GPUS.json
  *
  * predict and show also take --gpus GPUS.json: constants that calibrate
@@ -33,13 +34,14 @@ static const char usage[] =
 	"       copus-plan show MODEL BATCH CELL --data DIR "
 	"[--calibrate TRAIN.json]\n"
 	"       copus-plan evaluate --data DIR --prof PROF.json "
-	"[--seeds 1,2,3]\n"
+	"[--seeds 1,2,3] [--residuals OUT.csv]\n"
 	"       copus-plan calibrate --data DIR [--calibrate TRAIN.json] "
 	"--out GPUS.json\n"
 	"predict and show also take --gpus GPUS.json.\n";
 
 struct args {
 	const char *data, *calibrate, *query, *prof, *seeds, *out, *gpus;
+	const char *residuals;
 	int nargs;
 	char **args;
 };
@@ -54,6 +56,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "seeds", required_argument, NULL, 's' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "gpus", required_argument, NULL, 'g' },
+		{ "residuals", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -70,6 +73,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 's': a->seeds = optarg; break;
 		case 'o': a->out = optarg; break;
 		case 'g': a->gpus = optarg; break;
+		case 'r': a->residuals = optarg; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: return -1;
 		}
@@ -367,10 +371,16 @@ static double quantile(double *v, size_t n, double q)
 
 /* Relative errors of the predictions for the rows where test[i]; a row
  * with no plan counts as an error of 100%. The median of each
- * architecture follows on the same line. */
+ * architecture follows on the same line. When res is not NULL, each
+ * predicted row is also written to it as a line of CSV (see
+ * RESIDUALS_HEADER), its first field what, quoted. */
+#define RESIDUALS_HEADER \
+	"split,model,batch,cell,measured_s,predicted_s,dp,tp,pp," \
+	"micro_batches,compute_s,tensor_s,pipeline_s,data_s,overhead_s\n"
+
 static void report(const char *what, struct plan_data *d,
 		   const struct plan_row *rows, size_t n, const bool *test,
-		   size_t n_train)
+		   size_t n_train, FILE *res)
 {
 	static const char *arch[4] = { "", "transformer", "moe",
 				       "wide-resnet" };
@@ -389,9 +399,25 @@ static void report(const char *what, struct plan_data *d,
 		if (best(d, &rows[i], &p) != COPUS_OK) {
 			err = 1.0;
 			none++;
+			if (res)
+				fprintf(res, "\"%s\",%s,%d,%s,%.6g,,,,,,,,,,\n",
+					what, d->models[rows[i].model].name,
+					rows[i].batch, rows[i].cell_name,
+					rows[i].seconds);
 		} else {
 			err = fabs(p.seconds - rows[i].seconds) /
 			      rows[i].seconds;
+			if (res)
+				fprintf(res,
+					"\"%s\",%s,%d,%s,%.6g,%.6g,%d,%d,%d,%d,"
+					"%.6g,%.6g,%.6g,%.6g,%.6g\n",
+					what, d->models[rows[i].model].name,
+					rows[i].batch, rows[i].cell_name,
+					rows[i].seconds, p.seconds,
+					p.degrees.data, p.degrees.tensor,
+					p.degrees.pipeline, p.micro_batches,
+					p.compute_s, p.tensor_s, p.pipeline_s,
+					p.data_s, p.overhead_s);
 		}
 		e[k++] = err;
 		if (a >= 1 && a <= 3)
@@ -420,6 +446,7 @@ static int cmd_evaluate(const struct args *a)
 	const char *seeds = a->seeds ? a->seeds : "1,2,3,4,5";
 	bool *train = NULL, *test = NULL;
 	size_t *idx = NULL;
+	FILE *res = NULL;
 	int rc;
 
 	if (a->prof == NULL || a->nargs != 0) {
@@ -456,7 +483,17 @@ static int cmd_evaluate(const struct args *a)
 	/* Devices and collectives alone. */
 	for (size_t i = 0; i < n; i++)
 		test[i] = true;
-	report("uncalibrated", &d, rows, n, test, 0);
+	if (a->residuals != NULL) {
+		res = fopen(a->residuals, "w");
+		if (res == NULL) {
+			fprintf(stderr, "copus-plan: %s: cannot open: %s\n",
+				a->residuals, strerror(errno));
+			rc = 1;
+			goto out;
+		}
+		fputs(RESIDUALS_HEADER, res);
+	}
+	report("uncalibrated", &d, rows, n, test, 0, res);
 
 	/* Random halves. */
 	for (const char *s = seeds; *s;) {
@@ -489,7 +526,7 @@ static int cmd_evaluate(const struct args *a)
 			goto out;
 		}
 		snprintf(what, sizeof(what), "seed %lu, random half", seed);
-		report(what, &d, rows, n, test, nv / 2);
+		report(what, &d, rows, n, test, nv / 2, res);
 		s = *end == ',' ? end + 1 : end;
 	}
 
@@ -509,7 +546,7 @@ static int cmd_evaluate(const struct args *a)
 		goto out;
 	}
 	report("1- and 2-GPU cells, predicting the larger", &d, rows, n, test,
-	       small);
+	       small, res);
 
 	/* Crius's own estimator. */
 	snprintf(path, sizeof(path), "%s/crius-estimates.csv", a->data);
@@ -534,6 +571,11 @@ static int cmd_evaluate(const struct args *a)
 	free(est);
 	rc = 0;
 out:
+	if (res != NULL && fclose(res) != 0 && rc == 0) {
+		fprintf(stderr, "copus-plan: %s: cannot write\n",
+			a->residuals);
+		rc = 1;
+	}
 	free(train);
 	free(test);
 	free(idx);

@@ -102,6 +102,27 @@ paste -d, "$tmp/out" "$tmp/out6" | awk -F, -v n=$(head -1 "$tmp/out" | awk -F, '
 	fail "a listed bandwidth did not lengthen the plans"
 "$plan" calibrate --data "$d" > /dev/null 2>&1 && fail "calibrate without --out succeeded"
 
+# evaluate writes each prediction of each split with --residuals: one row
+# a predicted time, the quoted split name first, then the measured and
+# predicted times and the plan.
+cat > "$tmp/prof.json" <<'EOF'
+{"optimal": {"bert_1B_128": {"1_a40_1_n_2_d": 100.0, "2_a40_2_n_2_d": 55.0,
+  "1_a40_1_n_1_d": 190.0}, "moe_1B_256": {"1_a40_1_n_2_d": 20.0,
+  "2_a40_2_n_2_d": 12.0}}}
+EOF
+"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1 \
+	--residuals "$tmp/res.csv" > "$tmp/eval" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "evaluate --residuals failed"; }
+head -1 "$tmp/res.csv" | grep -q '^split,model,batch,cell,measured_s,predicted_s,dp,tp,pp,micro_batches' ||
+	fail "residuals header: $(head -1 "$tmp/res.csv")"
+n=$(grep -c '^"uncalibrated",' "$tmp/res.csv")
+[ "$n" -eq 5 ] || fail "residuals: $n uncalibrated rows, not 5"
+grep -q '^"seed 1, random half",' "$tmp/res.csv" || fail "residuals: no row of seed 1"
+n=$(grep -c '^"1- and 2-GPU cells, predicting the larger",[A-Za-z_0-9.]*,[0-9]*,2_a40_2_n_2_d,' "$tmp/res.csv")
+[ "$n" -eq 2 ] || fail "residuals: $n rows of the 1- and 2-GPU split, not 2"
+grep -q '^"uncalibrated",bert_1B,128,1_a40_1_n_1_d,190,[0-9.e+-]*,1,1,1,' "$tmp/res.csv" ||
+	fail "residuals: the 1-GPU row: $(grep 1_a40_1_n_1_d "$tmp/res.csv")"
+
 # show explains one plan.
 "$plan" show bert_1B 128 2_a40_2_n_2_d --data "$d" > "$tmp/show" 2>&1 ||
 	{ cat "$tmp/show"; fail "show failed"; }

@@ -235,6 +235,44 @@ static void activations_cost_memory_bandwidth_time(void)
 	ASSERT_CLOSE(q.memory_bytes, p.memory_bytes, 0);
 }
 
+static void the_time_per_parameter_counts_a_stage_s_weights_whole(void)
+{
+	copus_planner_layer y[4];
+	copus_planner_model m = uniform(y, 4, 1e6);
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell cell = { 1, 4 };
+	copus_planner_plan p, q;
+
+	/* One stage of 4 layers over 4 tensor ranks, then over 2 tensor
+	 * ranks x 2 stages of 2 layers: the time per parameter adds 4e6 x
+	 * 1e-9 s (the stage's weights, not a tensor rank's quarter of them)
+	 * to the first and 2e6 x 1e-9 s (the weights of the slowest
+	 * stage) to the second. */
+	memset(&p, 0, sizeof(p));
+	p.degrees = (copus_plan_degrees){ 1, 1, 4 };
+	p.micro_batches = 1;
+	p.first_layer[1] = 4;
+	memset(&q, 0, sizeof(q));
+	q.degrees = (copus_plan_degrees){ 1, 2, 2 };
+	q.micro_batches = 1;
+	q.first_layer[1] = 2;
+	q.first_layer[2] = 4;
+	copus_planner_plan p0 = p, q0 = q;
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &p0),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &q0),
+		      COPUS_OK);
+	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
+		g.param_s[k] = 1e-9;
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &q),
+		      COPUS_OK);
+	ASSERT_CLOSE(p.compute_s - p0.compute_s, 4e6 * 1e-9, 1e-12);
+	ASSERT_CLOSE(q.compute_s - q0.compute_s, 2e6 * 1e-9, 1e-12);
+	ASSERT_CLOSE(p.seconds - p0.seconds, 4e6 * 1e-9, 1e-12);
+}
+
 static void tensor_parallelism_stays_within_a_node(void)
 {
 	copus_planner_layer y[4];
@@ -555,6 +593,7 @@ int main(void)
 		TEST(a_model_that_does_not_fit_one_gpu_is_refused_there),
 		TEST(the_memory_rule),
 		TEST(activations_cost_memory_bandwidth_time),
+		TEST(the_time_per_parameter_counts_a_stage_s_weights_whole),
 		TEST(tensor_parallelism_stays_within_a_node),
 		TEST(groups_on_one_node_share_its_link),
 		TEST(a_tensor_degree_divides_the_heads),

@@ -41,8 +41,15 @@
  *               sum(t_s) + (M - 1) max(t_s) (GPipe and 1F1B alike);
  *   data      = the all-reduce of each stage's gradients over its data
  *               group, once per iteration;
- *   plus a time per parameter held (the work on weights that does not
- *   shrink with the batch) and a fixed overhead per iteration.
+ *   plus a time per parameter of the slowest stage's weights (the work on
+ *   weights that does not shrink with the batch), counted on the stage's
+ *   weights whole rather than on a tensor rank's share of them (expert
+ *   weights split over data ranks, as each data rank's experts are
+ *   distinct): the calibrated time per parameter is tens of times what
+ *   an optimizer step's memory traffic takes, so what it prices is work
+ *   that splitting the weights over tensor ranks does not divide, and
+ *   iteration times measured on cells of 1 to 16 GPUs are predicted
+ *   better so; and a fixed overhead per iteration.
  * A collective of b bytes over a group of n GPUs takes alpha + s f(n) b /
  * beta, with s a calibrated scale of the type's measured bandwidths (one
  * within a node, one across nodes) and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
@@ -184,10 +191,10 @@ typedef struct copus_planner_gpu {
 	 * rates). */
 	double comm_scale[COPUS_LINK_COUNT];
 	double overhead_s; /* fixed time per iteration (calibrated) */
-	/* Time per parameter a GPU holds, per iteration, by efficiency
-	 * class: the work on weights that does not shrink with the batch
-	 * (optimizer step, gradient accumulation, weight layouts;
-	 * calibrated). */
+	/* Time per parameter of a stage's weights (whole over its tensor
+	 * ranks), per iteration, by efficiency class: the work on weights
+	 * that does not shrink with the batch (optimizer step, gradient
+	 * accumulation, weight layouts; calibrated). */
 	double param_s[COPUS_PLANNER_KINDS];
 	/* Fixed time of one layer's forward and backward pass on one
 	 * micro-batch (kernel launches, small kernels; calibrated). */
@@ -231,7 +238,7 @@ typedef struct copus_planner_plan {
 	/* Stage s holds layers first_layer[s] .. first_layer[s + 1] - 1. */
 	int first_layer[COPUS_PLANNER_MAX_STAGES + 1];
 	double seconds; /* per iteration, the sum of the five below */
-	/* compute_s includes the time per parameter held; overhead_s is
+	/* compute_s includes the time per parameter; overhead_s is
 	 * the fixed time per iteration. */
 	double compute_s, tensor_s, pipeline_s, data_s, overhead_s;
 	double memory_bytes; /* on the fullest GPU */
