@@ -16,7 +16,7 @@ sim_copus_sim_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -DGNUPLOT='"$(GNUPLOT)"'
 sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 
 dist_noinst_SCRIPTS += sim/fidelity.sh sim/fidelity-sia.sh sim/ablation.sh \
-	sim/compare.sh sim/fidelity-arena.sh
+	sim/compare.sh sim/fidelity-arena.sh sim/history-split.sh
 
 check_PROGRAMS += tests/test-sim tests/test-profiles tests/test-arena
 tests_test_sim_SOURCES = tests/test-sim.c tests/harness.h
