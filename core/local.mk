@@ -58,6 +58,8 @@ check_PROGRAMS += \
 	tests/test-noise \
 	tests/test-policy \
 	tests/test-policy-copus \
+	tests/test-policy-copus-place \
+	tests/test-policy-copus-cells \
 	tests/test-policy-exact \
 	tests/test-policy-sia \
 	tests/test-plan
@@ -86,9 +88,21 @@ tests_test_policy_SOURCES = tests/test-policy.c tests/harness.h
 tests_test_policy_CFLAGS = $(TEST_CFLAGS)
 tests_test_policy_LDADD = $(TEST_LIBS)
 
-tests_test_policy_copus_SOURCES = tests/test-policy-copus.c tests/harness.h
+# The copus policy in three programs on one shared world (policy-world.h):
+# which jobs run on how many GPUs, where they go, and jobs by their cells.
+COPUS_POLICY_WORLD = tests/policy-world.c tests/policy-world.h tests/harness.h
+tests_test_policy_copus_SOURCES = tests/test-policy-copus.c \
+	$(COPUS_POLICY_WORLD)
 tests_test_policy_copus_CFLAGS = $(TEST_CFLAGS)
 tests_test_policy_copus_LDADD = $(TEST_LIBS)
+tests_test_policy_copus_place_SOURCES = tests/test-policy-copus-place.c \
+	$(COPUS_POLICY_WORLD)
+tests_test_policy_copus_place_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_copus_place_LDADD = $(TEST_LIBS)
+tests_test_policy_copus_cells_SOURCES = tests/test-policy-copus-cells.c \
+	$(COPUS_POLICY_WORLD)
+tests_test_policy_copus_cells_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_copus_cells_LDADD = $(TEST_LIBS)
 
 # The copus policy's greedy against the exact optimum (GLPK).
 tests_test_policy_exact_SOURCES = tests/test-policy-exact.c tests/harness.h

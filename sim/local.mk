@@ -11,7 +11,10 @@ sim_libsim_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 sim_libsim_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/copus-sim
-sim_copus_sim_SOURCES = sim/main.c
+# copus-sim's command line: main.c (options) and its parts (main-parts.h).
+sim_copus_sim_SOURCES = sim/main.c sim/main-parts.h sim/main-arena.c \
+	sim/main-workloads.c sim/main-run.c sim/main-history.c \
+	sim/main-report.c
 sim_copus_sim_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -DGNUPLOT='"$(GNUPLOT)"'
 sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 
