@@ -168,6 +168,9 @@ static const char *const link_names[COPUS_LINK_COUNT] = { "intra", "inter" };
 static const char *const coll_names[COPUS_COLL_COUNT] = {
 	"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send",
 };
+static const char *const shape_names[COPUS_SHAPE_COUNT] = {
+	"peers", "ranks_per_node", "groups_per_node", "nodes",
+};
 
 /* One number of copus_planner_gpu: its path in the text and its bounds
  * (lo excluded when lo_open). */
@@ -179,7 +182,7 @@ struct slot {
 };
 
 #define N_SLOTS (4 + 2 * COPUS_PLANNER_KINDS + COPUS_LINK_COUNT + 2 + \
-		 2 * COPUS_LINK_COUNT * COPUS_COLL_COUNT)
+		 2 * COPUS_LINK_COUNT * COPUS_COLL_COUNT + COPUS_SHAPE_COUNT)
 
 static void slot_set(struct slot *s, double *v, double lo, bool lo_open,
 		     double hi, const char *fmt, ...)
@@ -237,6 +240,11 @@ static int slots_of(copus_planner_gpu *g, struct slot *s)
 				 COPUS_PLANNER_GPU_INV_BETA_MAX,
 				 "inv_beta.%s.%s", link_names[l],
 				 coll_names[c]);
+	for (int e = 0; e < COPUS_SHAPE_COUNT; e++)
+		slot_set(&s[n++], &g->shape_exp[e],
+			 -COPUS_PLANNER_GPU_SHAPE_EXP_MAX, false,
+			 COPUS_PLANNER_GPU_SHAPE_EXP_MAX, "shape.%s",
+			 shape_names[e]);
 	return n;
 }
 
@@ -391,7 +399,12 @@ int copus_planner_gpus_format(const copus_planner_gpu_type *gpus, int n,
 		put(&o, "      \"overhead_s\": %s,\n", num(b1, g->overhead_s));
 		put(&o, "      \"layer_s\": %s,\n", num(b1, g->layer_s));
 		put_colls(&o, "alpha", g->alpha, false);
-		put_colls(&o, "inv_beta", g->inv_beta, true);
+		put_colls(&o, "inv_beta", g->inv_beta, false);
+		put(&o, "      \"shape\": {");
+		for (int e = 0; e < COPUS_SHAPE_COUNT; e++)
+			put(&o, "%s\"%s\": %s", e ? ", " : "", shape_names[e],
+			    num(b1, g->shape_exp[e]));
+		put(&o, "}\n");
 		put(&o, "    }%s\n", i + 1 < n ? "," : "");
 	}
 	put(&o, "  }\n}\n");
@@ -538,18 +551,19 @@ static int kinds(struct json_object *o, const char *type, const char *key,
 	return COPUS_OK;
 }
 
-static int links(struct json_object *o, const char *type, const char *key,
-		 double *out, char *err, size_t errlen)
+/* An object of n numbers named names[], into out in their order. */
+static int named(struct json_object *o, const char *type, const char *key,
+		 const char *const *names, int n, double *out, char *err,
+		 size_t errlen)
 {
 	struct json_object *v = get(o, key);
-	char path[40];
+	char path[48];
 	int rc;
 
-	rc = keys_exactly(v, link_names, COPUS_LINK_COUNT, type, key, err,
-			  errlen);
-	for (int l = 0; rc == COPUS_OK && l < COPUS_LINK_COUNT; l++) {
-		snprintf(path, sizeof(path), "%s.%s", key, link_names[l]);
-		rc = number(get(v, link_names[l]), type, path, &out[l], err,
+	rc = keys_exactly(v, names, n, type, key, err, errlen);
+	for (int i = 0; rc == COPUS_OK && i < n; i++) {
+		snprintf(path, sizeof(path), "%s.%s", key, names[i]);
+		rc = number(get(v, names[i]), type, path, &out[i], err,
 			    errlen);
 	}
 	return rc;
@@ -586,8 +600,8 @@ static int parse_type(struct json_object *o, const char *name,
 {
 	/* The members a text may leave out come last. */
 	static const char *const optional[] = { "memory_bandwidth",
-						 "inter_links" };
-	const char *members[11] = {
+						 "inter_links", "shape" };
+	const char *members[12] = {
 		"peak_flops", "memory_bytes", "efficiency", "param_s",
 		"comm_scale", "overhead_s", "layer_s", "alpha", "inv_beta",
 	};
@@ -595,7 +609,7 @@ static int parse_type(struct json_object *o, const char *name,
 	int rc, n_members = 9;
 
 	memset(g, 0, sizeof(*g));
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (json_object_object_get_ex(o, optional[i], NULL))
 			members[n_members++] = optional[i];
 	rc = keys_exactly(o, members, n_members, name, "", err, errlen);
@@ -619,7 +633,8 @@ static int parse_type(struct json_object *o, const char *name,
 	if (rc == COPUS_OK)
 		rc = kinds(o, name, "param_s", g->param_s, err, errlen);
 	if (rc == COPUS_OK)
-		rc = links(o, name, "comm_scale", g->comm_scale, err, errlen);
+		rc = named(o, name, "comm_scale", link_names, COPUS_LINK_COUNT,
+			   g->comm_scale, err, errlen);
 	if (rc == COPUS_OK)
 		rc = number(get(o, "overhead_s"), name, "overhead_s",
 			    &g->overhead_s, err, errlen);
@@ -630,6 +645,9 @@ static int parse_type(struct json_object *o, const char *name,
 		rc = colls(o, name, "alpha", g->alpha, err, errlen);
 	if (rc == COPUS_OK)
 		rc = colls(o, name, "inv_beta", g->inv_beta, err, errlen);
+	if (rc == COPUS_OK && json_object_object_get_ex(o, "shape", NULL))
+		rc = named(o, name, "shape", shape_names, COPUS_SHAPE_COUNT,
+			   g->shape_exp, err, errlen);
 	if (rc == COPUS_OK)
 		rc = check_gpu(name, g, err, errlen);
 	return rc;

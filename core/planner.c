@@ -14,12 +14,12 @@
 #include "internal.h"
 
 /* ------------------------------------------------------------ contents */
+struct rate;
 static int transformer_layers(const copus_planner_desc *d,
 			      copus_planner_layer *out, int max, int *n);
 static int wide_resnet_layers(const copus_planner_desc *d,
 			      copus_planner_layer *out, int max, int *n);
-static double collective(const copus_planner_gpu *g, copus_collective c,
-			 int n, bool across, double share, double bytes);
+static double collective(const struct rate *r, double bytes);
 static int model_check(const copus_planner_model *m);
 static int gpu_check(const copus_planner_gpu *g);
 static double act_seconds(const copus_planner_model *m,
@@ -219,34 +219,78 @@ double copus_planner_params(const copus_planner_model *m)
 
 /* ----------------------------------------------------------- cost model */
 
-/* share: how many groups of the collective's kind run at once through
- * one node's link when the group spans nodes (see layout_of). */
-static double collective(const copus_planner_gpu *g, copus_collective c,
-			 int n, bool across, double share, double bytes)
+/* f(n): the bytes each rank moves over the message's size. */
+static double coll_factor(copus_collective c, int n)
 {
-	double f;
-	int link = across ? COPUS_LINK_INTER : COPUS_LINK_INTRA;
-
-	if (n <= 1 || bytes <= 0.0)
-		return 0.0;
 	switch (c) {
 	case COPUS_COLL_ALL_REDUCE:
-		f = 2.0 * (n - 1) / n;
-		break;
+		return 2.0 * (n - 1) / n;
 	case COPUS_COLL_SEND:
-		f = 1.0;
-		break;
+		return 1.0;
 	default:
-		f = (double)(n - 1) / n;
-		break;
+		return (double)(n - 1) / n;
 	}
-	/* Groups beyond the node's links share one (see planner.h). */
-	if (!across || !(g->inter_links > 0.0))
-		share = 1.0;
-	else
-		share = fmax(1.0, share / g->inter_links);
-	return g->alpha[link][c] + g->comm_scale[link] * share * f * bytes *
-					   g->inv_beta[link][c];
+}
+
+/* The shape factor h of a group (see planner.h). */
+static double shape_factor(const copus_planner_gpu *g,
+			   const copus_planner_group *grp)
+{
+	const double *e = g->shape_exp;
+	double h, share;
+
+	if (grp->nodes <= 1)
+		return e[COPUS_SHAPE_PEERS] != 0.0 && grp->ranks > 2
+			       ? pow(grp->ranks - 1.0, e[COPUS_SHAPE_PEERS])
+			       : 1.0;
+	share = g->inter_links > 0.0
+			? fmax(1.0, grp->groups_per_node / g->inter_links)
+			: 1.0;
+	h = share;
+	if (e[COPUS_SHAPE_GROUPS_PER_NODE] != 0.0 && share > 1.0)
+		h *= pow(share, e[COPUS_SHAPE_GROUPS_PER_NODE]);
+	if (e[COPUS_SHAPE_RANKS_PER_NODE] != 0.0 && grp->ranks_per_node > 1)
+		h *= pow(grp->ranks_per_node, e[COPUS_SHAPE_RANKS_PER_NODE]);
+	if (e[COPUS_SHAPE_NODES] != 0.0 && grp->nodes != 2)
+		h *= pow(grp->nodes / 2.0, e[COPUS_SHAPE_NODES]);
+	return h;
+}
+
+/* The latency of collective c over group grp and its seconds per byte. */
+static void coll_rate(const copus_planner_gpu *g, copus_collective c,
+		      const copus_planner_group *grp, double *alpha,
+		      double *per_byte)
+{
+	int link = grp->nodes > 1 ? COPUS_LINK_INTER : COPUS_LINK_INTRA;
+
+	*alpha = g->alpha[link][c];
+	*per_byte = g->comm_scale[link] * coll_factor(c, grp->ranks) *
+		    shape_factor(g, grp) * g->inv_beta[link][c];
+}
+
+double copus_planner_collective(const copus_planner_gpu *g,
+				copus_collective c,
+				const copus_planner_group *grp, double bytes)
+{
+	double alpha, per_byte;
+
+	if (grp->ranks <= 1 || bytes <= 0.0)
+		return 0.0;
+	coll_rate(g, c, grp, &alpha, &per_byte);
+	return alpha + per_byte * bytes;
+}
+
+/* One of a plan's collectives, priced once per plan (see layout_of). */
+struct rate {
+	double alpha, per_byte;
+	bool any; /* a group of more than one rank */
+};
+
+static double collective(const struct rate *r, double bytes)
+{
+	if (!r->any || bytes <= 0.0)
+		return 0.0;
+	return r->alpha + r->per_byte * bytes;
 }
 
 static int model_check(const copus_planner_model *m)
@@ -320,12 +364,9 @@ static bool tensor_splits(const copus_planner_model *m, int tp)
 	return true;
 }
 
-/* The layout of a plan's groups on the cell's nodes, and how many
- * transfers of each kind go through one node's link to the others at
- * once (see members_on_node). */
+/* The rates of a plan's collectives on the cell's nodes (see layout_of). */
 struct layout {
-	bool tensor_across, pipeline_across, data_across, expert_across;
-	double data_share, expert_share, send_share;
+	struct rate tensor, expert, data, send;
 };
 
 /*
@@ -348,25 +389,56 @@ static int members_on_node(int n, int stride, int inner, int gpn)
 	return members > 0 ? members : 1;
 }
 
-static struct layout layout_of(const copus_plan_degrees *d, int data_inner,
-			       int gpn)
+/* A group of ranks ranks, members of them on one node of gpn GPUs when
+ * it spans nodes. */
+static copus_planner_group group_of(int ranks, int members, bool across,
+				    int gpn)
 {
-	struct layout y;
+	copus_planner_group grp = { ranks, 1, ranks, 1 };
+
+	if (across) {
+		if (members > ranks)
+			members = ranks;
+		grp.ranks_per_node = members;
+		grp.nodes = (ranks + members - 1) / members;
+		grp.groups_per_node = gpn / members > 1 ? gpn / members : 1;
+	}
+	return grp;
+}
+
+static void rate_of(const copus_planner_gpu *g, copus_collective c,
+		    const copus_planner_group *grp, struct rate *r)
+{
+	r->any = grp->ranks > 1;
+	r->alpha = r->per_byte = 0.0;
+	if (r->any)
+		coll_rate(g, c, grp, &r->alpha, &r->per_byte);
+}
+
+static void layout_of(const copus_planner_gpu *g, const copus_plan_degrees *d,
+		      int data_inner, int gpn, struct layout *y)
+{
 	int tp = d->tensor, pp = d->pipeline, dp = d->data;
 	int data_stride = data_inner ? tp : tp * pp;
 	int pipe_stride = data_inner ? tp * dp : tp;
-	int stage;
-
-	y.tensor_across = spans(tp, 1, gpn);
-	y.pipeline_across = spans(pp, pipe_stride, gpn);
-	y.data_across = spans(dp, data_stride, gpn);
-	y.expert_across = (tp - 1) + (dp - 1) * data_stride >= gpn;
 	/* A stage's ranks are also its expert group. */
-	stage = members_on_node(dp, data_stride, tp, gpn);
-	y.data_share = (double)gpn / members_on_node(dp, data_stride, 1, gpn);
-	y.expert_share = (double)gpn / stage;
-	y.send_share = stage;
-	return y;
+	int stage = members_on_node(dp, data_stride, tp, gpn);
+	bool expert_across = (tp - 1) + (dp - 1) * data_stride >= gpn;
+	copus_planner_group grp;
+
+	grp = group_of(tp, gpn, spans(tp, 1, gpn), gpn);
+	rate_of(g, COPUS_COLL_ALL_REDUCE, &grp, &y->tensor);
+	grp = group_of(dp * tp, stage, expert_across, gpn);
+	rate_of(g, COPUS_COLL_ALL_TO_ALL, &grp, &y->expert);
+	grp = group_of(dp, members_on_node(dp, data_stride, 1, gpn),
+		       spans(dp, data_stride, gpn), gpn);
+	rate_of(g, COPUS_COLL_ALL_REDUCE, &grp, &y->data);
+	/* A rank of one stage and its peer in the next, on two nodes when
+	 * the pipeline spans nodes; a stage's ranks on a node send at once. */
+	grp = (copus_planner_group){ 2, 1, 2, 1 };
+	if (spans(pp, pipe_stride, gpn))
+		grp = (copus_planner_group){ 2, 2, 1, stage };
+	rate_of(g, COPUS_COLL_SEND, &grp, &y->send);
 }
 
 int copus__planner_price(const copus_planner_model *m, int batch,
@@ -386,7 +458,9 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 	double tens[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double send[COPUS_PLANNER_MAX_STAGES] = { 0 };
 	double data_s = 0.0, mem_max = 0.0, weights_max = 0.0;
-	struct layout y = layout_of(d, p->data_inner, cell->gpus_per_node);
+	struct layout y;
+
+	layout_of(g, d, p->data_inner, cell->gpus_per_node, &y);
 
 	for (int s = 0; s < pp; s++) {
 		double state = 0.0, inputs = 0.0, work = 0.0, grads = 0.0;
@@ -403,13 +477,10 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 					   mb / tp +
 				   g->layer_s;
 			tens[s] += ACT_PASSES *
-				   collective(g, COPUS_COLL_ALL_REDUCE, tp,
-					      y.tensor_across, 1.0,
+				   collective(&y.tensor,
 					      x->tensor_elems * mb * bytes);
 			tens[s] += ACT_PASSES *
-				   collective(g, COPUS_COLL_ALL_TO_ALL,
-					      dp * tp, y.expert_across,
-					      y.expert_share,
+				   collective(&y.expert,
 					      x->a2a_elems * mb * bytes / tp);
 			state += x->params / tp +
 				 x->expert_params / ((double)dp * tp);
@@ -424,10 +495,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 			double out = m->layers[p->first_layer[s + 1] - 1]
 					     .out_elems;
 			/* Forward activations out, their gradients back. */
-			send[s] = 2.0 * collective(g, COPUS_COLL_SEND, 2,
-						   y.pipeline_across,
-						   y.send_share,
-						   out * mb * bytes);
+			send[s] = 2.0 * collective(&y.send, out * mb * bytes);
 		}
 		t[s] = comp[s] + tens[s] + send[s];
 		if (t[s] > t[bneck])
@@ -441,9 +509,7 @@ int copus__planner_price(const copus_planner_model *m, int batch,
 			mem_max = mem;
 		if (weights > weights_max)
 			weights_max = weights;
-		double ds = collective(g, COPUS_COLL_ALL_REDUCE, dp,
-				       y.data_across, y.data_share,
-				       grads * bytes);
+		double ds = collective(&y.data, grads * bytes);
 		if (ds > data_s)
 			data_s = ds;
 	}

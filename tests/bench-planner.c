@@ -38,6 +38,11 @@ static copus_planner_gpu gpu(void)
 		g.inv_beta[COPUS_LINK_INTRA][c] = 1.0 / 100e9;
 		g.inv_beta[COPUS_LINK_INTER][c] = 1.0 / 5e9;
 	}
+	g.inter_links = 1.0;
+	g.shape_exp[COPUS_SHAPE_PEERS] = -0.7;
+	g.shape_exp[COPUS_SHAPE_RANKS_PER_NODE] = 0.3;
+	g.shape_exp[COPUS_SHAPE_GROUPS_PER_NODE] = 0.4;
+	g.shape_exp[COPUS_SHAPE_NODES] = 0.3;
 	return g;
 }
 

@@ -100,6 +100,42 @@ grep -q '"memory_bandwidth": 696000000000,' "$tmp/gpus-bw.json" ||
 paste -d, "$tmp/out" "$tmp/out6" | awk -F, -v n=$(head -1 "$tmp/out" | awk -F, '{print NF}') '
 	NR > 1 && $4 != "" && !($(n + 4) > $4) { print; bad = 1 } END { exit bad }' ||
 	fail "a listed bandwidth did not lengthen the plans"
+
+# The shape of a group across nodes: collectives measured with time per
+# byte growing as (ranks per node)^0.5 x (nodes / 2)^1 give those
+# exponents back (up to the ridge that holds unmeasured ones at 0).
+cp -r "$d" "$tmp/shape"
+{
+	echo 'cell,collective,groups,elements,dtype,seconds'
+	for c in all-reduce all-gather reduce-scatter all-to-all; do
+		for e in 1024 1048576 67108864; do
+			for g in '1 2 [[0,1],[2,3]]' '1 4 [[0,1,2,3]]' \
+				 '2 2 [[0,1,2,3],[4,5,6,7]]' '2 4 [[0,1,2,3,4,5,6,7]]'; do
+				set -- $g
+				n=$(( $1 * $2 ))
+				t=$(awk -v e=$e -v m=$1 -v k=$2 -v n=$n -v c=$c 'BEGIN {
+					f = c == "all-reduce" ? 2 * (n - 1) / n : (n - 1) / n
+					printf "%.9g", 5e-5 + f * e * 4 / 2e9 * sqrt(m) * k / 2 }')
+				echo "4_a40_4_n_$1_d,$c,\"$3\",$e,float32,$t"
+			done
+			t=$(awk -v e=$e 'BEGIN { printf "%.9g", 2e-5 + e * 4 / 20e9 }')
+			echo "1_a40_1_n_2_d,$c,\"[[0,1]]\",$e,float32,$t"
+		done
+	done
+	for e in 1024 1048576 67108864; do
+		t=$(awk -v e=$e 'BEGIN { printf "%.9g", 5e-5 + e * 4 / 2e9 }')
+		echo "2_a40_2_n_1_d,send,null,$e,float32,$t"
+		t=$(awk -v e=$e 'BEGIN { printf "%.9g", 2e-5 + e * 4 / 20e9 }')
+		echo "1_a40_1_n_2_d,send,\"[[0,1]]\",$e,float32,$t"
+	done
+} > "$tmp/shape/comm.csv"
+"$plan" calibrate --data "$tmp/shape" --out "$tmp/gpus-shape.json" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "calibrate on shaped collectives"; }
+grep '"shape"' "$tmp/gpus-shape.json" | tr -d '{},:"' | awk '{
+	if ($5 < 0.45 || $5 > 0.5 || $9 < 0.9 || $9 > 1.0 ||
+	    $7 < -0.05 || $7 > 0.05) bad = 1 } END { exit bad }' ||
+	fail "the shape exponents of shaped collectives: $(grep '"shape"' "$tmp/gpus-shape.json")"
+
 "$plan" calibrate --data "$d" > /dev/null 2>&1 && fail "calibrate without --out succeeded"
 
 # evaluate writes each prediction of each split with --residuals: one row

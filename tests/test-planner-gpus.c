@@ -349,7 +349,13 @@ static void test_parse_refuses(void)
 		  "duplicate", COPUS_EPARSE },
 		{ "\"layer_s\": 0,", "\"layer_s\": 0", "line 14", COPUS_EPARSE },
 		{ "\"gpus\": {", "\"gpus\": [", "line 4", COPUS_EPARSE },
-		{ "\n}\n", "\n}\n}", "line 25", COPUS_EPARSE },
+		{ "\n}\n", "\n}\n}", "line 26", COPUS_EPARSE },
+		{ "\"nodes\": 0}", "\"nodes\": 9}", "\"shape.nodes\": 9",
+		  COPUS_EPARSE },
+		{ "\"nodes\": 0}", "\"nodes\": 0, \"links\": 0}",
+		  "member \"shape.links\" is unknown", COPUS_EPARSE },
+		{ "\"peers\": 0, ", "", "member \"shape.peers\" is missing",
+		  COPUS_EPARSE },
 		{ "\"gpus\": {", "\"gpus\": 3, \"x\": {", "\"x\" is unknown",
 		  COPUS_EPARSE },
 	};
@@ -390,6 +396,18 @@ static void test_parse_without_bandwidth(void)
 					       sizeof(err)), COPUS_OK);
 	ASSERT_CLOSE(out[0].gpu.inter_links, 0.0, 0);
 	ASSERT_CLOSE(out[0].gpu.memory_bandwidth, 1555e9, 0);
+	free(t);
+	/* Nor the exponents of a group's shape, before the planner had
+	 * them: 0, the link's share alone. */
+	t = mutated("      },\n      \"shape\": {\"peers\": 0, "
+		    "\"ranks_per_node\": 0, \"groups_per_node\": 0, "
+		    "\"nodes\": 0}\n",
+		    "      }\n");
+	ASSERT_STATUS(copus_planner_gpus_parse(t, out, 2, &n, err,
+					       sizeof(err)), COPUS_OK);
+	for (int e = 0; e < COPUS_SHAPE_COUNT; e++)
+		ASSERT_CLOSE(out[0].gpu.shape_exp[e], 0.0, 0);
+	ASSERT_CLOSE(out[0].gpu.inter_links, 8.0, 0);
 	free(t);
 }
 

@@ -383,6 +383,61 @@ static void groups_on_one_node_share_its_link(void)
  * them is never chosen or priced, though the same layers with no such
  * limit would take it.
  */
+/* The shape exponents price a group by its ranks on a node, the groups
+ * sharing the node's link, the nodes it spans and, within a node, its
+ * peers. */
+static void a_collective_is_priced_by_its_group_s_shape(void)
+{
+	copus_planner_layer y[4];
+	copus_planner_model m = uniform(y, 4, 1e6);
+	copus_planner_gpu g = gpu_of(80.0);
+	copus_planner_cell cell = { 4, 2 };
+	copus_planner_plan p;
+	copus_planner_group pair = { 2, 2, 1, 1 };
+	copus_planner_group quad = { 4, 1, 4, 1 };
+	double grads = 4.0 * 1e6 * 2.0; /* bytes of one stage's gradients */
+
+	g.shape_exp[COPUS_SHAPE_PEERS] = -1.0;
+	g.shape_exp[COPUS_SHAPE_RANKS_PER_NODE] = 1.0;
+	g.shape_exp[COPUS_SHAPE_GROUPS_PER_NODE] = 0.5;
+	g.shape_exp[COPUS_SHAPE_NODES] = 2.0;
+
+	/* One rank on each of two nodes alone: the reference shape. */
+	ASSERT_CLOSE(copus_planner_collective(&g, COPUS_COLL_ALL_REDUCE, &pair,
+					      1e6),
+		     1e-5 + 1.0 * 1e6 * 1e-9, 1e-15);
+	/* Four ranks of one node: (4 - 1)^-1 of the time per byte. */
+	ASSERT_CLOSE(copus_planner_collective(&g, COPUS_COLL_ALL_GATHER, &quad,
+					      1e6),
+		     1e-5 + 0.75 * 1e6 * 1e-10 / 3.0, 1e-15);
+	/* A group of one rank costs nothing. */
+	quad.ranks = quad.ranks_per_node = 1;
+	ASSERT_CLOSE(copus_planner_collective(&g, COPUS_COLL_SEND, &quad, 1e6),
+		     0.0, 0);
+
+	/* Data 8 on 4 nodes of 2: one group, 2 ranks on each node, 4
+	 * nodes: 2^1 x (4 / 2)^2 = 8 times the reference rate, factor
+	 * 2 x 7 / 8. */
+	memset(&p, 0, sizeof(p));
+	p.degrees = (copus_plan_degrees){ 8, 1, 1 };
+	p.micro_batches = 1;
+	p.first_layer[1] = 4;
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	ASSERT_CLOSE(p.data_s, 1e-5 + 1.75 * 8.0 * grads * 1e-9, 1e-12);
+
+	/* Data 4 x tensor 2: data groups {0, 2, 4, 6} and {1, 3, 5, 7}, one
+	 * rank on each of 4 nodes, two groups through each link: the share
+	 * 2 to the power 1 + 0.5, and (4 / 2)^2; the gradients are split
+	 * over the tensor ranks. Tensor pairs stay on a node (one peer). */
+	p.degrees = (copus_plan_degrees){ 4, 1, 2 };
+	ASSERT_STATUS(copus_planner_price(&m, 8, &g, &cell, NULL, &p),
+		      COPUS_OK);
+	ASSERT_CLOSE(p.data_s,
+		     1e-5 + 1.5 * pow(2.0, 1.5) * 4.0 * grads / 2.0 * 1e-9,
+		     1e-12);
+}
+
 static void a_tensor_degree_divides_the_heads(void)
 {
 	copus_planner_layer y[4];
@@ -596,6 +651,7 @@ int main(void)
 		TEST(the_time_per_parameter_counts_a_stage_s_weights_whole),
 		TEST(tensor_parallelism_stays_within_a_node),
 		TEST(groups_on_one_node_share_its_link),
+		TEST(a_collective_is_priced_by_its_group_s_shape),
 		TEST(a_tensor_degree_divides_the_heads),
 		TEST(the_cache_returns_the_answer_it_stored),
 		TEST(calibration_recovers_the_constants_that_made_the_times),

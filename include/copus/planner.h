@@ -50,19 +50,25 @@
  *   that splitting the weights over tensor ranks does not divide, and
  *   iteration times measured on cells of 1 to 16 GPUs are predicted
  *   better so; and a fixed overhead per iteration.
- * A collective of b bytes over a group of n GPUs takes alpha + s f(n) b /
+ * A collective of b bytes over a group of n GPUs takes alpha + s f(n) h b /
  * beta, with s a calibrated scale of the type's measured bandwidths (one
- * within a node, one across nodes) and f = 2(n - 1)/n for an all-reduce, (n - 1)/n for all-gather,
- * reduce-scatter and all-to-all, and 1 for a send; alpha and 1/beta are kept
- * per GPU type, collective and link (within a node or across nodes).
- * Across nodes, groups that run at once share each node's link: the byte
- * term of a data all-reduce or an expert all-to-all is multiplied by the
- * groups with ranks on one node (gpus per node over the group's ranks on
- * it), that of a pipeline send by the ranks of one stage on a node, which
- * send at once, over the node's inter_links links (at least 1): on the
- * measured cells, whose nodes have one link, two all-reduces over pairs of
- * nodes run at about half the bus bandwidth of one. 1/beta across nodes is
- * the time per byte of one group alone on a link.
+ * within a node, one across nodes), f = 2(n - 1)/n for an all-reduce,
+ * (n - 1)/n for all-gather, reduce-scatter and all-to-all, and 1 for a
+ * send, and h the shape factor of the group (copus_planner_group); alpha
+ * and 1/beta are kept per GPU type, collective and link (within a node or
+ * across nodes). Within a node h = (n - 1)^e_peers: the GPUs of an NVLink
+ * mesh reach each peer over its own links, so that a larger group moves
+ * more bytes at once. Across nodes, groups that run at once share each
+ * node's link: h = L^(1 + e_groups) m^e_ranks (k / 2)^e_nodes, with L the
+ * groups of the collective's kind with ranks on one node over the node's
+ * inter_links links (at least 1; 1 when the links are unknown), m the
+ * group's ranks on one node and k the nodes it spans: a data all-reduce's
+ * groups are the data groups, an expert all-to-all's the stages (data x
+ * tensor ranks), a pipeline send's the ranks of one stage on a node, which
+ * send at once to another node. 1/beta across nodes is the time per byte
+ * of one group of one rank per node on two nodes alone on a link. The
+ * exponents e are per GPU type, fitted on measured collectives of several
+ * shapes (0: a fair share of the link and no other effect of the shape).
  *
  * Memory per GPU (bytes): 16 per parameter held (2-byte models: weights
  * and gradients in 2 bytes each, an fp32 master copy and Adam's two
@@ -179,6 +185,16 @@ typedef enum copus_link {
 	COPUS_LINK_COUNT
 } copus_link;
 
+/* The exponents of a group's shape factor (see above). */
+typedef enum copus_planner_shape {
+	COPUS_SHAPE_PEERS,           /* within a node: of ranks - 1 */
+	COPUS_SHAPE_RANKS_PER_NODE,  /* across nodes: of its ranks on a node */
+	COPUS_SHAPE_GROUPS_PER_NODE, /* across nodes: of the link's share,
+				      * beyond a fair share */
+	COPUS_SHAPE_NODES,           /* across nodes: of the nodes over 2 */
+	COPUS_SHAPE_COUNT
+} copus_planner_shape;
+
 /* One GPU type: its device constants and its calibrated constants. */
 typedef struct copus_planner_gpu {
 	double peak_flops;   /* FLOP/s as listed for the device */
@@ -206,10 +222,35 @@ typedef struct copus_planner_gpu {
 	 * (1: one adapter for the node's GPUs; 8 for a server with an
 	 * adapter per GPU); 0 when unknown, which leaves the sharing out. */
 	double inter_links;
-	/* Collective time alpha (s) + f(n) bytes x inv_beta (s/byte). */
+	/* Collective time alpha (s) + f(n) h bytes x inv_beta (s/byte). */
 	double alpha[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
 	double inv_beta[COPUS_LINK_COUNT][COPUS_COLL_COUNT];
+	/* Exponents of the shape factor h of a group (see above), by
+	 * copus_planner_shape; 0 when the shape is unmeasured. */
+	double shape_exp[COPUS_SHAPE_COUNT];
 } copus_planner_gpu;
+
+/*
+ * The shape of the group of one collective: its ranks, the nodes they
+ * span, its ranks on one node, and the groups of its kind (itself
+ * included) that run at once with ranks on that node.
+ */
+typedef struct copus_planner_group {
+	int ranks, nodes, ranks_per_node, groups_per_node;
+} copus_planner_group;
+
+/*
+ * Seconds of collective c over group grp of a GPU type g, bytes per rank
+ * as the cost model counts them (the message of an all-reduce, each rank's
+ * whole buffer of an all-gather): alpha + s f(n) h bytes inv_beta, 0 for a
+ * group of one rank or no bytes. The link is within a node when the group
+ * spans one node. The arguments are not checked: g as
+ * copus_planner_best() takes it, grp with 1 <= ranks_per_node <= ranks,
+ * nodes >= 1 and groups_per_node >= 1.
+ */
+double copus_planner_collective(const copus_planner_gpu *g,
+				copus_collective c,
+				const copus_planner_group *grp, double bytes);
 
 /* A cell: nodes x GPUs per node of one type. */
 typedef struct copus_planner_cell {
@@ -367,14 +408,17 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
  *      "comm_scale": {"intra": x, "inter": x},
  *      "overhead_s": x, "layer_s": x,
  *      "alpha": {"intra": C, "inter": C}, "inv_beta": {"intra": C,
- *      "inter": C}}, ...}}
+ *      "inter": C},
+ *      "shape": {"peers": x, "ranks_per_node": x, "groups_per_node": x,
+ *      "nodes": x}}, ...}}
  * with C = {"all_reduce": x, "all_gather": x, "reduce_scatter": x,
  * "all_to_all": x, "send": x}, the arrays by efficiency class
  * (architecture - 1, then a reserved class). Every member is required
- * except memory_bandwidth and inter_links, which a text written before the
- * planner had them leaves out (they read as 0: unknown, the memory-bound
- * time and the sharing of links left out, as that text's plans were
- * priced), and no other is allowed; numbers are
+ * except memory_bandwidth, inter_links and shape, which a text written
+ * before the planner had them leaves out (they read as 0: unknown, the
+ * memory-bound time and the sharing of links left out; no shape effect
+ * beyond the link's share; as that text's plans were priced), and no other
+ * is allowed; numbers are
  * finite and within the bounds below (COPUS_PLANNER_GPU_*); a type name
  * is 1..COPUS_PLANNER_TYPE_LEN - 1 characters of [A-Za-z0-9_.-], listed
  * once. The format writes each number
@@ -396,6 +440,7 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
 #define COPUS_PLANNER_GPU_SECONDS_MAX 1e6   /* overhead, layer, alpha */
 #define COPUS_PLANNER_GPU_PARAM_S_MAX 1.0   /* s per parameter */
 #define COPUS_PLANNER_GPU_INV_BETA_MAX 1.0  /* s per byte */
+#define COPUS_PLANNER_GPU_SHAPE_EXP_MAX 8.0 /* |exponent| */
 
 /* A GPU type's name and constants. */
 typedef struct copus_planner_gpu_type {
