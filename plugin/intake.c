@@ -201,10 +201,15 @@ struct copus__memo *copus__job_info(struct copus__sched *s,
 				    struct copus__round_job *j, time_t now)
 {
 	struct copus__memo *in = copus__memo_get(s, job_ptr->job_id);
+	time_t before;
 
 	if (!in)
 		return NULL;
 	in->seen = true;
+	before = in->submit;
+	j->submit = copus__memo_submit(in, j->submit);
+	if (in->submit != before)
+		s->state_dirty = true;
 	if (!in->req_gpus) {
 		in->req_gpus = j->running && j->rigid ? j->cur_gpus :
 			       j->gpn_req * j->nodes_req;

@@ -57,6 +57,13 @@ struct copus__memo *copus__memo_get(struct copus__sched *s, uint32_t id)
 	return &s->memo[lo];
 }
 
+time_t copus__memo_submit(struct copus__memo *in, time_t submit)
+{
+	if (submit > 0 && (!in->submit || submit < in->submit))
+		in->submit = submit;
+	return in->submit ? in->submit : submit;
+}
+
 void copus__memo_sweep(struct copus__sched *s)
 {
 	int i, n = 0;

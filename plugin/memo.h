@@ -30,6 +30,7 @@ struct copus__memo {
 	uint32_t id;
 	bool seen;			/* in this round's snapshot */
 	int req_gpus;			/* the request when first seen */
+	time_t submit;			/* first submission (0: not seen) */
 	int max_had;			/* most GPUs it has held */
 	double attained;		/* GPU-seconds */
 	time_t last;			/* when attained was last counted */
@@ -69,6 +70,14 @@ struct copus__memo {
 	} asked[COPUS__HISTORY_MAX];
 	int nasked;
 };
+
+/*
+ * The job's first submission, given its submit time now: Slurm sets a
+ * requeued job's submit time to the requeue, and a job rescaled by a
+ * requeue has still been in the system since it was first submitted. The
+ * earliest time seen is kept and returned.
+ */
+time_t copus__memo_submit(struct copus__memo *in, time_t submit);
 
 /* Notes a rescale request in the job's history (the oldest drops out). */
 void copus__memo_asked(struct copus__memo *in, time_t when, int from, int to,

@@ -128,6 +128,7 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 		r.job.max_had = m->max_had;
 		r.job.attained = m->attained;
 		r.job.rate = m->rate;
+		r.job.submit = m->submit;
 		_state_put(f, path, &r);
 	}
 	for (i = 0; i < s->usage.n; i++) {
@@ -203,6 +204,7 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 			in->max_had = r.job.max_had;
 			in->attained = r.job.attained;
 			in->rate = r.job.rate;
+			copus__memo_submit(in, r.job.submit);
 			njobs++;
 			continue;
 		}

@@ -120,7 +120,7 @@ static int _job(char **f, int nf, struct copus__state_job *j,
 {
 	long long v;
 
-	if (nf != 5 && nf != 6)
+	if (nf < 5 || nf > 7)
 		return *why = "job: number of fields", -1;
 	if (_int(f[1], 1, UINT32_MAX, &v))
 		return *why = "job: ID", -1;
@@ -133,8 +133,12 @@ static int _job(char **f, int nf, struct copus__state_job *j,
 	j->max_had = (int)v;
 	if (_nonneg(f[4], &j->attained))
 		return *why = "job: ATTAINED", -1;
-	if (nf == 6 && _nonneg(f[5], &j->rate))
+	if (nf >= 6 && _nonneg(f[5], &j->rate))
 		return *why = "job: RATE", -1;
+	if (nf == 7 && (_int(f[6], 0, INT64_MAX, &v) || (time_t)v != v))
+		return *why = "job: SUBMIT", -1;
+	if (nf == 7)
+		j->submit = (time_t)v;
 	return 0;
 }
 
@@ -212,8 +216,8 @@ static int _valid(const struct copus__state_rec *r)
 	return j->id >= 1 && j->req_gpus >= 1 &&
 		       j->req_gpus <= COPUS__GPUS_MAX && j->max_had >= 0 &&
 		       j->max_had <= COPUS__GPUS_MAX && isfinite(j->attained) &&
-		       j->attained >= 0 && isfinite(j->rate) && j->rate >= 0 ?
-		       0 : -1;
+		       j->attained >= 0 && isfinite(j->rate) && j->rate >= 0 &&
+		       j->submit >= 0 ? 0 : -1;
 }
 
 int copus__state_format(const struct copus__state_rec *r, char *buf,
@@ -235,8 +239,8 @@ int copus__state_format(const struct copus__state_rec *r, char *buf,
 		n = snprintf(buf, len, "user %" PRIu32 " %.17g\n",
 			     r->user.uid, r->user.gpu_s);
 	else
-		n = snprintf(buf, len, "job %" PRIu32 " %d %d %.17g %.17g\n",
+		n = snprintf(buf, len, "job %" PRIu32 " %d %d %.17g %.17g %lld\n",
 			     j->id, j->req_gpus, j->max_had, j->attained,
-			     j->rate);
+			     j->rate, (long long)j->submit);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }

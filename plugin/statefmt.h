@@ -7,7 +7,7 @@
  * A line is one record, its fields separated by single spaces:
  *
  *	rescale ID ASKED FROM TO TYPE GAVE_UP [RC]
- *	job ID REQ HAD ATTAINED [RATE]
+ *	job ID REQ HAD ATTAINED [RATE [SUBMIT]]
  *	user UID USED
  *
  * ID the Slurm job id (1 .. 2^32-1), ASKED when the rescale was asked
@@ -16,7 +16,9 @@
  * restart count when asked (-1: unknown; missing in files of format 1);
  * REQ (1 ..) the job's original request, HAD (0 ..) the most GPUs it held,
  * ATTAINED its GPU-seconds and RATE its progress rate (finite, >= 0; missing
- * in files of format 1); UID a user id (0 .. 2^32-2) and USED the GPU-seconds
+ * in files of format 1), SUBMIT its first submission (seconds since the
+ * epoch, 0: not known; Slurm moves a requeued job's submit time to the
+ * requeue; missing in older files); UID a user id (0 .. 2^32-2) and USED the GPU-seconds
  * that user has used, decayed (finite, >= 0). GPU counts are at most
  * COPUS__GPUS_MAX.
  */
@@ -36,6 +38,7 @@ struct copus__state_job {
 	int max_had;
 	double attained;
 	double rate;
+	time_t submit;	/* first submission; 0: not known */
 };
 
 /* One parsed line. */

@@ -576,6 +576,13 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 	CU_ASSERT_EQUAL(back.job.attained, r.job.attained);
 	CU_ASSERT_EQUAL(back.job.rate, r.job.rate);
 
+	/* And the first submission (0 in a line without it). */
+	CU_ASSERT_EQUAL(r.job.submit, 0);
+	r.job.submit = 1764000123;
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(copus__state_parse(buf, &back, &why), 0);
+	CU_ASSERT_EQUAL(back.job.submit, 1764000123);
+
 	static const struct {
 		const char *line, *field;
 	} bad[] = {
@@ -595,6 +602,9 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 		{ "job 9 4 8 -1 0\n", "ATTAINED" },
 		{ "job 9 4 8 1 1e999\n", "RATE" },
 		{ "job 9 4 8 1 0.5x\n", "RATE" },
+		{ "job 9 4 8 1 0 -5\n", "SUBMIT" },
+		{ "job 9 4 8 1 0 17x\n", "SUBMIT" },
+		{ "job 9 4 8 1 0 17 1\n", "number of fields" },
 		{ "job  9 4 8 1 0\n", "layout" },
 		{ "job 9 4 8 1 0 \n", "layout" },
 		{ "job 9 4\t8 1 0\n", "layout" },
