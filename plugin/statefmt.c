@@ -135,10 +135,11 @@ static int _job(char **f, int nf, struct copus__state_job *j,
 		return *why = "job: ATTAINED", -1;
 	if (nf >= 6 && _nonneg(f[5], &j->rate))
 		return *why = "job: RATE", -1;
-	if (nf == 7 && (_int(f[6], 0, INT64_MAX, &v) || (time_t)v != v))
-		return *why = "job: SUBMIT", -1;
-	if (nf == 7)
+	if (nf == 7) {
+		if (_int(f[6], 0, INT64_MAX, &v) || (time_t)v != v)
+			return *why = "job: SUBMIT", -1;
 		j->submit = (time_t)v;
+	}
 	return 0;
 }
 

@@ -384,22 +384,6 @@ static void _same_shape_move(const char *policy, enum copus__action want)
 	ASSERT_ACTION(j, want);
 }
 
-/*
- * Slurm sets a requeued job's submit time to the requeue: the plugin keeps
- * the first, so that a job rescaled by a requeue has still been in the
- * system since it was submitted (its waiting, its age).
- */
-static void a_requeued_job_keeps_its_first_submission(void)
-{
-	struct copus__memo *in = copus__memo_get(&_s, 77);
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
-	CU_ASSERT_EQUAL(copus__memo_submit(in, 1000), 1000);
-	CU_ASSERT_EQUAL(copus__memo_submit(in, 5000), 1000);
-	CU_ASSERT_EQUAL(in->submit, 1000);
-	CU_ASSERT_EQUAL(copus__memo_submit(in, 0), 1000);
-}
-
 static void a_same_shape_move_needs_a_policy_that_moves_jobs(void)
 {
 	_same_shape_move("copus", COPUS__ACT_ASK);
@@ -954,7 +938,6 @@ int main(void)
 		TEST(a_policy_without_cells_gets_a_count_with_a_plan),
 		TEST(a_reconfigure_with_a_constants_file_changes_the_plan),
 		TEST(a_decided_cell_without_a_plan_is_not_applied),
-		TEST(a_requeued_job_keeps_its_first_submission),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 

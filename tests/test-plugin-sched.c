@@ -530,6 +530,21 @@ static void users_usage_decays_and_gives_a_fair_share_factor(void)
 	CU_ASSERT_EQUAL(t.n, 0);
 }
 
+/*
+ * Slurm sets a requeued job's submit time to the requeue: the job's record
+ * keeps the first, so that a job rescaled by a requeue has still been in
+ * the system since it was submitted (its waiting, its age).
+ */
+static void a_requeued_job_keeps_its_first_submission(void)
+{
+	struct copus__memo in = { .id = 77 };
+
+	CU_ASSERT_EQUAL(copus__memo_submit(&in, 1000), 1000);
+	CU_ASSERT_EQUAL(copus__memo_submit(&in, 5000), 1000);
+	CU_ASSERT_EQUAL(in.submit, 1000);
+	CU_ASSERT_EQUAL(copus__memo_submit(&in, 0), 1000);
+}
+
 static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 {
 	struct copus__state_rec r, back;
@@ -715,6 +730,7 @@ int main(void)
 		TEST(model_speedup_grows_with_gpus),
 		TEST(policy_key_takes_a_name),
 		TEST(state_lines_read_back_and_refuse_what_is_out_of_place),
+		TEST(a_requeued_job_keeps_its_first_submission),
 		TEST(users_usage_decays_and_gives_a_fair_share_factor),
 	};
 	return RUN_TESTS("plugin-sched", tests);
