@@ -64,12 +64,13 @@ time_t copus__memo_submit(struct copus__memo *in, time_t submit)
 	return in->submit ? in->submit : submit;
 }
 
-void copus__memo_sweep(struct copus__sched *s)
+void copus__memo_sweep(struct copus__sched *s, bool keep_launched)
 {
 	int i, n = 0;
 
 	for (i = 0; i < s->nmemo; i++) {
-		if (!s->memo[i].seen)
+		if (!s->memo[i].seen &&
+		    !(keep_launched && s->memo[i].launched))
 			continue;
 		s->memo[i].seen = false;
 		s->memo[n++] = s->memo[i];

@@ -32,6 +32,13 @@ struct copus__memo {
 	int req_gpus;			/* the request when first seen */
 	time_t submit;			/* first submission (0: not seen) */
 	int max_had;			/* most GPUs it has held */
+	/*
+	 * When the plugin last started it (0: never), saved before the
+	 * start itself: slurmctld may die before its own state holds the
+	 * job as running, recover it pending, and a node then reports a run
+	 * of a job that never restarted (round_job.ran).
+	 */
+	time_t launched;
 	double attained;		/* GPU-seconds */
 	time_t last;			/* when attained was last counted */
 	int last_gpus;			/* GPUs it held then */
@@ -123,8 +130,15 @@ struct copus__memo *copus__memo_find(struct copus__sched *s, uint32_t id);
  */
 struct copus__memo *copus__memo_get(struct copus__sched *s, uint32_t id);
 
-/* Forgets the jobs not seen in the last snapshot, clears the marks. */
-void copus__memo_sweep(struct copus__sched *s);
+/*
+ * Forgets the jobs not seen in the last snapshot, clears the marks. With
+ * keep_launched, a job the plugin started that Slurm no longer has is kept:
+ * a slurmctld that died before saving a job's submission gives its id to
+ * the next job submitted, while a node may still run the lost one; until
+ * the nodes have registered again, the new job with that id is held back
+ * as one that has run (round_job.ran).
+ */
+void copus__memo_sweep(struct copus__sched *s, bool keep_launched);
 
 /* Forgets every job. */
 void copus__memo_free(struct copus__sched *s);

@@ -77,6 +77,42 @@ void copus__round_free(struct copus__round *r)
 	r->njobs = 0;
 }
 
+int copus__round_launches(struct copus__sched *s, struct copus__round *r,
+			  bool before)
+{
+	int i, n = 0;
+
+	for (i = 0; i < r->nrj; i++) {
+		struct copus__round_job *j = &r->rj[i];
+		struct copus__memo *in;
+
+		if (j->running)
+			continue;
+		/* A job without GPUs has no record until it starts. */
+		in = before && j->action == COPUS__ACT_START ?
+			     copus__memo_get(s, j->id) :
+			     copus__memo_find(s, j->id);
+		if (!in)
+			continue;
+		if (before && j->action == COPUS__ACT_START) {
+			j->launch_marked = true;
+			j->launched_was = in->launched;
+			in->launched = r->when;
+			n++;
+		} else if (!before && j->launch_marked &&
+			   j->action != COPUS__ACT_START) {
+			/* The actions took its start back (a job that
+			 * changed meanwhile, nodes no longer free). */
+			j->launch_marked = false;
+			in->launched = j->launched_was;
+			n++;
+		}
+	}
+	if (n)
+		s->state_dirty = true;
+	return n;
+}
+
 int copus__type_index(const struct copus__round *r, const char *name)
 {
 	int t;
@@ -540,6 +576,13 @@ static bool _rj_same_cell(struct copus__round *r,
 }
 
 /* Turns the decisions into actions and reasons (no locks). */
+/* A held job may start at t: the earliest such time, for the agent. */
+static void _wake(struct copus__round *r, time_t t)
+{
+	if (!r->wake || t < r->wake)
+		r->wake = t;
+}
+
 static void _plan(struct copus__sched *s, struct copus__round *r)
 {
 	int i;
@@ -604,9 +647,10 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->reason = j->reason_buf;
 			continue;
 		}
-		if (j->restarts > 0 && r->when < r->reg_quiet) {
-			j->reason = "copus: requeued, restarts once the nodes "
-				    "that registered have settled";
+		if ((j->restarts > 0 || j->ran) && r->when < r->reg_quiet) {
+			_wake(r, r->reg_quiet);
+			j->reason = "copus: has run before, restarts once the "
+				    "nodes that registered have settled";
 			continue;
 		}
 		if (j->rigid ||
@@ -623,6 +667,7 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			}
 		}
 		if (j->restarts > 0 && r->when < j->end + COPUS__RELEASE_GAP) {
+			_wake(r, j->end + COPUS__RELEASE_GAP);
 			j->reason = "copus: requeued, restarts in a moment";
 			continue;
 		}

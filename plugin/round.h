@@ -66,6 +66,15 @@ struct copus__round_job {
 	uint32_t priority;
 	time_t submit, start, end;
 	int restarts;
+	/*
+	 * Pending, and the plugin has started it before (memo.launched). With
+	 * restarts == 0 that is a job slurmctld recovered pending after it
+	 * died before saving the start. Like a requeued job (restarts > 0), a
+	 * run of it may still be on a node: a node that registers reports the
+	 * run and slurmctld aborts it, revoking the job's credential there,
+	 * so it starts again no earlier than r->reg_quiet.
+	 */
+	bool ran;
 	long limit_s;			/* its time limit, seconds; 0 none */
 	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
 	char type_req[16];		/* its GPU type ("" = any) */
@@ -91,6 +100,8 @@ struct copus__round_job {
 					 * policy */
 	int job;			/* index in the policy's input, -1 */
 	enum copus__action action;
+	bool launch_marked;		/* copus__round_launches marked it, */
+	time_t launched_was;		/* and memo.launched was this */
 	int per_node, num_nodes, dtype;
 	char reason_buf[96];
 	/* Its hint's verdict changed this round: claimed over seen progress,
@@ -142,6 +153,12 @@ struct copus__round {
 	 */
 	time_t reg_quiet;
 	time_t when;
+	/*
+	 * The decision's: the earliest time a job it held back only for
+	 * reg_quiet or the release gap may start (0: none); the plugin runs a
+	 * round then instead of waiting for the next one.
+	 */
+	time_t wake;
 	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
 	char *state_dir;		/* StateSaveLocation */
 	int nnodes;
@@ -192,6 +209,17 @@ void copus__round_decide(struct copus__sched *s, struct copus__round *r);
 
 /* Frees what copus__round_decide() allocated; the snapshot's copies stay. */
 void copus__round_free(struct copus__round *r);
+
+/*
+ * The jobs the round starts, in their records (memo.launched), around the
+ * actions: before them (before true), each pending job the decision starts
+ * is marked started at r->when, so that copus_state, saved then, holds every
+ * start before slurmctld's own state can; after them (before false), the
+ * mark is taken back from the jobs that did not start. Returns how many
+ * records it changed.
+ */
+int copus__round_launches(struct copus__sched *s, struct copus__round *r,
+			  bool before);
 
 /* The index of a GPU type among the round's types, or -1. */
 int copus__type_index(const struct copus__round *r, const char *name);

@@ -324,7 +324,7 @@ static void _round(struct copus__sched *s, bool quick)
 		s->stats.event_rounds++;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	copus__snapshot(s, &r);
-	copus__memo_sweep(s);
+	copus__memo_sweep(s, r.when < r.reg_quiet);
 	r.t_snap = _ms_since(&t);
 	copus__history_learn(s, r.state_dir, r.obs, r.nobs);
 	copus__round_decide(s, &r);
@@ -337,9 +337,13 @@ static void _round(struct copus__sched *s, bool quick)
 	r.t_decide = _ms_since(&t);
 	_log_claims(&r);
 	_log_plans(&r);
+	if (copus__round_launches(s, &r, true))
+		copus__state_save(s, r.state_dir);
 	copus__act(&r);
+	copus__round_launches(s, &r, false);
 	r.t_act = _ms_since(&t);
 	copus__requests(s, &r);
+	s->wake_at = r.wake;
 	_count_round(s, &r);
 	copus__state_save(s, r.state_dir);
 	/* The status shows the full rounds' decisions. */
@@ -421,7 +425,9 @@ static void *_agent(void *arg)
 			next_full = now;
 			next_full.tv_sec += s->params.interval;
 			_round(s, false);
-		} else if (_changed(s)) {
+		} else if (_changed(s) ||
+			   (s->wake_at && time(NULL) >= s->wake_at)) {
+			/* Something changed, or a held job may start. */
 			_round(s, true);
 		}
 	}

@@ -97,6 +97,8 @@ struct copus__sched {
 	struct copus__stats stats;
 	/* When the last round began (wall clock, seconds). */
 	time_t round_began;
+	time_t wake_at;			/* a round's r.wake: a held job may
+					 * start then (0: none) */
 	/*
 	 * Per node (by index): the slurmd start time it last registered
 	 * with, and when the plugin first saw that registration (or the node

@@ -227,8 +227,9 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 			    !bit_test(job_ptr->resv_ptr->node_bitmap, i))
 				j->eligible[i] = 0;
 		}
-		if (j->gpn_req > 0)
-			copus__job_info(s, job_ptr, j, r->when);
+		in = j->gpn_req > 0 ? copus__job_info(s, job_ptr, j, r->when)
+				    : copus__memo_find(s, j->id);
+		j->ran = in && in->launched;
 		r->npending++;
 	}
 	list_iterator_destroy(it);

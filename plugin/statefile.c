@@ -121,7 +121,7 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 		const struct copus__memo *m = &s->memo[i];
 		struct copus__state_rec r = { .kind = COPUS__STATE_JOB };
 
-		if (m->req_gpus <= 0 || m->learned)
+		if ((m->req_gpus <= 0 && !m->launched) || m->learned)
 			continue;
 		r.job.id = m->id;
 		r.job.req_gpus = m->req_gpus;
@@ -129,6 +129,7 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 		r.job.attained = m->attained;
 		r.job.rate = m->rate;
 		r.job.submit = m->submit;
+		r.job.launched = m->launched;
 		_state_put(f, path, &r);
 	}
 	for (i = 0; i < s->usage.n; i++) {
@@ -205,6 +206,7 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 			in->attained = r.job.attained;
 			in->rate = r.job.rate;
 			copus__memo_submit(in, r.job.submit);
+			in->launched = r.job.launched;
 			njobs++;
 			continue;
 		}

@@ -120,12 +120,12 @@ static int _job(char **f, int nf, struct copus__state_job *j,
 {
 	long long v;
 
-	if (nf < 5 || nf > 7)
+	if (nf < 5 || nf > 8)
 		return *why = "job: number of fields", -1;
 	if (_int(f[1], 1, UINT32_MAX, &v))
 		return *why = "job: ID", -1;
 	j->id = (uint32_t)v;
-	if (_int(f[2], 1, COPUS__GPUS_MAX, &v))
+	if (_int(f[2], 0, COPUS__GPUS_MAX, &v))
 		return *why = "job: REQ", -1;
 	j->req_gpus = (int)v;
 	if (_int(f[3], 0, COPUS__GPUS_MAX, &v))
@@ -135,10 +135,15 @@ static int _job(char **f, int nf, struct copus__state_job *j,
 		return *why = "job: ATTAINED", -1;
 	if (nf >= 6 && _nonneg(f[5], &j->rate))
 		return *why = "job: RATE", -1;
-	if (nf == 7) {
+	if (nf >= 7) {
 		if (_int(f[6], 0, INT64_MAX, &v) || (time_t)v != v)
 			return *why = "job: SUBMIT", -1;
 		j->submit = (time_t)v;
+	}
+	if (nf == 8) {
+		if (_int(f[7], 0, INT64_MAX, &v) || (time_t)v != v)
+			return *why = "job: LAUNCHED", -1;
+		j->launched = (time_t)v;
 	}
 	return 0;
 }
@@ -214,11 +219,11 @@ static int _valid(const struct copus__state_rec *r)
 			       r->user.gpu_s >= 0 ? 0 : -1;
 	if (r->kind != COPUS__STATE_JOB)
 		return -1;
-	return j->id >= 1 && j->req_gpus >= 1 &&
+	return j->id >= 1 && j->req_gpus >= 0 &&
 		       j->req_gpus <= COPUS__GPUS_MAX && j->max_had >= 0 &&
 		       j->max_had <= COPUS__GPUS_MAX && isfinite(j->attained) &&
 		       j->attained >= 0 && isfinite(j->rate) && j->rate >= 0 &&
-		       j->submit >= 0 ? 0 : -1;
+		       j->submit >= 0 && j->launched >= 0 ? 0 : -1;
 }
 
 int copus__state_format(const struct copus__state_rec *r, char *buf,
@@ -240,8 +245,10 @@ int copus__state_format(const struct copus__state_rec *r, char *buf,
 		n = snprintf(buf, len, "user %" PRIu32 " %.17g\n",
 			     r->user.uid, r->user.gpu_s);
 	else
-		n = snprintf(buf, len, "job %" PRIu32 " %d %d %.17g %.17g %lld\n",
+		n = snprintf(buf, len,
+			     "job %" PRIu32 " %d %d %.17g %.17g %lld %lld\n",
 			     j->id, j->req_gpus, j->max_had, j->attained,
-			     j->rate, (long long)j->submit);
+			     j->rate, (long long)j->submit,
+			     (long long)j->launched);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }

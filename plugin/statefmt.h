@@ -7,19 +7,21 @@
  * A line is one record, its fields separated by single spaces:
  *
  *	rescale ID ASKED FROM TO TYPE GAVE_UP [RC]
- *	job ID REQ HAD ATTAINED [RATE [SUBMIT]]
+ *	job ID REQ HAD ATTAINED [RATE [SUBMIT [LAUNCHED]]]
  *	user UID USED
  *
  * ID the Slurm job id (1 .. 2^32-1), ASKED when the rescale was asked
  * (seconds since the epoch, >= 0), FROM (1 ..) and TO (0 .. : queue) the
  * GPUs, TYPE the decided GPU type or "-", GAVE_UP 0 or 1, RC the job's
  * restart count when asked (-1: unknown; missing in files of format 1);
- * REQ (1 ..) the job's original request, HAD (0 ..) the most GPUs it held,
- * ATTAINED its GPU-seconds and RATE its progress rate (finite, >= 0; missing
- * in files of format 1), SUBMIT its first submission (seconds since the
- * epoch, 0: not known; Slurm moves a requeued job's submit time to the
- * requeue; missing in older files); UID a user id (0 .. 2^32-2) and USED the GPU-seconds
- * that user has used, decayed (finite, >= 0). GPU counts are at most
+ * REQ (0 ..: a job without GPUs) the job's original request, HAD (0 ..)
+ * the most GPUs it held, ATTAINED its GPU-seconds and RATE its progress rate
+ * (finite, >= 0; missing in files of format 1), SUBMIT its first submission
+ * (seconds since the epoch, 0: not known; Slurm moves a requeued job's
+ * submit time to the requeue; missing in older files), LAUNCHED when the
+ * plugin last started it (seconds since the epoch, 0: never; missing in
+ * older files); UID a user id (0 .. 2^32-2) and USED the GPU-seconds that
+ * user has used, decayed (finite, >= 0). GPU counts are at most
  * COPUS__GPUS_MAX.
  */
 #ifndef COPUS_PLUGIN_STATEFMT_H
@@ -39,6 +41,7 @@ struct copus__state_job {
 	double attained;
 	double rate;
 	time_t submit;	/* first submission; 0: not known */
+	time_t launched; /* the plugin's last start of it; 0: never */
 };
 
 /* One parsed line. */

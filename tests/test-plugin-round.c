@@ -515,8 +515,8 @@ static void a_restarted_job_waits_until_registrations_settle(void)
 	ASSERT_ACTION(again, COPUS__ACT_NONE);
 	ASSERT_ACTION(cell, COPUS__ACT_NONE);
 	CU_ASSERT_PTR_NOT_NULL(again->reason ? strstr(again->reason,
-		"restarts once the nodes that registered have settled") :
-		NULL);
+		"has run before, restarts once the nodes that registered "
+		"have settled") : NULL);
 	ASSERT_ACTION(fresh, COPUS__ACT_START);
 	copus__round_free(&_r);
 	again->reason = cell->reason = fresh->reason = NULL;
@@ -526,6 +526,77 @@ static void a_restarted_job_waits_until_registrations_settle(void)
 	CU_ASSERT(again->action == COPUS__ACT_START ||
 		  again->action == COPUS__ACT_RESIZE);
 	ASSERT_ACTION(cell, COPUS__ACT_START);
+}
+
+/*
+ * slurmctld died moments after the plugin started a job, before its own
+ * state held the job as running: it recovers the job pending with no
+ * restart, and the job's node, when it registers, reports the run, which
+ * slurmctld aborts there, revoking the job's credential. The plugin, which
+ * saved the start in its own state first, holds the job back like a
+ * requeued one until the registrations have settled; a job it never
+ * started is not held.
+ */
+static void a_job_started_before_a_crash_waits_until_registrations_settle(void)
+{
+	struct copus__round_job *lost, *rigid, *fresh;
+
+	_cluster(3, 4);
+	lost = _pending(1, 1, 2, 1, 2);
+	rigid = _pending(2, 1, 2, 0, 0);
+	fresh = _pending(3, 1, 2, 2, 2);
+	lost->ran = rigid->ran = true;
+	_r.reg_quiet = NOW + 1;
+	_decide();
+	ASSERT_ACTION(lost, COPUS__ACT_NONE);
+	ASSERT_ACTION(rigid, COPUS__ACT_NONE);
+	CU_ASSERT_PTR_NOT_NULL(lost->reason ? strstr(lost->reason,
+		"has run before, restarts once the nodes that registered "
+		"have settled") :
+		NULL);
+	ASSERT_ACTION(fresh, COPUS__ACT_START);
+	copus__round_free(&_r);
+	lost->reason = rigid->reason = fresh->reason = NULL;
+	lost->action = rigid->action = fresh->action = COPUS__ACT_NONE;
+	_r.reg_quiet = NOW;
+	_decide();
+	CU_ASSERT(lost->action == COPUS__ACT_START ||
+		  lost->action == COPUS__ACT_RESIZE);
+	ASSERT_ACTION(rigid, COPUS__ACT_START);
+}
+
+/*
+ * The round marks the jobs it starts in their records before the actions
+ * (so that the mark is saved before the start), and takes the mark back
+ * from those the actions did not start; a job without GPUs gets a record.
+ */
+static void the_round_marks_its_starts_before_acting(void)
+{
+	struct copus__round_job *a, *b, *c;
+	struct copus__memo *m;
+
+	_cluster(2, 4);
+	a = _pending(1, 1, 1, 0, 0);
+	b = _pending(2, 1, 1, 0, 0);
+	c = _pending(3, 1, 1, 0, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(copus__memo_get(&_s, 1));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m = copus__memo_get(&_s, 2));
+	m->launched = NOW - 100;
+	a->action = b->action = c->action = COPUS__ACT_START;
+	_s.state_dirty = false;
+	CU_ASSERT_EQUAL(copus__round_launches(&_s, &_r, true), 3);
+	CU_ASSERT_TRUE(_s.state_dirty);
+	CU_ASSERT_EQUAL(copus__memo_find(&_s, 1)->launched, NOW);
+	CU_ASSERT_EQUAL(copus__memo_find(&_s, 2)->launched, NOW);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(copus__memo_find(&_s, 3));
+	CU_ASSERT_EQUAL(copus__memo_find(&_s, 3)->launched, NOW);
+	/* b's nodes were taken meanwhile: its earlier start is what stays. */
+	b->action = COPUS__ACT_NONE;
+	CU_ASSERT_EQUAL(copus__round_launches(&_s, &_r, false), 1);
+	CU_ASSERT_EQUAL(copus__memo_find(&_s, 1)->launched, NOW);
+	CU_ASSERT_EQUAL(copus__memo_find(&_s, 2)->launched, NOW - 100);
+	CU_ASSERT_EQUAL(copus__memo_find(&_s, 3)->launched, NOW);
+	copus__memo_free(&_s);
 }
 
 static void a_rigid_job_waits_for_one_of_higher_priority(void)
@@ -931,6 +1002,8 @@ int main(void)
 		TEST(one_user_cannot_take_more_than_the_cap),
 		TEST(the_less_served_user_starts_first),
 		TEST(a_restarted_job_waits_until_registrations_settle),
+		TEST(a_job_started_before_a_crash_waits_until_registrations_settle),
+		TEST(the_round_marks_its_starts_before_acting),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),

@@ -598,6 +598,18 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 	CU_ASSERT_EQUAL(copus__state_parse(buf, &back, &why), 0);
 	CU_ASSERT_EQUAL(back.job.submit, 1764000123);
 
+	/* And the plugin's last start of it (0 in a line without it). */
+	CU_ASSERT_EQUAL(r.job.launched, 0);
+	r.job.launched = 1764000200;
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(copus__state_parse(buf, &back, &why), 0);
+	CU_ASSERT_EQUAL(back.job.launched, 1764000200);
+	/* A job without GPUs that the plugin started has a record too. */
+	CU_ASSERT_EQUAL(copus__state_parse("job 9 0 0 0 0 17 18\n", &r, &why),
+			0);
+	CU_ASSERT_EQUAL(r.job.req_gpus, 0);
+	CU_ASSERT_EQUAL(r.job.launched, 18);
+
 	static const struct {
 		const char *line, *field;
 	} bad[] = {
@@ -612,14 +624,16 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 		{ "job -1 4 8 1 0\n", "ID" },
 		{ "job 4294967296 4 8 1 0\n", "ID" },
 		{ "job +9 4 8 1 0\n", "ID" },
-		{ "job 9 0 8 1 0\n", "REQ" },
+		{ "job 9 -1 8 1 0\n", "REQ" },
 		{ "job 9 4 8 nan 0\n", "ATTAINED" },
 		{ "job 9 4 8 -1 0\n", "ATTAINED" },
 		{ "job 9 4 8 1 1e999\n", "RATE" },
 		{ "job 9 4 8 1 0.5x\n", "RATE" },
 		{ "job 9 4 8 1 0 -5\n", "SUBMIT" },
 		{ "job 9 4 8 1 0 17x\n", "SUBMIT" },
-		{ "job 9 4 8 1 0 17 1\n", "number of fields" },
+		{ "job 9 4 8 1 0 17 -1\n", "LAUNCHED" },
+		{ "job 9 4 8 1 0 17 1x\n", "LAUNCHED" },
+		{ "job 9 4 8 1 0 17 1 2\n", "number of fields" },
 		{ "job  9 4 8 1 0\n", "layout" },
 		{ "job 9 4 8 1 0 \n", "layout" },
 		{ "job 9 4\t8 1 0\n", "layout" },

@@ -36,7 +36,9 @@ static void check_rec(const struct copus__state_rec *r)
 	}
 	FUZZ_CHECK(r->kind == COPUS__STATE_JOB);
 	FUZZ_CHECK(r->job.id >= 1);
-	FUZZ_CHECK(r->job.req_gpus >= 1 && r->job.req_gpus <= COPUS__GPUS_MAX);
+	/* 0: a job without GPUs that the plugin started (its LAUNCHED). */
+	FUZZ_CHECK(r->job.req_gpus >= 0 && r->job.req_gpus <= COPUS__GPUS_MAX);
+	FUZZ_CHECK(r->job.submit >= 0 && r->job.launched >= 0);
 	FUZZ_CHECK(r->job.max_had >= 0 && r->job.max_had <= COPUS__GPUS_MAX);
 	FUZZ_CHECK(isfinite(r->job.attained) && r->job.attained >= 0);
 	FUZZ_CHECK(isfinite(r->job.rate) && r->job.rate >= 0);
@@ -61,7 +63,8 @@ static int same(const struct copus__state_rec *a,
 	return a->job.id == b->job.id && a->job.req_gpus == b->job.req_gpus &&
 	       a->job.max_had == b->job.max_had &&
 	       a->job.attained == b->job.attained &&
-	       a->job.rate == b->job.rate;
+	       a->job.rate == b->job.rate && a->job.submit == b->job.submit &&
+	       a->job.launched == b->job.launched;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
