@@ -29,6 +29,7 @@
 
 static void _set_reason(job_record_t *job_ptr, uint32_t reason,
 			const char *desc);
+static void _clear(job_record_t *job_ptr);
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 		  bitstr_t *allow);
 static bitstr_t *_allowed(struct copus__round *r,
@@ -66,6 +67,11 @@ void copus__act(struct copus__round *r)
 		    job_ptr->priority == 0 || IS_JOB_COMPLETING(job_ptr) ||
 		    !job_ptr->details || !job_ptr->part_ptr) {
 			j->action = COPUS__ACT_NONE;
+			continue;
+		}
+		if (j->action == COPUS__ACT_CLEAR) {
+			_clear(job_ptr);
+			_set_reason(job_ptr, WAIT_RESOURCES, j->reason);
 			continue;
 		}
 		if (j->action != COPUS__ACT_START) {
@@ -145,6 +151,31 @@ static uint32_t _deadline_limit(job_record_t *job_ptr, time_t now)
 	if (lim == NO_VAL || lim == INFINITE)
 		return left;
 	return left < lim ? left : lim;
+}
+
+/*
+ * A pending job that ran before slurmctld started (round_job.strays): every
+ * node of its partition that is up is told to abort it, as slurmctld tells
+ * a node that reports a run of a pending job. A run still going there ends;
+ * a node whose run ended while slurmctld was down forgets the job (it would
+ * refuse the next launch as a second copy); the job's credential is revoked
+ * there now, so the next start comes COPUS__RELEASE_GAP s later.
+ */
+static void _clear(job_record_t *job_ptr)
+{
+	bitstr_t *nodes;
+
+	if (!job_ptr->part_ptr->node_bitmap || !up_node_bitmap)
+		return;
+	nodes = bit_copy(job_ptr->part_ptr->node_bitmap);
+	bit_and(nodes, up_node_bitmap);
+	if (bit_ffs(nodes) >= 0) {
+		info("%s: %pJ was started before slurmctld restarted; "
+		     "its nodes abort what is left of that run before it "
+		     "starts again", plugin_type, job_ptr);
+		abort_job_on_nodes(job_ptr, nodes);
+	}
+	FREE_NULL_BITMAP(nodes);
 }
 
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,

@@ -48,6 +48,17 @@ bool copus__ended_of_request(struct copus__sched *s, struct copus__round *r,
 	uint32_t ec = job_ptr->exit_code;
 	bool ckpt;
 
+	if (x && !x->revived && !x->gave_up &&
+	    ((x->rc >= 0 && (int)job_ptr->restart_cnt > x->rc) ||
+	     job_ptr->start_time > x->asked)) {
+		/* It restarted after the request and has ended since, too
+		 * soon for a round to see it running: the rescale is done. */
+		info("%s: JobId=%u restarted after it was asked to checkpoint "
+		     "and has ended", plugin_type, job_ptr->job_id);
+		s->stats.rescales_done++;
+		copus__rescale_drop(s, x);
+		return false;
+	}
 	if (!x || x->revived || x->rc != (int)job_ptr->restart_cnt)
 		return false;
 	ckpt = in && in->have_hint &&

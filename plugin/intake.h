@@ -39,7 +39,9 @@ void copus__learn(struct copus__sched *s, struct copus__round *r,
 
 /*
  * Whether a finished job ended of a rescale request in its last run; if
- * so it is queued for a requeue in r->revive, once.
+ * so it is queued for a requeue in r->revive, once. A job that restarted
+ * after the request and has ended since completes its rescale (the entry
+ * goes).
  */
 bool copus__ended_of_request(struct copus__sched *s, struct copus__round *r,
 			     struct job_record *job_ptr);

@@ -96,10 +96,10 @@ SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
 	tests/test-slurm-examples.sh tests/test-slurm-granularity.sh \
 	tests/test-slurm-plan.sh tests/test-slurm-fairshare.sh \
-	tests/test-slurm-crash-start.sh
+	tests/test-slurm-crash-start.sh tests/test-slurm-faults.sh
 TESTS += $(SLURM_TESTS)
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh \
-	tests/chaos.sh
+	tests/chaos.sh tests/bench-faults.sh
 EXTRA_DIST += $(SLURM_TESTS) tests/slurm-common.sh
 
 # make distcheck installs into its own prefix, never into Slurm's directory.

@@ -39,6 +39,11 @@ struct copus__memo {
 	 * of a job that never restarted (round_job.ran).
 	 */
 	time_t launched;
+	/*
+	 * When the plugin last cleared what may be left of a run of it
+	 * started before this slurmctld did (round_job.strays); not saved.
+	 */
+	time_t cleared;
 	double attained;		/* GPU-seconds */
 	time_t last;			/* when attained was last counted */
 	int last_gpus;			/* GPUs it held then */

@@ -172,8 +172,15 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 				i++;
 			continue;
 		}
+		/*
+		 * A run begun after the request is a new run, whatever its
+		 * restart count: slurmctld, restarted on a state saved
+		 * before the requeue, may start the job again with the
+		 * count it had when asked.
+		 */
 		if (j && j->running &&
-		    (x->rc >= 0 ? j->restarts > x->rc : j->start > x->asked)) {
+		    ((x->rc >= 0 && j->restarts > x->rc) ||
+		     j->start > x->asked)) {
 			info("%s: JobId=%u restarted with %d %s GPU(s) %lds "
 			     "after it was asked to checkpoint", plugin_type,
 			     x->id, j->cur_gpus, r->types[j->alloc_type],

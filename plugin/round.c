@@ -99,6 +99,8 @@ int copus__round_launches(struct copus__sched *s, struct copus__round *r,
 			j->launched_was = in->launched;
 			in->launched = r->when;
 			n++;
+		} else if (!before && j->action == COPUS__ACT_CLEAR) {
+			in->cleared = r->when;
 		} else if (!before && j->launch_marked &&
 			   j->action != COPUS__ACT_START) {
 			/* The actions took its start back (a job that
@@ -651,6 +653,19 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			_wake(r, r->reg_quiet);
 			j->reason = "copus: has run before, restarts once the "
 				    "nodes that registered have settled";
+			continue;
+		}
+		if (j->strays) {
+			j->action = COPUS__ACT_CLEAR;
+			_wake(r, r->when + COPUS__RELEASE_GAP);
+			j->reason = "copus: started before slurmctld restarted; "
+				    "its nodes forget that run first";
+			continue;
+		}
+		if (j->cleared && r->when < j->cleared + COPUS__RELEASE_GAP) {
+			_wake(r, j->cleared + COPUS__RELEASE_GAP);
+			j->reason = "copus: started before slurmctld restarted; "
+				    "restarts in a moment";
 			continue;
 		}
 		if (j->rigid ||

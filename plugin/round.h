@@ -42,6 +42,7 @@ enum copus__action {
 	COPUS__ACT_RESIZE,	/* set its request to the decided cell */
 	COPUS__ACT_ASK,		/* ask it to checkpoint (rescale) */
 	COPUS__ACT_REQUEUE,	/* requeue it after its checkpoint */
+	COPUS__ACT_CLEAR,	/* abort its stray runs on its nodes */
 };
 
 /*
@@ -75,6 +76,19 @@ struct copus__round_job {
 	 * so it starts again no earlier than r->reg_quiet.
 	 */
 	bool ran;
+	/*
+	 * It ran, started before this slurmctld did, and its nodes have not
+	 * been told since to forget it: a run slurmctld never learned of
+	 * (it died before saving the start) may have ended on its own while
+	 * slurmctld was down, which no node reports, and the node's slurmd,
+	 * never told the job ended, refuses its next launch as a second copy
+	 * (the job is held, the node drained). Before its next start the
+	 * plugin has the nodes of its partition abort the job, as slurmctld
+	 * does when a node reports a run of a pending job, and starts it
+	 * COPUS__RELEASE_GAP s after that (cleared, its memo.cleared).
+	 */
+	bool strays;
+	time_t cleared;
 	long limit_s;			/* its time limit, seconds; 0 none */
 	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
 	char type_req[16];		/* its GPU type ("" = any) */
@@ -215,8 +229,9 @@ void copus__round_free(struct copus__round *r);
  * actions: before them (before true), each pending job the decision starts
  * is marked started at r->when, so that copus_state, saved then, holds every
  * start before slurmctld's own state can; after them (before false), the
- * mark is taken back from the jobs that did not start. Returns how many
- * records it changed.
+ * mark is taken back from the jobs that did not start, and the jobs whose
+ * stray runs the actions cleared are noted (memo.cleared). Returns how many
+ * starts it marked or took back.
  */
 int copus__round_launches(struct copus__sched *s, struct copus__round *r,
 			  bool before);

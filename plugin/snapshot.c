@@ -230,6 +230,9 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		in = j->gpn_req > 0 ? copus__job_info(s, job_ptr, j, r->when)
 				    : copus__memo_find(s, j->id);
 		j->ran = in && in->launched;
+		j->strays = j->ran && in->launched < s->started &&
+			    in->cleared < s->started;
+		j->cleared = in ? in->cleared : 0;
 		r->npending++;
 	}
 	list_iterator_destroy(it);

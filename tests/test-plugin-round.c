@@ -212,6 +212,7 @@ static const char *const _action[] = {
 	[COPUS__ACT_RESIZE] = "resize",
 	[COPUS__ACT_ASK] = "ask",
 	[COPUS__ACT_REQUEUE] = "requeue",
+	[COPUS__ACT_CLEAR] = "clear",
 };
 
 /* What the round made of a job, for messages. */
@@ -563,6 +564,51 @@ static void a_job_started_before_a_crash_waits_until_registrations_settle(void)
 	CU_ASSERT(lost->action == COPUS__ACT_START ||
 		  lost->action == COPUS__ACT_RESIZE);
 	ASSERT_ACTION(rigid, COPUS__ACT_START);
+}
+
+/*
+ * A job started before this slurmctld did, recovered pending: once the
+ * registrations have settled, its nodes are first told to abort that run
+ * (a run that ended while slurmctld was down would make the node refuse the
+ * next launch as a second copy); it starts COPUS__RELEASE_GAP s after that.
+ * A fresh job is not held.
+ */
+static void a_job_started_before_a_crash_is_cleared_before_it_starts(void)
+{
+	struct copus__round_job *lost, *fresh;
+
+	_cluster(2, 4);
+	lost = _pending(1, 1, 2, 0, 0);
+	fresh = _pending(2, 1, 2, 0, 0);
+	lost->ran = lost->strays = true;
+	_r.reg_quiet = NOW;
+	_decide();
+	ASSERT_ACTION(lost, COPUS__ACT_CLEAR);
+	CU_ASSERT_PTR_NOT_NULL(lost->reason ? strstr(lost->reason,
+		"its nodes forget that run first") : NULL);
+	ASSERT_ACTION(fresh, COPUS__ACT_START);
+	CU_ASSERT_EQUAL(_r.wake, NOW + COPUS__RELEASE_GAP);
+	/* The actions cleared it: noted in its record. */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(copus__memo_get(&_s, 1));
+	copus__round_launches(&_s, &_r, false);
+	CU_ASSERT_EQUAL(copus__memo_find(&_s, 1)->cleared, NOW);
+	/* Within the gap it waits, then it starts. */
+	copus__round_free(&_r);
+	lost->reason = fresh->reason = NULL;
+	lost->action = fresh->action = COPUS__ACT_NONE;
+	lost->strays = false;
+	lost->cleared = NOW - COPUS__RELEASE_GAP + 1;
+	_r.wake = 0;
+	_decide();
+	ASSERT_ACTION(lost, COPUS__ACT_NONE);
+	CU_ASSERT_EQUAL(_r.wake, NOW + 1);
+	copus__round_free(&_r);
+	lost->reason = fresh->reason = NULL;
+	lost->action = fresh->action = COPUS__ACT_NONE;
+	lost->cleared = NOW - COPUS__RELEASE_GAP;
+	_decide();
+	ASSERT_ACTION(lost, COPUS__ACT_START);
+	copus__memo_free(&_s);
 }
 
 /*
@@ -1004,6 +1050,7 @@ int main(void)
 		TEST(a_restarted_job_waits_until_registrations_settle),
 		TEST(a_job_started_before_a_crash_waits_until_registrations_settle),
 		TEST(the_round_marks_its_starts_before_acting),
+		TEST(a_job_started_before_a_crash_is_cleared_before_it_starts),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),
