@@ -135,6 +135,8 @@ struct copus_ctx {
 	struct copus__publisher *pub;
 	double hint_interval;
 	double last_hint;        /* monotonic seconds; < 0: never */
+	bool hint_modelled;      /* a hint of this run carried a model, or
+				  * a fit failed: no early hint */
 	uint64_t last_hint_seq;
 };
 

@@ -669,6 +669,26 @@ static double _lr_gain(const copus_ctx *ctx, const copus_grad_stats *g,
 	return ctx->cfg.optimizer == COPUS_OPT_ADAM ? sqrt(gain) : gain;
 }
 
+/*
+ * Whether a "running" hint is due: the run's first, one an interval after
+ * the last, or the run's first with a model (hint.h, "Rate"), tried from
+ * COPUS_HINT_FIRST_MODEL s after the last hint on.
+ */
+static bool _hint_due(copus_ctx *ctx)
+{
+	double since = copus__now() - ctx->last_hint;
+	int rc;
+
+	if (ctx->last_hint < 0 || since >= ctx->hint_interval)
+		return true;
+	if (ctx->hint_modelled || since < COPUS_HINT_FIRST_MODEL)
+		return false;
+	rc = copus__fit(ctx);
+	if (rc != COPUS_OK && rc != COPUS_ENODATA)
+		ctx->hint_modelled = true;	/* logged; the interval rules */
+	return rc == COPUS_OK && copus__perf_of_type(ctx) != NULL;
+}
+
 int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 {
 	struct timespec now;
@@ -700,14 +720,15 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 	copus__measure_step(ctx, local, accum_steps, step, compute);
 
 	if (ctx->info.rank == 0 && ctx->pub != NULL && ctx->hint_interval > 0 &&
-	    (ctx->last_hint < 0 ||
-	     copus__now() - ctx->last_hint >= ctx->hint_interval)) {
+	    _hint_due(ctx)) {
 		/*
 		 * A failed hint is logged, never fatal to the training, and
 		 * not retried before the next interval.
 		 */
 		ctx->last_hint = copus__now();
 		copus__fit(ctx);
+		if (copus__perf_of_type(ctx) != NULL)
+			ctx->hint_modelled = true;
 		copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
 	}
 

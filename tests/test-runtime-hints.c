@@ -70,6 +70,45 @@ void test_hints_callback(void)
 }
 
 /*
+ * A run's first hint goes out at its first step, with nothing measured; the
+ * first one with a throughput model follows COPUS_HINT_FIRST_MODEL s later,
+ * not an interval later, and only once: the interval rules after it.
+ */
+void test_hints_first_model_comes_early(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_hint first, second;
+	char first_text[COPUS_HINT_MAX_LEN + 1];
+
+	clear_env();
+	setenv("SLURM_JOB_ID", "78", 1);
+	c.publish = record_hint;
+	c.hint_interval = 3600;
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(hints_seen, 1);
+	snprintf(first_text, sizeof(first_text), "%s", last_hint);
+	/* Steps of 1 ms for a little more than COPUS_HINT_FIRST_MODEL s. */
+	for (int s = 0; s < (COPUS_HINT_FIRST_MODEL + 1) * 700; s++) {
+		copus_step_begin(ctx);
+		spin(1e-3);
+		ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	}
+	CU_ASSERT_EQUAL(hints_seen, 2);
+	ASSERT_STATUS(copus_hint_parse(first_text, &first, NULL, 0), COPUS_OK);
+	ASSERT_STATUS(copus_hint_parse(last_hint, &second, NULL, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(first.n_perf, 0);
+	CU_ASSERT_EQUAL(second.n_perf, 1);
+	CU_ASSERT(second.step > COPUS_HINT_FIRST_MODEL * 500);
+	copus_finalize(ctx);
+	clear_env();
+}
+
+/*
  * Outside Slurm the callback is the channel: it gets the hints of the job
  * COPUS_JOB_ID names; without any job id copus_init says what is missing
  * instead of never calling it.

@@ -654,6 +654,7 @@ int main(void)
 		TEST(test_planned_stages_travel_with_the_checkpoint),
 		TEST(test_hints_callback),
 		TEST(test_hints_callback_outside_slurm),
+		TEST(test_hints_first_model_comes_early),
 		TEST(test_failed_rescale_checkpoint_tells_the_scheduler),
 		TEST(test_hints_scontrol),
 		TEST(test_rescale_one_process),

@@ -113,7 +113,12 @@
  *
  * Rate: libcopus publishes at most once every COPUS_HINT_INTERVAL (30) s,
  * except the state changes of a rescale ("checkpointing", "checkpointed"),
- * which go out at once (at most two per rescale request). The plugin reads
+ * which go out at once (at most two per rescale request), and the first
+ * hint of a run with a throughput model: a run's first hint goes out at its
+ * first step, before anything is measured, and the first one that carries a
+ * model follows COPUS_HINT_FIRST_MODEL (2) s later or as soon as a model can
+ * be fitted after that (once per run), so that the scheduler can size a job
+ * within seconds of its start instead of an interval later. The plugin reads
  * the Comment once per scheduling round, so a misbehaving job costs it at
  * most one parse per round.
  *
@@ -173,6 +178,8 @@ extern "C" {
 #define COPUS_HINT_TYPE_LEN 16
 /* Least seconds between two "running" hints. */
 #define COPUS_HINT_INTERVAL 30
+/* Least seconds from a run's first hint to its first with a model. */
+#define COPUS_HINT_FIRST_MODEL 2
 /* The default signal that asks a job to checkpoint (SIGUSR1 on Linux). */
 #define COPUS_RESCALE_SIGNAL 10
 /* The exit code of a process that checkpointed for a rescale. */
