@@ -7,7 +7,9 @@
 # two users (root and nobody) run, it kills slurmctld (SIGKILL) and a
 # node's slurmd (SIGKILL) and starts them again, drains and resumes nodes,
 # and kills the processes of two of the jobs (once each), at random every
-# few seconds. At the end,
+# few seconds. Half of the faults are aimed: they fall 0-3 s after the next
+# start, requeue or rescale request slurmctld logs (the moments a job's life
+# is most fragile), the rest at random times. At the end,
 # after a quiet spell, it checks:
 #  - no job lost: every job is pending or running, except those it killed;
 #  - no job run twice at once, no GPU held by two runs (each run locks its
@@ -106,11 +108,40 @@ submit r1 root rigid --gres=gpu:a100:2
 submit r2 nobody rigid --gres=gpu:a100:1
 sleep 8
 
-declare -A acts killed
+# aim: waits (up to 15 s) for the next start, requeue or rescale request in
+# slurmctld's log after line $seen, then 0-2.9 s more; prints its kind, or
+# nothing when none came.
+AIM_RE='sched/copus: started JobId=|Requeuing JobId=|_job_complete: requeue JobId=|sched/copus: JobId=[0-9]+ asked to checkpoint'
+aim() {
+	local t_end=$((SECONDS + 15)) line
+	while [ $SECONDS -lt $t_end ]; do
+		line=$(tail -n +"$((seen + 1))" "$log" 2>/dev/null | grep -E -m 1 "$AIM_RE")
+		if [ -n "$line" ]; then
+			sleep "$((RANDOM % 30 / 10)).$((RANDOM % 10))"
+			case $line in
+			*started*) echo start ;;
+			*asked*) echo request ;;
+			*) echo requeue ;;
+			esac
+			return
+		fi
+		sleep 0.1
+	done
+}
+
+declare -A acts killed aimed
 end=$((SECONDS + DURATION))
 i=0
 while [ $SECONDS -lt $end ]; do
 	sleep $((3 + RANDOM % 5))
+	# Every other fault waits for one of the moments it aims at.
+	if [ $((RANDOM % 2)) = 0 ]; then
+		seen=$(wc -l <"$log")
+		at=$(aim)
+		aimed[${at:-none}]=$((${aimed[${at:-none}]:-0} + 1))
+	else
+		aimed[random]=$((${aimed[random]:-0} + 1))
+	fi
 	node=n$((1 + RANDOM % 3))
 	# CHAOS_CYCLE=1 takes the four kinds in turn (the short test's way
 	# of meeting each), else one at random.
@@ -196,6 +227,7 @@ check "copusctl reads the plugin's status" $?
 grep -q "sched/copus: loaded" "$log"
 check "the plugin was loaded" $?
 echo "chaos: $(for k in "${!acts[@]}"; do printf '%s=%s ' "$k" "${acts[$k]}"; done)"
+echo "aimed: within 3 s after a start ${aimed[start]:-0}, a requeue ${aimed[requeue]:-0}, a rescale request ${aimed[request]:-0}; none came within 15 s ${aimed[none]:-0}; at random ${aimed[random]:-0}"
 "$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" 2>/dev/null |
 	grep -E '^(rescales_asked|rescales_done|rescales_timed_out|requeued|requeued_after_end|hints_other_run) '
 echo "slurmctld starts: $(grep -c 'sched/copus: loaded' "$log")"
