@@ -30,6 +30,7 @@
 static void _set_reason(job_record_t *job_ptr, uint32_t reason,
 			const char *desc);
 static void _clear(job_record_t *job_ptr);
+static void _missing(uint32_t id);
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 		  bitstr_t *allow);
 static bitstr_t *_allowed(struct copus__round *r,
@@ -96,6 +97,8 @@ void copus__act(struct copus__round *r)
 		}
 		FREE_NULL_BITMAP(allow);
 	}
+	for (i = 0; i < r->nghosts; i++)
+		_missing(r->ghosts[i]);
 	for (i = 0; i < r->nover; i++) {
 		job_record_t *job_ptr = find_job_record(r->over[i]);
 
@@ -176,6 +179,32 @@ static void _clear(job_record_t *job_ptr)
 		abort_job_on_nodes(job_ptr, nodes);
 	}
 	FREE_NULL_BITMAP(nodes);
+}
+
+/*
+ * A running batch job its node registered without since slurmctld started
+ * (snapshot.c, _ghost): slurmctld's own verdict on a batch job missing from
+ * its node, given now instead of never (it would hold its GPUs until its
+ * time limit): requeued when it may be (an elastic job resumes from its
+ * checkpoint), else ended NODE_FAIL.
+ */
+static void _missing(uint32_t id)
+{
+	job_record_t *job_ptr = find_job_record(id);
+	bool requeue;
+
+	if (!job_ptr || !IS_JOB_RUNNING(job_ptr) ||
+	    IS_JOB_COMPLETING(job_ptr))
+		return;
+	requeue = job_ptr->details && job_ptr->details->requeue;
+	info("%s: %pJ ran when slurmctld stopped, but its node %s registered "
+	     "since without it (it ended while slurmctld was down, or never "
+	     "began there); %s, as slurmctld does with a batch job missing "
+	     "from its node", plugin_type, job_ptr, job_ptr->batch_host,
+	     requeue ? "requeued" : "ended");
+	job_ptr->exit_code = 1;
+	job_complete(job_ptr->job_id, slurm_conf.slurm_user_id, requeue, true,
+		     NO_VAL);
 }
 
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,

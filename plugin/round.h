@@ -188,6 +188,9 @@ struct copus__round {
 	int nobs;
 	struct copus__revive *revive;	/* jobs that ended of being asked */
 	int nrevive;
+	uint32_t *ghosts;		/* running jobs their node no longer
+					 * runs (snapshot.c, _ghost) */
+	int nghosts;
 	uint32_t *over;			/* pending jobs beyond the round's */
 	int nover, over_cap, max_jobs;	/* max_jobs (copus_max_jobs) */
 	int started;			/* jobs the actions started */

@@ -106,6 +106,8 @@ struct copus__sched {
 	 */
 	struct copus__node_reg {
 		time_t slurmd_start, seen;
+		time_t reg_time;	/* its last_response then: when its
+					 * registration came */
 	} *reg;
 	int nreg;
 	/* The GPU time each user has used (the fair-share factor of users

@@ -82,6 +82,7 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 			      const bool *unheard);
 static void _registered(struct copus__sched *s, struct copus__round *r,
 			node_record_t *node_ptr, int i);
+static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr);
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 		     int i, time_t now);
 
@@ -147,6 +148,11 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		if (!d)
 			continue;
 		if (IS_JOB_RUNNING(job_ptr)) {
+			if (_ghost(s, job_ptr)) {
+				xrecalloc(r->ghosts, r->nghosts + 1,
+					  sizeof(*r->ghosts));
+				r->ghosts[r->nghosts++] = job_ptr->job_id;
+			}
 			_snapshot_running(s, r, job_ptr, &cap, unheard);
 			continue;
 		}
@@ -277,6 +283,7 @@ static void _registered(struct copus__sched *s, struct copus__round *r,
 				 node_ptr->slurmd_start_time)) {
 		g->slurmd_start = node_ptr->slurmd_start_time;
 		g->seen = r->when;
+		g->reg_time = node_ptr->last_response;
 	}
 	if (g->seen && g->seen + COPUS__RELEASE_GAP > r->reg_quiet)
 		r->reg_quiet = g->seen + COPUS__RELEASE_GAP;
@@ -284,6 +291,36 @@ static void _registered(struct copus__sched *s, struct copus__round *r,
 	    !IS_NODE_DOWN(node_ptr) && !IS_NODE_DRAIN(node_ptr) &&
 	    !IS_NODE_FAIL(node_ptr) && r->reg_quiet <= r->when)
 		r->reg_quiet = r->when + 1;
+}
+
+/*
+ * A batch job slurmctld recovered running (it started before this
+ * slurmctld did) whose batch node has registered since without it: its run
+ * ended while slurmctld was down (slurmctld died before saving the end) or
+ * never began. A node's registration refreshes the time_last_active of each
+ * job it reports, and slurmctld's own check of missing batch jobs looks only
+ * at registrations that come long after its start, so the job would hold its
+ * GPUs until its time limit. With a Prolog, a job's first seconds on its node
+ * are not reported either: only a job started BatchStartTimeout before the
+ * registration counts then.
+ */
+static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr)
+{
+	node_record_t *node_ptr;
+	const struct copus__node_reg *g;
+	time_t grace = slurm_conf.prolog ? slurm_conf.batch_start_timeout : 0;
+
+	if (!job_ptr->batch_flag || IS_JOB_CONFIGURING(job_ptr) ||
+	    IS_JOB_COMPLETING(job_ptr) || job_ptr->het_job_id ||
+	    job_ptr->start_time >= s->started || !job_ptr->batch_host ||
+	    !(node_ptr = find_node_record(job_ptr->batch_host)))
+		return false;
+	if ((int)node_ptr->index >= s->nreg)
+		return false;
+	g = &s->reg[node_ptr->index];
+	return g->seen && g->reg_time > s->started &&
+	       job_ptr->time_last_active < g->reg_time &&
+	       job_ptr->start_time + grace < g->reg_time;
 }
 
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
@@ -478,6 +515,7 @@ void copus__snapshot_free(struct copus__round *r)
 	xfree(r->state_dir);
 	xfree(r->nodes);
 	xfree(r->revive);
+	xfree(r->ghosts);
 	xfree(r->over);
 	xfree(r->obs);
 	memset(r, 0, sizeof(*r));
