@@ -16,9 +16,10 @@
 #   steps:  submitted first-start first-hint asked checkpointed exited-75
 #           requeued restarted finished
 #   faults: ctld (slurmctld SIGKILL and restart), slurmd (E's node's slurmd
-#           SIGKILL and restart), drain (E's node drained, resumed when the
-#           cell ends), kill (E's processes SIGKILLed: the training itself
-#           crashes)
+#           SIGKILL and restart), drain (E's node drained, resumed 15 s
+#           later), kill (E's processes SIGKILLed: the training itself
+#           crashes; a no-op at a step where E has no process, which the
+#           cell's line says)
 #
 # Each step is reached by waiting for its evidence: sbatch's answer, the job
 # RUNNING, its Comment holding a hint, the plugin's "asked to checkpoint"
@@ -170,13 +171,24 @@ inject() {
 		drained=$(enode)
 		scontrol update nodename="$drained" state=drain reason=faults ;;
 	kill)
-		# The trainer (the batch script exec'd it), wherever it runs.
-		if pkill -KILL -f "$trainer .*--checkpoint $cell/ckpt"; then
+		# The batch script (Slurm's copy, slurm_script) or the trainer
+		# it exec'd (through libtool's wrapper in a build tree),
+		# wherever it runs. At the steps where E runs for a while, the
+		# kill waits (up to 3 s) for its processes to be there; at the
+		# others there may be none (it has exited, or waits requeued).
+		local tries=1
+		case $step in first-start | first-hint | restarted) tries=30 ;; esac
+		while [ $tries -gt 0 ] &&
+			! pkill -KILL -f "slurm_script $cell elastic|copus-trainer .*--checkpoint $cell/ckpt"; do
+			tries=$((tries - 1))
+			[ $tries = 0 ] || sleep 0.1
+		done
+		if [ $tries -gt 0 ]; then
 			killed=1
-			# Asked to checkpoint in the run it killed: a
-			# rescale of it is in flight.
-			grep -q "^rescale ${ids[E]} " "$TMP/c/state/copus_state" 2>/dev/null &&
-				killed_asked=1
+			# Asked to checkpoint in the run it killed: the
+			# plugin's last word on E since its last start.
+			grep -E "sched/copus: (started JobId=${ids[E]} |JobId=${ids[E]} asked to checkpoint)" "$log" |
+				tail -n 1 | grep -q "asked to checkpoint" && killed_asked=1
 		fi ;;
 	esac
 }
@@ -308,8 +320,18 @@ for step in $STEPS; do
 				grep -q "^rescale ${ids[$k]} " "$TMP/c/state/copus_state" 2>/dev/null &&
 					why+="copus_state holds a rescale of the ended job $k (${ids[$k]}); "
 			done
-			[ -z "$seen_agree" ] && [ "$step" != finished ] &&
+			# While they ran (given two full rounds to catch up)
+			# and once they have ended.
+			[ -z "$seen_agree" ] && [ $((SECONDS - t1)) -ge 6 ] &&
 				why+="copus_status never agreed with squeue on the running jobs; "
+			t2=$SECONDS
+			until agree; do
+				[ $((SECONDS - t2)) -lt 6 ] || {
+					why+="copus_status still shows jobs running that squeue does not: $(awk -F'\t' '$2 == "RUNNING" { print $1 }' "$TMP/c/state/copus_status" | tr '\n' ' '); "
+					break
+				}
+				sleep 0.3
+			done
 			"$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' ||
 				why+="slurmctld is not running; "
 			if sinfo -h -o '%T %E' | grep -q '^drain'; then
@@ -335,7 +357,7 @@ for step in $STEPS; do
 			echo "  E's runs: $(tr '\n' ';' <"$cell/elastic.runs" 2>/dev/null)"
 			KEEP_TMP=1
 		fi
-		echo "cell $cellno: $step x $fault: ${result[$step.$fault]} ($((SECONDS - t0)) s)"
+		echo "cell $cellno: $step x $fault: ${result[$step.$fault]} ($((SECONDS - t0)) s; E $(field "${ids[E]}" JobState), $(grep -c . "$cell/elastic.runs" 2>/dev/null) run(s)${killed:+, killed}${killed_asked:+ while asked})"
 		# The next cell starts on a quiet cluster.
 		scancel "${ids[@]}" 2>/dev/null
 		for n in n1 n2 n3; do
