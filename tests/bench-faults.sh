@@ -43,10 +43,11 @@
 # failure, and "N passed, N failed"; exits non-zero on a failure. A cell
 # where slurmctld died between logging a job's end and saving it (it saves
 # its jobs at most every few seconds, under any scheduler) reads "slurm":
-# slurmctld comes back with the job running, the plugin finds it missing
-# from its node once the node registers and has it requeued as slurmctld
-# does with a missing batch job, so the job runs to its end a second time;
-# every other invariant still holds there.
+# slurmctld comes back with the job running (the plugin finds it missing
+# from its node once the node registers and has it requeued, as slurmctld
+# does with a missing batch job) or pending after an earlier requeue, so the
+# job runs to its end a second time; every other invariant still holds
+# there.
 . "$(dirname "$0")/slurm-common.sh"
 
 ALL_STEPS="submitted first-start first-hint asked checkpointed exited-75 requeued restarted finished"
@@ -201,6 +202,19 @@ final() {
 	return 1
 }
 
+# lost_end ID: slurmctld logged the job's end (exit 0), died, and recovered
+# the job as not ended (running, or pending after a requeue it had saved):
+# after that start of slurmctld the plugin found it missing from its node,
+# or started it again (an ended job is recovered too, but never started).
+lost_end() {
+	awk -v id="$1" '
+		index($0, "_job_complete: JobId=" id " WEXITSTATUS 0") { ended = 1 }
+		/slurmctld version .* started/ && ended { crashed = 1 }
+		crashed && (index($0, "sched/copus: started JobId=" id " ") ||
+			    index($0, "sched/copus: JobId=" id " ran when slurmctld stopped")) { lost = 1 }
+		END { exit !lost }' "$log"
+}
+
 # agree: copus_status names as RUNNING the jobs squeue shows running.
 agree() {
 	local sq st
@@ -291,7 +305,7 @@ for step in $STEPS; do
 				fi
 				[ "$st" = COMPLETED ] || why+="$k ($id) is $st; "
 				if [ "${ends:-0}" = 2 ] && [ "$st" = COMPLETED ] &&
-					grep -q "sched/copus: JobId=$id ran when slurmctld stopped, but its node" "$log"; then
+					lost_end "$id"; then
 					# slurmctld died before it saved the
 					# end it had logged: its own loss.
 					lost+="$k "
@@ -341,7 +355,7 @@ for step in $STEPS; do
 		if [ -z "$why" ] && [ -n "$lost" ]; then
 			result[$step.$fault]=slurm
 			slurm_lost=$((slurm_lost + 1))
-			echo "$step x $fault: slurmctld died before saving the end of ${lost% }; the plugin found the job(s) missing from their node once it registered, and they ran again"
+			echo "$step x $fault: slurmctld died between logging the end of ${lost% } and saving it, and recovered it unfinished: it ran again"
 		elif [ -z "$why" ]; then
 			result[$step.$fault]=pass
 			passed=$((passed + 1))
