@@ -106,11 +106,23 @@ submit d1 root die --gres=gpu:a100:2 --elastic=1-4
 submit p1 nobody plain --gres=gpu:a100:2 --elastic=1-4
 submit r1 root rigid --gres=gpu:a100:2
 submit r2 nobody rigid --gres=gpu:a100:1
+# Starts to aim at: a short rigid job is submitted again whenever the last
+# one has ended (its runs are not checked; it only makes events).
+(
+	while :; do
+		[ -n "$(squeue -h -n churn -o %i 2>/dev/null)" ] ||
+			sbatch -Q -o /dev/null -J churn -t 5 --gres=gpu:a100:1 \
+				--wrap 'sleep 6' >/dev/null 2>&1
+		sleep 1
+	done
+) &
+churn=$!
+trap 'kill $churn 2>/dev/null; _cleanup' EXIT
 sleep 8
 
 # aim: waits (up to 15 s) for the next start, requeue or rescale request in
-# slurmctld's log after line $seen, then 0-2.9 s more; prints its kind, or
-# nothing when none came.
+# slurmctld's log after line $seen (the log's end when it is called), then
+# 0-2.9 s more; prints its kind, or nothing when none came.
 AIM_RE='sched/copus: started JobId=|Requeuing JobId=|_job_complete: requeue JobId=|sched/copus: JobId=[0-9]+ asked to checkpoint'
 aim() {
 	local t_end=$((SECONDS + 15)) line
@@ -133,13 +145,15 @@ declare -A acts killed aimed
 end=$((SECONDS + DURATION))
 i=0
 while [ $SECONDS -lt $end ]; do
-	sleep $((3 + RANDOM % 5))
-	# Every other fault waits for one of the moments it aims at.
+	# Every other fault waits for one of the moments it aims at (after
+	# a second or two, so that it is not the last fault's own restart).
 	if [ $((RANDOM % 2)) = 0 ]; then
+		sleep $((1 + RANDOM % 2))
 		seen=$(wc -l <"$log")
 		at=$(aim)
 		aimed[${at:-none}]=$((${aimed[${at:-none}]:-0} + 1))
 	else
+		sleep $((3 + RANDOM % 5))
 		aimed[random]=$((${aimed[random]:-0} + 1))
 	fi
 	node=n$((1 + RANDOM % 3))
@@ -175,6 +189,7 @@ while [ $SECONDS -lt $end ]; do
 	esac
 done
 
+kill $churn 2>/dev/null
 # A quiet spell: every node back, every job settled.
 for n in n1 n2 n3; do
 	scontrol update nodename="$n" state=resume 2>/dev/null
