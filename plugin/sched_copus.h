@@ -106,8 +106,12 @@ struct copus__sched {
 	 */
 	struct copus__node_reg {
 		time_t slurmd_start, seen;
-		time_t reg_time;	/* its last_response then: when its
-					 * registration came */
+		/* Before its first registration since the plugin
+		 * started (node_record.version is NULL until then,
+		 * slurmctld does not save it): the last round that saw
+		 * it unregistered. 0: registered before any round. */
+		time_t unreg_seen;
+		bool registered;
 	} *reg;
 	int nreg;
 	/* The GPU time each user has used (the fair-share factor of users

@@ -283,8 +283,13 @@ static void _registered(struct copus__sched *s, struct copus__round *r,
 				 node_ptr->slurmd_start_time)) {
 		g->slurmd_start = node_ptr->slurmd_start_time;
 		g->seen = r->when;
-		g->reg_time = node_ptr->last_response;
 	}
+	/* Only a registration sets a node's version (a drain, a ping
+	 * and slurmctld's own bookkeeping move last_response too). */
+	if (!node_ptr->version)
+		g->unreg_seen = r->when;
+	else
+		g->registered = true;
 	if (g->seen && g->seen + COPUS__RELEASE_GAP > r->reg_quiet)
 		r->reg_quiet = g->seen + COPUS__RELEASE_GAP;
 	if (!g->seen && r->when < s->started + wait &&
@@ -300,9 +305,11 @@ static void _registered(struct copus__sched *s, struct copus__round *r,
  * never began. A node's registration refreshes the time_last_active of each
  * job it reports, and slurmctld's own check of missing batch jobs looks only
  * at registrations that come long after its start, so the job would hold its
- * GPUs until its time limit. With a Prolog, a job's first seconds on its node
- * are not reported either: only a job started BatchStartTimeout before the
- * registration counts then.
+ * GPUs until its time limit. The registration is known by the node's version
+ * (set by registrations alone); it came after the last round that saw the
+ * node unregistered, so a job it reported was refreshed to that second or
+ * later. With a Prolog, a job's first seconds on its node are not reported
+ * either: only a job started BatchStartTimeout before counts then.
  */
 static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr)
 {
@@ -318,9 +325,9 @@ static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr)
 	if ((int)node_ptr->index >= s->nreg)
 		return false;
 	g = &s->reg[node_ptr->index];
-	return g->seen && g->reg_time > s->started &&
-	       job_ptr->time_last_active < g->reg_time &&
-	       job_ptr->start_time + grace < g->reg_time;
+	return g->registered && g->unreg_seen > s->started &&
+	       job_ptr->time_last_active < g->unreg_seen &&
+	       job_ptr->start_time + grace < g->unreg_seen;
 }
 
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,

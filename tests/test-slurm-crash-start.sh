@@ -12,6 +12,10 @@
 #     lost one still runs on a node. That next job must not be started into
 #     the stray run either.
 # Meanwhile a job that never ran is not held back.
+#  3. A running job whose node is drained right after a slurmctld restart,
+#     before the node registers again, is not taken for one its node no
+#     longer runs (a drain moves the node's last_response, a registration
+#     does not come from it): it keeps running.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
@@ -107,4 +111,29 @@ for ((k = 1; k <= ROUNDS; k++)); do
 	scancel "$lost" "$next"
 	wait_state "$next" CANCELLED 30 >/dev/null
 done
+
+# 3. Saved running, its node drained before it registers again.
+keep=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 \
+	--wrap 'sleep 120') || fail "sbatch refused the job"
+wait_running "$keep"
+node=$(squeue -h -j "$keep" -o %N)
+sleep 6 # slurmctld saves it running
+crash
+scontrol update nodename="$node" state=drain reason=test ||
+	fail "cannot drain $node"
+end=$((SECONDS + 30))
+until scontrol -o show node "$node" | grep -q 'State=[A-Z+]*DRAIN' &&
+	! scontrol -o show node "$node" | grep -q NOT_RESPONDING &&
+	[ "$(sinfo -h -n "$node" -o %T)" != "drained*" ]; do
+	[ $SECONDS -lt $end ] || break
+	sleep 0.3
+done
+sleep 4
+[ "$(job_field "$keep" JobState)" = RUNNING ] && [ "$(job_field "$keep" Restarts)" = 0 ] ||
+	fail "job $keep on the node drained after the restart is $(job_field "$keep" JobState), restarts $(job_field "$keep" Restarts): $(grep -E "JobId=$keep[^0-9]" "$log" | tail -n 4)"
+! grep -q "sched/copus: JobId=$keep ran when slurmctld stopped" "$log" ||
+	fail "job $keep was taken for one its node no longer runs"
+echo "job $keep: its node drained before it registered again; still running"
+scancel "$keep"
+scontrol update nodename="$node" state=resume
 echo PASS
