@@ -1,5 +1,5 @@
 #!/bin/bash
-# A real Slurm 22.05 cluster on 127.0.0.1: one slurmctld and one "slurmd -N"
+# A real Slurm cluster (22.05, 24.11 or 26.05) on 127.0.0.1: one slurmctld and one "slurmd -N"
 # per node, fake typed GPUs (character devices that gres.conf points at),
 # auth/none + cred/none (or munge), and optionally the copus plugins.
 #
@@ -143,6 +143,13 @@ ${sched_params:+SchedulerParameters=$sched_params}
 $jobsubmit
 PlugStackConfig=$DIR/etc/plugstack.conf
 EOF
+	# slurmd of Slurm 23.02 and later sets up a cgroup plugin whatever the
+	# proctrack plugin; this cluster tracks processes without cgroups.
+	local major
+	major=$("$SLURM_SBIN/slurmctld" -V 2>/dev/null | sed -n 's/^slurm[-a-z]* \([0-9]*\)\..*/\1/p')
+	if [ "${major:-0}" -ge 23 ]; then
+		echo "CgroupPlugin=disabled" >"$DIR/etc/cgroup.conf"
+	fi
 	: >"$DIR/etc/gres.conf"
 	echo "AutoDetect=off" >>"$DIR/etc/gres.conf"
 	local ntypes=${#GPU_TYPES[@]}
@@ -289,8 +296,11 @@ cmd_down() {
 	# srun would outlive its slurmstepd).
 	local p
 	for p in $(pgrep -x slurmstepd 2>/dev/null); do
+		# (Slurm 24.11 and later: neither names it; the slurmd log file
+		# it keeps open does.)
 		if tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qF "$DIR/" ||
-			tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$DIR/"; then
+			tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$DIR/" ||
+			find "/proc/$p/fd" -mindepth 1 -maxdepth 1 -lname "$DIR/*" 2>/dev/null | grep -q .; then
 			kill -KILL $(_tree "$p") 2>/dev/null
 		fi
 	done

@@ -6,20 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
-
-#include "src/common/bitstring.h"
-#include "src/common/log.h"
-#include "src/common/node_conf.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/job_scheduler.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/node_scheduler.h"
-#include "src/slurmctld/slurmctld.h"
-#include "src/slurmctld/srun_comm.h"
-#include "src/slurmctld/state_save.h"
+#include "slurm-compat.h"
 
 #include "options.h"
 #include "rescale.h"
@@ -203,8 +190,8 @@ static void _missing(uint32_t id)
 	     "from its node", plugin_type, job_ptr, job_ptr->batch_host,
 	     requeue ? "requeued" : "ended");
 	job_ptr->exit_code = 1;
-	job_complete(job_ptr->job_id, slurm_conf.slurm_user_id, requeue, true,
-		     NO_VAL);
+	copus_slurm_job_complete(job_ptr, slurm_conf.slurm_user_id, requeue,
+				 true, NO_VAL);
 }
 
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
@@ -232,8 +219,7 @@ static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 			job_ptr->details->exc_node_bitmap = bit_copy(avoid);
 		}
 	}
-	rc = select_nodes(job_ptr, false, NULL, NULL, false,
-			  SLURMDB_JOB_FLAG_SCHED);
+	rc = copus_slurm_select_nodes(job_ptr);
 	if (allow) {
 		/* select_nodes() may have replaced the bitmap: restore. */
 		FREE_NULL_BITMAP(job_ptr->details->exc_node_bitmap);

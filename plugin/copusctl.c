@@ -24,9 +24,9 @@
 #include <string.h>
 
 #include <json-c/json.h>
-#include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
-#include <slurm/slurm_version.h>
+
+#define COPUS_SLURM_PUBLIC_ONLY
+#include "slurm-compat.h"
 
 #include "copus_config.h"
 
@@ -322,14 +322,14 @@ int main(int argc, char **argv)
 		if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS) {
 			fprintf(stderr, "copusctl: cannot ask slurmctld for "
 				"StateSaveLocation (%s); give --state-dir\n",
-				slurm_strerror(slurm_get_errno()));
+				slurm_strerror(errno));
 			return 1;
 		}
 		dir = conf->state_save_location;
 		if (!dir) {
 			fprintf(stderr, "copusctl: slurmctld has no "
 				"StateSaveLocation; give --state-dir\n");
-			slurm_free_ctl_conf(conf);
+			copus_slurm_free_conf(conf);
 			return 1;
 		}
 	}
@@ -343,6 +343,6 @@ int main(int argc, char **argv)
 				     print_status(path, fmt, id);
 	free(path);
 	if (conf)
-		slurm_free_ctl_conf(conf);
+		copus_slurm_free_conf(conf);
 	return rc;
 }

@@ -11,12 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
-
-#include "src/common/log.h"
-#include "src/common/xmalloc.h"
-#include "src/slurmctld/slurmctld.h"
+#include "slurm-compat.h"
 
 #include "copus/error.h"
 #include "copus/hint.h"

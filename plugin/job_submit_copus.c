@@ -14,16 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
-
-#include "src/common/gres.h"
-#include "src/common/list.h"
-#include "src/common/log.h"
-#include "src/common/node_conf.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/slurmctld.h"
+#include "slurm-compat.h"
 
 #include "options.h"
 #include "submit.h"
@@ -41,7 +32,7 @@ static int _cluster_types(char types[][32], int max)
 	int i, k, n = 0;
 
 	for (i = 0; (node_ptr = next_node(&i)); i++) {
-		ListIterator it;
+		list_itr_t *it;
 		gres_state_t *gs;
 
 		if (!node_ptr->gres_list)

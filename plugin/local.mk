@@ -35,7 +35,8 @@ plugin_sched_copus_la_SOURCES = \
 	plugin/usage.c plugin/usage.h \
 	plugin/params.c plugin/params.h \
 	plugin/plans.c plugin/plans.h \
-	plugin/options.h plugin/stats.h plugin/slurm-config/config.h
+	plugin/options.h plugin/stats.h plugin/slurm-config/config.h \
+	plugin/slurm-compat.h plugin/slurm-compat.c
 plugin_sched_copus_la_CPPFLAGS = -DHAVE_CONFIG_H \
 	-I$(top_srcdir)/plugin/slurm-config -I$(SLURM_SRC) \
 	-I$(SLURM_SRC)/src/common -I$(top_srcdir)/include
@@ -51,7 +52,8 @@ if HAVE_SLURM_SRC
 slurmplugin_LTLIBRARIES += plugin/job_submit_copus.la
 endif
 plugin_job_submit_copus_la_SOURCES = plugin/job_submit_copus.c \
-	plugin/submit.c plugin/submit.h plugin/options.h \
+	plugin/slurm-compat.c \
+	plugin/submit.c plugin/submit.h plugin/options.h plugin/slurm-compat.h \
 	plugin/slurm-config/config.h
 plugin_job_submit_copus_la_CPPFLAGS = $(plugin_sched_copus_la_CPPFLAGS)
 plugin_job_submit_copus_la_CFLAGS = $(PLUGIN_CFLAGS)
@@ -82,7 +84,7 @@ tests_test_plugin_round_LDADD = $(TEST_LIBS)
 # copusctl: sched/copus's status and counters for admins (public libslurm
 # API, json-c for status --json).
 bin_PROGRAMS += plugin/copusctl
-plugin_copusctl_SOURCES = plugin/copusctl.c
+plugin_copusctl_SOURCES = plugin/copusctl.c plugin/slurm-compat.h
 plugin_copusctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 plugin_copusctl_LDADD = $(SLURM_LIBS) $(JSONC_LIBS)
 

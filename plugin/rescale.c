@@ -17,14 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
-
-#include "src/common/gres.h"
-#include "src/common/list.h"
-#include "src/common/log.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/slurmctld.h"
+#include "slurm-compat.h"
 
 #include "copus/hint.h"
 #include "rescale.h"
@@ -69,7 +62,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			    j->gpu_entries > 1 || j->gpu_entries_other)
 				_clear_gpu_request(j->id);
 			slurm_init_job_desc_msg(&desc);
-			desc.job_id = j->id;
+			copus_slurm_desc_job(&desc, j->id);
 			desc.tres_per_node = tres;
 			desc.min_nodes = desc.max_nodes = j->num_nodes;
 			/* Without this a requeued job waits two minutes. */
@@ -89,7 +82,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 		case COPUS__ACT_ASK:
 			if (s->nrescales == COPUS__RESCALE_MAX)
 				break;
-			if (slurm_kill_job(j->id, COPUS_RESCALE_SIGNAL,
+			if (copus_slurm_kill_job(j->id, COPUS_RESCALE_SIGNAL,
 					   KILL_FULL_JOB) != SLURM_SUCCESS) {
 				error("%s: JobId=%u: cannot ask it to "
 				      "checkpoint: %m", plugin_type, j->id);
@@ -121,7 +114,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 				break;
 			x->requeue_sent = true;
 			s->stats.requeued++;
-			if (slurm_requeue(j->id, 0) != SLURM_SUCCESS &&
+			if (copus_slurm_requeue(j->id, 0) != SLURM_SUCCESS &&
 			    errno != ESLURM_JOB_PENDING)
 				verbose("%s: JobId=%u: requeue: %m (it may "
 					"have requeued itself)", plugin_type,
@@ -141,7 +134,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 
 		if (x)
 			x->requeue_sent = true;
-		if (slurm_requeue(v->id, 0) != SLURM_SUCCESS) {
+		if (copus_slurm_requeue(v->id, 0) != SLURM_SUCCESS) {
 			/* Tried again next round, while its entry lasts. */
 			error("%s: JobId=%u %s after it was asked to "
 			      "checkpoint, and cannot be requeued yet: %m",
@@ -267,7 +260,7 @@ static void _clear_gpu_request(uint32_t id)
 	int dropped = 0;
 
 	slurm_init_job_desc_msg(&desc);
-	desc.job_id = id;
+	copus_slurm_desc_job(&desc, id);
 	desc.tres_per_node = "";
 	desc.tres_per_job = "";
 	if (slurm_update_job(&desc) != SLURM_SUCCESS) {

@@ -41,16 +41,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
-
-#include "src/common/log.h"
-#include "src/common/macros.h"
-#include "src/common/read_config.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/slurmctld.h"
+#include "slurm-compat.h"
 
 #include "copus/error.h"
 #include "copus/policy.h"
@@ -97,7 +88,7 @@ static int _mem_per_gpu(void *x, void *key)
  */
 static bool _def_mem_everywhere(void)
 {
-	ListIterator it;
+	list_itr_t *it;
 	part_record_t *part_ptr;
 	bool all = true;
 
@@ -127,7 +118,7 @@ static void _load_params(struct copus__sched *s)
 {
 	struct copus__slurm_view v = {
 		.sched_params = slurm_conf.sched_params,
-		.cr_memory = (slurm_conf.select_type_param & CR_MEMORY) != 0,
+		.cr_memory = (slurm_conf.select_type_param & COPUS_SLURM_CR_MEMORY) != 0,
 		.def_mem = _def_mem_everywhere(),
 		.requeue_exit = slurm_conf.requeue_exit,
 		.job_requeue = slurm_conf.job_requeue != 0,
@@ -460,7 +451,7 @@ extern int init(void)
 	s->stop = false;
 	s->started = time(NULL);
 	s->grace_logged = false;
-	slurm_thread_create(&s->thread, _agent, s);
+	copus_slurm_thread_create("copus", &s->thread, _agent, s);
 	slurm_mutex_unlock(&s->thread_lock);
 	info("%s: loaded", plugin_type);
 	return SLURM_SUCCESS;

@@ -10,21 +10,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
-
-#include "src/common/bitstring.h"
-#include "src/common/gres.h"
-#include "src/common/list.h"
-#include "src/common/log.h"
-#include "src/common/node_conf.h"
-#include "src/common/read_config.h"
-#include "src/common/slurm_cred.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/job_scheduler.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/slurmctld.h"
+#include "slurm-compat.h"
 
 #include "copus/error.h"
 #include "copus/hint.h"
@@ -98,7 +84,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	struct _parts parts = { 0 };
 	node_record_t *node_ptr;
 	job_record_t *job_ptr;
-	ListIterator it;
+	list_itr_t *it;
 	int i, k, cap = 0, *managed;
 	uint32_t cut;
 	bool *unheard;
@@ -139,7 +125,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	cut = _priority_cut(s->params.max_jobs);
 	it = list_iterator_create(job_list);
 	while ((job_ptr = list_next(it))) {
-		struct job_details *d = job_ptr->details;
+		job_details_t *d = job_ptr->details;
 		struct copus__rescale *x;
 		struct copus__memo *in;
 		struct copus__round_job *j;
@@ -455,7 +441,7 @@ static int _cmp_prio_desc(const void *a, const void *b)
  */
 static uint32_t _priority_cut(int max_jobs)
 {
-	ListIterator it = list_iterator_create(job_list);
+	list_itr_t *it = list_iterator_create(job_list);
 	job_record_t *job_ptr;
 	uint32_t *prio = NULL, cut = 0;
 	int n = 0, cap = 0;
@@ -533,7 +519,7 @@ static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i)
 {
 	char type[16] = "gpu";
 	int avail = 0, alloc = 0, t;
-	ListIterator it;
+	list_itr_t *it;
 	gres_state_t *gs;
 
 	if (node_ptr->gres_list) {
@@ -587,7 +573,7 @@ const char *copus__spank_env(job_record_t *job_ptr, const char *name)
 /* GPUs per node and type of a job's request (gres_list_req). */
 static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j)
 {
-	ListIterator it;
+	list_itr_t *it;
 	gres_state_t *gs;
 
 	if (!job_ptr->gres_list_req)
@@ -662,7 +648,7 @@ static void _job_options(job_record_t *job_ptr, struct copus__round_job *j)
 static void _job_alloc(struct copus__round *r, job_record_t *job_ptr,
 		       struct copus__round_job *j)
 {
-	ListIterator it;
+	list_itr_t *it;
 	gres_state_t *gs;
 	int *per = NULL, k, n, i;
 
@@ -738,8 +724,8 @@ static bool _job_startable(job_record_t *job_ptr)
  */
 static bool _slurm_requeued(job_record_t *job_ptr, time_t now)
 {
-	struct job_details *d = job_ptr->details;
-	int lifetime = 1200;
+	job_details_t *d = job_ptr->details;
+	int lifetime;
 	time_t wait;
 
 	if (!d || !job_ptr->restart_cnt || job_ptr->priority == 0 ||
@@ -749,8 +735,7 @@ static bool _slurm_requeued(job_record_t *job_ptr, time_t now)
 	    (d->depend_list && list_count(d->depend_list)) ||
 	    !copus__spank_env(job_ptr, COPUS__ENV_ELASTIC))
 		return false;
-	(void) slurm_cred_ctx_get(slurmctld_config.cred_ctx,
-				  SLURM_CRED_OPT_EXPIRY_WINDOW, &lifetime);
+	lifetime = copus_slurm_cred_lifetime();
 	/* Requeue: begin = now + lifetime + 1, submit = now (or now + 1). */
 	wait = d->begin_time - d->submit_time;
 	return wait >= lifetime && wait <= lifetime + 1;

@@ -12,11 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "slurm/slurm.h"
-
-#include "src/common/log.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
+#include "slurm-compat.h"
 
 #include "copus/error.h"
 #include "copus/predict.h"

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# A Debian root of another suite, with that suite's Slurm, for building and
+# testing copus against the Slurm a site on that Debian release runs.
+#
+#   contrib/slurm-root.sh make SUITE DIR     (as root) debootstrap SUITE into
+#                              DIR, install the build dependencies, the
+#                              suite's Slurm (slurmctld, slurmd, libslurm-dev)
+#                              and unpack its source in DIR/var/cache/copus
+#   contrib/slurm-root.sh base SUITE DIR     only debootstrap SUITE into DIR
+#                              (a fresh root for installing packages into)
+#   contrib/slurm-root.sh run DIR [--bind SRC:DST]... -- COMMAND...
+#                              run COMMAND inside DIR with /proc, /sys and
+#                              /dev mounted and each SRC bound at DIR/DST;
+#                              everything is unmounted when it returns
+#   contrib/slurm-root.sh source DIR         fetch the source of DIR's Slurm
+#                              again into DIR/var/cache/copus
+#   contrib/slurm-root.sh version DIR        print the root's Slurm version
+#
+# SUITE is a Debian suite name: bookworm (Slurm 22.05), trixie (24.11),
+# sid (26.05). "make" on a DIR it already made, for the same suite and with
+# the same package list, does nothing; a root older than COPUS_ROOT_DAYS
+# (default 7) days is made again so that its packages stay current.
+# Exit status 3 means the suite's packages could not be fetched (no route to
+# the package registry, or the suite lacks a package): callers report such a
+# version as skipped.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mounts=()
+mirror=${COPUS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+max_days=${COPUS_ROOT_DAYS:-7}
+
+die() { echo "slurm-root.sh: $*" >&2; exit 1; }
+unreachable() { echo "slurm-root.sh: $*" >&2; exit 3; }
+say() { echo "slurm-root.sh: $*" >&2; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot, mounts)"
+
+# The packages a root needs: the host's list (contrib/debian-packages)
+# without the lines tagged "host-only".
+root_packages() {
+	grep -v 'host-only' "$top/contrib/debian-packages" |
+		sed -e 's/#.*//' -e '/^[[:space:]]*$/d' | tr '\n' ' '
+}
+
+# apt options for a root: sid's Release file as the registry serves it is
+# past its Valid-Until date, which apt refuses unless told otherwise.
+apt_conf() {
+	local dir=$1
+	mkdir -p "$dir/etc/apt/apt.conf.d"
+	cat >"$dir/etc/apt/apt.conf.d/90copus" <<'EOF'
+Acquire::Check-Valid-Until "false";
+APT::Install-Recommends "false";
+APT::Get::Assume-Yes "true";
+quiet "2";
+EOF
+}
+
+cmd_base() {
+	local suite=$1 dir=$2
+	command -v debootstrap >/dev/null ||
+		die "debootstrap not found (install the Debian package debootstrap)"
+	rm -rf "$dir"
+	mkdir -p "$(dirname "$dir")"
+	say "debootstrap $suite into $dir"
+	if ! debootstrap --variant=minbase "$suite" "$dir" "$mirror" \
+		>"$dir.debootstrap.log" 2>&1; then
+		tail -5 "$dir.debootstrap.log" >&2
+		rm -rf "$dir"
+		unreachable "debootstrap $suite from $mirror failed (log: $dir.debootstrap.log)"
+	fi
+	apt_conf "$dir"
+	# Source entries, for apt-get source slurm-wlm.
+	sed -n 's/^deb \(.*\)/deb-src \1/p' "$dir/etc/apt/sources.list" \
+		>>"$dir/etc/apt/sources.list"
+	echo "$suite" >"$dir/.copus-suite"
+}
+
+# Mount what the daemons and the build need, run the command, unmount.
+cmd_run() {
+	local dir=$1
+	shift
+	[ -f "$dir/.copus-suite" ] || die "$dir is not a root made by slurm-root.sh"
+	local binds=()
+	mounts=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--bind) binds+=("$2"); shift 2 ;;
+		--) shift; break ;;
+		*) die "run: unknown option '$1'" ;;
+		esac
+	done
+	[ $# -gt 0 ] || die "run: no command"
+	local m
+	cleanup() {
+		local i
+		for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+			umount -l "${mounts[$i]}" 2>/dev/null || true
+		done
+	}
+	trap cleanup EXIT
+	for m in proc sys dev dev/pts; do
+		mkdir -p "$dir/$m"
+		if ! mountpoint -q "$dir/$m"; then
+			case $m in
+			proc) mount -t proc proc "$dir/proc" ;;
+			*) mount --bind "/$m" "$dir/$m" ;;
+			esac
+			mounts+=("$dir/$m")
+		fi
+	done
+	for m in ${binds[@]+"${binds[@]}"}; do
+		local src=${m%%:*} dst=${m#*:}
+		if [ -d "$src" ]; then
+			mkdir -p "$dir/$dst"
+		else
+			mkdir -p "$(dirname "$dir/$dst")"
+			touch "$dir/$dst"
+		fi
+		mount --bind "$src" "$dir/$dst"
+		mounts+=("$dir/$dst")
+	done
+	# The daemons resolve this machine's name as the host does.
+	local f
+	for f in resolv.conf hosts hostname; do
+		cp -L "/etc/$f" "$dir/etc/$f" 2>/dev/null || true
+	done
+	local rc=0
+	chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
+		${COPUS_DATA:+COPUS_DATA=/data} ${KEEP_TMP:+KEEP_TMP=$KEEP_TMP} \
+		"$@" || rc=$?
+	cleanup
+	trap - EXIT
+	return $rc
+}
+
+# Unpack the source of the root's Slurm in DIR/var/cache/copus. apt-get
+# source needs the Debian part (.dsc, .debian.tar.xz); when the registry does
+# not serve it (a point release's revision can lack it), the upstream
+# tarball that apt names for that version is fetched and checked against the
+# SHA256 sum apt's index gives: the plugin is compiled against upstream's
+# headers, which Debian's patches to slurm-wlm leave alone.
+fetch_source() {
+	local dir=$1 ver upstream cache
+	ver=$(chroot "$dir" dpkg-query -W -f='${Version}' libslurm-dev)
+	upstream=${ver#*:}
+	upstream=${upstream%-*}
+	cache=$dir/var/cache/copus
+	rm -rf "$cache"
+	mkdir -p "$cache"
+	chroot "$dir" chown _apt /var/cache/copus
+	if cmd_run "$dir" -- sh -c "cd /var/cache/copus && apt-get source 'slurm-wlm=$ver'"; then
+		echo "$ver" >"$cache/.version"
+		return 0
+	fi
+	echo "apt-get source failed; fetching the upstream tarball alone"
+	local line url file sum
+	line=$(chroot "$dir" apt-get source --print-uris "slurm-wlm=$ver" |
+		grep "\\.orig\\.tar\\.")
+	url=$(echo "$line" | awk '{ gsub("\x27", "", $1); print $1 }')
+	file=$(echo "$line" | awk '{ print $2 }')
+	sum=$(echo "$line" | awk '{ sub("SHA256:", "", $4); print $4 }')
+	[ -n "$url" ] && [ -n "$sum" ] || { echo "apt names no upstream tarball for slurm-wlm $ver"; return 1; }
+	command -v curl >/dev/null || { echo "curl not found (install the Debian package curl)"; return 1; }
+	curl -fsS -o "$cache/$file" "$url" || return 1
+	echo "$sum  $cache/$file" | sha256sum -c - || return 1
+	mkdir -p "$cache/slurm-wlm-$upstream"
+	tar -xf "$cache/$file" -C "$cache/slurm-wlm-$upstream" --strip-components=1
+	echo "$ver (upstream source only)" >"$cache/.version"
+}
+
+cmd_make() {
+	local suite=$1 dir=$2
+	local want
+	want="$suite $(root_packages | md5sum | cut -c1-12)"
+	if [ -f "$dir/.copus-made" ] && [ "$(cat "$dir/.copus-made")" = "$want" ] &&
+		[ -n "$(find "$dir/.copus-made" -mtime -"$max_days")" ]; then
+		return 0
+	fi
+	cmd_base "$suite" "$dir"
+	say "installing $suite's Slurm and the build dependencies"
+	local pkgs
+	pkgs=$(root_packages)
+	if ! cmd_run "$dir" -- sh -c "apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install $pkgs" \
+		>"$dir.apt.log" 2>&1; then
+		tail -5 "$dir.apt.log" >&2
+		unreachable "installing the packages into the $suite root failed (log: $dir.apt.log)"
+	fi
+	say "fetching $suite's Slurm source"
+	fetch_source "$dir" >"$dir.source.log" 2>&1 || {
+		tail -5 "$dir.source.log" >&2
+		unreachable "no source of the $suite root's Slurm could be fetched (log: $dir.source.log)"
+	}
+	echo "$want" >"$dir/.copus-made"
+}
+
+cmd_version() {
+	local dir=$1
+	chroot "$dir" dpkg-query -W -f='${Version}\n' libslurm-dev
+}
+
+case ${1:-} in
+make) [ $# -eq 3 ] || die "usage: slurm-root.sh make SUITE DIR"; cmd_make "$2" "$3" ;;
+base) [ $# -eq 3 ] || die "usage: slurm-root.sh base SUITE DIR"; cmd_base "$2" "$3" ;;
+run) [ $# -ge 3 ] || die "usage: slurm-root.sh run DIR [--bind SRC:DST]... -- COMMAND..."
+	shift; cmd_run "$@" ;;
+source) [ $# -eq 2 ] || die "usage: slurm-root.sh source DIR"; fetch_source "$2" ;;
+version) [ $# -eq 2 ] || die "usage: slurm-root.sh version DIR"; cmd_version "$2" ;;
+*) sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
