@@ -31,7 +31,8 @@ nn.Sequential in the plan's pipeline stages and data-parallel replicas, and
 reshards its checkpoints when a job restarts under another layout. Trainer
 also trains models of copus_tensor's tensor-parallel layers (pass
 tensor_degree), and reshards their slices when the tensor degree changes.
-The library is found through $COPUS_LIB, then the system's library path.
+The library is found through $COPUS_LIB, then the system's library path
+(libcopus.so.0 when ldconfig's cache does not list it).
 """
 
 import collections
@@ -264,8 +265,14 @@ def library():
         return _lib
     path = os.environ.get("COPUS_LIB") or ctypes.util.find_library("copus")
     if not path:
-        raise CopusError("libcopus not found: set COPUS_LIB to libcopus.so")
-    lib = ctypes.CDLL(path)
+        # The runtime package's soname, for a library path that ldconfig's
+        # cache does not list.
+        path = "libcopus.so.0"
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise CopusError("libcopus not found (%s): set COPUS_LIB to "
+                         "libcopus.so" % e) from e
     P = ctypes.c_void_p
     sigs = {
         "copus_config_init": [ctypes.POINTER(Config), ctypes.c_size_t],
