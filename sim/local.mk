@@ -17,6 +17,7 @@ sim_copus_sim_SOURCES = sim/main.c sim/main-parts.h sim/main-arena.c \
 	sim/main-report.c
 sim_copus_sim_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -DGNUPLOT='"$(GNUPLOT)"'
 sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
+dist_man_MANS += etc/copus-sim.1
 
 dist_noinst_SCRIPTS += sim/fidelity.sh sim/fidelity-sia.sh sim/ablation.sh \
 	sim/compare.sh sim/fidelity-arena.sh sim/history-split.sh
