@@ -9,3 +9,32 @@ contrib_trainer_copus_trainer_LDADD = runtime/libcopus.la \
 	core/libcopus-core.la -lm
 TESTS += tests/test-trainer.sh
 EXTRA_DIST += tests/test-trainer.sh
+dist_man_MANS += etc/copus-trainer.1
+# copusctl's page belongs beside copusctl in plugin/local.mk; it is here
+# until it moves there.
+dist_man_MANS += etc/copusctl.1
+
+# ---------------------------------------------------------------------------
+# The demo from the installed files: copus-demo runs slurm-demo.sh --installed
+# from $(pkgdatadir), beside loopback-cluster.sh, with the plugins in Slurm's
+# plugin directory and the programs in $(bindir) that this build installs.
+# ---------------------------------------------------------------------------
+pkgdata_SCRIPTS = contrib/slurm-demo.sh contrib/loopback-cluster.sh
+bin_SCRIPTS = contrib/copus-demo
+CLEANFILES += contrib/copus-demo
+EXTRA_DIST += contrib/copus-demo.in
+dist_man_MANS += etc/copus-demo.1
+# The installation directories, as make expands them (configure leaves
+# ${libdir} and the like unexpanded).
+contrib/copus-demo: $(srcdir)/contrib/copus-demo.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) contrib && sed \
+		-e 's|@pkgdatadir[@]|$(pkgdatadir)|g' \
+		-e 's|@slurmplugindir[@]|$(slurmplugindir)|g' \
+		-e 's|@bindir[@]|$(bindir)|g' \
+		$(srcdir)/contrib/copus-demo.in >$@.tmp && \
+	chmod +x $@.tmp && mv $@.tmp $@
+
+# The PyTorch adapter, where Debian's python3 imports modules from (under
+# the prefix: /usr/lib/python3/dist-packages for --prefix=/usr).
+copuspythondir = $(prefix)/lib/python3/dist-packages
+copuspython_DATA = contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py

@@ -2,6 +2,7 @@
 # The main job: sched/copus on a real Slurm cluster on this machine.
 #
 #   contrib/slurm-demo.sh BUILD_DIR [OUT_DIR]     (as root; OUT_DIR: BUILD_DIR/demo)
+#   slurm-demo.sh --installed [OUT_DIR]           (as root; OUT_DIR: ./copus-demo)
 #
 # Installs the build (make install: the plugins into Slurm's plugin
 # directory, copus-trainer, copusctl, libcopus), starts a loopback cluster of
@@ -13,19 +14,44 @@
 # OUT_DIR/timeline.csv (time, job, GPUs) and OUT_DIR/timeline.png (GPUs per
 # job over time). The cluster is torn down on exit, Ctrl-C included.
 # DEMO_SECONDS (default 200) bounds the workload's time.
+#
+# With --installed (what copus-demo runs) it needs no source or build tree:
+# it runs the installed files, loopback-cluster.sh from its own directory,
+# the plugins from COPUS_DEMO_PLUGIN_DIR (default: the Slurm plugin
+# directory that holds sched_copus.so) and copus-trainer and copusctl from
+# COPUS_DEMO_BINDIR (default: where PATH finds them); without gnuplot it
+# leaves no plot.
 set -euo pipefail
 
-top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$(cd "${1:?usage: slurm-demo.sh BUILD_DIR [OUT_DIR]}" && pwd)
-out=${2:-$build/demo}
+die() { echo "slurm-demo: $*" >&2; exit 1; }
+
+installed=""
+if [ "${1:-}" = --installed ]; then
+	installed=1
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	cluster=$here/loopback-cluster.sh
+	out=${2:-$PWD/copus-demo}
+else
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	cluster=$top/contrib/loopback-cluster.sh
+	build=$(cd "${1:?usage: slurm-demo.sh BUILD_DIR [OUT_DIR] | slurm-demo.sh --installed [OUT_DIR]}" && pwd)
+	out=${2:-$build/demo}
+fi
 limit=${DEMO_SECONDS:-200}
 refresh=3
+plot=1
 
-die() { echo "slurm-demo: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "must run as root (slurmd starts the jobs; make install writes into Slurm's plugin directory)"
 case $limit in '' | *[!0-9]*) die "DEMO_SECONDS: '$limit' is not a number of seconds" ;; esac
-[ -f "$build/Makefile" ] || die "$build is not a configured build directory"
-command -v gnuplot >/dev/null || die "gnuplot not found (install the Debian package gnuplot-nox)"
+if [ -n "$installed" ]; then
+	if ! command -v gnuplot >/dev/null; then
+		echo "slurm-demo: gnuplot not found: no timeline.png (install the Debian package gnuplot-nox)" >&2
+		plot=""
+	fi
+else
+	[ -f "$build/Makefile" ] || die "$build is not a configured build directory"
+	command -v gnuplot >/dev/null || die "gnuplot not found (install the Debian package gnuplot-nox)"
+fi
 
 # An installation directory as the build's Makefile names it, expanded the
 # way make would (${prefix}, ${exec_prefix}, ${libdir} are shell syntax too).
@@ -39,23 +65,60 @@ make_var() {
 	eval echo "$v"
 }
 
-echo "== make install (plugins into Slurm's plugin directory)"
-make -s -C "$build" install >"$build/demo-install.log" 2>&1 ||
-	{ tail -20 "$build/demo-install.log"; die "make install failed"; }
-ldconfig 2>/dev/null || true
-plugindir=$(make_var SLURM_PLUGIN_DIR)
-bindir=$(make_var bindir)
-trainer=$bindir/copus-trainer
-copusctl=$bindir/copusctl
-[ -f "$plugindir/sched_copus.so" ] ||
-	die "$plugindir/sched_copus.so was not installed (configure --with-slurm-src=DIR)"
-[ -x "$trainer" ] || die "$trainer was not installed"
-echo "   $plugindir/sched_copus.so, $plugindir/spank_copus.so, $trainer"
+# The installed files (--installed): Slurm's plugin directory that holds
+# sched_copus.so, and the programs beside copus-trainer.
+installed_files() {
+	local d
+	plugindir=${COPUS_DEMO_PLUGIN_DIR:-}
+	if [ -z "$plugindir" ]; then
+		for d in /usr/lib/*/slurm-wlm /usr/lib64/slurm /usr/lib/slurm; do
+			[ -f "$d/sched_copus.so" ] && { plugindir=$d; break; }
+		done
+		[ -n "$plugindir" ] ||
+			die "sched_copus.so not found in Slurm's plugin directory (install copus-slurmctld-plugins, or set COPUS_DEMO_PLUGIN_DIR)"
+	fi
+	bindir=${COPUS_DEMO_BINDIR:-}
+	if [ -z "$bindir" ]; then
+		d=$(command -v copus-trainer) || die "copus-trainer not found (install copus-tools)"
+		bindir=$(dirname "$d")
+	fi
+	trainer=$bindir/copus-trainer
+	copusctl=$bindir/copusctl
+	[ -f "$plugindir/sched_copus.so" ] || die "$plugindir/sched_copus.so not found"
+	[ -f "$plugindir/spank_copus.so" ] || die "$plugindir/spank_copus.so not found"
+	[ -x "$trainer" ] || die "$trainer not found"
+	[ -x "$copusctl" ] || die "$copusctl not found"
+	[ -x "$cluster" ] || die "$cluster not found"
+	echo "== the installed files: $plugindir/sched_copus.so, $plugindir/spank_copus.so, $trainer"
+}
+
+if [ -n "$installed" ]; then
+	installed_files
+	# Slurm's own plugin directory is the cluster's.
+	[ ! -f "$plugindir/auth_none.so" ] || export SLURM_PLUGIN_DIR=$plugindir
+	# Only an earlier demo's output is removed.
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	[ -f "$out/job.sh" ] || [ -z "$(ls -A "$out")" ] ||
+		die "$out holds files of something other than an earlier demo; name an empty or new OUT_DIR"
+else
+	echo "== make install (plugins into Slurm's plugin directory)"
+	make -s -C "$build" install >"$build/demo-install.log" 2>&1 ||
+		{ tail -20 "$build/demo-install.log"; die "make install failed"; }
+	ldconfig 2>/dev/null || true
+	plugindir=$(make_var SLURM_PLUGIN_DIR)
+	bindir=$(make_var bindir)
+	trainer=$bindir/copus-trainer
+	copusctl=$bindir/copusctl
+	[ -f "$plugindir/sched_copus.so" ] ||
+		die "$plugindir/sched_copus.so was not installed (configure --with-slurm-src=DIR)"
+	[ -x "$trainer" ] || die "$trainer was not installed"
+	echo "   $plugindir/sched_copus.so, $plugindir/spank_copus.so, $trainer"
+fi
 
 rm -rf "$out"
 mkdir -p "$out/logs" "$out/ckpt"
 cdir=$out/cluster
-cluster=$top/contrib/loopback-cluster.sh
 export SLURM_CONF=$cdir/etc/slurm.conf
 
 teardown() {
@@ -73,7 +136,8 @@ trap 'echo; echo "== interrupted"; exit 130' INT TERM HUP
 echo "== starting the loopback cluster: 4 nodes x 4 GPUs (n1-n2 a100, n3-n4 t4), sched/copus"
 params=copus_interval=5,copus_restart_delay=20,copus_restart_cost=10,copus_checkpoint_deadline=20
 pd=()
-[ "$plugindir" = /usr/lib/x86_64-linux-gnu/slurm-wlm ] || pd=(--plugin-dir "$plugindir")
+[ "$plugindir" = "${SLURM_PLUGIN_DIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}" ] ||
+	pd=(--plugin-dir "$plugindir")
 QUIET=1 "$cluster" up "$cdir" --nodes 4 --gpus a100:4,t4:4 --sched copus \
 	--spank "$plugindir/spank_copus.so" "${pd[@]}" --sched-params "$params" ||
 	die "the cluster did not come up; logs in $cdir/log"
@@ -213,7 +277,7 @@ awk -F, 'NR > 1 { key = $2 " " $3; if (!(key in col)) { col[key] = ++n; name[n] 
 awk -F, -v OFS=, 'NR == 1 { print; next } { s = 0; for (i = 2; i <= NF; i++) { s += $i; $i = s } print }' \
 	"$out/timeline-wide.csv" >"$out/timeline-stack.csv"
 ncol=$(head -n 1 "$out/timeline-wide.csv" | awk -F, '{ print NF }')
-if [ "$ncol" -ge 2 ]; then
+if [ "$ncol" -ge 2 ] && [ -n "$plot" ]; then
 	gnuplot <<EOF || echo "slurm-demo: gnuplot failed; the data is in $out/timeline-stack.csv" >&2
 set terminal pngcairo size 1000,500 noenhanced
 set output "$out/timeline.png"
@@ -229,4 +293,4 @@ plot for [i=$ncol:2:-1] "$out/timeline-stack.csv" using 1:i with fillsteps title
 EOF
 fi
 echo
-echo "== results in $out: timeline.csv, timeline.png, logs/ (${end}s of workload)"
+echo "== results in $out: timeline.csv, ${plot:+timeline.png, }logs/ (${end}s of workload)"
