@@ -5,7 +5,10 @@
 #                          (sched/copus on a loopback Slurm cluster)
 #   contrib/dev.sh demo-sim  install, build, replay a workload in copus-sim
 #                          under each scheduler
-#   contrib/dev.sh test    install what is needed, build, run every test
+#   contrib/dev.sh test    install what is needed, build, run every test;
+#                          the loopback Slurm tests also on Debian 13's
+#                          Slurm 24.11 and unstable's 26.05, each in a root
+#                          of that suite (contrib/slurm-root.sh)
 #   contrib/dev.sh deps    only install the Debian packages and the Slurm source
 #
 # The reference data is expected in ../shared/data beside the project root, or
@@ -22,6 +25,10 @@ mapfile -t packages < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$top/contrib/de
 
 # Where the matching Slurm source is unpacked (plugin headers).
 srcroot=${COPUS_SLURM_SRC_ROOT:-/var/cache/copus}
+# The other Slurm versions the tests run on: Debian suites, each in a root
+# kept under $roots (made again after a week).
+suites=${COPUS_SLURM_SUITES-trixie sid}
+roots=${COPUS_ROOTS:-/var/cache/copus/roots}
 
 say() { printf '== %s\n' "$*" >&2; }
 
@@ -145,9 +152,41 @@ summarize() {
 	[ "$failed" -eq 0 ]
 }
 
+# suite_test SUITE: build in SUITE's root against its Slurm and run the
+# loopback tests there (make check-slurm, in build-SUITE); prints one line
+# "Slurm V (SUITE): N passed, N failed, N skipped in Ts" or
+# "Slurm (SUITE): skipped (reason)". Returns 1 when a test failed.
+suite_test() {
+	local suite=$1 dir=$roots/$1 b=$top/build-$1 t0=$SECONDS rc=0
+	local src flags="" ver line bind=()
+	mkdir -p "$b"
+	[ -d "$data" ] && bind=(--bind "$data:/data")
+	"$top/contrib/slurm-root.sh" make "$suite" "$dir" >"$b/root.log" 2>&1 || rc=$?
+	if [ $rc -eq 3 ]; then
+		echo "Slurm ($suite): skipped ($(tail -1 "$b/root.log" | sed 's/^slurm-root.sh: //'))"
+		return 0
+	elif [ $rc -ne 0 ]; then
+		echo "Slurm ($suite): failed to make its root (see $b/root.log)"
+		return 1
+	fi
+	ver=$("$top/contrib/slurm-root.sh" version "$dir")
+	src=$("$top/contrib/slurm-root.sh" srcdir "$dir")
+	case $src in *" series") flags=--enable-slurm-series-source; src=${src% series} ;; esac
+	rm -f "$b"/tests/*.trs "$b"/tests/*.log
+	"$top/contrib/slurm-root.sh" run "$dir" --bind "$top:/src" --bind "$b:/build" \
+		${bind[@]+"${bind[@]}"} -- sh -c "cd /build &&
+		/src/configure -q --with-slurm-src=$src $flags --without-cuda &&
+		make -s -j$jobs && make -s -j$jobs check-slurm" >"$b/check.log" 2>&1 || rc=1
+	summarize "$b" >"$b/summary.log" || { rc=1; cat "$b/summary.log" >&2; }
+	line=$(tail -1 "$b/summary.log")
+	[ -n "$line" ] || line="the build failed (see $b/check.log)"
+	echo "Slurm ${ver%-*} ($suite): $line in $((SECONDS - t0))s${flags:+, built against ${src##*/} (the registry serves no $ver source)}"
+	return $rc
+}
+
 cmd_test() {
 	install_packages
-	local slurm_src rc=0
+	local slurm_src rc=0 t0=$SECONDS lines=() suite
 	slurm_src=$(slurm_source)
 	export COPUS_DATA="$data"
 
@@ -166,8 +205,16 @@ cmd_test() {
 			>build/distcheck.log 2>&1 || { tail -40 build/distcheck.log; rc=1; }
 	fi
 
+	lines+=("Slurm $(dpkg-query -W -f='${Version}' libslurm-dev | sed 's/-[^-]*$//') (this machine): $(summarize build build-san | tail -1) in $((SECONDS - t0))s, ASan and distcheck included")
+
+	for suite in $suites; do
+		say "loopback tests on $suite's Slurm"
+		lines+=("$(suite_test "$suite")") || rc=1
+	done
+
 	say "results"
-	summarize build build-san || rc=1
+	summarize build build-san >/dev/null || { summarize build build-san; rc=1; }
+	printf '%s\n' "${lines[@]}"
 	return $rc
 }
 

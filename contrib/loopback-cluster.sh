@@ -121,6 +121,9 @@ SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
+# Slurm 23.11 and later default to priority/multifactor, which gives
+# every job priority 1 when no weight is set; 22.05 defaulted to this.
+PriorityType=priority/basic
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=100
@@ -143,11 +146,12 @@ ${sched_params:+SchedulerParameters=$sched_params}
 $jobsubmit
 PlugStackConfig=$DIR/etc/plugstack.conf
 EOF
-	# slurmd of Slurm 23.02 and later sets up a cgroup plugin whatever the
+	# slurmd of Slurm 24.05 and later sets up a cgroup plugin whatever the
 	# proctrack plugin; this cluster tracks processes without cgroups.
-	local major
-	major=$("$SLURM_SBIN/slurmctld" -V 2>/dev/null | sed -n 's/^slurm[-a-z]* \([0-9]*\)\..*/\1/p')
-	if [ "${major:-0}" -ge 23 ]; then
+	local ver
+	ver=$("$SLURM_SBIN/slurmctld" -V 2>/dev/null |
+		awk '{ split($2, v, "."); printf "%d%02d\n", v[1], v[2] }')
+	if [ "${ver:-0}" -ge 2405 ]; then
 		echo "CgroupPlugin=disabled" >"$DIR/etc/cgroup.conf"
 	fi
 	: >"$DIR/etc/gres.conf"

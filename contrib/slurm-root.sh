@@ -14,12 +14,20 @@
 #                              everything is unmounted when it returns
 #   contrib/slurm-root.sh source DIR         fetch the source of DIR's Slurm
 #                              again into DIR/var/cache/copus
+#   contrib/slurm-root.sh srcdir DIR         print where in DIR that source
+#                              is, and "series" when it is another release
+#                              of the same series (see below)
 #   contrib/slurm-root.sh version DIR        print the root's Slurm version
 #
 # SUITE is a Debian suite name: bookworm (Slurm 22.05), trixie (24.11),
 # sid (26.05). "make" on a DIR it already made, for the same suite and with
 # the same package list, does nothing; a root older than COPUS_ROOT_DAYS
 # (default 7) days is made again so that its packages stay current.
+# The Slurm source comes from apt-get source, else from the upstream tarball
+# apt names (checked against its SHA256 sum), else from a Slurm git
+# repository (COPUS_SLURM_GIT): the release's tag, or when it has none the
+# newest release of the same series, which configure accepts only with
+# --enable-slurm-series-source.
 # Exit status 3 means the suite's packages could not be fetched (no route to
 # the package registry, or the suite lacks a package): callers report such a
 # version as skipped.
@@ -161,13 +169,65 @@ fetch_source() {
 	url=$(echo "$line" | awk '{ gsub("\x27", "", $1); print $1 }')
 	file=$(echo "$line" | awk '{ print $2 }')
 	sum=$(echo "$line" | awk '{ sub("SHA256:", "", $4); print $4 }')
-	[ -n "$url" ] && [ -n "$sum" ] || { echo "apt names no upstream tarball for slurm-wlm $ver"; return 1; }
-	command -v curl >/dev/null || { echo "curl not found (install the Debian package curl)"; return 1; }
-	curl -fsS -o "$cache/$file" "$url" || return 1
-	echo "$sum  $cache/$file" | sha256sum -c - || return 1
-	mkdir -p "$cache/slurm-wlm-$upstream"
-	tar -xf "$cache/$file" -C "$cache/slurm-wlm-$upstream" --strip-components=1
-	echo "$ver (upstream source only)" >"$cache/.version"
+	if [ -n "$url" ] && [ -n "$sum" ] && command -v curl >/dev/null &&
+		curl -fsS -o "$cache/$file" "$url" &&
+		echo "$sum  $cache/$file" | sha256sum -c -; then
+		mkdir -p "$cache/slurm-wlm-$upstream"
+		tar -xf "$cache/$file" -C "$cache/slurm-wlm-$upstream" --strip-components=1
+		echo "$ver (upstream source only)" >"$cache/.version"
+		return 0
+	fi
+	rm -f "$cache/$file"
+	echo "the registry serves no source of slurm-wlm $ver; looking for a Slurm git repository"
+	from_git "$cache" "$upstream"
+}
+
+# A Slurm git repository (SchedMD's), where the registry serves no source:
+# COPUS_SLURM_GIT, else the first of the places below that holds one.
+slurm_git() {
+	local g
+	for g in ${COPUS_SLURM_GIT:-} /var/cache/copus/slurm.git \
+		/work/.mirror/SchedMD+slurm/repo; do
+		git --git-dir="$g" rev-parse --verify -q HEAD >/dev/null 2>&1 &&
+			{ echo "$g"; return 0; }
+	done
+	return 1
+}
+
+# Export release VERSION (a.b.c) from the repository's tag slurm-a-b-c-*,
+# or, when it lacks that tag, the newest release of the same series
+# (slurm-a-b-*, or the series' branch slurm-a.b): a tree of another micro
+# release, which configure takes only with --enable-slurm-series-source;
+# .version then says "series".
+from_git() {
+	local cache=$1 version=$2 g major minor micro ref tag
+	g=$(slurm_git) || { echo "no Slurm git repository (set COPUS_SLURM_GIT)"; return 1; }
+	IFS=. read -r major minor micro <<<"$version"
+	minor=$((10#$minor))
+	tag=$(git --git-dir="$g" tag -l "slurm-$major-$(printf %02d "$minor")-$micro-*" "slurm-$major-$minor-$micro-*" |
+		sort -V | tail -1)
+	if [ -n "$tag" ]; then
+		ref=$tag
+	else
+		ref=$(git --git-dir="$g" tag -l "slurm-$major-$(printf %02d "$minor")-*" "slurm-$major-$minor-*" |
+			grep -v rc | sort -V | tail -1)
+		[ -n "$ref" ] || ref=$(git --git-dir="$g" rev-parse -q --verify "slurm-$major.$(printf %02d "$minor")" >/dev/null && echo "slurm-$major.$(printf %02d "$minor")")
+		[ -n "$ref" ] || { echo "$g has no Slurm $major.$minor release"; return 1; }
+	fi
+	local meta maj2 min2 mic2 dirv
+	meta=$(git --git-dir="$g" show "$ref:META") || return 1
+	maj2=$(echo "$meta" | sed -n 's/^ *Major:[[:space:]]*//p')
+	min2=$(echo "$meta" | sed -n 's/^ *Minor:[[:space:]]*//p')
+	mic2=$(echo "$meta" | sed -n 's/^ *Micro:[[:space:]]*//p')
+	dirv="$maj2.$min2.$mic2"
+	mkdir -p "$cache/slurm-$dirv"
+	git --git-dir="$g" archive "$ref" | tar -x -C "$cache/slurm-$dirv"
+	if [ "$dirv" = "$version" ]; then
+		echo "$version (git $ref)" >"$cache/.version"
+	else
+		echo "$version series $dirv (git $ref)" >"$cache/.version"
+	fi
+	echo "exported $ref of $g as Slurm $dirv"
 }
 
 cmd_make() {
@@ -196,6 +256,19 @@ cmd_make() {
 	echo "$want" >"$dir/.copus-made"
 }
 
+# The source tree of DIR's Slurm, as the root sees it, and whether it is
+# of another release of the series: "PATH" or "PATH series".
+cmd_srcdir() {
+	local dir=$1 v
+	v=$(cat "$dir/var/cache/copus/.version" 2>/dev/null) || die "no Slurm source in $dir"
+	local d
+	d=$(cd "$dir/var/cache/copus" && ls -d slurm-*/ | head -1)
+	case $v in
+	*" series "*) echo "/var/cache/copus/${d%/} series" ;;
+	*) echo "/var/cache/copus/${d%/}" ;;
+	esac
+}
+
 cmd_version() {
 	local dir=$1
 	chroot "$dir" dpkg-query -W -f='${Version}\n' libslurm-dev
@@ -207,6 +280,7 @@ base) [ $# -eq 3 ] || die "usage: slurm-root.sh base SUITE DIR"; cmd_base "$2" "
 run) [ $# -ge 3 ] || die "usage: slurm-root.sh run DIR [--bind SRC:DST]... -- COMMAND..."
 	shift; cmd_run "$@" ;;
 source) [ $# -eq 2 ] || die "usage: slurm-root.sh source DIR"; fetch_source "$2" ;;
+srcdir) [ $# -eq 2 ] || die "usage: slurm-root.sh srcdir DIR"; cmd_srcdir "$2" ;;
 version) [ $# -eq 2 ] || die "usage: slurm-root.sh version DIR"; cmd_version "$2" ;;
-*) sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+*) sed -n '5,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -16,7 +16,10 @@
  * by field.
  * stats prints the plugin's counters (StateSaveLocation/copus_stats, see
  * plugin/stats.h). Without --state-dir it asks slurmctld for
- * StateSaveLocation through the public libslurm API (slurm_load_ctl_conf).
+ * StateSaveLocation with "scontrol show config", which every Slurm version
+ * answers alike (a program on libslurm's public API must load Slurm's auth,
+ * hash and credential plugins from 23.02 on, and those need symbols that
+ * only Slurm's own commands export).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,9 +27,7 @@
 #include <string.h>
 
 #include <json-c/json.h>
-
-#define COPUS_SLURM_PUBLIC_ONLY
-#include "slurm-compat.h"
+#include <slurm/slurm_version.h>
 
 #include "copus_config.h"
 
@@ -259,12 +260,50 @@ static int print_stats(const char *path)
 	return 0;
 }
 
+/*
+ * StateSaveLocation as slurmctld has it ("scontrol show config"), or NULL
+ * after saying why.
+ */
+static char *state_save_location(void)
+{
+	static const char key[] = "StateSaveLocation";
+	char line[MAX_LINE], *dir = NULL;
+	FILE *p;
+	int rc;
+
+	p = popen("scontrol show config 2>&1", "r");
+	if (!p) {
+		fprintf(stderr, "copusctl: cannot run scontrol: %s; give "
+			"--state-dir\n", strerror(errno));
+		return NULL;
+	}
+	while (fgets(line, sizeof(line), p)) {
+		char *v = line + sizeof(key) - 1, *end;
+
+		if (dir || strncmp(line, key, sizeof(key) - 1) ||
+		    (*v != ' ' && *v != '='))
+			continue;
+		v += strspn(v, " =");
+		end = v + strcspn(v, "\r\n");
+		while (end > v && end[-1] == ' ')
+			end--;
+		*end = '\0';
+		if (*v && strcmp(v, "(null)"))
+			dir = strdup(v);
+	}
+	rc = pclose(p);
+	if (!dir)
+		fprintf(stderr, "copusctl: 'scontrol show config' %s no "
+			"StateSaveLocation (exit status %d); give --state-dir\n",
+			rc ? "failed and gave" : "gave", rc);
+	return dir;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *cmd, *id = NULL, *file = "copus_status";
 	enum format fmt = TABLE;
-	slurm_conf_t *conf = NULL;
-	char *path;
+	char *path, *conf_dir = NULL;
 	int i, rc;
 
 	if (argc < 2) {
@@ -319,19 +358,10 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!dir) {
-		if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS) {
-			fprintf(stderr, "copusctl: cannot ask slurmctld for "
-				"StateSaveLocation (%s); give --state-dir\n",
-				slurm_strerror(errno));
+		conf_dir = state_save_location();
+		if (!conf_dir)
 			return 1;
-		}
-		dir = conf->state_save_location;
-		if (!dir) {
-			fprintf(stderr, "copusctl: slurmctld has no "
-				"StateSaveLocation; give --state-dir\n");
-			copus_slurm_free_conf(conf);
-			return 1;
-		}
+		dir = conf_dir;
 	}
 	path = malloc(strlen(dir) + strlen(file) + 2);
 	if (!path) {
@@ -342,7 +372,6 @@ int main(int argc, char **argv)
 	rc = !strcmp(cmd, "stats") ? print_stats(path) :
 				     print_status(path, fmt, id);
 	free(path);
-	if (conf)
-		copus_slurm_free_conf(conf);
+	free(conf_dir);
 	return rc;
 }

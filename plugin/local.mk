@@ -81,12 +81,12 @@ tests_test_plugin_round_SOURCES = tests/test-plugin-round.c \
 tests_test_plugin_round_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_round_LDADD = $(TEST_LIBS)
 
-# copusctl: sched/copus's status and counters for admins (public libslurm
-# API, json-c for status --json).
+# copusctl: sched/copus's status and counters for admins (scontrol for
+# StateSaveLocation, json-c for status --json).
 bin_PROGRAMS += plugin/copusctl
-plugin_copusctl_SOURCES = plugin/copusctl.c plugin/slurm-compat.h
+plugin_copusctl_SOURCES = plugin/copusctl.c
 plugin_copusctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-plugin_copusctl_LDADD = $(SLURM_LIBS) $(JSONC_LIBS)
+plugin_copusctl_LDADD = $(JSONC_LIBS)
 
 # Loopback-cluster integration tests (root only; they skip otherwise).
 SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
@@ -102,6 +102,13 @@ SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-plan.sh tests/test-slurm-fairshare.sh \
 	tests/test-slurm-crash-start.sh tests/test-slurm-faults.sh
 TESTS += $(SLURM_TESTS)
+
+# Only the tests that run a loopback Slurm cluster (contrib/dev.sh runs
+# them on each Slurm version).
+check-slurm:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(SLURM_TESTS) \
+		tests/test-runtime-slurm.sh tests/test-slurm-node-down.sh"
+.PHONY: check-slurm
 dist_noinst_SCRIPTS += contrib/loopback-cluster.sh tests/bench-plugin.sh \
 	tests/chaos.sh tests/bench-faults.sh
 EXTRA_DIST += $(SLURM_TESTS) tests/slurm-common.sh

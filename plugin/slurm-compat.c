@@ -3,7 +3,7 @@
 
 int copus_slurm_cred_lifetime(void)
 {
-#if SLURM_VERSION_NUMBER >= COPUS_SLURM_23_02
+#if SLURM_VERSION_NUMBER >= COPUS_SLURM_23_11
 	return cred_expiration();
 #else
 	int lifetime = 120;
@@ -16,7 +16,7 @@ int copus_slurm_cred_lifetime(void)
 
 int copus_slurm_select_nodes(job_record_t *job_ptr)
 {
-#if SLURM_VERSION_NUMBER >= COPUS_SLURM_23_02
+#if SLURM_VERSION_NUMBER >= COPUS_SLURM_24_11
 	job_node_select_t sel = { .job_ptr = job_ptr };
 
 	return select_nodes(&sel, false, false, SLURMDB_JOB_FLAG_SCHED);

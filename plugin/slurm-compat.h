@@ -16,6 +16,7 @@
 
 #define COPUS_SLURM_22_05 SLURM_VERSION_NUM(22, 5, 0)
 #define COPUS_SLURM_23_02 SLURM_VERSION_NUM(23, 2, 0)
+#define COPUS_SLURM_23_11 SLURM_VERSION_NUM(23, 11, 0)
 #define COPUS_SLURM_24_05 SLURM_VERSION_NUM(24, 5, 0)
 #define COPUS_SLURM_24_11 SLURM_VERSION_NUM(24, 11, 0)
 #define COPUS_SLURM_25_11 SLURM_VERSION_NUM(25, 11, 0)
@@ -25,20 +26,7 @@
 #error "sched/copus needs Slurm 22.05 or later"
 #endif
 
-/*
- * The public API (libslurm), for copusctl as well, which defines
- * COPUS_SLURM_PUBLIC_ONLY: it is built without Slurm's source.
- */
-
-/* 26.05 renamed slurm_free_ctl_conf() slurm_free_conf(). */
-static inline void copus_slurm_free_conf(slurm_conf_t *conf)
-{
-#if SLURM_VERSION_NUMBER >= COPUS_SLURM_26_05
-	slurm_free_conf(conf);
-#else
-	slurm_free_ctl_conf(conf);
-#endif
-}
+/* The public API (libslurm), which the plugins call too. */
 
 /* 25.11 put a job's id in job_desc_msg_t's step_id, not in job_id. */
 static inline void copus_slurm_desc_job(job_desc_msg_t *desc, uint32_t id)
@@ -77,7 +65,6 @@ static inline int copus_slurm_requeue(uint32_t id, uint32_t flags)
 #endif
 }
 
-#ifndef COPUS_SLURM_PUBLIC_ONLY
 
 #include "src/common/bitstring.h"
 #include "src/common/list.h"
@@ -127,20 +114,20 @@ static inline int copus_slurm_requeue(uint32_t id, uint32_t flags)
 #if SLURM_VERSION_NUMBER < COPUS_SLURM_23_02
 typedef struct xlist list_t;
 typedef struct listIterator list_itr_t;
-/* 23.02 moved the job record to src/common/job_record.h, with typedefs. */
+/* 23.02 gave the job's details a typedef. */
 typedef struct job_details job_details_t;
 #endif
 
 /*
  * The seconds a job credential stays valid (AuthInfo=cred_expire, 120 by
  * default): Slurm requeues a job to begin that much later. 22.05 keeps it
- * in slurmctld's credential context, 23.02 and later in cred_expiration().
+ * in slurmctld's credential context, 23.11 and later in cred_expiration().
  */
 extern int copus_slurm_cred_lifetime(void);
 
 /*
  * select_nodes() for a job the scheduler starts (SLURMDB_JOB_FLAG_SCHED),
- * not a test: 22.05 takes the job and its arguments, 23.02 and later a
+ * not a test: 22.05 takes the job and its arguments, 24.11 and later a
  * job_node_select_t around the job. Caller holds slurmctld's job, node and
  * partition write locks.
  */
@@ -162,6 +149,5 @@ extern int copus_slurm_job_complete(job_record_t *job_ptr, uid_t uid,
 				    bool requeue, bool node_fail,
 				    uint32_t rc);
 
-#endif /* COPUS_SLURM_PUBLIC_ONLY */
 
 #endif

@@ -81,7 +81,8 @@ cat "$out"
 [ "$(job_field "$e" JobState)" = RUNNING ] || fail "the elastic job is $(job_field "$e" JobState)"
 [ "$(job_field "$e" Restarts)" = 1 ] || fail "the elastic job restarted $(job_field "$e" Restarts) times"
 [ "$(job_field "$e" NumNodes)" = 1 ] || fail "the elastic job has $(job_field "$e" NumNodes) nodes"
-job_field "$e" TresPerNode | grep -qx 'gres:gpu:a100:2' ||
+# (Slurm 22.05 writes it gres:gpu:a100:2, 24.11 and later gres/gpu:a100:2.)
+job_field "$e" TresPerNode | grep -qx 'gres[:/]gpu:a100:2' ||
 	fail "the elastic job's request is $(job_field "$e" TresPerNode), not 2 a100"
 sleep 3
 grep -Pq "^$e\tRUNNING\telastic:1-4\ta100\t2\t1\t" "$status" ||
