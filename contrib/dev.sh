@@ -9,6 +9,8 @@
 #                          the loopback Slurm tests also on Debian 13's
 #                          Slurm 24.11 and unstable's 26.05, each in a root
 #                          of that suite (contrib/slurm-root.sh)
+#   contrib/dev.sh test-suite SUITE   only the loopback tests on SUITE's
+#                          Slurm (trixie: 24.11, sid: 26.05)
 #   contrib/dev.sh deps    only install the Debian packages and the Slurm source
 #
 # The reference data is expected in ../shared/data beside the project root, or
@@ -21,7 +23,7 @@ data=${COPUS_DATA:-$top/../shared/data}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Debian packages the build, the tests and the demo need.
-mapfile -t packages < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$top/contrib/debian-packages")
+mapfile -t packages < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$top/contrib/debian-packages")
 
 # Where the matching Slurm source is unpacked (plugin headers).
 srcroot=${COPUS_SLURM_SRC_ROOT:-/var/cache/copus}
@@ -152,13 +154,28 @@ summarize() {
 	[ "$failed" -eq 0 ]
 }
 
+# deb_test SUITE BUILD_DIR: BUILD_DIR/deb's packages installed in a fresh
+# root of SUITE, running the demo cluster (tests/test-deb.sh); prints
+# "installed and ran the demo, lintian 0 errors" or why not.
+deb_test() {
+	local suite=$1 b=$2 out rc=0
+	out=$("$top/tests/test-deb.sh" "$suite" "$b/deb" 2>&1) || rc=$?
+	echo "$out" >"$b/deb-test.log"
+	case $rc in
+	0) echo "installed and ran the demo in a fresh $suite root, lintian 0 errors" ;;
+	77) echo "$(tail -1 "$b/deb-test.log")" ;;
+	*) echo "failed (see $b/deb-test.log)"; return 1 ;;
+	esac
+}
+
 # suite_test SUITE: build in SUITE's root against its Slurm and run the
 # loopback tests there (make check-slurm, in build-SUITE); prints one line
-# "Slurm V (SUITE): N passed, N failed, N skipped in Ts" or
-# "Slurm (SUITE): skipped (reason)". Returns 1 when a test failed.
+# "Slurm V (SUITE): N passed, N failed, N skipped in Ts; packages: ..." or
+# "Slurm (SUITE): skipped (reason)"; then builds the Debian packages there
+# and installs them in a fresh root (deb_test). Returns 1 when a test failed.
 suite_test() {
 	local suite=$1 dir=$roots/$1 b=$top/build-$1 t0=$SECONDS rc=0
-	local src flags="" ver line bind=()
+	local src prefix flags="" ver line bind=()
 	mkdir -p "$b"
 	[ -d "$data" ] && bind=(--bind "$data:/data")
 	"$top/contrib/slurm-root.sh" make "$suite" "$dir" >"$b/root.log" 2>&1 || rc=$?
@@ -170,17 +187,38 @@ suite_test() {
 		return 1
 	fi
 	ver=$("$top/contrib/slurm-root.sh" version "$dir")
-	src=$("$top/contrib/slurm-root.sh" srcdir "$dir")
-	case $src in *" series") flags=--enable-slurm-series-source; src=${src% series} ;; esac
+	ver=${ver%-*}
+	read -r src prefix <<<"$("$top/contrib/slurm-root.sh" srcdir "$dir")"
+	local env=() note=""
+	if [ -n "$prefix" ]; then
+		# The suite's own Slurm has no source to build the plugins
+		# against: the tests run on the release built from git.
+		note=", on ${prefix#/opt/} built from git (no source of Debian's $ver is served)"
+		ver=${prefix#/opt/slurm-}
+		env=(--env "PATH=$prefix/bin:$prefix/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+			--env "SLURM_SBIN=$prefix/sbin" --env "SLURM_PLUGIN_DIR=$prefix/lib/slurm")
+		flags="CPPFLAGS=-I$prefix/include LDFLAGS=-L$prefix/lib --with-slurm-plugindir=$prefix/lib/slurm"
+	fi
 	rm -f "$b"/tests/*.trs "$b"/tests/*.log
 	"$top/contrib/slurm-root.sh" run "$dir" --bind "$top:/src" --bind "$b:/build" \
-		${bind[@]+"${bind[@]}"} -- sh -c "cd /build &&
+		${bind[@]+"${bind[@]}"} ${env[@]+"${env[@]}"} -- sh -c "cd /build &&
 		/src/configure -q --with-slurm-src=$src $flags --without-cuda &&
 		make -s -j$jobs && make -s -j$jobs check-slurm" >"$b/check.log" 2>&1 || rc=1
 	summarize "$b" >"$b/summary.log" || { rc=1; cat "$b/summary.log" >&2; }
 	line=$(tail -1 "$b/summary.log")
 	[ -n "$line" ] || line="the build failed (see $b/check.log)"
-	echo "Slurm ${ver%-*} ($suite): $line in $((SECONDS - t0))s${flags:+, built against ${src##*/} (the registry serves no $ver source)}"
+	local pkg
+	if [ -n "$prefix" ]; then
+		pkg="skipped (a package for Debian's Slurm $ver needs that release's source)"
+	elif [ -f "$b/Makefile" ] && "$top/contrib/slurm-root.sh" run "$dir" \
+		--bind "$top:/src" --bind "$b:/build" -- /src/contrib/deb.sh /build \
+		>"$b/deb.log" 2>&1; then
+		pkg=$(deb_test "$suite" "$b") || rc=1
+	else
+		pkg="failed (contrib/deb.sh; see $b/deb.log)"
+		rc=1
+	fi
+	echo "Slurm $ver ($suite): $line in $((SECONDS - t0))s$note; packages: $pkg"
 	return $rc
 }
 
@@ -205,7 +243,15 @@ cmd_test() {
 			>build/distcheck.log 2>&1 || { tail -40 build/distcheck.log; rc=1; }
 	fi
 
-	lines+=("Slurm $(dpkg-query -W -f='${Version}' libslurm-dev | sed 's/-[^-]*$//') (this machine): $(summarize build build-san | tail -1) in $((SECONDS - t0))s, ASan and distcheck included")
+	local pkg
+	say "Debian packages (contrib/deb.sh) and their install test"
+	if "$top/contrib/deb.sh" build >build/deb.log 2>&1; then
+		pkg=$(deb_test "$(. /etc/os-release && echo "$VERSION_CODENAME")" "$top/build") || rc=1
+	else
+		pkg="failed (contrib/deb.sh; see build/deb.log)"
+		rc=1
+	fi
+	lines+=("Slurm $(dpkg-query -W -f='${Version}' libslurm-dev | sed 's/-[^-]*$//') (this machine): $(summarize build build-san | tail -1) in $((SECONDS - t0))s, ASan and distcheck included; packages: $pkg")
 
 	for suite in $suites; do
 		say "loopback tests on $suite's Slurm"
@@ -237,11 +283,18 @@ cmd_demo_sim() {
 
 case ${1:-} in
 deps) cmd_deps ;;
+test-suite)
+	[ $# -eq 2 ] || { echo "usage: contrib/dev.sh test-suite SUITE" >&2; exit 2; }
+	install_packages
+	export COPUS_DATA="$data"
+	[ -x configure ] || autoreconf -fi >/dev/null 2>&1
+	suite_test "$2"
+	;;
 test) cmd_test ;;
 demo) cmd_demo ;;
 demo-sim) cmd_demo_sim ;;
 *)
-	echo "usage: contrib/dev.sh demo|demo-sim|test|deps" >&2
+	echo "usage: contrib/dev.sh demo|demo-sim|test|test-suite SUITE|deps" >&2
 	exit 2
 	;;
 esac

@@ -10,9 +10,6 @@ contrib_trainer_copus_trainer_LDADD = runtime/libcopus.la \
 TESTS += tests/test-trainer.sh
 EXTRA_DIST += tests/test-trainer.sh
 dist_man_MANS += etc/copus-trainer.1
-# copusctl's page belongs beside copusctl in plugin/local.mk; it is here
-# until it moves there.
-dist_man_MANS += etc/copusctl.1
 
 # ---------------------------------------------------------------------------
 # The demo from the installed files: copus-demo runs slurm-demo.sh --installed

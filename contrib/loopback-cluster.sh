@@ -97,7 +97,7 @@ AuthInfo=socket=$DIR/munge/munge.socket"
 	[ "$SCHED" = builtin ] && schedtype=sched/builtin
 	# sched/copus's submission checks, when they are built beside it.
 	local jobsubmit=""
-	[ "$SCHED" = copus ] && [ -f "$PLUGIN_DIR/job_submit_copus.so" ] &&
+	[ "$SCHED" = copus ] && [ -f "${PLUGIN_DIR:-$SLURM_PLUGIN_DIR}/job_submit_copus.so" ] &&
 		jobsubmit=JobSubmitPlugins=copus
 
 	cat >"$DIR/etc/slurm.conf" <<EOF

@@ -8,15 +8,16 @@
 #                              and unpack its source in DIR/var/cache/copus
 #   contrib/slurm-root.sh base SUITE DIR     only debootstrap SUITE into DIR
 #                              (a fresh root for installing packages into)
-#   contrib/slurm-root.sh run DIR [--bind SRC:DST]... -- COMMAND...
+#   contrib/slurm-root.sh run DIR [--bind SRC:DST]... [--env N=V]... -- COMMAND...
 #                              run COMMAND inside DIR with /proc, /sys and
-#                              /dev mounted and each SRC bound at DIR/DST;
+#                              /dev mounted, each SRC bound at DIR/DST and
+#                              the environment N=V;
 #                              everything is unmounted when it returns
 #   contrib/slurm-root.sh source DIR         fetch the source of DIR's Slurm
 #                              again into DIR/var/cache/copus
 #   contrib/slurm-root.sh srcdir DIR         print where in DIR that source
-#                              is, and "series" when it is another release
-#                              of the same series (see below)
+#                              is and, when the tests use a Slurm built from
+#                              it (see below), that Slurm's prefix
 #   contrib/slurm-root.sh version DIR        print the root's Slurm version
 #
 # SUITE is a Debian suite name: bookworm (Slurm 22.05), trixie (24.11),
@@ -26,8 +27,10 @@
 # The Slurm source comes from apt-get source, else from the upstream tarball
 # apt names (checked against its SHA256 sum), else from a Slurm git
 # repository (COPUS_SLURM_GIT): the release's tag, or when it has none the
-# newest release of the same series, which configure accepts only with
-# --enable-slurm-series-source.
+# newest release of the same series. The plugins need the exact release's
+# source (the job record's layout changes between micro releases too), so
+# in that last case "make" builds that release of Slurm into
+# DIR/opt/slurm-VERSION, and the tests run on it instead of the suite's own.
 # Exit status 3 means the suite's packages could not be fetched (no route to
 # the package registry, or the suite lacks a package): callers report such a
 # version as skipped.
@@ -89,11 +92,12 @@ cmd_run() {
 	local dir=$1
 	shift
 	[ -f "$dir/.copus-suite" ] || die "$dir is not a root made by slurm-root.sh"
-	local binds=()
+	local binds=() envs=()
 	mounts=()
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--bind) binds+=("$2"); shift 2 ;;
+		--env) envs+=("$2"); shift 2 ;;
 		--) shift; break ;;
 		*) die "run: unknown option '$1'" ;;
 		esac
@@ -137,7 +141,7 @@ cmd_run() {
 	chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
 		${COPUS_DATA:+COPUS_DATA=/data} ${KEEP_TMP:+KEEP_TMP=$KEEP_TMP} \
-		"$@" || rc=$?
+		${envs[@]+"${envs[@]}"} "$@" || rc=$?
 	cleanup
 	trap - EXIT
 	return $rc
@@ -196,75 +200,60 @@ slurm_git() {
 
 # Export release VERSION (a.b.c) from the repository's tag slurm-a-b-c-*,
 # or, when it lacks that tag, the newest release of the same series
-# (slurm-a-b-*, or the series' branch slurm-a.b): a tree of another micro
-# release, which configure takes only with --enable-slurm-series-source;
-# .version then says "series".
+# (slurm-a-b-*); .version then says "build" and which release it holds.
 from_git() {
-	local cache=$1 version=$2 g major minor micro ref tag
+	local cache=$1 version=$2 g major minor micro ref
 	g=$(slurm_git) || { echo "no Slurm git repository (set COPUS_SLURM_GIT)"; return 1; }
 	IFS=. read -r major minor micro <<<"$version"
-	minor=$((10#$minor))
-	tag=$(git --git-dir="$g" tag -l "slurm-$major-$(printf %02d "$minor")-$micro-*" "slurm-$major-$minor-$micro-*" |
-		sort -V | tail -1)
-	if [ -n "$tag" ]; then
-		ref=$tag
-	else
-		ref=$(git --git-dir="$g" tag -l "slurm-$major-$(printf %02d "$minor")-*" "slurm-$major-$minor-*" |
-			grep -v rc | sort -V | tail -1)
-		[ -n "$ref" ] || ref=$(git --git-dir="$g" rev-parse -q --verify "slurm-$major.$(printf %02d "$minor")" >/dev/null && echo "slurm-$major.$(printf %02d "$minor")")
-		[ -n "$ref" ] || { echo "$g has no Slurm $major.$minor release"; return 1; }
-	fi
-	local meta maj2 min2 mic2 dirv
+	minor=$(printf %02d "$((10#$minor))")
+	ref=$(git --git-dir="$g" tag -l "slurm-$major-$minor-$micro-*" | sort -V | tail -1)
+	[ -n "$ref" ] || ref=$(git --git-dir="$g" tag -l "slurm-$major-$minor-*" |
+		grep -v rc | sort -V | tail -1)
+	[ -n "$ref" ] || { echo "$g has no Slurm $major.$minor release"; return 1; }
+	local meta dirv
 	meta=$(git --git-dir="$g" show "$ref:META") || return 1
-	maj2=$(echo "$meta" | sed -n 's/^ *Major:[[:space:]]*//p')
-	min2=$(echo "$meta" | sed -n 's/^ *Minor:[[:space:]]*//p')
-	mic2=$(echo "$meta" | sed -n 's/^ *Micro:[[:space:]]*//p')
-	dirv="$maj2.$min2.$mic2"
+	dirv=$(echo "$meta" | awk '$1 == "Major:" { a = $2 } $1 == "Minor:" { b = $2 }
+		$1 == "Micro:" { c = $2 } END { print a "." b "." c }')
 	mkdir -p "$cache/slurm-$dirv"
 	git --git-dir="$g" archive "$ref" | tar -x -C "$cache/slurm-$dirv"
 	if [ "$dirv" = "$version" ]; then
 		echo "$version (git $ref)" >"$cache/.version"
 	else
-		echo "$version series $dirv (git $ref)" >"$cache/.version"
+		echo "$version build $dirv (git $ref)" >"$cache/.version"
 	fi
 	echo "exported $ref of $g as Slurm $dirv"
 }
 
-cmd_make() {
-	local suite=$1 dir=$2
-	local want
-	want="$suite $(root_packages | md5sum | cut -c1-12)"
-	if [ -f "$dir/.copus-made" ] && [ "$(cat "$dir/.copus-made")" = "$want" ] &&
-		[ -n "$(find "$dir/.copus-made" -mtime -"$max_days")" ]; then
-		return 0
-	fi
-	cmd_base "$suite" "$dir"
-	say "installing $suite's Slurm and the build dependencies"
-	local pkgs
-	pkgs=$(root_packages)
-	if ! cmd_run "$dir" -- sh -c "apt-get update && \
-		DEBIAN_FRONTEND=noninteractive apt-get install $pkgs" \
-		>"$dir.apt.log" 2>&1; then
-		tail -5 "$dir.apt.log" >&2
-		unreachable "installing the packages into the $suite root failed (log: $dir.apt.log)"
-	fi
-	say "fetching $suite's Slurm source"
-	fetch_source "$dir" >"$dir.source.log" 2>&1 || {
-		tail -5 "$dir.source.log" >&2
-		unreachable "no source of the $suite root's Slurm could be fetched (log: $dir.source.log)"
+# Build the release whose source from_git exported into DIR/opt/slurm-V,
+# with what the loopback tests use (auth/none, cred/none, cons_tres,
+# gres/gpu, the schedulers); without PMIx, which Debian's PMIx may be too
+# new for.
+build_slurm() {
+	local dir=$1 v
+	v=$(awk '$2 == "build" { print $3 }' "$dir/var/cache/copus/.version")
+	[ -n "$v" ] || return 0
+	[ -x "$dir/opt/slurm-$v/sbin/slurmctld" ] && return 0
+	say "building Slurm $v into $dir/opt/slurm-$v (its suite's source is not served)"
+	cmd_run "$dir" -- sh -c "set -e; rm -rf /var/cache/copus/slurm-build
+		mkdir -p /var/cache/copus/slurm-build; cd /var/cache/copus/slurm-build
+		/var/cache/copus/slurm-$v/configure -q --prefix=/opt/slurm-$v \
+			--sysconfdir=/opt/slurm-$v/etc --without-pmix --disable-debug
+		make -s -j$(nproc) && make -s install" >"$dir.slurm-build.log" 2>&1 || {
+		tail -20 "$dir.slurm-build.log" >&2
+		die "building Slurm $v failed (log: $dir.slurm-build.log)"
 	}
-	echo "$want" >"$dir/.copus-made"
+	rm -rf "$dir/var/cache/copus/slurm-build"
 }
 
-# The source tree of DIR's Slurm, as the root sees it, and whether it is
-# of another release of the series: "PATH" or "PATH series".
+# The source tree of DIR's Slurm, as the root sees it, and when the tests
+# use a Slurm built from it, that Slurm's prefix: "PATH [PREFIX]".
 cmd_srcdir() {
 	local dir=$1 v
 	v=$(cat "$dir/var/cache/copus/.version" 2>/dev/null) || die "no Slurm source in $dir"
 	local d
-	d=$(cd "$dir/var/cache/copus" && ls -d slurm-*/ | head -1)
+	d=$(cd "$dir/var/cache/copus" && ls -d slurm-[0-9]*/ slurm-wlm-[0-9]*/ 2>/dev/null | head -1)
 	case $v in
-	*" series "*) echo "/var/cache/copus/${d%/} series" ;;
+	*" build "*) echo "/var/cache/copus/${d%/} /opt/slurm-$(echo "$v" | awk '{ print $3 }')" ;;
 	*) echo "/var/cache/copus/${d%/}" ;;
 	esac
 }
@@ -277,9 +266,9 @@ cmd_version() {
 case ${1:-} in
 make) [ $# -eq 3 ] || die "usage: slurm-root.sh make SUITE DIR"; cmd_make "$2" "$3" ;;
 base) [ $# -eq 3 ] || die "usage: slurm-root.sh base SUITE DIR"; cmd_base "$2" "$3" ;;
-run) [ $# -ge 3 ] || die "usage: slurm-root.sh run DIR [--bind SRC:DST]... -- COMMAND..."
+run) [ $# -ge 3 ] || die "usage: slurm-root.sh run DIR [--bind SRC:DST]... [--env N=V]... -- COMMAND..."
 	shift; cmd_run "$@" ;;
-source) [ $# -eq 2 ] || die "usage: slurm-root.sh source DIR"; fetch_source "$2" ;;
+source) [ $# -eq 2 ] || die "usage: slurm-root.sh source DIR"; fetch_source "$2"; build_slurm "$2" ;;
 srcdir) [ $# -eq 2 ] || die "usage: slurm-root.sh srcdir DIR"; cmd_srcdir "$2" ;;
 version) [ $# -eq 2 ] || die "usage: slurm-root.sh version DIR"; cmd_version "$2" ;;
 *) sed -n '5,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;

@@ -87,6 +87,7 @@ bin_PROGRAMS += plugin/copusctl
 plugin_copusctl_SOURCES = plugin/copusctl.c
 plugin_copusctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 plugin_copusctl_LDADD = $(JSONC_LIBS)
+dist_man_MANS += etc/copusctl.1
 
 # Loopback-cluster integration tests (root only; they skip otherwise).
 SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \

@@ -16,8 +16,8 @@ fail() {
 }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run slurmctld and slurmd"
-[ -x /usr/sbin/slurmctld ] || skip "slurmctld not installed (Debian package slurmctld)"
-[ -x /usr/sbin/slurmd ] || skip "slurmd not installed (Debian package slurmd)"
+[ -x "${SLURM_SBIN:-/usr/sbin}/slurmctld" ] || skip "slurmctld not installed (Debian package slurmctld)"
+[ -x "${SLURM_SBIN:-/usr/sbin}/slurmd" ] || skip "slurmd not installed (Debian package slurmd)"
 command -v sbatch >/dev/null || skip "sbatch not installed (Debian package slurm-client)"
 command -v ss >/dev/null || skip "ss not installed (Debian package iproute2)"
 
