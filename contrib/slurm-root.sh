@@ -226,23 +226,61 @@ from_git() {
 
 # Build the release whose source from_git exported into DIR/opt/slurm-V,
 # with what the loopback tests use (auth/none, cred/none, cons_tres,
-# gres/gpu, the schedulers); without PMIx, which Debian's PMIx may be too
+# gres/gpu, the schedulers, several slurmd per host as Debian builds it);
+# without PMIx, which Debian's PMIx may be too
 # new for.
 build_slurm() {
 	local dir=$1 v
+	local flags="--without-pmix --disable-debug --enable-multiple-slurmd"
 	v=$(awk '$2 == "build" { print $3 }' "$dir/var/cache/copus/.version")
 	[ -n "$v" ] || return 0
-	[ -x "$dir/opt/slurm-$v/sbin/slurmctld" ] && return 0
+	[ "$(cat "$dir/opt/slurm-$v/.copus-build" 2>/dev/null)" = "$flags" ] && return 0
 	say "building Slurm $v into $dir/opt/slurm-$v (its suite's source is not served)"
+	rm -rf "$dir/opt/slurm-$v"
 	cmd_run "$dir" -- sh -c "set -e; rm -rf /var/cache/copus/slurm-build
 		mkdir -p /var/cache/copus/slurm-build; cd /var/cache/copus/slurm-build
 		/var/cache/copus/slurm-$v/configure -q --prefix=/opt/slurm-$v \
-			--sysconfdir=/opt/slurm-$v/etc --without-pmix --disable-debug
+			--sysconfdir=/opt/slurm-$v/etc $flags
 		make -s -j$(nproc) && make -s install" >"$dir.slurm-build.log" 2>&1 || {
 		tail -20 "$dir.slurm-build.log" >&2
 		die "building Slurm $v failed (log: $dir.slurm-build.log)"
 	}
+	echo "$flags" >"$dir/opt/slurm-$v/.copus-build"
 	rm -rf "$dir/var/cache/copus/slurm-build"
+}
+
+cmd_make() {
+	local suite=$1 dir=$2
+	local want pkgs
+	want="$suite $(root_packages | md5sum | cut -c1-12)"
+	pkgs=$(root_packages)
+	if [ -f "$dir/.copus-made" ] &&
+		[ -n "$(find "$dir/.copus-made" -mtime -"$max_days")" ]; then
+		[ "$(cat "$dir/.copus-made")" = "$want" ] && return 0
+		# Same suite, another package list: install it in place.
+		if [ "$(cut -d' ' -f1 "$dir/.copus-made")" = "$suite" ] &&
+			cmd_run "$dir" -- sh -c "apt-get update && \
+			DEBIAN_FRONTEND=noninteractive apt-get install $pkgs" \
+			>"$dir.apt.log" 2>&1; then
+			echo "$want" >"$dir/.copus-made"
+			return 0
+		fi
+	fi
+	cmd_base "$suite" "$dir"
+	say "installing $suite's Slurm and the build dependencies"
+	if ! cmd_run "$dir" -- sh -c "apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install $pkgs" \
+		>"$dir.apt.log" 2>&1; then
+		tail -5 "$dir.apt.log" >&2
+		unreachable "installing the packages into the $suite root failed (log: $dir.apt.log)"
+	fi
+	say "fetching $suite's Slurm source"
+	fetch_source "$dir" >"$dir.source.log" 2>&1 || {
+		tail -5 "$dir.source.log" >&2
+		unreachable "no source of the $suite root's Slurm could be fetched (log: $dir.source.log)"
+	}
+	build_slurm "$dir"
+	echo "$want" >"$dir/.copus-made"
 }
 
 # The source tree of DIR's Slurm, as the root sees it, and when the tests
@@ -251,7 +289,7 @@ cmd_srcdir() {
 	local dir=$1 v
 	v=$(cat "$dir/var/cache/copus/.version" 2>/dev/null) || die "no Slurm source in $dir"
 	local d
-	d=$(cd "$dir/var/cache/copus" && ls -d slurm-[0-9]*/ slurm-wlm-[0-9]*/ 2>/dev/null | head -1)
+	d=$(cd "$dir/var/cache/copus" && ls -d slurm-[0-9]*/ slurm-wlm-[0-9]*/ 2>/dev/null | head -1) || true
 	case $v in
 	*" build "*) echo "/var/cache/copus/${d%/} /opt/slurm-$(echo "$v" | awk '{ print $3 }')" ;;
 	*) echo "/var/cache/copus/${d%/}" ;;
