@@ -17,10 +17,16 @@ scontrol reconfigure || fail "scontrol reconfigure"
 sleep 1
 
 # --- PMIx bootstrap -------------------------------------------------------
-out=$(srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 -t 1 "$JOB" pmix 2>&1)
-echo "$out"
-n=$(grep -c '^pmix [0-3]/4 ok$' <<<"$out")
-[ "$n" -eq 4 ] || fail "PMIx bootstrap: $n of 4 ranks got rank 0's blob"
+# (A Slurm built without PMIx, as the 26.05 release built from git for these
+# tests is, has no mpi/pmix: that part alone is left out, and says so.)
+if srun --mpi=list 2>&1 | grep -qw pmix; then
+	out=$(srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 -t 1 "$JOB" pmix 2>&1)
+	echo "$out"
+	n=$(grep -c '^pmix [0-3]/4 ok$' <<<"$out")
+	[ "$n" -eq 4 ] || fail "PMIx bootstrap: $n of 4 ranks got rank 0's blob"
+else
+	echo "NOTE: this Slurm has no mpi/pmix; the PMIx bootstrap is not tested"
+fi
 
 # Without PMIx (srun --mpi=none) four ranks have no way to bootstrap: a
 # clear error, not a hang.
