@@ -175,7 +175,7 @@ deb_test() {
 # and installs them in a fresh root (deb_test). Returns 1 when a test failed.
 suite_test() {
 	local suite=$1 dir=$roots/$1 b=$top/build-$1 t0=$SECONDS rc=0
-	local src prefix flags="" ver line bind=()
+	local src prefix flags="" ver debver line bind=()
 	mkdir -p "$b"
 	[ -d "$data" ] && bind=(--bind "$data:/data")
 	"$top/contrib/slurm-root.sh" make "$suite" "$dir" >"$b/root.log" 2>&1 || rc=$?
@@ -194,6 +194,7 @@ suite_test() {
 		# The suite's own Slurm has no source to build the plugins
 		# against: the tests run on the release built from git.
 		note=", on ${prefix#/opt/} built from git (no source of Debian's $ver is served)"
+		debver=$ver
 		ver=${prefix#/opt/slurm-}
 		env=(--env "PATH=$prefix/bin:$prefix/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
 			--env "SLURM_SBIN=$prefix/sbin" --env "SLURM_PLUGIN_DIR=$prefix/lib/slurm")
@@ -202,14 +203,17 @@ suite_test() {
 	rm -f "$b"/tests/*.trs "$b"/tests/*.log
 	"$top/contrib/slurm-root.sh" run "$dir" --bind "$top:/src" --bind "$b:/build" \
 		${bind[@]+"${bind[@]}"} ${env[@]+"${env[@]}"} -- sh -c "cd /build &&
-		/src/configure -q --with-slurm-src=$src $flags --without-cuda &&
+		want='--with-slurm-src=$src $flags --without-cuda' &&
+		{ [ \"\$(cat .configured 2>/dev/null)\" = \"\$want\" ] ||
+		  { make -s clean >/dev/null 2>&1; true; }; } &&
+		/src/configure -q \$want && echo \"\$want\" >.configured &&
 		make -s -j$jobs && make -s -j$jobs check-slurm" >"$b/check.log" 2>&1 || rc=1
 	summarize "$b" >"$b/summary.log" || { rc=1; cat "$b/summary.log" >&2; }
 	line=$(tail -1 "$b/summary.log")
 	[ -n "$line" ] || line="the build failed (see $b/check.log)"
 	local pkg
 	if [ -n "$prefix" ]; then
-		pkg="skipped (a package for Debian's Slurm $ver needs that release's source)"
+		pkg="skipped (a package for Debian's Slurm $debver needs that release's source)"
 	elif [ -f "$b/Makefile" ] && "$top/contrib/slurm-root.sh" run "$dir" \
 		--bind "$top:/src" --bind "$b:/build" -- /src/contrib/deb.sh /build \
 		>"$b/deb.log" 2>&1; then
