@@ -187,11 +187,11 @@ fetch_source() {
 }
 
 # A Slurm git repository (SchedMD's), where the registry serves no source:
-# COPUS_SLURM_GIT, else the first of the places below that holds one.
+# COPUS_SLURM_GIT, else /var/cache/copus/slurm.git (a clone, or a link to
+# one).
 slurm_git() {
 	local g
-	for g in ${COPUS_SLURM_GIT:-} /var/cache/copus/slurm.git \
-		/work/.mirror/SchedMD+slurm/repo; do
+	for g in ${COPUS_SLURM_GIT:-} /var/cache/copus/slurm.git; do
 		git --git-dir="$g" rev-parse --verify -q HEAD >/dev/null 2>&1 &&
 			{ echo "$g"; return 0; }
 	done
