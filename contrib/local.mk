@@ -34,4 +34,5 @@ contrib/copus-demo: $(srcdir)/contrib/copus-demo.in Makefile
 # The PyTorch adapter, where Debian's python3 imports modules from (under
 # the prefix: /usr/lib/python3/dist-packages for --prefix=/usr).
 copuspythondir = $(prefix)/lib/python3/dist-packages
-copuspython_DATA = contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py
+copuspython_DATA = contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
+	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py

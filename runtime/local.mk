@@ -52,7 +52,8 @@ tests_bench_runtime_reshard_LDADD = runtime/libcopus.la core/libcopus-core.la -l
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
 	tests/test_pytorch_pipeline.py tests/test_pytorch_tensor.py \
-	contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py
+	contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
+	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py
 
 # A stand-in training job for the loopback-cluster test.
 noinst_PROGRAMS += tests/test-runtime-job

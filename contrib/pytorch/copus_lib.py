@@ -1,0 +1,554 @@
+"""libcopus from Python (ctypes; no compiled extension): the structures of
+include/copus/copus.h and planner.h, the library's loading, and Runtime,
+one process's libcopus context with Python callbacks. copus_torch's
+Trainer and copus_pipeline's PipelineTrainer are built on it; a training
+loop of another framework can use Runtime directly.
+
+The library is found through $COPUS_LIB, then the system's library path
+(libcopus.so.0 when ldconfig's cache does not list it).
+"""
+
+import collections
+import ctypes
+import ctypes.util
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+COPUS_OK = 0
+COPUS_ENODATA = -3
+# The values of a step boundary's agreement (COPUS_AGREE_LEN in copus.h).
+AGREE_LEN = 48
+STATE_RUNNING, STATE_CHECKPOINTING, STATE_CHECKPOINTED = 0, 1, 2
+OPT_SGD, OPT_ADAM = 0, 1
+
+
+class CopusError(RuntimeError):
+    pass
+
+
+class BatchLimits(ctypes.Structure):
+    _fields_ = [("init_batch", ctypes.c_double),
+                ("max_batch", ctypes.c_double),
+                ("min_local", ctypes.c_int),
+                ("max_local", ctypes.c_int),
+                ("accumulation", ctypes.c_bool)]
+
+
+class PerfParams(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_double) for n in
+                ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r",
+                 "beta_r", "gamma")]
+
+
+class GradStats(ctypes.Structure):
+    _fields_ = [("sqr", ctypes.c_double), ("var", ctypes.c_double)]
+
+
+# The attribute of a parameter that is a slice of a tensor-parallel weight
+# (copus_tensor): (the dimension split, its TensorParallel).
+SPLIT_ATTR = "copus_tensor_split"
+
+SAVE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                           ctypes.c_int64)
+LOAD_CB = SAVE_CB
+AGREE_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                            ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
+BCAST_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_size_t)
+PUBLISH_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class Layout(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_int), ("tensor", ctypes.c_int),
+                ("pipeline", ctypes.c_int)]
+
+
+class Shard(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_char_p),
+                ("pipeline_rank", ctypes.c_int),
+                ("tensor_rank", ctypes.c_int),
+                ("first_layer", ctypes.c_int),
+                ("n_layers", ctypes.c_int)]
+
+
+# A shard of a checkpoint as a reshard callback sees it: its file (None
+# when this rank needs none of it), its stage and slice, its layers.
+ShardFile = collections.namedtuple(
+    "ShardFile", "path pipeline_rank tensor_rank first_layer n_layers")
+
+RESHARD_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.POINTER(Layout), ctypes.POINTER(Layout),
+                              ctypes.POINTER(Shard), ctypes.POINTER(Shard),
+                              ctypes.c_int)
+
+
+class PlannerDesc(ctypes.Structure):
+    # copus_planner_desc of include/copus/planner.h: a model the planner
+    # describes (arch 1 transformer, 2 MoE, 3 Wide-ResNet).
+    _fields_ = [(n, ctypes.c_int) for n in
+                ("arch", "dtype_bytes", "layers", "hidden", "heads",
+                 "seq_len", "vocab", "experts", "expert_group", "depth",
+                 "width_factor", "channels", "classes", "image_size")]
+
+
+ARCHS = {"tf": 1, "transformer": 1, "moe": 2, "wrn": 3, "wide_resnet": 3}
+
+
+def planner_desc(model):
+    """A PlannerDesc from a dict of copus_planner_desc's fields; "arch" may
+    be a name ("tf", "moe", "wrn") or the enum's number."""
+    fields = dict(model)
+    arch = fields.pop("arch")
+    d = PlannerDesc()
+    d.arch = ARCHS[arch] if isinstance(arch, str) else int(arch)
+    for k, v in fields.items():
+        if k not in dict(PlannerDesc._fields_):
+            raise CopusError("model: unknown field %r" % k)
+        setattr(d, k, int(v))
+    return d
+
+
+class PlannerPlan(ctypes.Structure):
+    # copus_planner_plan of include/copus/planner.h (64 stages at most).
+    _fields_ = [("data", ctypes.c_int), ("pipeline", ctypes.c_int),
+                ("tensor", ctypes.c_int),
+                ("micro_batches", ctypes.c_int),
+                ("data_inner", ctypes.c_int),
+                ("first_layer", ctypes.c_int * 65),
+                ("seconds", ctypes.c_double),
+                ("compute_s", ctypes.c_double),
+                ("tensor_s", ctypes.c_double),
+                ("pipeline_s", ctypes.c_double),
+                ("data_s", ctypes.c_double),
+                ("overhead_s", ctypes.c_double),
+                ("memory_bytes", ctypes.c_double)]
+
+    def stages(self):
+        """The first layer of every stage and the end."""
+        return list(self.first_layer[:self.pipeline + 1])
+
+
+class Config(ctypes.Structure):
+    # The layout of copus_config in include/copus/copus.h, field by field.
+    _fields_ = [("size", ctypes.c_size_t),
+                ("magic", ctypes.c_uint32),
+                ("version", ctypes.c_uint32),
+                ("limits", BatchLimits),
+                ("optimizer", ctypes.c_int),
+                ("prior", PerfParams),
+                ("target_progress", ctypes.c_double),
+                ("rank", ctypes.c_int),
+                ("world", ctypes.c_int),
+                ("local_rank", ctypes.c_int),
+                ("nodes", ctypes.c_int),
+                ("gpus_per_node", ctypes.c_int),
+                ("gpu_type", ctypes.c_char_p),
+                ("pipeline_degree", ctypes.c_int),
+                ("tensor_degree", ctypes.c_int),
+                ("layer_costs", ctypes.POINTER(ctypes.c_double)),
+                ("n_layers", ctypes.c_int),
+                ("ckpt_dir", ctypes.c_char_p),
+                ("save_all_ranks", ctypes.c_int),
+                ("save", SAVE_CB),
+                ("load", LOAD_CB),
+                ("cb_arg", ctypes.c_void_p),
+                ("agree", AGREE_CB),
+                ("bcast", BCAST_CB),
+                ("comm_arg", ctypes.c_void_p),
+                ("publish", PUBLISH_CB),
+                ("publish_arg", ctypes.c_void_p),
+                ("hint_interval", ctypes.c_double),
+                ("rescale_signal", ctypes.c_int),
+                ("exit_code", ctypes.c_int),
+                ("exit_on_rescale", ctypes.c_int),
+                ("agree_interval", ctypes.c_int),
+                ("noise_decay", ctypes.c_double),
+                ("no_signal_handler", ctypes.c_int),
+                ("ckpt_interval", ctypes.c_double),
+                ("reshard", RESHARD_CB),
+                ("model", ctypes.POINTER(PlannerDesc))]
+
+
+class JobInfo(ctypes.Structure):
+    _fields_ = [("job_id", ctypes.c_uint32),
+                ("restart_count", ctypes.c_int),
+                ("nodes", ctypes.c_int),
+                ("world", ctypes.c_int),
+                ("rank", ctypes.c_int),
+                ("local_rank", ctypes.c_int),
+                ("gpus_per_node", ctypes.c_int),
+                ("restored", ctypes.c_int),
+                ("step", ctypes.c_int64),
+                ("progress", ctypes.c_double),
+                ("samples", ctypes.c_int64)]
+
+
+class Plan(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_double),
+                ("local", ctypes.c_int),
+                ("accum_steps", ctypes.c_int),
+                ("lr_gain", ctypes.c_double),
+                ("efficiency", ctypes.c_double),
+                ("throughput", ctypes.c_double),
+                ("goodput", ctypes.c_double),
+                ("data_degree", ctypes.c_int),
+                ("pipeline_degree", ctypes.c_int),
+                ("tensor_degree", ctypes.c_int),
+                ("data_rank", ctypes.c_int),
+                ("pipeline_rank", ctypes.c_int),
+                ("tensor_rank", ctypes.c_int),
+                ("first_layer", ctypes.c_int),
+                ("n_layers", ctypes.c_int)]
+
+
+class Degrees(ctypes.Structure):
+    # copus_plan_degrees of copus/plan.h
+    _fields_ = [("data", ctypes.c_int), ("pipeline", ctypes.c_int),
+                ("tensor", ctypes.c_int)]
+
+
+class Coords(ctypes.Structure):
+    # copus_plan_coords of copus/plan.h
+    _fields_ = [(n, ctypes.c_int) for n in
+                ("data_rank", "pipeline_rank", "tensor_rank", "data_group",
+                 "pipeline_group", "tensor_group")]
+
+
+def coords_of_rank(data, pipeline, tensor, rank):
+    """Where rank stands in a layout: the core's numbering of ranks."""
+    out = Coords()
+    d = Degrees(data, pipeline, tensor)
+    if library().copus_plan_coords_of_rank(ctypes.byref(d), rank,
+                                           ctypes.byref(out)) != COPUS_OK:
+        raise CopusError("rank %d is not in data %d x pipeline %d x tensor %d"
+                         % (rank, data, pipeline, tensor))
+    return out
+
+
+_lib = None
+
+
+def library():
+    """Load libcopus once: $COPUS_LIB, else the system's library path."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = os.environ.get("COPUS_LIB") or ctypes.util.find_library("copus")
+    if not path:
+        # The runtime package's soname, for a library path that ldconfig's
+        # cache does not list.
+        path = "libcopus.so.0"
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise CopusError("libcopus not found (%s): set COPUS_LIB to "
+                         "libcopus.so" % e) from e
+    P = ctypes.c_void_p
+    sigs = {
+        "copus_config_init": [ctypes.POINTER(Config), ctypes.c_size_t],
+        "copus_init": [ctypes.POINTER(Config), ctypes.POINTER(P)],
+        "copus_finalize": [P],
+        "copus_info": [P, ctypes.POINTER(JobInfo)],
+        "copus_step_begin": [P],
+        "copus_sync_begin": [P],
+        "copus_sync_end": [P],
+        "copus_grad_local": [P, ctypes.c_double],
+        "copus_grad_total": [P, ctypes.c_double],
+        "copus_grad_dot": [P, ctypes.c_double],
+        "copus_step_end": [P, ctypes.c_int, ctypes.c_int],
+        "copus_grad_stats_get": [P, ctypes.POINTER(GradStats)],
+        "copus_plan_get": [P, ctypes.POINTER(Plan)],
+        "copus_planned": [P, ctypes.POINTER(PlannerPlan)],
+        "copus_publish": [P],
+        "copus_request_rescale": [P],
+        "copus_checkpoint": [P],
+        "copus_state": [P, ctypes.POINTER(ctypes.c_int)],
+        "copus_exit_code": [P, ctypes.POINTER(ctypes.c_int)],
+        "copus_agree_pack": [P, ctypes.POINTER(ctypes.c_double), ctypes.c_int],
+        "copus_agree_unpack": [P, ctypes.POINTER(ctypes.c_double),
+                               ctypes.c_int],
+    }
+    for name, args in sigs.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = ctypes.c_int
+    lib.copus_plan_coords_of_rank.argtypes = [ctypes.POINTER(Degrees),
+                                              ctypes.c_int,
+                                              ctypes.POINTER(Coords)]
+    lib.copus_plan_coords_of_rank.restype = ctypes.c_int
+    lib.copus_errmsg.argtypes = [P]
+    lib.copus_errmsg.restype = ctypes.c_char_p
+    lib.copus_strerror.argtypes = [ctypes.c_int]
+    lib.copus_strerror.restype = ctypes.c_char_p
+    _lib = lib
+    return lib
+
+
+class Runtime:
+    """The libcopus context of this process, with Python callbacks."""
+
+    def __init__(self, init_batch, max_batch, min_local, max_local,
+                 accumulation=True, optimizer=OPT_SGD, ckpt_dir=None,
+                 save=None, load=None, target_progress=0.0,
+                 noise_decay=0.0, hint_interval=0.0, publish=None,
+                 gpu_type=None, agree_interval=1, ckpt_interval=0.0,
+                 prior=None, pipeline_degree=1, tensor_degree=1,
+                 layer_costs=None, reshard=None, model=None):
+        lib = library()
+        self._lib = lib
+        cfg = Config()
+        self._check(lib.copus_config_init(ctypes.byref(cfg),
+                                          ctypes.sizeof(cfg)),
+                    "copus_config_init (does copus_torch match libcopus?)")
+        cfg.limits = BatchLimits(init_batch, max_batch, min_local, max_local,
+                                 accumulation)
+        cfg.optimizer = optimizer
+        if prior is not None:
+            # Throughput parameters known in advance (alpha_c, beta_c,
+            # alpha_n, beta_n, alpha_r, beta_r, gamma).
+            cfg.prior = PerfParams(*prior)
+        cfg.target_progress = target_progress
+        cfg.pipeline_degree = pipeline_degree
+        cfg.tensor_degree = tensor_degree
+        if layer_costs:
+            self._costs = (ctypes.c_double * len(layer_costs))(*layer_costs)
+            cfg.layer_costs = self._costs
+            cfg.n_layers = len(layer_costs)
+        if model is not None:
+            # The model travels in the hints; with pipeline_degree =
+            # tensor_degree = 0 the planner chooses the degrees and stages
+            # (planned()).
+            self._model = planner_desc(model)
+            cfg.model = ctypes.pointer(self._model)
+        cfg.noise_decay = noise_decay
+        cfg.hint_interval = hint_interval
+        # Steps between two all-reduces of the rescale flag (gloo/NCCL).
+        cfg.agree_interval = agree_interval
+        # Seconds between periodic checkpoints (0: $COPUS_CKPT_INTERVAL).
+        cfg.ckpt_interval = ckpt_interval
+        # The adapter leaves the process itself, after tearing down torch.
+        cfg.exit_on_rescale = 0
+        if dist.is_available() and dist.is_initialized():
+            cfg.rank = dist.get_rank()
+            cfg.world = dist.get_world_size()
+        self._keep = []
+        if gpu_type:
+            self._keep.append(gpu_type.encode())
+            cfg.gpu_type = self._keep[-1]
+        if ckpt_dir:
+            self._keep.append(os.fsencode(ckpt_dir))
+            cfg.ckpt_dir = self._keep[-1]
+        self._save, self._load = save, load
+        # ctypes callbacks must outlive the context: keep references.
+        self._cbs = [SAVE_CB(self._on_save), LOAD_CB(self._on_load),
+                     AGREE_CB(self._on_agree)]
+        cfg.save, cfg.load, cfg.agree = self._cbs
+        if reshard is not None:
+            self._reshard = reshard
+            self._cbs.append(RESHARD_CB(self._on_reshard))
+            cfg.reshard = self._cbs[-1]
+        if publish is not None:
+            self._publish = publish
+            self._cbs.append(PUBLISH_CB(self._on_publish))
+            cfg.publish = self._cbs[-1]
+        self.error = None
+        # Calls of the agree callback (all-reduces of the runtime's own).
+        self.agree_calls = 0
+        self.ctx = ctypes.c_void_p()
+        rc = lib.copus_init(ctypes.byref(cfg), ctypes.byref(self.ctx))
+        if rc != COPUS_OK:
+            # The context is gone: libcopus keeps the reason per thread.
+            why = lib.copus_errmsg(None).decode()
+            raise CopusError("copus_init: %s%s" % (
+                why, " (%s)" % self.error if self.error else ""))
+
+    def _check(self, rc, what):
+        if rc != COPUS_OK:
+            msg = self._lib.copus_errmsg(self.ctx).decode() \
+                if getattr(self, "ctx", None) else \
+                self._lib.copus_strerror(rc).decode()
+            raise CopusError("%s: %s" % (what, msg))
+        return rc
+
+    # Callbacks from C: never let an exception cross into C.
+    def _on_save(self, arg, path, step):
+        try:
+            self._save(os.fsdecode(path), step)
+            return 0
+        except Exception as e:  # noqa: BLE001
+            self.error = "save: %r" % (e,)
+            print("copus_torch: %s" % self.error, file=sys.stderr)
+            return 1
+
+    def _on_load(self, arg, path, step):
+        try:
+            self._load(os.fsdecode(path), step)
+            return 0
+        except Exception as e:  # noqa: BLE001
+            self.error = "load: %r" % (e,)
+            print("copus_torch: %s" % self.error, file=sys.stderr)
+            return 1
+
+    def _on_reshard(self, arg, step, old, now, mine, shards, n):
+        try:
+            lay = lambda l: (l.data, l.tensor, l.pipeline)  # noqa: E731
+
+            def shard(s):
+                return ShardFile(os.fsdecode(s.path) if s.path else None,
+                                 s.pipeline_rank, s.tensor_rank,
+                                 s.first_layer, s.n_layers)
+            self._reshard(step, lay(old[0]), lay(now[0]), shard(mine[0]),
+                          [shard(shards[i]) for i in range(n)])
+            return 0
+        except Exception as e:  # noqa: BLE001
+            self.error = "reshard: %r" % (e,)
+            print("copus_torch: %s" % self.error, file=sys.stderr)
+            return 1
+
+    def _on_agree(self, arg, values, n):
+        self.agree_calls += 1
+        try:
+            t = torch.tensor([values[i] for i in range(n)], dtype=torch.int64)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            for i in range(n):
+                values[i] = int(t[i])
+            return 0
+        except Exception as e:  # noqa: BLE001
+            print("copus_torch: agree: %r" % (e,), file=sys.stderr)
+            return 1
+
+    def _on_publish(self, arg, hint):
+        try:
+            self._publish(hint.decode())
+            return 0
+        except Exception:  # noqa: BLE001
+            return 1
+
+    def info(self):
+        out = JobInfo()
+        self._check(self._lib.copus_info(self.ctx, ctypes.byref(out)),
+                    "copus_info")
+        return out
+
+    def plan(self):
+        out = Plan()
+        self._check(self._lib.copus_plan_get(self.ctx, ctypes.byref(out)),
+                    "copus_plan_get")
+        return out
+
+    def planned(self):
+        """The planner's plan (a PlannerPlan: degrees, micro_batches,
+        data_inner, stages()), or None when the job chose its degrees."""
+        out = PlannerPlan()
+        rc = self._lib.copus_planned(self.ctx, ctypes.byref(out))
+        if rc == COPUS_ENODATA:
+            return None
+        self._check(rc, "copus_planned")
+        return out
+
+    def grad_stats(self):
+        out = GradStats()
+        rc = self._lib.copus_grad_stats_get(self.ctx, ctypes.byref(out))
+        if rc == COPUS_ENODATA:
+            return None
+        self._check(rc, "copus_grad_stats_get")
+        return out
+
+    def state(self):
+        out = ctypes.c_int()
+        self._check(self._lib.copus_state(self.ctx, ctypes.byref(out)),
+                    "copus_state")
+        return out.value
+
+    def exit_code(self):
+        out = ctypes.c_int()
+        self._check(self._lib.copus_exit_code(self.ctx, ctypes.byref(out)),
+                    "copus_exit_code")
+        return out.value
+
+    def step_begin(self):
+        self._check(self._lib.copus_step_begin(self.ctx), "copus_step_begin")
+
+    def sync_begin(self):
+        self._check(self._lib.copus_sync_begin(self.ctx), "copus_sync_begin")
+
+    def sync_end(self):
+        self._check(self._lib.copus_sync_end(self.ctx), "copus_sync_end")
+
+    def grad_local(self, sq):
+        self._check(self._lib.copus_grad_local(self.ctx, sq),
+                    "copus_grad_local")
+
+    def grad_total(self, sq):
+        self._check(self._lib.copus_grad_total(self.ctx, sq),
+                    "copus_grad_total")
+
+    def grad_dot(self, dot):
+        self._check(self._lib.copus_grad_dot(self.ctx, dot), "copus_grad_dot")
+
+    def step_end(self, local, accum_steps):
+        self._check(self._lib.copus_step_end(self.ctx, local, accum_steps),
+                    "copus_step_end")
+
+    def request_rescale(self):
+        self._check(self._lib.copus_request_rescale(self.ctx),
+                    "copus_request_rescale")
+
+    def agree_pack(self, out):
+        """This rank's values of the step's agreement, to be summed over
+        all ranks (with the gradients), into out: a contiguous float64
+        tensor of AGREE_LEN values."""
+        ptr = ctypes.cast(out.data_ptr(), ctypes.POINTER(ctypes.c_double))
+        self._check(self._lib.copus_agree_pack(self.ctx, ptr, AGREE_LEN),
+                    "copus_agree_pack")
+
+    def agree_unpack(self, sums):
+        """The sums over all ranks: a contiguous float64 tensor."""
+        ptr = ctypes.cast(sums.data_ptr(), ctypes.POINTER(ctypes.c_double))
+        self._check(self._lib.copus_agree_unpack(self.ctx, ptr, AGREE_LEN),
+                    "copus_agree_unpack")
+
+    def checkpoint(self):
+        self._check(self._lib.copus_checkpoint(self.ctx), "copus_checkpoint")
+
+    def finalize(self):
+        if self.ctx:
+            self._lib.copus_finalize(self.ctx)
+            self.ctx = ctypes.c_void_p()
+
+
+def _sqnorm(tensors, weights=None):
+    """Sum of squared entries, tensor i's weighted by weights[i]: one BLAS
+    dot per tensor, one sync in all."""
+    total = None
+    for i, t in enumerate(tensors):
+        v = t.detach().reshape(-1)
+        d = torch.dot(v, v)
+        if weights is not None and weights[i] != 1.0:
+            d = d * weights[i]
+        total = d if total is None else total + d
+    return 0.0 if total is None else float(total)
+
+
+def _reslice(pieces, old_degree, new_degree, rank, dim):
+    """Slice rank of new_degree of a tensor split along dim, from the
+    slices {old rank: tensor} of old_degree that overlap it."""
+    size = next(iter(pieces.values())).shape[dim]
+    full = size * old_degree
+    if full % new_degree:
+        raise CopusError("a dimension of %d does not split over tensor "
+                         "degree %d" % (full, new_degree))
+    n = full // new_degree
+    lo, hi = rank * n, (rank + 1) * n
+    out = []
+    for j in range(old_degree):
+        a, b = max(lo, j * size), min(hi, (j + 1) * size)
+        if a < b:
+            if j not in pieces:
+                raise CopusError("tensor slice %d of %d is in none of the "
+                                 "shards read" % (j, old_degree))
+            out.append(pieces[j].narrow(dim, a - j * size, b - a))
+    return torch.cat(out, dim).clone()

@@ -1,0 +1,324 @@
+"""PipelineTrainer: an nn.Sequential trained in libcopus's pipeline stages,
+tensor slices and data-parallel replicas (see copus_torch for the
+adapter as a whole; this module is imported by it)."""
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+from copus_lib import (CopusError, Runtime, SPLIT_ATTR, STATE_CHECKPOINTED,
+                       _reslice, coords_of_rank)
+
+
+class PipelineTrainer:
+    """An nn.Sequential trained in the plan's pipeline stages and data-
+    parallel replicas, on CPU with gloo (or any backend with send/recv).
+
+    Every rank builds the whole model (the same initial parameters) and
+    trains only its stage's layers: micro-batches go forward through the
+    stages and their gradients back (GPipe: all forward, then all
+    backward), activations by send/recv to the neighbouring stage of the
+    same replica; the gradients of a stage are averaged over its replicas
+    in one all-reduce. A checkpoint holds each stage's layers and their
+    optimizer state by layer number (one file per stage, written by its
+    first replica), so that a job restarted under another pipeline degree
+    reads the stages that hold its layers (libcopus's reshard).
+
+    A stage may hold copus_tensor's layers (tensor_degree > 1, the layers
+    built with TensorParallel(tensor, pipeline)): activations then go to
+    the neighbouring stage's rank of the same tensor rank, gradients are
+    averaged over the replicas of the same stage and slice, and each slice
+    is a shard of its own, cut and joined again under another tensor
+    degree as Trainer's are.
+
+    make_optimizer(params) builds the optimizer of a stage's parameters;
+    sampler is a GlobalSampler-like object of the replicas (next_batch,
+    state_dict, load_state_dict); global_batch samples a step in n_micro
+    micro-batches per replica.
+
+    With planner_model (a dict of copus_planner_desc's fields, see
+    Runtime) the planner chooses the pipeline and data degrees, the
+    micro-batches and each stage's layers, as the scheduler plans the
+    job's cells; the Sequential then has the planner's layers of that
+    model (its layers + 2 for a transformer), and a plan with tensor
+    parallelism is refused (the Sequential's layers are built before the
+    plan says its tensor degree).
+    """
+
+    def __init__(self, model, make_optimizer, loss_fn, sampler,
+                 global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
+                 layer_costs=None, on_rescale=None, tensor_degree=1,
+                 planner_model=None, **runtime_args):
+        self.layers = list(model)
+        self.loss_fn = loss_fn
+        self.sampler = sampler
+        self.on_rescale = on_rescale
+        self._pending = None    # state read by load/reshard, applied below
+        self.rank = dist.get_rank() if dist.is_initialized() else 0
+        self.world = dist.get_world_size() if dist.is_initialized() else 1
+        costs = layer_costs or [1.0] * len(self.layers)
+        if planner_model is not None:
+            # Known once the planner has chosen: the micro-batch.
+            self.micro, self.n_micro = 1, 1
+            self.rt = Runtime(global_batch, global_batch, 1, global_batch,
+                              accumulation=True, ckpt_dir=ckpt_dir,
+                              save=self._save_state, load=self._load_state,
+                              pipeline_degree=0, tensor_degree=0,
+                              model=planner_model,
+                              reshard=self._reshard_state, **runtime_args)
+            self._use_planned(global_batch)
+        else:
+            shard = pipeline_degree * tensor_degree
+            data = self.world // shard
+            if data < 1 or data * shard != self.world or \
+                    global_batch % (data * n_micro) != 0:
+                raise CopusError("PipelineTrainer: %d ranks, pipeline %d "
+                                 "x tensor %d: the global batch %d is not "
+                                 "a multiple of data x micro-batches"
+                                 % (self.world, pipeline_degree,
+                                    tensor_degree, global_batch))
+            self.micro = global_batch // (data * n_micro)
+            self.n_micro = n_micro
+            self.rt = Runtime(global_batch, global_batch, self.micro,
+                              self.micro, accumulation=True,
+                              ckpt_dir=ckpt_dir, save=self._save_state,
+                              load=self._load_state,
+                              pipeline_degree=pipeline_degree,
+                              tensor_degree=tensor_degree,
+                              layer_costs=costs,
+                              reshard=self._reshard_state, **runtime_args)
+        self.plan = self.rt.plan()
+        p = self.plan
+        inner = self.planned is not None and self.planned.data_inner
+        self.first, self.count = p.first_layer, p.n_layers
+        self.stage = torch.nn.Sequential(
+            *self.layers[self.first:self.first + self.count])
+        self.params = list(self.stage.parameters())
+        self.optimizer = make_optimizer(self.params)
+        self._names = {id(q): n for n, q in self._named_params()}
+        # Slices of tensor-parallel weights (copus_tensor), by name.
+        self._split = {n: getattr(q, SPLIT_ATTR)[0]
+                       for n, q in self._named_params()
+                       if hasattr(q, SPLIT_ATTR)}
+        for n, q in self._named_params():
+            tp = getattr(q, SPLIT_ATTR, (0, None))[1]
+            if tp is not None and (tp.degree, tp.rank) != \
+                    (p.tensor_degree, p.tensor_rank):
+                raise CopusError("PipelineTrainer: %s is slice %d of tensor "
+                                 "degree %d; the plan makes this rank slice "
+                                 "%d of %d" % (n, tp.rank, tp.degree,
+                                               p.tensor_rank,
+                                               p.tensor_degree))
+
+        def rank_of(d, s, t):
+            # The planner may lay the data ranks inside the pipeline
+            # ranks (data_inner); libcopus's plan follows it.
+            if inner:
+                return (s * p.data_degree + d) * p.tensor_degree + t
+            for r in range(self.world):
+                c = coords_of_rank(p.data_degree, p.pipeline_degree,
+                                   p.tensor_degree, r)
+                if (c.data_rank, c.pipeline_rank, c.tensor_rank) == (d, s, t):
+                    return r
+        t = p.tensor_rank
+        self.prev = rank_of(p.data_rank, p.pipeline_rank - 1, t) \
+            if p.pipeline_rank > 0 else None
+        self.next = rank_of(p.data_rank, p.pipeline_rank + 1, t) \
+            if p.pipeline_rank < p.pipeline_degree - 1 else None
+        # Every rank creates every data group (one per stage and tensor
+        # slice), in the same order.
+        self.group = None
+        for s in range(p.pipeline_degree):
+            for u in range(p.tensor_degree):
+                ranks = [rank_of(d, s, u) for d in range(p.data_degree)]
+                g = dist.new_group(ranks) if self.world > 1 else None
+                if (s, u) == (p.pipeline_rank, t):
+                    self.group = g
+        if self._pending is not None:
+            self._apply(self._pending)
+            self._pending = None
+
+    def _use_planned(self, global_batch):
+        """The planner's degrees, micro-batches and stages, checked
+        against what this trainer can run."""
+        pl = self.planned = self.rt.planned()
+        if pl.tensor != 1:
+            raise CopusError("PipelineTrainer: the planner chose tensor "
+                             "degree %d; the Sequential's layers were "
+                             "built without its slices" % pl.tensor)
+        if pl.first_layer[pl.pipeline] != len(self.layers):
+            raise CopusError("PipelineTrainer: the planner's model has %d "
+                             "layers, the Sequential %d"
+                             % (pl.first_layer[pl.pipeline],
+                                len(self.layers)))
+        self.n_micro = pl.micro_batches
+        self.micro = global_batch // (pl.data * pl.micro_batches)
+
+    planned = None
+
+    @property
+    def step(self):
+        return self.rt.info().step
+
+    def _named_params(self):
+        for i in range(self.first, self.first + self.count):
+            for n, q in self.layers[i].named_parameters():
+                yield "%d.%s" % (i, n), q
+
+    # -- checkpoints: layers and optimizer state by layer number ----------
+    def _save_state(self, path, step):
+        opt = self.optimizer.state_dict()
+        by_name = {}
+        for i, q in enumerate(self.params):
+            if i in opt["state"]:
+                by_name[self._names[id(q)]] = opt["state"][i]
+        torch.save({"step": step,
+                    "layers": {i: self.layers[i].state_dict()
+                               for i in range(self.first,
+                                              self.first + self.count)},
+                    "optim": by_name,
+                    "groups": [{k: v for k, v in g.items() if k != "params"}
+                               for g in opt["param_groups"]],
+                    "split": self._split,
+                    "sampler": self.sampler.state_dict()}, path)
+
+    def _read(self, path, step, state):
+        saved = torch.load(path)
+        if saved["step"] != step:
+            raise CopusError("checkpoint %s holds step %d, manifest says %d"
+                             % (path, saved["step"], step))
+        state["layers"].update(saved["layers"])
+        state["optim"].update(saved["optim"])
+        state["split"].update(saved.get("split", {}))
+        state["groups"] = saved["groups"]
+        state["sampler"] = saved["sampler"]
+
+    def _load_state(self, path, step):
+        state = {"layers": {}, "optim": {}, "split": {}}
+        self._read(path, step, state)
+        self._pending = state
+
+    def _reshard_state(self, step, old, now, mine, shards):
+        # The stages read, by old tensor slice.
+        slices = {}
+        for s in shards:
+            if s.path is not None:
+                self._read(s.path, step, slices.setdefault(
+                    s.tensor_rank, {"layers": {}, "optim": {}, "split": {}}))
+        first, count = mine.first_layer, mine.n_layers
+        missing = [i for i in range(first, first + count)
+                   if not slices or
+                   any(i not in v["layers"] for v in slices.values())]
+        if missing:
+            raise CopusError("layers %s are in none of the shards read"
+                             % missing)
+        # This rank's tensor slices, cut from the old slices that overlap.
+        state = slices[min(slices)]
+        split = state["split"]
+        cut = lambda get, dim: _reslice(  # noqa: E731
+            {j: get(v) for j, v in slices.items()}, old[1], now[1],
+            mine.tensor_rank, dim)
+        for i in range(first, first + count):
+            for k in state["layers"][i]:
+                dim = split.get("%d.%s" % (i, k))
+                if dim is not None:
+                    state["layers"][i][k] = cut(
+                        lambda v: v["layers"][i][k], dim)
+        for n, entry in state["optim"].items():
+            dim = split.get(n)
+            if dim is not None:
+                state["optim"][n] = {
+                    k: cut(lambda v: v["optim"][n][k], dim)
+                    if torch.is_tensor(x) and x.dim() > dim else x
+                    for k, x in entry.items()}
+        self._pending = state
+
+    def _apply(self, state):
+        for i in range(self.first, self.first + self.count):
+            self.layers[i].load_state_dict(state["layers"][i])
+        for g, saved in zip(self.optimizer.param_groups, state["groups"]):
+            g.update(saved)
+        for n, q in self._named_params():
+            if n in state["optim"]:
+                self.optimizer.state[q] = {
+                    k: v.clone() if torch.is_tensor(v) else v
+                    for k, v in state["optim"][n].items()}
+        self.sampler.load_state_dict(state["sampler"])
+
+    # -- one step: GPipe over the stages, all-reduce over the replicas ----
+    def _send(self, t, peer):
+        shape = torch.zeros(8, dtype=torch.int64)
+        shape[0] = t.dim()
+        shape[1:1 + t.dim()] = torch.tensor(t.shape)
+        dist.send(shape, peer)
+        dist.send(t.contiguous(), peer)
+
+    def _recv(self, peer):
+        shape = torch.zeros(8, dtype=torch.int64)
+        dist.recv(shape, peer)
+        t = torch.empty(*shape[1:1 + int(shape[0])].tolist())
+        dist.recv(t, peer)
+        return t
+
+    def train_step(self):
+        """One optimizer step of the global batch; the mean loss on the
+        last stage (None elsewhere). Exits with the requeue code when the
+        scheduler asked for a rescale."""
+        rt = self.rt
+        rt.step_begin()
+        for q in self.params:
+            q.grad = None
+        saved, total = [], 0.0
+        for _ in range(self.n_micro):
+            x, y = self.sampler.next_batch(self.micro)
+            a = x if self.prev is None else self._recv(self.prev)
+            a.requires_grad_(self.prev is not None)
+            out = self.stage(a)
+            if self.next is not None:
+                self._send(out.detach(), self.next)
+            else:
+                out = self.loss_fn(out, y) / self.n_micro
+                total += float(out)
+            saved.append((a, out))
+        for a, out in reversed(saved):
+            if self.next is None:
+                out.backward()
+            else:
+                out.backward(self._recv(self.next))
+            if self.prev is not None:
+                self._send(a.grad, self.prev)
+        rt.sync_begin()
+        if self.group is not None and self.plan.data_degree > 1:
+            grads = [q.grad if q.grad is not None else torch.zeros_like(q)
+                     for q in self.params]
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            dist.all_reduce(flat, group=self.group)
+            flat.div_(self.plan.data_degree)
+            off = 0
+            for q, g in zip(self.params, grads):
+                q.grad = flat[off:off + g.numel()].view_as(g).clone()
+                off += g.numel()
+        rt.sync_end()
+        groups = self.optimizer.param_groups
+        lrs = [g["lr"] for g in groups]
+        for g, lr in zip(groups, lrs):
+            g["lr"] = lr * self.plan.lr_gain
+        try:
+            self.optimizer.step()
+        finally:
+            for g, lr in zip(groups, lrs):
+                g["lr"] = lr
+        rt.step_end(self.micro, self.n_micro - 1)
+        if rt.state() == STATE_CHECKPOINTED:
+            code = rt.exit_code()
+            if self.on_rescale is not None:
+                self.on_rescale(rt.info().step)
+            rt.finalize()
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return total if self.next is None else None
