@@ -552,3 +552,239 @@ def _reslice(pieces, old_degree, new_degree, rank, dim):
                                  "shards read" % (j, old_degree))
             out.append(pieces[j].narrow(dim, a - j * size, b - a))
     return torch.cat(out, dim).clone()
+
+
+def module_structure(module):
+    """What a checkpoint records of a model's configuration, beyond its
+    tensors' shapes: every submodule's class and its plain settings (the
+    int, float, bool and str attributes, as an attention layer's head
+    count), by the submodule's name."""
+    out = {}
+    for name, m in module.named_modules():
+        fields = {"class": type(m).__qualname__}
+        for k, v in sorted(vars(m).items()):
+            if k.startswith("_") or k == "training":
+                continue
+            if isinstance(v, (bool, int, float, str)) or (
+                    isinstance(v, tuple) and
+                    all(isinstance(x, (bool, int, float, str)) for x in v)):
+                fields[k] = v
+        out[name or "(model)"] = fields
+    return out
+
+
+def structure_difference(saved, now):
+    """The first setting in which two module_structure()s differ, as
+    "<module>.<field>: <saved> in the checkpoint, <now> here", or None."""
+    for name in sorted(set(saved) | set(now)):
+        if name not in now:
+            return "%s: in the checkpoint, not in this model" % name
+        if name not in saved:
+            return "%s: in this model, not in the checkpoint" % name
+        a, b = saved[name], now[name]
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return "%s.%s: %r in the checkpoint, %r here" % (
+                    name, k, a.get(k, "(absent)"), b.get(k, "(absent)"))
+    return None
+
+
+NONFINITE = ("raise", "skip", "ignore")
+
+
+class StepLoop:
+    """What Trainer and PipelineTrainer share: the state a user registers
+    with the checkpoint, the end of a step, non-finite gradients, and the
+    end of training.
+
+    A step ends in three parts: the optimizer's step (optimizer_step(), or
+    inside train_step()), then the user's own per-step work (the learning-
+    rate scheduler's step(), counters, logging), then end_step(): libcopus
+    counts the step and, when a checkpoint is due or the scheduler asked
+    for a rescale, saves one (the model, the optimizer, the data position
+    and every registered object, as they are after the user's work) and on
+    a rescale exits with the requeue code. end_step() runs by itself at
+    the start of the next step and in close(): call it yourself only to
+    end a step earlier.
+    """
+
+    def _loop_init(self, nonfinite, grad_scaler=None):
+        if nonfinite is None:
+            # A loss scaler skips the steps of non-finite gradients itself.
+            nonfinite = "ignore" if grad_scaler is not None else "raise"
+        if nonfinite not in NONFINITE:
+            raise CopusError("nonfinite must be one of %s, not %r"
+                             % (", ".join(NONFINITE), nonfinite))
+        self.nonfinite = nonfinite
+        self.skipped_steps = 0
+        self._user = {}
+        # Read from a checkpoint, waiting for their objects' register().
+        self._user_saved = None
+        self._groups_saved = None
+        self._end_args = None   # (local, accum_steps) of the step to end
+        self._closed = False
+
+    # -- the user's state ---------------------------------------------------
+    def register(self, obj, name=None):
+        """Save obj's state_dict() with every checkpoint and restore it with
+        load_state_dict(): a learning-rate scheduler, a loss scaler, the
+        user's own counters. name (default: obj's class name) identifies
+        it in the checkpoint: give the same names in the same job. When
+        the job resumed from a checkpoint, obj is restored here, and so
+        are the optimizer's hyperparameters (learning rate, momentum) as
+        they were saved, whatever a scheduler built after the trainer set
+        them to. Returns obj."""
+        if not (callable(getattr(obj, "state_dict", None)) and
+                callable(getattr(obj, "load_state_dict", None))):
+            raise CopusError("register: %r has no state_dict() and "
+                             "load_state_dict()" % (obj,))
+        name = name or type(obj).__name__
+        if name in self._user:
+            raise CopusError("register: %r is registered already (give "
+                             "each object its own name)" % name)
+        self._user[name] = obj
+        if self._user_saved is not None:
+            if name in self._user_saved:
+                obj.load_state_dict(self._user_saved.pop(name))
+                self._restore_groups()
+            else:
+                print("copus_torch: warning: the checkpoint of step %d has "
+                      "no state of %r: it starts afresh"
+                      % (self.rt.info().step, name), file=sys.stderr)
+        return obj
+
+    def _user_state(self):
+        return {n: o.state_dict() for n, o in self._user.items()}
+
+    def _keep_user_state(self, user, groups):
+        """A checkpoint's registered state and optimizer hyperparameters,
+        restored now for the objects registered already, later for the
+        others."""
+        self._user_saved = dict(user or {})
+        self._groups_saved = groups
+        for name in list(self._user_saved):
+            if name in self._user:
+                self._user[name].load_state_dict(self._user_saved.pop(name))
+
+    def _restore_groups(self):
+        if self._groups_saved is None:
+            return
+        for g, saved in zip(self.optimizer.param_groups, self._groups_saved):
+            for k, v in saved.items():
+                if k != "params":
+                    g[k] = v
+
+    def _check_user_claimed(self):
+        """Before the first step after a restore: every object whose state
+        the checkpoint holds has been registered again."""
+        if self._user_saved:
+            names = sorted(self._user_saved)
+            raise CopusError(
+                "the checkpoint of step %d holds the state of %s, which "
+                "this run has not registered: register %s before the "
+                "first step (trainer.register(obj, name)), or its state "
+                "is lost" % (self.rt.info().step, ", ".join(map(repr, names)),
+                             "them" if len(names) > 1 else "it"))
+        self._user_saved = None
+
+    # -- the end of a step ----------------------------------------------------
+    @property
+    def step(self):
+        """Steps done: the optimizer's steps, the one whose end_step() is
+        still to come included."""
+        return self.rt.info().step + (self._end_args is not None)
+
+    def _begin(self):
+        """Every step's beginning: the previous step's end."""
+        if self._closed:
+            raise CopusError("the trainer is closed")
+        self.end_step()
+        self._check_user_claimed()
+
+    def end_step(self):
+        """End the step whose optimizer step is done: libcopus's step end,
+        a checkpoint when one is due, the exit with the requeue code on a
+        rescale. Does nothing when no step waits for its end."""
+        if self._end_args is None:
+            return
+        local, accum = self._end_args
+        self._end_args = None
+        self.rt.step_end(local, accum)
+        if self.rt.state() == STATE_CHECKPOINTED and not self._closed:
+            self.exit_for_rescale()
+        self._after_end()
+
+    def _after_end(self):
+        pass
+
+    def exit_for_rescale(self):
+        """Leave the process with the requeue code, its checkpoint done."""
+        code = self.rt.exit_code()
+        if self.on_rescale is not None:
+            self.on_rescale(self.rt.info().step)
+        self._teardown(destroy=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    # -- non-finite gradients ---------------------------------------------------
+    def _finite(self, grads, group=None, also=()):
+        """Whether every gradient (and every value of also) is finite on
+        every rank of group (None: this rank's alone)."""
+        t = torch.zeros(1, dtype=torch.float64)
+        for g in grads:
+            if g is not None:
+                t += g.detach().float().sum().double().abs()
+        for v in also:
+            t += abs(float(v))
+        bad = torch.tensor([0.0 if torch.isfinite(t).all() else 1.0],
+                           dtype=torch.float64)
+        if group is not False and dist.is_available() and \
+                dist.is_initialized() and dist.get_world_size(group) > 1:
+            dist.all_reduce(bad, op=dist.ReduceOp.MAX, group=group)
+        return float(bad[0]) == 0.0
+
+    def _nonfinite_step(self, loss=None):
+        """A step whose gradients are not finite: stop or skip it, as
+        nonfinite says. Returns True when the optimizer's step is to be
+        skipped."""
+        step = self.rt.info().step + 1
+        what = "step %d: the gradients are not finite" % step
+        if loss is not None:
+            what += " (loss %s)" % loss
+        if self.nonfinite == "raise":
+            raise CopusError(what + "; stopping (nonfinite='raise'; "
+                             "nonfinite='skip' skips such steps)")
+        self.skipped_steps += 1
+        print("copus_torch: %s: the optimizer's step is skipped (%d so "
+              "far)" % (what, self.skipped_steps), file=sys.stderr)
+        return True
+
+    # -- the end of training -----------------------------------------------------
+    def close(self, destroy_process_group=False):
+        """End training on every rank: the last step's end, the runtime's
+        teardown, and, with destroy_process_group, torch.distributed's
+        default group. Call it on every rank (or use the trainer as a
+        context manager); a job that returns from it exits 0."""
+        if self._closed:
+            return
+        self._closed = True
+        self.end_step()
+        self._teardown(destroy=destroy_process_group)
+
+    def _teardown(self, destroy):
+        self.rt.finalize()
+        if destroy and dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.close()
+        else:
+            # Training failed: no collective, the runtime only.
+            self._closed = True
+            self.rt.finalize()
+        return False

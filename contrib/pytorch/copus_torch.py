@@ -35,15 +35,13 @@ The library is found through $COPUS_LIB, then the system's library path
 (libcopus.so.0 when ldconfig's cache does not list it).
 """
 
-import os
-import sys
-
 import torch
 import torch.distributed as dist
 
 from copus_lib import *  # noqa: F401,F403  (the adapter's public names)
 from copus_lib import (AGREE_LEN, CopusError, OPT_SGD, Runtime, SPLIT_ATTR,
-                       STATE_CHECKPOINTED, _reslice, _sqnorm)
+                       StepLoop, _reslice, _sqnorm, module_structure,
+                       structure_difference)
 from copus_pipeline import PipelineTrainer  # noqa: F401
 
 
@@ -121,7 +119,7 @@ class GlobalSampler:
         self.pos = int(s["pos"])
 
 
-class Trainer:
+class Trainer(StepLoop):
     """One optimizer step at a time, planned and measured by libcopus.
 
     train_step() runs a whole step. To run the backward pass yourself
@@ -150,7 +148,9 @@ class Trainer:
                  max_batch, min_local, max_local, accumulation=True,
                  ckpt_dir=None, optimizer_kind=OPT_SGD, replan_every=0,
                  grad_stats=True, stats_every=1, on_rescale=None,
-                 grad_scaler=None, fold_agreement=True, **runtime_args):
+                 grad_scaler=None, fold_agreement=True, nonfinite=None,
+                 **runtime_args):
+        self._loop_init(nonfinite, grad_scaler)
         self.model = model
         self.optimizer = optimizer
         self.loss_fn = loss_fn
@@ -200,6 +200,10 @@ class Trainer:
         self._pair_prev = None  # the previous step's gradient (one process)
         self._scale = 1.0
         self.n_micro = 1
+        self._loss = None
+        # The model's configuration, which a checkpoint must match.
+        self.structure = module_structure(
+            model.module if self.ddp else model)
         self.rt = Runtime(init_batch, max_batch, min_local, max_local,
                           accumulation=accumulation,
                           optimizer=optimizer_kind, ckpt_dir=ckpt_dir,
@@ -217,10 +221,6 @@ class Trainer:
                              % (self._tp.rank, self._tp.degree,
                                 self.plan.tensor_rank,
                                 self.plan.tensor_degree))
-
-    @property
-    def step(self):
-        return self.rt.info().step
 
     def _pair_step(self):
         """This step's and the previous step's gradients as two estimates
@@ -275,6 +275,8 @@ class Trainer:
                  "optimizer": self.optimizer.state_dict(),
                  "data": self.data.state_dict(),
                  "rng": torch.get_rng_state(),
+                 "user": self._user_state(),
+                 "structure": self.structure,
                  "step": step}
         if self._split:
             # Which entries are slices, and along which dimension: by name
@@ -335,10 +337,17 @@ class Trainer:
 
     def _apply_state(self, state):
         module = self.model.module if self.ddp else self.model
+        differ = structure_difference(state.get("structure", self.structure),
+                                      self.structure)
+        if differ is not None:
+            raise CopusError("the checkpoint of step %d is of another model: "
+                             "%s" % (state["step"], differ))
         module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.data.load_state_dict(state["data"])
         torch.set_rng_state(state["rng"])
+        self._keep_user_state(state.get("user"),
+                              state["optimizer"]["param_groups"])
 
     # -- DDP communication hook: the local gradient before the all-reduce --
     @staticmethod
@@ -403,6 +412,8 @@ class Trainer:
             self._pair_prev = None
         self._measure = measure
         self._calls += 1
+        self._begin()
+        self._loss = None
         rt.step_begin()
         self._in_step = True
         self._agree_sums = None
@@ -457,52 +468,65 @@ class Trainer:
             self._agree_sums = None
 
     def optimizer_step(self, step=None):
-        """End the step: the optimizer's step (or step(), e.g.
+        """The optimizer's step (or step(), e.g.
         lambda: scaler.step(optimizer)) with every group's learning rate
         multiplied by the plan's gain for that call only, so that the
-        user's learning-rate schedule stays in charge; then libcopus's
-        step end. Exits the process with the requeue code when the
-        scheduler asked for a rescale."""
-        rt, plan = self.rt, self.plan
+        user's learning-rate schedule stays in charge. Gradients that are
+        not finite stop the job or skip the step (nonfinite). The step
+        ends at end_step(), after the user's scheduler has stepped: by
+        itself at the next step's start."""
+        plan = self.plan
+        self._in_step = False
+        skip = False
+        if self.nonfinite != "ignore":
+            group = self._tp.group if self._tp is not None else False
+            if not self._finite([p.grad for p in self.params], group):
+                skip = self._nonfinite_step(self._loss)
         groups = self.optimizer.param_groups
         lrs = [g["lr"] for g in groups]
         for g, lr in zip(groups, lrs):
             g["lr"] = lr * plan.lr_gain
         try:
-            if step is None:
+            if skip:
+                pass
+            elif step is None:
                 self.optimizer.step()
             else:
                 step()
         finally:
             for g, lr in zip(groups, lrs):
                 g["lr"] = lr
-        self._in_step = False
-        rt.step_end(plan.local, plan.accum_steps)
+        self._end_args = (plan.local, plan.accum_steps)
         self.data_advance = plan.local * (plan.accum_steps + 1)
-        if rt.state() == STATE_CHECKPOINTED:
-            self.exit_for_rescale()
-        if self.replan_every and self.step % self.replan_every == 0:
-            self.plan = rt.plan()
+
+    def _after_end(self):
+        if self.replan_every and self.rt.info().step % self.replan_every == 0:
+            self.plan = self.rt.plan()
 
     def train_step(self):
         """Run one step of plan.local x (plan.accum_steps + 1) samples per
-        replica; returns the mean loss. Exits the process with the requeue
-        code when the scheduler asked for a rescale."""
+        replica; returns the mean loss. The step ends (a checkpoint, the
+        exit on a rescale) at the next step's start or end_step()."""
         total_loss = 0.0
         for x, y in self.micro_batches():
             loss = self.loss_fn(self.model(x), y) / self.n_micro
             loss.backward()
             total_loss += float(loss)
+        self._loss = total_loss
         self.optimizer_step()
         return total_loss
 
-    def exit_for_rescale(self):
-        code = self.rt.exit_code()
-        if self.on_rescale is not None:
-            self.on_rescale(self.rt.info().step)
-        self.rt.finalize()
-        if dist.is_available() and dist.is_initialized():
-            dist.destroy_process_group()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    def clip_grad_norm_(self, max_norm):
+        """Clip the gradients to a total norm of max_norm, as
+        torch.nn.utils.clip_grad_norm_ does, over the whole model: the
+        slices of tensor-parallel weights summed over their tensor group.
+        Returns the total norm before clipping (a float). With a loss
+        scaler, unscale first."""
+        grads = [p.grad for p in self.params if p.grad is not None]
+        w = self._weights_of([p for p in self.params if p.grad is not None])
+        total = self._tensor_sum(_sqnorm(grads, w)) ** 0.5
+        coef = float(max_norm) / (total + 1e-6)
+        if coef < 1.0:
+            for g in grads:
+                g.mul_(coef)
+        return total
