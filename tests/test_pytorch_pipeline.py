@@ -77,6 +77,10 @@ def worker(args):
         if tr.step == args.get("signal_at", -1) and rank == 0:
             os.kill(os.getpid(), signal.SIGUSR1)
         tr.train_step()
+        # The step's end now (a checkpoint on a rescale), not at the next
+        # step's start: the signal sent before the next step is then
+        # caught at the end of that step.
+        tr.end_step()
         dump(tr.step)
     tr.rt.finalize()
     if world > 1:

@@ -2,17 +2,14 @@
 tensor slices and data-parallel replicas (see copus_torch for the
 adapter as a whole; this module is imported by it)."""
 
-import os
-import sys
-
 import torch
 import torch.distributed as dist
 
-from copus_lib import (CopusError, Runtime, SPLIT_ATTR, STATE_CHECKPOINTED,
-                       _reslice, coords_of_rank)
+from copus_lib import (CopusError, Runtime, SPLIT_ATTR, StepLoop, _reslice,
+                       coords_of_rank, module_structure, structure_difference)
 
 
-class PipelineTrainer:
+class PipelineTrainer(StepLoop):
     """An nn.Sequential trained in the plan's pipeline stages and data-
     parallel replicas, on CPU with gloo (or any backend with send/recv).
 
@@ -50,8 +47,10 @@ class PipelineTrainer:
     def __init__(self, model, make_optimizer, loss_fn, sampler,
                  global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
                  layer_costs=None, on_rescale=None, tensor_degree=1,
-                 planner_model=None, **runtime_args):
+                 planner_model=None, nonfinite=None, **runtime_args):
+        self._loop_init(nonfinite)
         self.layers = list(model)
+        self.structure = module_structure(model)
         self.loss_fn = loss_fn
         self.sampler = sampler
         self.on_rescale = on_rescale
@@ -158,10 +157,6 @@ class PipelineTrainer:
 
     planned = None
 
-    @property
-    def step(self):
-        return self.rt.info().step
-
     def _named_params(self):
         for i in range(self.first, self.first + self.count):
             for n, q in self.layers[i].named_parameters():
@@ -182,6 +177,8 @@ class PipelineTrainer:
                     "groups": [{k: v for k, v in g.items() if k != "params"}
                                for g in opt["param_groups"]],
                     "split": self._split,
+                    "user": self._user_state(),
+                    "structure": self.structure,
                     "sampler": self.sampler.state_dict()}, path)
 
     def _read(self, path, step, state):
@@ -192,8 +189,14 @@ class PipelineTrainer:
         state["layers"].update(saved["layers"])
         state["optim"].update(saved["optim"])
         state["split"].update(saved.get("split", {}))
+        differ = structure_difference(saved.get("structure", self.structure),
+                                      self.structure)
+        if differ is not None:
+            raise CopusError("the checkpoint of step %d is of another model: "
+                             "%s" % (step, differ))
         state["groups"] = saved["groups"]
         state["sampler"] = saved["sampler"]
+        state["user"] = saved.get("user")
 
     def _load_state(self, path, step):
         state = {"layers": {}, "optim": {}, "split": {}}
@@ -246,6 +249,7 @@ class PipelineTrainer:
                     k: v.clone() if torch.is_tensor(v) else v
                     for k, v in state["optim"][n].items()}
         self.sampler.load_state_dict(state["sampler"])
+        self._keep_user_state(state.get("user"), state["groups"])
 
     # -- one step: GPipe over the stages, all-reduce over the replicas ----
     def _send(self, t, peer):
@@ -264,9 +268,11 @@ class PipelineTrainer:
 
     def train_step(self):
         """One optimizer step of the global batch; the mean loss on the
-        last stage (None elsewhere). Exits with the requeue code when the
-        scheduler asked for a rescale."""
+        last stage (None elsewhere). The step ends (a checkpoint, the exit
+        with the requeue code on a rescale) at the next step's start or
+        end_step(), after the user's own work of the step."""
         rt = self.rt
+        self._begin()
         rt.step_begin()
         for q in self.params:
             q.grad = None
@@ -301,24 +307,20 @@ class PipelineTrainer:
                 q.grad = flat[off:off + g.numel()].view_as(g).clone()
                 off += g.numel()
         rt.sync_end()
+        # Every rank decides alike: the stages' gradients differ.
+        skip = self.nonfinite != "ignore" and not self._finite(
+            [q.grad for q in self.params], None,
+            [total] if self.next is None else ()) and \
+            self._nonfinite_step(total if self.next is None else None)
         groups = self.optimizer.param_groups
         lrs = [g["lr"] for g in groups]
         for g, lr in zip(groups, lrs):
             g["lr"] = lr * self.plan.lr_gain
         try:
-            self.optimizer.step()
+            if not skip:
+                self.optimizer.step()
         finally:
             for g, lr in zip(groups, lrs):
                 g["lr"] = lr
-        rt.step_end(self.micro, self.n_micro - 1)
-        if rt.state() == STATE_CHECKPOINTED:
-            code = rt.exit_code()
-            if self.on_rescale is not None:
-                self.on_rescale(rt.info().step)
-            rt.finalize()
-            if dist.is_initialized():
-                dist.destroy_process_group()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+        self._end_args = (self.micro, self.n_micro - 1)
         return total if self.next is None else None
