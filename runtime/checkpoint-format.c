@@ -5,6 +5,7 @@
  * checkpoint.c (the write and restore protocol) and checkpoint-reshard.c
  * read it; tests/fuzz/fuzz-manifest.c calls its parser.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -73,6 +75,73 @@ int copus__ckpt_crc(copus_ctx *ctx, const char *path, uint32_t *out)
 	return rc;
 }
 
+/* The member that ends a manifest of version 4, before its checksum. */
+#define CHECKSUM_KEY ",\"checksum\":\""
+
+/*
+ * The text of a manifest object with its checksum appended as the last
+ * member: the CRC-32 of the text before it (the object without its
+ * closing brace), as 8 hexadecimal digits. NULL when out of memory.
+ */
+static char *_with_checksum(const char *json)
+{
+	size_t n = json != NULL ? strlen(json) : 0, len;
+	char *text;
+	uLong crc;
+
+	if (n < 2 || json[n - 1] != '}')
+		return NULL;
+	n--;
+	len = n + sizeof(CHECKSUM_KEY) + 8 + 2;
+	text = malloc(len);
+	if (text == NULL)
+		return NULL;
+	crc = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)json, (uInt)n);
+	snprintf(text, len, "%.*s" CHECKSUM_KEY "%08lx\"}", (int)n, json,
+		 (unsigned long)crc);
+	return text;
+}
+
+/*
+ * A manifest of version 4 ends with its checksum (_with_checksum): the
+ * text before it must have that CRC-32. An edited field (progress, noise,
+ * a file's CRC) or a corrupt byte is refused, naming the manifest.
+ */
+static int _check_checksum(copus_ctx *ctx, const char *path, const char *text)
+{
+	const char *at = NULL, *p = text, *end;
+	unsigned long want;
+	uLong crc;
+	char *stop;
+
+	while ((p = strstr(p, CHECKSUM_KEY)) != NULL)
+		at = p++;
+	if (at == NULL)
+		goto bad;
+	p = at + sizeof(CHECKSUM_KEY) - 1;
+	for (int i = 0; i < 8; i++)
+		if (!isxdigit((unsigned char)p[i]))
+			goto bad;
+	want = strtoul(p, &stop, 16);
+	end = p + 8;
+	if (stop != end || strncmp(end, "\"}", 2) != 0)
+		goto bad;
+	for (end += 2; *end != '\0'; end++)
+		if (!isspace((unsigned char)*end))
+			goto bad;
+	crc = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)text,
+		    (uInt)(at - text));
+	if (crc != want)
+		return copus__fail(ctx, COPUS_EPARSE,
+				   "checkpoint manifest %s: checksum %08lx does not match its content (edited or corrupt), whose CRC-32 is %08lx",
+				   path, want, (unsigned long)crc);
+	return COPUS_OK;
+bad:
+	return copus__fail(ctx, COPUS_EPARSE,
+			   "checkpoint manifest %s: field \"checksum\" is missing, invalid or not its last member",
+			   path);
+}
+
 /* The runtime's state and the checkpoint's files, as JSON. */
 char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 			   const long long *sizes, const uint32_t *crcs,
@@ -101,6 +170,13 @@ char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 	json_object_array_add(a, json_object_new_int(ctx->degrees.tensor));
 	json_object_array_add(a, json_object_new_int(ctx->degrees.pipeline));
 	json_object_object_add(o, "layout", a);
+	json_object_object_add(o, "data_inner",
+			       json_object_new_int(copus__data_inner(ctx)));
+	json_object_object_add(o, "written",
+			       json_object_new_int64((int64_t)time(NULL)));
+	if (ctx->fingerprint != NULL)
+		json_object_object_add(o, "fingerprint",
+				       json_object_new_string(ctx->fingerprint));
 	json_object_object_add(o, "layers",
 			       json_object_new_int(ctx->cfg.n_layers));
 	/*
@@ -151,7 +227,8 @@ char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 		json_object_array_add(a, e);
 	}
 	json_object_object_add(o, "obs", a);
-	text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	text = _with_checksum(json_object_to_json_string_ext(o,
+						JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return text;
 }
@@ -219,7 +296,78 @@ void copus__manifest_free(struct copus__manifest *m)
 	free(m->sizes);
 	free(m->crcs);
 	free(m->stages);
+	free(m->fingerprint);
 	memset(m, 0, sizeof(*m));
+}
+
+bool copus__fingerprint_ok(const char *s, size_t len)
+{
+	if (s == NULL || len == 0 || len >= COPUS_FINGERPRINT_MAX ||
+	    strlen(s) != len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/*
+ * The run that wrote the manifest (optional in every version: -1 when
+ * absent); *field names the one that is invalid.
+ */
+static bool _parse_writer(struct json_object *o, struct copus__manifest *m,
+			  const char **field)
+{
+	double x;
+
+	m->job = -1;
+	m->restart = -1;
+	*field = "job";
+	if (json_object_object_get_ex(o, "job", NULL)) {
+		if (!copus__manifest_num(o, "job", &x) || x < 0 ||
+		    x > UINT32_MAX || x != floor(x))
+			return false;
+		m->job = (int64_t)x;
+	}
+	*field = "restart";
+	if (json_object_object_get_ex(o, "restart", NULL)) {
+		if (!copus__manifest_num(o, "restart", &x) || x < 0 ||
+		    x > COPUS_HINT_RESTART_MAX || x != floor(x))
+			return false;
+		m->restart = (int)x;
+	}
+	return true;
+}
+
+/*
+ * What version 4 adds: the layout's data_inner, when the manifest was
+ * written (UTC seconds), and the model's fingerprint (optional); *field
+ * names the one that is invalid.
+ */
+static bool _parse_v4(struct json_object *o, struct copus__manifest *m,
+		      const char **field)
+{
+	struct json_object *v;
+	double x;
+
+	*field = "data_inner";
+	if (!copus__manifest_num(o, "data_inner", &x) || (x != 0 && x != 1))
+		return false;
+	m->data_inner = (int)x;
+	*field = "written";
+	if (!copus__manifest_num(o, "written", &x) || x < 0 ||
+	    x > MANIFEST_COUNT_MAX || x != floor(x))
+		return false;
+	m->written = (int64_t)x;
+	*field = "fingerprint";
+	if (!json_object_object_get_ex(o, "fingerprint", &v))
+		return true;
+	if (!json_object_is_type(v, json_type_string) ||
+	    !copus__fingerprint_ok(json_object_get_string(v),
+				   (size_t)json_object_get_string_len(v)))
+		return false;
+	m->fingerprint = strdup(json_object_get_string(v));
+	return m->fingerprint != NULL;
 }
 
 int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
@@ -235,11 +383,31 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 	const char *field = "the top level";
 
 	memset(m, 0, sizeof(*m));
+	m->data_inner = -1;
+	m->written = -1;
 	if (o == NULL || !json_object_is_type(o, json_type_object))
 		goto bad;
 	field = "copus_ckpt";
-	if (!copus__manifest_num(o, "copus_ckpt", &version) ||
-	    (version != 1 && version != COPUS_MANIFEST_VERSION))
+	if (!copus__manifest_num(o, "copus_ckpt", &version) || version < 1 ||
+	    version > COPUS_MANIFEST_VERSION || version != floor(version))
+		goto bad;
+	/*
+	 * The checksum first: an edited manifest is refused as such, not
+	 * for the field an edit happened to break. Before version 4 there
+	 * is none; one there means a newer manifest's version was edited.
+	 */
+	field = "checksum";
+	if (version >= 4) {
+		rc = _check_checksum(ctx, path, text);
+		if (rc != COPUS_OK)
+			goto out;
+		rc = COPUS_EPARSE;
+		if (!_parse_v4(o, m, &field))
+			goto bad;
+	} else if (json_object_object_get_ex(o, "checksum", NULL)) {
+		goto bad;
+	}
+	if (!_parse_writer(o, m, &field))
 		goto bad;
 	/* Version 1 named each file with its size; 2 adds its CRC-32. */
 	width = version == 1 ? 2 : 3;
@@ -436,6 +604,8 @@ bad:
 			 path, field);
 	free(m->stages);
 	m->stages = NULL;
+	free(m->fingerprint);
+	m->fingerprint = NULL;
 out:
 	copus__ckpt_names_free(files, nfiles);
 	free(sizes);

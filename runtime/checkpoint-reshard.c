@@ -2,12 +2,32 @@
  * Restoring a checkpoint written under another layout (other pipeline or
  * tensor degrees, or stages of other layers): which of the old shards
  * overlap this rank's new layers and tensor slice, handed to the
- * application's reshard callback. copus__restore() in checkpoint.c calls it.
+ * application's reshard callback, and the file of a rank's coordinates in
+ * a checkpoint. copus__restore() in checkpoint.c calls them.
  */
 #include <stdbool.h>
 #include <stdlib.h>
 
 #include "internal.h"
+
+int copus__ckpt_file_at(const struct copus__manifest *m, int data_rank,
+			int pipeline_rank, int tensor_rank)
+{
+	const copus_plan_degrees *o = &m->layout;
+
+	if (data_rank < 0 || data_rank >= o->data || pipeline_rank < 0 ||
+	    pipeline_rank >= o->pipeline || tensor_rank < 0 ||
+	    tensor_rank >= o->tensor)
+		return -1;
+	if (!m->all_ranks)
+		return pipeline_rank * o->tensor + tensor_rank;
+	/* copus/plan.h's two layouts of ranks (copus_plan_coords_of_layout). */
+	if (m->data_inner > 0)
+		return (pipeline_rank * o->data + data_rank) * o->tensor +
+		       tensor_rank;
+	return (data_rank * o->pipeline + pipeline_rank) * o->tensor +
+	       tensor_rank;
+}
 
 /*
  * Whether the checkpoint's stages hold other layers than this run's (same
@@ -70,10 +90,16 @@ int copus__ckpt_reshard(copus_ctx *ctx, const struct copus__manifest *m)
 	for (int i = 0; i < nshards && rc == COPUS_OK; i++) {
 		copus_ckpt_shard *sh = &shards[i];
 		bool layers, slice;
+		int file;
 
-		/* Shard i is data group i; its file, by rank or by shard. */
+		/*
+		 * Shard i is data group i; its file, by shard or, with a
+		 * file per rank, its first replica's under the old layout.
+		 */
 		sh->pipeline_rank = i / o->tensor;
 		sh->tensor_rank = i % o->tensor;
+		file = copus__ckpt_file_at(m, 0, sh->pipeline_rank,
+					   sh->tensor_rank);
 		if (m->stages != NULL) {
 			sh->first_layer = m->stages[sh->pipeline_rank];
 			sh->n_layers = m->stages[sh->pipeline_rank + 1] -
@@ -92,7 +118,8 @@ int copus__ckpt_reshard(copus_ctx *ctx, const struct copus__manifest *m)
 				(long)(sh->tensor_rank + 1) * d->tensor;
 		if (!layers || !slice)
 			continue;
-		rc = copus__ckpt_check_file(ctx, m, i, paths[i], sizeof(paths[i]));
+		rc = copus__ckpt_check_file(ctx, m, file, paths[i],
+					    sizeof(paths[i]));
 		sh->path = paths[i];
 	}
 	if (rc == COPUS_OK) {

@@ -65,32 +65,6 @@ static int _fsync_path(const char *path, bool dir)
 	return rc;
 }
 
-static int _mkdirs(copus_ctx *ctx, const char *dir)
-{
-	char *p = strdup(dir);
-	int rc = COPUS_OK;
-
-	if (p == NULL)
-		return COPUS_ENOMEM;
-	for (char *s = p + 1; ; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-			*s = '\0';
-			if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-				rc = copus__fail(ctx, COPUS_EIO,
-						 "cannot create checkpoint directory %s: %s",
-						 p, strerror(errno));
-				break;
-			}
-			*s = c;
-			if (c == '\0')
-				break;
-		}
-	}
-	free(p);
-	return rc;
-}
-
 /* Make a file durable under its final name. */
 static int _commit_file(copus_ctx *ctx, const char *tmp, const char *final)
 {
@@ -252,7 +226,7 @@ int copus_checkpoint(copus_ctx *ctx)
 	if (got == NULL)
 		return COPUS_ENOMEM;
 	if (saver)
-		rc = _mkdirs(ctx, ctx->ckpt_dir);
+		rc = copus__ckpt_mkdirs(ctx, ctx->ckpt_dir);
 	if (rc == COPUS_OK && ctx->info.rank == 0)
 		rc = _check_current(ctx);
 	if (rc == COPUS_OK && saver && ctx->cfg.save != NULL)
@@ -450,12 +424,83 @@ static void _remove_leftovers(copus_ctx *ctx,
 }
 
 
+/*
+ * A checkpoint of another layout and no reshard callback: refused on every
+ * rank, naming both layouts (the old one's data_inner as recorded).
+ */
+static int _refuse_layout(copus_ctx *ctx, const struct copus__manifest *m,
+			  int data_inner)
+{
+	char old[96], now[96];
+
+	copus__layout_name(old, sizeof(old), &m->layout, data_inner);
+	copus__layout_name(now, sizeof(now), &ctx->degrees,
+			   copus__data_inner(ctx));
+	return copus__fail(ctx, COPUS_ESTATE,
+			   "checkpoint %s step %lld was saved %s under %s, %d ranks%s; this job runs %s, %d ranks, and has no reshard callback to load it",
+			   ctx->ckpt_dir, (long long)m->step,
+			   m->all_ranks ? "by every rank"
+					: "by the first replica of each shard",
+			   old, m->world,
+			   copus__ckpt_stages_differ(ctx, m)
+				   ? ", with stages of other layers" : "",
+			   now, ctx->info.world);
+}
+
+/*
+ * The checkpoint's layout is this job's: this rank loads the file of its
+ * coordinates (its shard's, or with a file per rank that of the old rank
+ * that had them, whichever layout of ranks either run had).
+ */
+static int _load_own(copus_ctx *ctx, const struct copus__manifest *m)
+{
+	char path[4096];
+	copus_plan_coords at;
+	int rc, idx;
+
+	rc = copus__coords(ctx, ctx->info.rank, &at);
+	if (rc != COPUS_OK)
+		return copus__fail(ctx, rc, "rank %d has no coordinates in the job's layout",
+				   ctx->info.rank);
+	idx = copus__ckpt_file_at(m, at.data_rank, at.pipeline_rank,
+				  at.tensor_rank);
+	if (idx < 0 || idx >= m->nfiles)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "checkpoint %s step %lld has no file of rank %d",
+				   ctx->ckpt_dir, (long long)m->step,
+				   ctx->info.rank);
+	rc = copus__ckpt_check_file(ctx, m, idx, path, sizeof(path));
+	if (rc != COPUS_OK)
+		return rc;
+	if (ctx->cfg.load == NULL)
+		return copus__fail(ctx, COPUS_ESTATE,
+				   "a checkpoint of step %lld exists but config.load is NULL",
+				   (long long)m->step);
+	rc = ctx->cfg.load(ctx->cfg.cb_arg, path, m->step);
+	if (rc != 0)
+		return copus__fail(ctx, COPUS_EIO,
+				   "the load callback failed (%d) reading %s",
+				   rc, path);
+	return COPUS_OK;
+}
+
+/* What rank 0's line at the start says of the restored checkpoint. */
+static void _keep_origin(copus_ctx *ctx, const struct copus__manifest *m,
+			 int data_inner)
+{
+	ctx->origin = (struct copus__origin){
+		.restored = true, .step = m->step, .world = m->world,
+		.layout = m->layout, .data_inner = data_inner,
+		.written = m->written, .job = m->job, .restart = m->restart,
+	};
+}
+
 int copus__restore(copus_ctx *ctx)
 {
 	char path[4096], *text = NULL;
 	struct copus__manifest m = { 0 };
-	bool other;
-	int rc, idx;
+	bool other, same;
+	int rc, recorded;
 
 	if (ctx->ckpt_dir == NULL)
 		return COPUS_OK;
@@ -474,62 +519,40 @@ int copus__restore(copus_ctx *ctx)
 	free(text);
 	if (rc != COPUS_OK)
 		return rc;
+	rc = copus__ckpt_compatible(ctx, &m);
+	if (rc != COPUS_OK)
+		goto out;
+	same = memcmp(&m.layout, &ctx->degrees, sizeof(m.layout)) == 0;
 	/*
-	 * Rank r loads its own file when every rank saved, else its shard's
-	 * (its pipeline stage and tensor slice, any data degree). Files of
-	 * another layout go through the reshard callback, or are refused:
-	 * every rank reads the same manifest and decides alike.
+	 * Before version 4 a manifest did not say how its ranks were laid
+	 * out: it is read as it was then, rank r's file for rank r under
+	 * the same degrees, copus/plan.h's layout under others.
+	 */
+	recorded = m.data_inner;
+	if (m.data_inner < 0)
+		m.data_inner = same ? copus__data_inner(ctx) : 0;
+	/*
+	 * Rank r loads the file of its coordinates: its shard's (its
+	 * pipeline stage and tensor slice, any data degree), or with a file
+	 * per rank that of the old rank at its coordinates. Files of another
+	 * layout go through the reshard callback, or are refused: every rank
+	 * reads the same manifest and decides alike.
 	 */
 	other = m.nfiles > 0 &&
 		(m.layout.pipeline != ctx->degrees.pipeline ||
 		 m.layout.tensor != ctx->degrees.tensor ||
 		 (m.all_ranks && m.world != ctx->info.world) ||
 		 copus__ckpt_stages_differ(ctx, &m));
-	if (other && ctx->cfg.reshard != NULL) {
+	if (other && ctx->cfg.reshard != NULL)
 		rc = copus__ckpt_reshard(ctx, &m);
-		if (rc != COPUS_OK)
-			goto out;
-	} else if (other) {
-		rc = copus__fail(ctx, COPUS_ESTATE,
-				 "checkpoint of step %lld in %s was written by %d ranks (data %d x pipeline %d x tensor %d%s%s); this run has %d ranks (data %d x pipeline %d x tensor %d) and no reshard callback to load it",
-				 (long long)m.step, ctx->ckpt_dir, m.world,
-				 m.layout.data, m.layout.pipeline,
-				 m.layout.tensor,
-				 m.all_ranks ? ", a file per rank" : "",
-				 copus__ckpt_stages_differ(ctx, &m)
-					 ? ", stages of other layers"
-					 : "",
-				 ctx->info.world, ctx->degrees.data,
-				 ctx->degrees.pipeline, ctx->degrees.tensor);
+	else if (other)
+		rc = _refuse_layout(ctx, &m, recorded);
+	else if (m.nfiles > 0)
+		rc = _load_own(ctx, &m);
+	if (rc != COPUS_OK)
 		goto out;
-	} else if (m.nfiles > 0) {
-		copus_plan_coords at;
-
-		idx = 0;
-		if (m.all_ranks)
-			idx = ctx->info.rank;
-		else if (copus__coords(ctx,
-						   ctx->info.rank, &at) ==
-			 COPUS_OK)
-			idx = at.data_group;
-		rc = copus__ckpt_check_file(ctx, &m, idx, path, sizeof(path));
-		if (rc != COPUS_OK)
-			goto out;
-		if (ctx->cfg.load == NULL) {
-			rc = copus__fail(ctx, COPUS_ESTATE,
-					 "a checkpoint of step %lld exists but config.load is NULL",
-					 (long long)m.step);
-			goto out;
-		}
-		rc = ctx->cfg.load(ctx->cfg.cb_arg, path, m.step);
-		if (rc != 0) {
-			rc = copus__fail(ctx, COPUS_EIO,
-					 "the load callback failed (%d) reading %s",
-					 rc, path);
-			goto out;
-		}
-	}
 	_remove_leftovers(ctx, &m);
+	_keep_origin(ctx, &m, recorded);
 	ctx->info.step = m.step;
 	ctx->info.restored = 1;
 	ctx->ckpt_step = m.step;

@@ -78,6 +78,11 @@ int copus__agree(copus_ctx *ctx, int64_t *values, int n)
 	return COPUS_OK;
 }
 
+int copus__data_inner(const copus_ctx *ctx)
+{
+	return ctx->planned && ctx->plan.data_inner ? 1 : 0;
+}
+
 int copus__coords(const copus_ctx *ctx, int rank, copus_plan_coords *out)
 {
 	const copus_plan_degrees *d = &ctx->degrees;

@@ -3,8 +3,10 @@
  * never back up: runtime.c, the facade of copus/copus.h, calls rescale.c,
  * publish.c, checkpoint.c and measure.c; rescale.c calls checkpoint.c and
  * publish.c; publish.c calls measure.c; checkpoint.c calls
- * checkpoint-reshard.c and checkpoint-format.c, checkpoint-reshard.c calls
- * checkpoint-format.c; every file calls common.c. nccl.c builds on the
+ * checkpoint-reshard.c, checkpoint-check.c and checkpoint-format.c,
+ * checkpoint-reshard.c and checkpoint-check.c call checkpoint-format.c;
+ * runtime.c also calls checkpoint-check.c (the start-up checks); every
+ * file calls common.c. nccl.c builds on the
  * public copus_plan_get() and copus_bootstrap().
  */
 #ifndef COPUS_RUNTIME_INTERNAL_H
@@ -28,11 +30,13 @@
 /* The manifest that names the latest complete checkpoint. */
 #define COPUS_MANIFEST "copus.manifest"
 /*
+ * 4: a CRC-32 of the rest of its text ("checksum", last), the layout's
+ * data_inner, when it was written, and the model's fingerprint (optional);
  * 3: the layout (data, tensor, pipeline degrees) of the run that wrote it;
  * 2: every file with its CRC-32 and the saving mode; 1 (sizes only). All
- * three are read.
+ * four are read.
  */
-#define COPUS_MANIFEST_VERSION 3
+#define COPUS_MANIFEST_VERSION 4
 /* Largest manifest read back (it holds at most COPUS_MAX_OBS entries). */
 #define COPUS_MANIFEST_MAX (256 * 1024)
 
@@ -46,6 +50,18 @@ struct copus__obs {
 };
 
 struct copus__publisher;
+
+/* Where a restored checkpoint came from: rank 0's line at the start. */
+struct copus__origin {
+	bool restored;
+	int64_t step;
+	int world;
+	copus_plan_degrees layout;
+	int data_inner;       /* -1: not recorded (before version 4) */
+	int64_t written;      /* UTC seconds; -1: not recorded */
+	int64_t job;          /* -1: not recorded */
+	int restart;          /* -1: not recorded */
+};
 
 /*
  * What the ranks agree on at a step boundary: whether any rank was asked to
@@ -65,6 +81,7 @@ struct copus__boundary {
 struct copus_ctx {
 	copus_config cfg;        /* the caller's config, copied */
 	char *ckpt_dir;          /* owned copies of the config's strings */
+	char *fingerprint;       /* NULL: none */
 	double *layer_costs;
 	char gpu_type[COPUS_HINT_TYPE_LEN];
 	copus_job_info info;
@@ -118,6 +135,7 @@ struct copus_ctx {
 	double last_ckpt;        /* monotonic seconds of the latest attempt */
 	char **ckpt_files;       /* its files, for removal once replaced */
 	int n_ckpt_files;
+	struct copus__origin origin; /* of the checkpoint restored at init */
 
 	/*
 	 * The plan's inputs as the ranks last agreed on them (rank 0's): the
@@ -162,6 +180,8 @@ int copus__agree(copus_ctx *ctx, int64_t *values, int n);
  * data ranks inside the pipeline ranks (data_inner), of that layout.
  */
 int copus__coords(const copus_ctx *ctx, int rank, copus_plan_coords *out);
+/* Whether the job's ranks are laid out with the data ranks inside. */
+int copus__data_inner(const copus_ctx *ctx);
 /*
  * The layers of a pipeline stage when the model's layers are split into
  * stages (copus_plan_stages over the layer costs; by count when the tables
@@ -233,6 +253,13 @@ struct copus__manifest {
 	char **files;
 	long long *sizes;
 	int64_t *crcs;        /* CRC-32 of each file; -1: not recorded */
+	/* Version 4: the layout's data_inner (-1: not recorded), when it
+	 * was written (UTC seconds, -1), the model's fingerprint (NULL). */
+	int data_inner;
+	int64_t written;
+	char *fingerprint;
+	int64_t job;          /* the run that wrote it; -1: not recorded */
+	int restart;
 };
 /*
  * Parse a manifest's text (path only names it in errors) into m and the
@@ -262,6 +289,11 @@ int copus__manifest_read(copus_ctx *ctx, const char *path, char **out);
 /* The finite number o holds under key, if any. */
 bool copus__manifest_num(struct json_object *o, const char *key,
 			 double *out);
+/*
+ * Whether s (len bytes, as JSON gave it) is a model fingerprint: 1 to
+ * COPUS_FINGERPRINT_MAX - 1 bytes, none of them a control character.
+ */
+bool copus__fingerprint_ok(const char *s, size_t len);
 /* Free n file names and their array (NULL: nothing). */
 void copus__ckpt_names_free(char **names, int n);
 /* The CRC-32 of a whole file (zlib's polynomial). */
@@ -275,6 +307,14 @@ int copus__ckpt_check_file(copus_ctx *ctx, const struct copus__manifest *m,
 
 /* checkpoint-reshard.c */
 /*
+ * The file of the manifest that holds the state of the rank at the given
+ * coordinates of its layout: with a file per rank, the old rank of those
+ * coordinates under the old degrees and data_inner (which must be known);
+ * else the shard's. -1 when the coordinates are outside the old layout.
+ */
+int copus__ckpt_file_at(const struct copus__manifest *m, int data_rank,
+			int pipeline_rank, int tensor_rank);
+/*
  * Whether the checkpoint's stages hold other layers than this run's (same
  * pipeline degree, another split: a planned job on another cell).
  */
@@ -285,6 +325,36 @@ bool copus__ckpt_stages_differ(const copus_ctx *ctx,
  * overlapping shards of the old layout, each checked first.
  */
 int copus__ckpt_reshard(copus_ctx *ctx, const struct copus__manifest *m);
+
+/* checkpoint-check.c */
+/*
+ * Take the checkpoint directory (config, else COPUS_CKPT_DIR) and the
+ * model's fingerprint from the config: owned copies, the fingerprint
+ * checked.
+ */
+int copus__ckpt_setup(copus_ctx *ctx, const copus_config *cfg);
+/* Free what copus__ckpt_setup() and the checkpoints took. */
+void copus__ckpt_free(copus_ctx *ctx);
+/* Create the directory (and its parents) when it is not there. */
+int copus__ckpt_mkdirs(copus_ctx *ctx, const char *dir);
+/*
+ * At start: the checkpoint directory, when there is one, can be created
+ * and written (a file created and removed in it); COPUS_EIO naming it.
+ */
+int copus__ckpt_dir_check(copus_ctx *ctx);
+/*
+ * Whether this job may restore the checkpoint m names: the model's
+ * fingerprint, when both have one, is the same.
+ */
+int copus__ckpt_compatible(copus_ctx *ctx, const struct copus__manifest *m);
+/*
+ * "data D x tensor T x pipeline P (data inner|outer)" in buf; without
+ * the last part when data_inner is -1 (not recorded).
+ */
+const char *copus__layout_name(char *buf, size_t len,
+			       const copus_plan_degrees *d, int data_inner);
+/* Rank 0's line about the checkpoint it resumed from (none: nothing). */
+void copus__resume_log(const copus_ctx *ctx);
 
 /* publish.c */
 int copus__publisher_start(copus_ctx *ctx);

@@ -14,6 +14,7 @@ runtime_libcopus_la_SOURCES = \
 	runtime/checkpoint.c \
 	runtime/checkpoint-format.c \
 	runtime/checkpoint-reshard.c \
+	runtime/checkpoint-check.c \
 	runtime/rescale.c \
 	runtime/bootstrap.c
 runtime_libcopus_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
@@ -35,7 +36,8 @@ check_PROGRAMS += tests/test-runtime
 tests_test_runtime_SOURCES = tests/test-runtime.c tests/test-runtime.h \
 	tests/test-runtime-planned.c tests/test-runtime-hints.c \
 	tests/test-runtime-ranks.c tests/test-runtime-rescale.c \
-	tests/test-runtime-manifest.c tests/harness.h
+	tests/test-runtime-manifest.c tests/test-runtime-restore.c \
+	tests/harness.h
 tests_test_runtime_CFLAGS = $(TEST_CFLAGS)
 tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS) $(ZLIB_LIBS)
 tests_test_runtime_CPPFLAGS = $(AM_CPPFLAGS) $(ZLIB_CFLAGS)
@@ -52,8 +54,10 @@ tests_bench_runtime_reshard_LDADD = runtime/libcopus.la core/libcopus-core.la -l
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
 	tests/test_pytorch_pipeline.py tests/test_pytorch_tensor.py \
+	tests/test_pytorch_merge.py \
 	contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
-	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py
+	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py \
+	contrib/pytorch/copus_merge.py
 
 # A stand-in training job for the loopback-cluster test.
 noinst_PROGRAMS += tests/test-runtime-job

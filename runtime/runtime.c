@@ -30,18 +30,20 @@ static double _elapsed(const struct timespec *a, const struct timespec *b)
 }
 
 /*
- * The size of a copus_config before the model was appended: a program
- * built against that layout keeps working, its newer fields taken as
- * zero (no model).
+ * The sizes of a copus_config before the model, then the fingerprint, were
+ * appended: a program built against those layouts keeps working, its newer
+ * fields taken as zero (no model, no fingerprint).
  */
 #define CONFIG_SIZE_NO_MODEL offsetof(copus_config, model)
+#define CONFIG_SIZE_NO_FINGERPRINT offsetof(copus_config, fingerprint)
 
 int copus_config_init(copus_config *cfg, size_t size)
 {
 	copus_config def = COPUS_CONFIG_INITIALIZER;
 
 	if (cfg == NULL || (size != sizeof(copus_config) &&
-			    size != CONFIG_SIZE_NO_MODEL))
+			    size != CONFIG_SIZE_NO_MODEL &&
+			    size != CONFIG_SIZE_NO_FINGERPRINT))
 		return COPUS_EINVAL;
 	def.size = size;
 	memcpy(cfg, &def, size);
@@ -436,9 +438,11 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		return COPUS_EINVAL;
 	}
 	/* An older layout: read no further than its end. */
-	if (cfg->size == CONFIG_SIZE_NO_MODEL && cfg->magic == COPUS_CONFIG_MAGIC) {
+	if ((cfg->size == CONFIG_SIZE_NO_MODEL ||
+	     cfg->size == CONFIG_SIZE_NO_FINGERPRINT) &&
+	    cfg->magic == COPUS_CONFIG_MAGIC) {
 		memset(&full, 0, sizeof(full));
-		memcpy(&full, cfg, CONFIG_SIZE_NO_MODEL);
+		memcpy(&full, cfg, cfg->size);
 		full.size = sizeof(full);
 		cfg = &full;
 	}
@@ -458,12 +462,9 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		ctx->has_model = true;
 	}
 	ctx->cfg.model = NULL;
-	s = cfg->ckpt_dir != NULL ? cfg->ckpt_dir : getenv("COPUS_CKPT_DIR");
-	if (s != NULL && *s != '\0' && (ctx->ckpt_dir = strdup(s)) == NULL) {
-		rc = COPUS_ENOMEM;
+	rc = copus__ckpt_setup(ctx, cfg);
+	if (rc != COPUS_OK)
 		goto fail;
-	}
-	ctx->cfg.ckpt_dir = ctx->ckpt_dir;
 	if (cfg->n_layers > 0) {
 		ctx->layer_costs = malloc(sizeof(double) * (size_t)cfg->n_layers);
 		if (ctx->layer_costs == NULL) {
@@ -520,7 +521,9 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	ctx->last_hint = -1.0;
 	ctx->last_ckpt = copus__now();
 
-	rc = copus__restore(ctx);
+	rc = copus__ckpt_dir_check(ctx);
+	if (rc == COPUS_OK)
+		rc = copus__restore(ctx);
 	if (rc == COPUS_OK) {
 		/*
 		 * The plan's first inputs: the restored ones, which every
@@ -573,6 +576,7 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	if (rc != COPUS_OK)
 		goto fail;
 	copus__plan_log(ctx);
+	copus__resume_log(ctx);
 	copus__log(ctx, 1, "job %u restart %d: rank %d of %d on %d nodes, %d GPUs per node (%s), step %lld",
 		   ctx->info.job_id, ctx->info.restart_count, ctx->info.rank,
 		   ctx->info.world, ctx->info.nodes, ctx->info.gpus_per_node,
@@ -586,9 +590,8 @@ fail:
 	copus__init_failed(ctx);
 	copus__publisher_stop(ctx);
 	copus__signals_restore(ctx);
-	copus__ckpt_files_free(ctx);
+	copus__ckpt_free(ctx);
 	free(ctx->layer_costs);
-	free(ctx->ckpt_dir);
 	free(ctx);
 	return rc;
 }
@@ -599,9 +602,8 @@ int copus_finalize(copus_ctx *ctx)
 		return COPUS_EINVAL;
 	copus__publisher_stop(ctx);
 	copus__signals_restore(ctx);
-	copus__ckpt_files_free(ctx);
+	copus__ckpt_free(ctx);
 	free(ctx->layer_costs);
-	free(ctx->ckpt_dir);
 	free(ctx);
 	return COPUS_OK;
 }

@@ -1,15 +1,19 @@
 /*
  * tests/test-runtime: the checkpoint's manifest read back: a malformed one
- * is refused, one of version 1 still loads.
+ * is refused, one of versions 1 and 2 still loads, an edited one of version
+ * 4 is refused by its checksum, and one of another model by its fingerprint.
  */
 #include <copus_config.h>
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include <copus/copus.h>
 
@@ -128,4 +132,206 @@ void test_version_1_manifest_loads(void)
 	ASSERT_CLOSE(a.w, 1.5, 1e-12);
 	copus_finalize(ctx);
 	remove_tmpdir();
+}
+
+void put_manifest_v4(const char *body)
+{
+	char path[512];
+	unsigned long crc = crc32(0L, (const Bytef *)body, (uInt)strlen(body));
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "%s,\"checksum\":\"%08lx\"}", body, crc);
+	fclose(f);
+}
+
+/* A checkpoint of step steps by one process; the manifest's text. */
+static void write_checkpoint(copus_config *c, int steps, char *text,
+			     size_t len)
+{
+	char path[512];
+	copus_ctx *ctx;
+
+	ASSERT_STATUS(copus_init(c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	for (int i = 0; i < steps; i++) {
+		copus_step_begin(ctx);
+		copus_grad_local(ctx, 2.0 + i);
+		copus_grad_total(ctx, 1.0);
+		ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	}
+	ASSERT_STATUS(copus_checkpoint(ctx), COPUS_OK);
+	copus_finalize(ctx);
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	read_line(path, text, len);
+}
+
+/* The manifest with what follows key's colon prefixed by insert. */
+static void put_edited(const char *text, const char *key, const char *insert)
+{
+	char path[512];
+	const char *at = strstr(text, key);
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	at += strlen(key);
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "%.*s%s%s", (int)(at - text), text, insert, at);
+	fclose(f);
+}
+
+/*
+ * A manifest of version 4 carries a CRC-32 of the rest of its text: one
+ * whose progress or noise was edited, or whose checksum is gone or was
+ * kept over a version edited back to 3, is refused, naming the manifest;
+ * the manifest as written loads.
+ */
+void test_edited_manifest_is_refused(void)
+{
+	copus_config c = base_config();
+	struct app a = { 0 };
+	char text[8192], path[512];
+	copus_job_info in;
+	copus_ctx *ctx;
+
+	clear_env();
+	make_tmpdir();
+	c.ckpt_dir = tmpdir;
+	c.save = app_save;
+	c.load = app_load;
+	c.cb_arg = &a;
+	write_checkpoint(&c, 3, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"copus_ckpt\":4,"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, ",\"checksum\":\""));
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	/* A digit before the progress and before the noise's decay. */
+	put_edited(text, "\"progress\":", "1");
+	expect_init_error(&c, COPUS_EPARSE,
+			  "does not match its content (edited or corrupt)");
+	CU_ASSERT_PTR_NOT_NULL(strstr(copus_errmsg(NULL), path));
+	put_edited(text, "\"noise\":[", "1");
+	expect_init_error(&c, COPUS_EPARSE,
+			  "does not match its content (edited or corrupt)");
+	put_edited(text, "\"checksum\":\"", "0");
+	expect_init_error(&c, COPUS_EPARSE, "\"checksum\"");
+	put_edited(text, "\"copus_ckpt\":", "3,\"was\":");
+	expect_init_error(&c, COPUS_EPARSE, "\"checksum\"");
+	/* As written: it loads. */
+	put_edited(text, "\"copus_ckpt\":", "");
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_info(ctx, &in);
+	CU_ASSERT_EQUAL(in.step, 3);
+	CU_ASSERT_EQUAL(in.restored, 1);
+	copus_finalize(ctx);
+	remove_tmpdir();
+}
+
+/* Version 2 (CRC-32s, no layout) is still read. */
+void test_version_2_manifest_loads(void)
+{
+	copus_config c = base_config();
+	struct app a = { 0 };
+	char path[512];
+	copus_ctx *ctx = NULL;
+	FILE *f;
+
+	clear_env();
+	make_tmpdir();
+	snprintf(path, sizeof(path), "%s/ckpt-3.r0", tmpdir);
+	f = fopen(path, "w");
+	fprintf(f, "3 1.5\n");
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);
+	f = fopen(path, "w");
+	fprintf(f, "{\"copus_ckpt\":2,\"step\":3,\"samples\":96,\"progress\":3,"
+		   "\"world\":1,\"save_all_ranks\":0,"
+		   "\"files\":[[\"ckpt-3.r0\",6,%lu]],"
+		   "\"noise\":[0.9,0,0,1,0],\"obs\":[]}",
+		crc32(0L, (const Bytef *)"3 1.5\n", 6));
+	fclose(f);
+	c.ckpt_dir = tmpdir;
+	c.load = app_load;
+	c.cb_arg = &a;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_EQUAL(a.loads, 1);
+	ASSERT_CLOSE(a.w, 1.5, 1e-12);
+	if (ctx != NULL)
+		copus_finalize(ctx);
+	remove_tmpdir();
+}
+
+/*
+ * The model's fingerprint travels in the manifest: a job of another
+ * fingerprint is refused, naming both; a job without one, or a manifest
+ * without one, is accepted.
+ */
+void test_fingerprint_of_another_model_is_refused(void)
+{
+	copus_config c = base_config();
+	struct app a = { 0 };
+	char text[8192];
+	copus_ctx *ctx;
+
+	clear_env();
+	make_tmpdir();
+	c.ckpt_dir = tmpdir;
+	c.save = app_save;
+	c.load = app_load;
+	c.cb_arg = &a;
+	c.fingerprint = "gpt-2l-256h";
+	write_checkpoint(&c, 2, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"fingerprint\":\"gpt-2l-256h\""));
+	c.fingerprint = "gpt-4l-256h";
+	expect_init_error(&c, COPUS_ESTATE,
+			  "step 2 was written by a model with fingerprint 'gpt-2l-256h'; this job's model is 'gpt-4l-256h'");
+	c.fingerprint = NULL;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	copus_finalize(ctx);
+	c.fingerprint = "gpt-2l-256h";
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	copus_finalize(ctx);
+	/* Printed in errors: no control characters. */
+	c.fingerprint = "two\nlines";
+	expect_init_error(&c, COPUS_EINVAL, "fingerprint");
+	remove_tmpdir();
+
+	/* A manifest without one. */
+	make_tmpdir();
+	c.ckpt_dir = tmpdir;
+	c.fingerprint = NULL;
+	write_checkpoint(&c, 2, text, sizeof(text));
+	CU_ASSERT_PTR_NULL(strstr(text, "fingerprint"));
+	c.fingerprint = "gpt-4l-256h";
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	copus_finalize(ctx);
+	remove_tmpdir();
+}
+
+/* A program built before the fingerprint was appended keeps working. */
+void test_config_without_fingerprint(void)
+{
+	unsigned char raw[sizeof(copus_config) + 16];
+	copus_config *c = (copus_config *)raw;
+	size_t old = offsetof(copus_config, fingerprint);
+	copus_ctx *ctx;
+
+	clear_env();
+	/* Bytes past the older layout are not the caller's: poison them. */
+	memset(raw, 0xab, sizeof(raw));
+	ASSERT_STATUS(copus_config_init(c, old), COPUS_OK);
+	CU_ASSERT_EQUAL(c->size, old);
+	CU_ASSERT_EQUAL(raw[old], 0xab);
+	c->limits = (copus_batch_limits){ 64, 2048, 4, 128, true };
+	c->no_signal_handler = 1;
+	ASSERT_STATUS(copus_init(c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL(ctx);
+	if (ctx != NULL)
+		copus_finalize(ctx);
+	ASSERT_STATUS(copus_config_init(c, sizeof(copus_config)), COPUS_OK);
+	CU_ASSERT_PTR_NULL(c->fingerprint);
 }

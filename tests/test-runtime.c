@@ -678,6 +678,16 @@ int main(void)
 		TEST(test_checkpoints_reshard_tensor_slices),
 		TEST(test_bad_manifest),
 		TEST(test_version_1_manifest_loads),
+		TEST(test_version_2_manifest_loads),
+		TEST(test_edited_manifest_is_refused),
+		TEST(test_fingerprint_of_another_model_is_refused),
+		TEST(test_config_without_fingerprint),
+		TEST(test_unwritable_checkpoint_dir_fails_init),
+		TEST(test_all_ranks_restore_by_coordinates_from_data_inner),
+		TEST(test_all_ranks_restore_by_coordinates_into_data_inner),
+		TEST(test_all_ranks_of_another_layout_name_both_layouts),
+		TEST(test_resume_is_logged_by_rank_0),
+		TEST(test_manifest_records_when_and_how_it_was_written),
 	};
 
 	return RUN_TESTS("runtime", tests);

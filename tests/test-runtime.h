@@ -119,7 +119,24 @@ void test_checkpoints_reshard_between_layouts(void);
 void test_checkpoints_reshard_tensor_slices(void);
 
 /* test-runtime-manifest.c */
+/*
+ * Write tmpdir's manifest of version 4: body, a JSON object without its
+ * closing brace, then its checksum.
+ */
+void put_manifest_v4(const char *body);
 void test_bad_manifest(void);
 void test_version_1_manifest_loads(void);
+void test_version_2_manifest_loads(void);
+void test_edited_manifest_is_refused(void);
+void test_fingerprint_of_another_model_is_refused(void);
+void test_config_without_fingerprint(void);
+
+/* test-runtime-restore.c */
+void test_unwritable_checkpoint_dir_fails_init(void);
+void test_all_ranks_restore_by_coordinates_from_data_inner(void);
+void test_all_ranks_restore_by_coordinates_into_data_inner(void);
+void test_all_ranks_of_another_layout_name_both_layouts(void);
+void test_resume_is_logged_by_rank_0(void);
+void test_manifest_records_when_and_how_it_was_written(void);
 
 #endif /* COPUS_TEST_RUNTIME_H */

@@ -70,7 +70,18 @@
  * without that callback, refuses the checkpoint on every rank.
  * copus_init() succeeds on every rank or on none: the ranks agree before
  * any of them trains. The manifest holds each file's size and CRC-32; a
- * file that does not match is refused, never loaded. What a crash or a failed checkpoint left in the directory
+ * file that does not match is refused, never loaded. The manifest also
+ * holds a CRC-32 of its own text: one edited or corrupt is refused (an
+ * error of copus_init() naming it), never trained from. With save_all_ranks
+ * each rank loads the file of the old rank at its own coordinates (data,
+ * pipeline and tensor rank), whichever of the two layouts of ranks
+ * (copus/plan.h, data_inner) either run had. copus_init() creates the
+ * checkpoint directory and checks that it can write a file there (an
+ * error naming it, rather than a failed checkpoint at the first rescale);
+ * when it restores a checkpoint rank 0 says so on stderr, in one line
+ * with the directory, the step, the checkpoint's layout and ranks, and
+ * when and by which job and restart it was written. What a crash or a
+ * failed checkpoint left in the directory
  * (temporary files, files no manifest names) is removed when a new run
  * starts and after each checkpoint that commits. The manifest
  * names the restart count (SLURM_RESTART_COUNT) of the run that wrote it;
@@ -270,7 +281,20 @@ typedef struct copus_config {
 	 * with COPUS_CONFIG_INITIALIZER leaves it NULL.
 	 */
 	const copus_planner_desc *model;
+	/*
+	 * Optional: a name of the model's shape and code (1 to
+	 * COPUS_FINGERPRINT_MAX - 1 printable bytes, such as a hash of its
+	 * architecture), recorded in the checkpoint's manifest. A checkpoint
+	 * whose manifest names another fingerprint is refused by copus_init()
+	 * on every rank, which names both; a manifest without one, or a
+	 * config without one (NULL or ""), is accepted. Appended after model:
+	 * COPUS_CONFIG_INITIALIZER leaves it NULL.
+	 */
+	const char *fingerprint;
 } copus_config;
+
+/* Bytes of a model fingerprint, its terminating zero included. */
+#define COPUS_FINGERPRINT_MAX 128
 
 #define COPUS_CONFIG_INITIALIZER                                              \
 	{                                                                     \
@@ -283,9 +307,10 @@ typedef struct copus_config {
 
 /*
  * Fill *cfg (of size bytes) as COPUS_CONFIG_INITIALIZER does (for FFI).
- * size is sizeof(copus_config), or the size of the layout before model was
- * appended (offsetof(copus_config, model)), which copus_init() also takes,
- * its newer fields zero.
+ * size is sizeof(copus_config), or the size of an older layout: before
+ * model was appended (offsetof(copus_config, model)) or before fingerprint
+ * was (offsetof(copus_config, fingerprint)); copus_init() takes those too,
+ * their newer fields zero.
  */
 int copus_config_init(copus_config *cfg, size_t size);
 

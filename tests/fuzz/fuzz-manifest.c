@@ -1,9 +1,11 @@
 /*
- * Fuzz target: copus__parse_manifest() (runtime/checkpoint.c), the
+ * Fuzz target: copus__parse_manifest() (runtime/checkpoint-format.c), the
  * checkpoint manifest a restarted job reads from its checkpoint directory,
  * a file a crash, a full disk or another program may have left in any
  * state. An accepted manifest must name files inside the directory, one per
- * rank or one in all, and give the runtime a state it can go on from.
+ * rank or one in all, and give the runtime a state it can go on from. A
+ * manifest of version 4 is refused unless its checksum matches: the seeds
+ * named valid-v4-* carry theirs.
  */
 #include <math.h>
 
@@ -26,6 +28,12 @@ static void check_manifest(const copus_ctx *ctx,
 					      : m->layout.pipeline *
 							m->layout.tensor));
 	FUZZ_CHECK(m->n_layers >= 0);
+	/* Version 4's: recorded or -1 (NULL), and printable. */
+	FUZZ_CHECK(m->data_inner >= -1 && m->data_inner <= 1);
+	FUZZ_CHECK(m->written >= -1 && m->job >= -1 && m->restart >= -1);
+	FUZZ_CHECK(m->fingerprint == NULL ||
+		   copus__fingerprint_ok(m->fingerprint,
+					 strlen(m->fingerprint)));
 	FUZZ_CHECK(m->nfiles >= 0);
 	for (int i = 0; i < m->nfiles; i++) {
 		const char *f = m->files[i];

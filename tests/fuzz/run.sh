@@ -86,7 +86,7 @@ sources() {
 	csv) echo sim/csv.c ;;
 	workload) echo sim/csv.c sim/engine-input.c ;;
 	profile) echo sim/csv.c sim/trace.c ;;
-	manifest) echo runtime/checkpoint.c runtime/common.c ;;
+	manifest) echo runtime/checkpoint-format.c runtime/common.c ;;
 	plan-*) echo sim/csv.c sim/plan-data.c sim/plan-parse.c sim/plan-comm.c \
 		sim/plan-measured.c ;;
 	arena-*) echo sim/csv.c sim/arena.c ;;
