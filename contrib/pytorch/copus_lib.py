@@ -169,7 +169,8 @@ class Config(ctypes.Structure):
                 ("no_signal_handler", ctypes.c_int),
                 ("ckpt_interval", ctypes.c_double),
                 ("reshard", RESHARD_CB),
-                ("model", ctypes.POINTER(PlannerDesc))]
+                ("model", ctypes.POINTER(PlannerDesc)),
+                ("fingerprint", ctypes.c_char_p)]
 
 
 class JobInfo(ctypes.Structure):
