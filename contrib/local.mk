@@ -35,4 +35,18 @@ contrib/copus-demo: $(srcdir)/contrib/copus-demo.in Makefile
 # the prefix: /usr/lib/python3/dist-packages for --prefix=/usr).
 copuspythondir = $(prefix)/lib/python3/dist-packages
 copuspython_DATA = contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
-	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py
+	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py \
+	contrib/pytorch/copus_merge.py
+
+# copus-torch-merge: the adapter's checkpoint as one state_dict
+# (copus_merge.main), with the directory of the modules above on Python's
+# path.
+bin_SCRIPTS += contrib/copus-torch-merge
+CLEANFILES += contrib/copus-torch-merge
+EXTRA_DIST += contrib/copus-torch-merge.in
+dist_man_MANS += etc/copus-torch-merge.1
+contrib/copus-torch-merge: $(srcdir)/contrib/copus-torch-merge.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) contrib && sed \
+		-e 's|@copuspythondir[@]|$(copuspythondir)|g' \
+		$(srcdir)/contrib/copus-torch-merge.in >$@.tmp && \
+	chmod +x $@.tmp && mv $@.tmp $@
