@@ -25,4 +25,5 @@ rc=0
 "$PYTHON" "$srcdir/tests/test_pytorch_pipeline.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_tensor.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_merge.py" run || rc=1
+"$PYTHON" "$srcdir/tests/test_pytorch_resume.py" run || rc=1
 exit $rc

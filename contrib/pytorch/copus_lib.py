@@ -623,6 +623,7 @@ class StepLoop:
         self._user_saved = None
         self._groups_saved = None
         self._end_args = None   # (local, accum_steps) of the step to end
+        self._last_step = 0
         self._closed = False
 
     # -- the user's state ---------------------------------------------------
@@ -693,6 +694,9 @@ class StepLoop:
     def step(self):
         """Steps done: the optimizer's steps, the one whose end_step() is
         still to come included."""
+        if not self.rt.ctx:
+            # Closed: the steps done when it closed.
+            return self._last_step
         return self.rt.info().step + (self._end_args is not None)
 
     def _begin(self):
@@ -707,10 +711,13 @@ class StepLoop:
         a checkpoint when one is due, the exit with the requeue code on a
         rescale. Does nothing when no step waits for its end."""
         if self._end_args is None:
+            if self.rt.ctx:
+                self._last_step = self.rt.info().step
             return
         local, accum = self._end_args
         self._end_args = None
         self.rt.step_end(local, accum)
+        self._last_step = self.rt.info().step
         if self.rt.state() == STATE_CHECKPOINTED and not self._closed:
             self.exit_for_rescale()
         self._after_end()

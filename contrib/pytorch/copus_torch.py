@@ -35,6 +35,8 @@ The library is found through $COPUS_LIB, then the system's library path
 (libcopus.so.0 when ldconfig's cache does not list it).
 """
 
+import math
+
 import torch
 import torch.distributed as dist
 
@@ -201,6 +203,7 @@ class Trainer(StepLoop):
         self._scale = 1.0
         self.n_micro = 1
         self._loss = None
+        self._stats = []
         # The model's configuration, which a checkpoint must match.
         self.structure = module_structure(
             model.module if self.ddp else model)
@@ -230,7 +233,7 @@ class Trainer(StepLoop):
         prev = self._pair_prev
         k = self._scale * self._scale
         w = self._weights_of(self.params)
-        self.rt.grad_local(self._tensor_sum(_sqnorm(cur, w)) * k)
+        self._stat("local", self._tensor_sum(_sqnorm(cur, w)) * k)
         if prev is not None:
             dot = None
             for i, (c, q) in enumerate(zip(cur, prev)):
@@ -239,11 +242,28 @@ class Trainer(StepLoop):
                     d = d * w[i]
                 dot = d if dot is None else dot + d
             if dot is not None:
-                self.rt.grad_dot(self._tensor_sum(float(dot)) * k)
+                self._stat("dot", self._tensor_sum(float(dot)) * k)
         prev = self._buffers("pair", cur)
         for q, c in zip(prev, cur):
             q.copy_(c)
         self._pair_prev = prev
+
+    def _stat(self, kind, value):
+        """A measurement of the step, reported to libcopus at the end of
+        its micro-batches (_stats_flush)."""
+        self._stats.append((kind, value))
+
+    def _stats_flush(self):
+        """Report the step's measurements; a step of non-finite
+        gradients reports none (optimizer_step stops or skips it)."""
+        stats, self._stats = self._stats, []
+        if not all(math.isfinite(v) for _, v in stats):
+            self._pair_prev = None
+            return
+        report = {"local": self.rt.grad_local, "total": self.rt.grad_total,
+                  "dot": self.rt.grad_dot}
+        for kind, value in stats:
+            report[kind](value)
 
     def _weights_of(self, params):
         """The weights of params' squared norms (None: all 1)."""
@@ -447,22 +467,23 @@ class Trainer(StepLoop):
                     for d, c, q in zip(diff, cur, prev_flat):
                         torch.sub(c, q, out=d)
                     sq = _sqnorm(diff, w)
-                rt.grad_local(self._tensor_sum(sq) * k)
+                self._stat("local", self._tensor_sum(sq) * k)
                 if not last:
                     prev_flat = self._buffers("prev", cur)
                     for q, c in zip(prev_flat, cur):
                         q.copy_(c)
         if self.ddp and measure:
             # DDP waited for the all-reduce at the end of backward.
-            rt.grad_local(self._tensor_sum(self._hook_sq))
+            self._stat("local", self._tensor_sum(self._hook_sq))
         if measure and pairs:
             self._pair_step()
         elif measure:
-            rt.grad_total(self._tensor_sum(_sqnorm(
+            self._stat("total", self._tensor_sum(_sqnorm(
                 (p.grad for p in self.params),
                 self._weights_of(self.params))) * k_total)
         elif pairs:
             self._pair_prev = None
+        self._stats_flush()
         if self._agree_sums is not None:
             rt.agree_unpack(self._agree_sums.to(torch.float64).contiguous())
             self._agree_sums = None
