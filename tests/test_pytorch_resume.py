@@ -374,6 +374,26 @@ def run():
               "parameters finite and equal (%s)"
               % [lg["skipped"] for lg in logs])
 
+    # A fingerprint the user gives: a checkpoint of another is refused.
+    import copus_torch
+    fp_dir = os.path.join(tmp, "fp")
+    rt = copus_torch.Runtime(8, 8, 8, 8, ckpt_dir=fp_dir,
+                             save=lambda p, s: open(p, "w").close(),
+                             load=lambda p, s: None, fingerprint="lm-h4")
+    rt.step_begin()
+    rt.step_end(8, 0)
+    rt.checkpoint()
+    rt.finalize()
+    try:
+        copus_torch.Runtime(8, 8, 8, 8, ckpt_dir=fp_dir,
+                            save=lambda p, s: None, load=lambda p, s: None,
+                            fingerprint="lm-h8").finalize()
+        check(False, "a checkpoint of fingerprint lm-h4 is refused to lm-h8")
+    except copus_torch.CopusError as e:
+        check("'lm-h4'" in str(e) and "'lm-h8'" in str(e),
+              "a checkpoint of fingerprint lm-h4 is refused to lm-h8, "
+              "naming both (%s)" % e)
+
     # Clipping over tensor slices.
     codes, logs, _ = launch(2, tmp, "clip-t", mode="tensor_clip")
     check(codes == [0, 0], "tensor clipping run exits 0 (%s)" % codes)

@@ -297,7 +297,8 @@ class Runtime:
                  noise_decay=0.0, hint_interval=0.0, publish=None,
                  gpu_type=None, agree_interval=1, ckpt_interval=0.0,
                  prior=None, pipeline_degree=1, tensor_degree=1,
-                 layer_costs=None, reshard=None, model=None):
+                 layer_costs=None, reshard=None, model=None,
+                 fingerprint=None):
         lib = library()
         self._lib = lib
         cfg = Config()
@@ -324,6 +325,11 @@ class Runtime:
             # (planned()).
             self._model = planner_desc(model)
             cfg.model = ctypes.pointer(self._model)
+        if fingerprint is not None:
+            # The user's name of the model's configuration: a checkpoint
+            # written under another is refused.
+            self._fp = str(fingerprint).encode()
+            cfg.fingerprint = self._fp
         cfg.noise_decay = noise_decay
         cfg.hint_interval = hint_interval
         # Steps between two all-reduces of the rescale flag (gloo/NCCL).
