@@ -10,8 +10,13 @@ process) and does for the training loop what libcopus needs:
 - step timing, with the all-reduce reported as synchronisation time,
 - the batch size, micro-batch and accumulation steps of the plan, and the
   learning-rate gain (AdaScale's for SGD, its square root for Adam),
-- save and load of the model, the optimizer, the data position and the
-  runtime's own state, and the exit with the requeue code on a rescale.
+- save and load of the model, the optimizer, the data position, the
+  objects the user registers (a learning-rate scheduler, a loss scaler)
+  and the runtime's own state, and the exit with the requeue code on a
+  rescale,
+- checks that stop a job training wrong in silence: a checkpoint of
+  another model (its modules' settings, or a fingerprint), gradients that
+  are not finite.
 
 Usage:
 
@@ -19,8 +24,17 @@ Usage:
                                   init_batch=64, max_batch=1024,
                                   min_local=8, max_local=256,
                                   ckpt_dir="/scratch/run1")
-    while trainer.step < 1000:
-        loss = trainer.train_step()
+    sched = trainer.register(torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=3e-3, total_steps=1000))
+    with trainer:
+        while trainer.step < 1000:
+            loss = trainer.train_step()
+            sched.step()
+
+A step ends (the checkpoint when one is due, the exit on a rescale) at
+the next step's start, after the user's own work of the step such as the
+scheduler's step(): a resumed run's learning rates are the uninterrupted
+run's. The man page copus-pytorch(7) is the adapter's tutorial.
 
 `data` is any object with `next_batch(n)` returning (inputs, targets) and
 `state_dict()` / `load_state_dict()` for its position; GlobalSampler is one
@@ -137,8 +151,13 @@ class Trainer(StepLoop):
         scaler.update()
 
     Each micro-batch's loss is divided by n_micro, so that .grad ends as
-    the mean. With a loss scaler, pass it as grad_scaler: the gradients
-    are measured before your unscaling and clipping, divided by its scale.
+    the mean. With a loss scaler, pass it as grad_scaler (and register
+    it): the gradients are measured before your unscaling and clipping,
+    divided by its scale, and the scaler skips the steps of non-finite
+    gradients. Without one, nonfinite="raise" (the default) stops the job
+    on every rank at a step whose gradients are not finite, "skip" skips
+    that step's optimizer step, "ignore" leaves it to the user.
+    clip_grad_norm_() clips over the whole model, tensor slices included.
 
     A model of copus_tensor's layers (tensor_degree=tp.degree, DDP over
     tp.data_group when there are several replicas): each tensor rank
