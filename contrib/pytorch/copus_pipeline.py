@@ -6,7 +6,14 @@ import torch
 import torch.distributed as dist
 
 from copus_lib import (CopusError, Runtime, SPLIT_ATTR, StepLoop, _reslice,
-                       coords_of_rank, module_structure, structure_difference)
+                       _sqnorm, coords_of_rank, module_structure,
+                       structure_difference)
+
+# The dtypes an activation and its gradient travel in between the stages,
+# by their code in the message's header (0: none; -1 in a header: the
+# sender refused its tensor and stops).
+DTYPES = (None, torch.float32, torch.float64, torch.float16, torch.bfloat16)
+HEADER = 8      # int64s: dimensions, dtype code, up to 6 sizes
 
 
 class PipelineTrainer(StepLoop):
@@ -47,12 +54,14 @@ class PipelineTrainer(StepLoop):
     def __init__(self, model, make_optimizer, loss_fn, sampler,
                  global_batch, n_micro, ckpt_dir=None, pipeline_degree=1,
                  layer_costs=None, on_rescale=None, tensor_degree=1,
-                 planner_model=None, nonfinite=None, **runtime_args):
+                 planner_model=None, nonfinite=None, clip_grad_norm=None,
+                 **runtime_args):
         self._loop_init(nonfinite)
         self.layers = list(model)
         self.structure = module_structure(model)
         self.loss_fn = loss_fn
-        self.sampler = sampler
+        self.clip_grad_norm = clip_grad_norm
+        self.last_grad_norm = None
         self.on_rescale = on_rescale
         self._pending = None    # state read by load/reshard, applied below
         self.rank = dist.get_rank() if dist.is_initialized() else 0
@@ -90,6 +99,7 @@ class PipelineTrainer(StepLoop):
                               reshard=self._reshard_state, **runtime_args)
         self.plan = self.rt.plan()
         p = self.plan
+        self.sampler = self._laid_out(sampler)
         inner = self.planned is not None and self.planned.data_inner
         self.first, self.count = p.first_layer, p.n_layers
         self.stage = torch.nn.Sequential(
@@ -156,6 +166,37 @@ class PipelineTrainer(StepLoop):
         self.micro = global_batch // (pl.data * pl.micro_batches)
 
     planned = None
+
+    def _laid_out(self, sampler):
+        """The sampler of this rank's replica: built by sampler(replica,
+        replicas) when it is a function, else checked on every rank to
+        read the plan's data rank of its data degree."""
+        p = self.plan
+        if callable(sampler) and not hasattr(sampler, "next_batch"):
+            sampler = sampler(p.data_rank, p.data_degree)
+        has = (getattr(sampler, "replica", None),
+               getattr(sampler, "replicas", None))
+        bad = torch.tensor([None not in has and
+                            has != (p.data_rank, p.data_degree)],
+                           dtype=torch.float64)
+        # One rank's sampler may be wrong alone: every rank stops.
+        if self.world > 1:
+            dist.all_reduce(bad, op=dist.ReduceOp.MAX)
+        if not bad[0]:
+            return sampler
+        self.rt.finalize()
+        why = "another rank's sampler" if has == (p.data_rank,
+                                                  p.data_degree) \
+            else "the sampler reads as replica %s of %s;" % has
+        raise CopusError(
+            "PipelineTrainer: %s the plan makes this rank data rank %d of "
+            "data degree %d (pipeline %d x tensor %d): every stage and "
+            "tensor slice of a replica must read the same samples. Build "
+            "it as GlobalSampler(dataset, replica=trainer's data rank, "
+            "replicas=data degree), or pass a function (replica, "
+            "replicas) -> sampler, called once the plan is known"
+            % (why, p.data_rank, p.data_degree, p.pipeline_degree,
+               p.tensor_degree))
 
     def _named_params(self):
         for i in range(self.first, self.first + self.count):
@@ -252,28 +293,57 @@ class PipelineTrainer(StepLoop):
         self._keep_user_state(state.get("user"), state["groups"])
 
     # -- one step: GPipe over the stages, all-reduce over the replicas ----
+    @staticmethod
+    def _header(t):
+        """The header that precedes t: its dimensions, dtype and sizes;
+        CopusError for a tensor that cannot travel."""
+        if t.dtype not in DTYPES or t.dim() > HEADER - 2:
+            raise CopusError(
+                "PipelineTrainer: an activation or gradient of %s with %d "
+                "dimensions cannot go between the stages (dtypes %s; %d "
+                "dimensions at most)" % (t.dtype, t.dim(), ", ".join(
+                    str(d).replace("torch.", "") for d in DTYPES[1:]),
+                    HEADER - 2))
+        head = torch.zeros(HEADER, dtype=torch.int64)
+        head[0], head[1] = t.dim(), DTYPES.index(t.dtype)
+        head[2:2 + t.dim()] = torch.tensor(t.shape, dtype=torch.int64)
+        return head
+
     def _send(self, t, peer):
-        shape = torch.zeros(8, dtype=torch.int64)
-        shape[0] = t.dim()
-        shape[1:1 + t.dim()] = torch.tensor(t.shape)
-        dist.send(shape, peer)
+        try:
+            head = self._header(t)
+        except CopusError:
+            # The peer waits for a tensor: it learns why none comes.
+            dist.send(torch.full((HEADER,), -1, dtype=torch.int64), peer)
+            raise
+        dist.send(head, peer)
         dist.send(t.contiguous(), peer)
 
     def _recv(self, peer):
-        shape = torch.zeros(8, dtype=torch.int64)
-        dist.recv(shape, peer)
-        t = torch.empty(*shape[1:1 + int(shape[0])].tolist())
+        head = torch.zeros(HEADER, dtype=torch.int64)
+        dist.recv(head, peer)
+        if int(head[1]) < 1:
+            raise CopusError("PipelineTrainer: rank %d sent no tensor: its "
+                             "activation or gradient cannot go between the "
+                             "stages (see its error)" % peer)
+        t = torch.empty(*head[2:2 + int(head[0])].tolist(),
+                        dtype=DTYPES[int(head[1])])
         dist.recv(t, peer)
         return t
 
-    def train_step(self):
+    def train_step(self, clip=None):
         """One optimizer step of the global batch; the mean loss on the
-        last stage (None elsewhere). The step ends (a checkpoint, the exit
-        with the requeue code on a rescale) at the next step's start or
-        end_step(), after the user's own work of the step."""
+        last stage (None elsewhere). clip (default: the trainer's
+        clip_grad_norm) clips the averaged gradients to that total norm
+        before the optimizer's step; give every rank the same. The step
+        ends (a checkpoint, the exit with the requeue code on a rescale)
+        at the next step's start or end_step(), after the user's own work
+        of the step."""
         rt = self.rt
         self._begin()
         rt.step_begin()
+        clip = self.clip_grad_norm if clip is None else clip
+        self.last_grad_norm = None
         for q in self.params:
             q.grad = None
         saved, total = [], 0.0
@@ -312,6 +382,8 @@ class PipelineTrainer(StepLoop):
             [q.grad for q in self.params], None,
             [total] if self.next is None else ()) and \
             self._nonfinite_step(total if self.next is None else None)
+        if clip is not None and not skip:
+            self.clip_grad_norm_(clip)
         groups = self.optimizer.param_groups
         lrs = [g["lr"] for g in groups]
         for g, lr in zip(groups, lrs):
@@ -324,3 +396,28 @@ class PipelineTrainer(StepLoop):
                 g["lr"] = lr
         self._end_args = (self.micro, self.n_micro - 1)
         return total if self.next is None else None
+
+    def clip_grad_norm_(self, max_norm):
+        """Clip the gradients to a total norm of max_norm over the whole
+        model, as torch.nn.utils.clip_grad_norm_ on one process does: the
+        squares of every stage's gradients, each tensor slice's once and
+        the parameters that every tensor rank holds whole once in all.
+        Call it on every rank (train_step does, given clip) once the
+        replicas' gradients are averaged. Returns the total norm before
+        clipping, kept in last_grad_norm."""
+        p = self.plan
+        grads = [q.grad for q in self.params if q.grad is not None]
+        weights = [1.0 if hasattr(q, SPLIT_ATTR) else 1.0 / p.tensor_degree
+                   for q in self.params if q.grad is not None]
+        sq = torch.tensor([_sqnorm(grads, weights)], dtype=torch.float64)
+        if self.world > 1:
+            # Over the world: every replica holds the same gradients,
+            # every rank gets the same sum.
+            dist.all_reduce(sq)
+        total = float(sq[0] / p.data_degree) ** 0.5
+        coef = float(max_norm) / (total + 1e-6)
+        if coef < 1.0:
+            for g in grads:
+                g.mul_(coef)
+        self.last_grad_norm = total
+        return total
