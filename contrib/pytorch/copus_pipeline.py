@@ -38,9 +38,43 @@ class PipelineTrainer(StepLoop):
     degree as Trainer's are.
 
     make_optimizer(params) builds the optimizer of a stage's parameters;
-    sampler is a GlobalSampler-like object of the replicas (next_batch,
-    state_dict, load_state_dict); global_batch samples a step in n_micro
-    micro-batches per replica.
+    global_batch samples a step in n_micro micro-batches per replica.
+
+    The sampler: every stage and tensor slice of a replica must read the
+    same samples, so a sampler of the replicas (GlobalSampler) is laid
+    out by the plan's data degree, not by the world: GlobalSampler(
+    dataset, replica=data rank, replicas=data degree). sampler may be a
+    function (replica, replicas) -> sampler, called once the plan is
+    known (the way to go with planner_model, whose data degree nobody
+    knows before), or a sampler (next_batch, state_dict,
+    load_state_dict); one with replica and replicas attributes of
+    another layout (GlobalSampler's defaults: the rank and the world)
+    stops every rank with a CopusError that says what to build.
+
+    Activations and their gradients go between the stages in their own
+    dtype: float32, float64, float16 or bfloat16 (a stage that ends in
+    bfloat16, or runs under autocast, sends bfloat16), up to 6
+    dimensions; a tensor of another dtype stops both ranks, naming it.
+
+    clip_grad_norm (or train_step(clip=...)) clips the gradients, once
+    averaged over the replicas and before the optimizer's step, to that
+    total norm over the whole model: every stage's, each tensor slice
+    once (see clip_grad_norm_); the norm before clipping is in
+    last_grad_norm. nonfinite says what a step whose loss or gradients
+    are not finite on any rank does, alike on every rank: "raise"
+    (default) stops every rank with a CopusError naming the step,
+    "skip" skips its optimizer step (skipped_steps counts them),
+    "ignore" takes it.
+
+    register(obj) saves a learning-rate scheduler or any object with
+    state_dict() and load_state_dict() with the checkpoint and restores
+    it; the trainer builds the optimizer, so build its scheduler after
+    the trainer (trainer.optimizer) and register it before the first
+    step. A step ends (libcopus counts it, checkpoints when one is due,
+    exits with the requeue code on a rescale) at the next train_step()'s
+    start or at end_step(), after the user's own work of the step (the
+    scheduler's step()); close(), or the trainer as a context manager,
+    ends the last step and the runtime on every rank.
 
     With planner_model (a dict of copus_planner_desc's fields, see
     Runtime) the planner chooses the pipeline and data degrees, the
