@@ -53,7 +53,8 @@ tests_bench_runtime_reshard_LDADD = runtime/libcopus.la core/libcopus-core.la -l
 # The PyTorch adapter and its test (skipped when torch is not importable).
 TESTS += tests/test-pytorch.sh
 EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
-	tests/test_pytorch_pipeline.py tests/test_pytorch_tensor.py \
+	tests/test_pytorch_pipeline.py tests/test_pytorch_pipeline_checks.py \
+	tests/test_pytorch_tensor.py \
 	tests/test_pytorch_merge.py tests/test_pytorch_resume.py \
 	contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
 	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py \

@@ -23,6 +23,7 @@ export COPUS_LIB=$lib
 rc=0
 "$PYTHON" "$srcdir/tests/test_pytorch.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_pipeline.py" run || rc=1
+"$PYTHON" "$srcdir/tests/test_pytorch_pipeline_checks.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_tensor.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_merge.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_resume.py" run || rc=1
