@@ -744,7 +744,8 @@ class StepLoop:
     # -- non-finite gradients ---------------------------------------------------
     def _finite(self, grads, group=None, also=()):
         """Whether every gradient (and every value of also) is finite on
-        every rank of group (None: this rank's alone)."""
+        every rank of group: a process group, None for the world, False
+        for this rank alone."""
         t = torch.zeros(1, dtype=torch.float64)
         for g in grads:
             if g is not None:
