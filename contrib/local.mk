@@ -36,7 +36,7 @@ contrib/copus-demo: $(srcdir)/contrib/copus-demo.in Makefile
 copuspythondir = $(prefix)/lib/python3/dist-packages
 copuspython_DATA = contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
 	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py \
-	contrib/pytorch/copus_merge.py
+	contrib/pytorch/copus_merge.py contrib/pytorch/copus_launch.py
 
 # copus-torch-merge: the adapter's checkpoint as one state_dict
 # (copus_merge.main), with the directory of the modules above on Python's
@@ -49,4 +49,16 @@ contrib/copus-torch-merge: $(srcdir)/contrib/copus-torch-merge.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) contrib && sed \
 		-e 's|@copuspythondir[@]|$(copuspythondir)|g' \
 		$(srcdir)/contrib/copus-torch-merge.in >$@.tmp && \
+	chmod +x $@.tmp && mv $@.tmp $@
+
+# copus-torchrun: N processes of a PyTorch script on this machine
+# (copus_launch.launch), as torchrun starts them.
+bin_SCRIPTS += contrib/copus-torchrun
+CLEANFILES += contrib/copus-torchrun
+EXTRA_DIST += contrib/copus-torchrun.in
+dist_man_MANS += etc/copus-torchrun.1
+contrib/copus-torchrun: $(srcdir)/contrib/copus-torchrun.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) contrib && sed \
+		-e 's|@copuspythondir[@]|$(copuspythondir)|g' \
+		$(srcdir)/contrib/copus-torchrun.in >$@.tmp && \
 	chmod +x $@.tmp && mv $@.tmp $@

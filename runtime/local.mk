@@ -58,7 +58,7 @@ EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
 	tests/test_pytorch_merge.py tests/test_pytorch_resume.py \
 	contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
 	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py \
-	contrib/pytorch/copus_merge.py
+	contrib/pytorch/copus_merge.py contrib/pytorch/copus_launch.py
 
 # A stand-in training job for the loopback-cluster test.
 noinst_PROGRAMS += tests/test-runtime-job

@@ -59,6 +59,7 @@ from copus_lib import (AGREE_LEN, CopusError, OPT_SGD, Runtime, SPLIT_ATTR,
                        StepLoop, _reslice, _sqnorm, module_structure,
                        structure_difference)
 from copus_pipeline import PipelineTrainer  # noqa: F401
+from copus_launch import init_distributed  # noqa: F401
 
 
 class GlobalSampler:
