@@ -62,3 +62,10 @@ contrib/copus-torchrun: $(srcdir)/contrib/copus-torchrun.in Makefile
 		-e 's|@copuspythondir[@]|$(copuspythondir)|g' \
 		$(srcdir)/contrib/copus-torchrun.in >$@.tmp && \
 	chmod +x $@.tmp && mv $@.tmp $@
+
+# The PyTorch examples of copus-pytorch(7), runnable as installed (lm.py
+# beside the scripts that import it).
+copuspytorchexamplesdir = $(docdir)/examples/pytorch
+dist_copuspytorchexamples_DATA = etc/pytorch/lm.py etc/pytorch/train_plain.py \
+	etc/pytorch/train_dp.py etc/pytorch/train_tp.py etc/pytorch/train_pp.py \
+	etc/pytorch/train.sbatch

@@ -101,8 +101,15 @@ SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-chaos.sh tests/test-slurm-user-cap.sh \
 	tests/test-slurm-examples.sh tests/test-slurm-granularity.sh \
 	tests/test-slurm-plan.sh tests/test-slurm-fairshare.sh \
-	tests/test-slurm-crash-start.sh tests/test-slurm-faults.sh
+	tests/test-slurm-crash-start.sh tests/test-slurm-faults.sh \
+	tests/test-slurm-requeue-retry.sh
 TESTS += $(SLURM_TESTS)
+# A fault the loopback tests preload into slurmctld: refused requeues
+# (tests/fault-requeue.c). -rpath makes libtool build it shared.
+check_LTLIBRARIES = tests/fault_requeue.la
+tests_fault_requeue_la_SOURCES = tests/fault-requeue.c
+tests_fault_requeue_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_fault_requeue_la_LDFLAGS = $(PLUGIN_LDFLAGS) -rpath $(abs_builddir)/tests
 
 # Only the tests that run a loopback Slurm cluster (contrib/dev.sh runs
 # them on each Slurm version).
