@@ -3,9 +3,11 @@
 # data: Pollux's eight workloads at 1.0x and 0.5x load on 16 nodes x 4 GPUs,
 # Sia's Philly workloads and Sia's newtrace on Sia's 64-GPU cluster. Per
 # family and policy: mean average JCT, mean p99 JCT, mean makespan, the
-# largest max_ftf and restarts per job; then copus's average JCT over the
-# better of pollux and sia. Extra copus-sim options (e.g. --app-rules
-# sim/examples/sia-rules.csv) go to every run.
+# largest max_ftf, restarts per job (the mean over every job of the family)
+# and the most restarts of any one job (a policy that thrashes a few jobs
+# shows there, not in the mean); then copus's average JCT over the better of
+# pollux and sia, and its restarts per job beside pollux's. Extra copus-sim
+# options (e.g. --app-rules sim/examples/sia-rules.csv) go to every run.
 # Usage: sim/compare.sh DATA_DIR [COPUS_SIM [copus-sim options]]
 set -eu
 data=${1:?usage: sim/compare.sh DATA_DIR [COPUS_SIM [options]]}
@@ -16,8 +18,8 @@ extra=$*
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 hetero=aws:6x4,rtx:3x8,dgx-ext:2x8
-printf '%-10s %-7s %9s %9s %10s %8s %8s\n' family policy avg_jct p99 \
-	makespan max_ftf rst/job
+printf '%-10s %-7s %9s %9s %10s %8s %8s %7s\n' family policy avg_jct p99 \
+	makespan max_ftf rst/job rst_max
 for fam in pollux-1.0 pollux-0.5 sia-philly sia-newtrace; do
 	case $fam in
 	pollux-1.0) c=16x4 p=$data/pollux/traces
@@ -37,17 +39,21 @@ for fam in pollux-1.0 pollux-0.5 sia-philly sia-newtrace; do
 	python3 - "$tmp" "$fam" <<'PY'
 import json, sys
 tmp, fam = sys.argv[1], sys.argv[2]
-mean = {}
+mean, rst = {}, {}
 for pol in ("pollux", "sia", "copus"):
     s = json.load(open("%s/%s-%s.json" % (tmp, fam, pol)))
     n = len(s["makespan"])
-    jobs = sum(len(v) for v in s["jcts"].values())
+    # Each job's restarts, from every workload of the family.
+    r = [k for w in s["job_restarts"].values() for k in w.values()]
     mean[pol] = s["mean"]
-    print("%-10s %-7s %9.0f %9.0f %10.0f %8.2f %8.2f" % (
+    rst[pol] = sum(r) / len(r)
+    print("%-10s %-7s %9.0f %9.0f %10.0f %8.2f %8.2f %7d" % (
         fam[:10], pol, s["mean"], sum(s["p99_jct"].values()) / n,
         sum(s["makespan"].values()) / n, max(s["max_ftf"].values()),
-        sum(s["restarts"].values()) / jobs))
-print("%-10s copus / better of pollux and sia: %.2f" % (
-    fam[:10], mean["copus"] / min(mean["pollux"], mean["sia"])))
+        rst[pol], max(r)))
+print("%-10s copus / better of pollux and sia: %.2f; restarts per job: "
+      "copus %.2f, pollux %.2f" % (
+    fam[:10], mean["copus"] / min(mean["pollux"], mean["sia"]),
+    rst["copus"], rst["pollux"]))
 PY
 done

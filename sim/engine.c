@@ -42,6 +42,7 @@ void sim_result_free(struct sim_result *r)
 	free(r->names);
 	free(r->jct);
 	free(r->ftf);
+	free(r->restarts_of);
 	free(r->finished);
 	memset(r, 0, sizeof(*r));
 }
@@ -370,9 +371,10 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	res->names = calloc(n + 1, sizeof(*res->names));
 	res->jct = calloc(n + 1, sizeof(double));
 	res->ftf = calloc(n + 1, sizeof(double));
+	res->restarts_of = calloc(n + 1, sizeof(int));
 	res->finished = calloc(n + 1, sizeof(*res->finished));
 	if (!jobs || !cj || !dec || !idx || !res->names || !res->jct ||
-	    !res->ftf || !res->finished) {
+	    !res->ftf || !res->restarts_of || !res->finished) {
 		rc = COPUS_ENOMEM;
 		goto out;
 	}
@@ -602,7 +604,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			if (j->completion > res->makespan)
 				res->makespan = j->completion;
 			res->gpu_hours += j->attained / 3600.0;
-			res->restarts += j->restarts > 0 ? j->restarts : 0;
+			res->restarts_of[i] = j->restarts > 0 ? j->restarts : 0;
+			res->restarts += res->restarts_of[i];
 		}
 		res->njobs = n;
 		res->avg_jct = n ? sum / (double)n : 0;

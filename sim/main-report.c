@@ -64,17 +64,23 @@ int write_summary(const char *path, const char *policy,
 	json_object *ftf = json_object_new_object();
 	json_object *gh = json_object_new_object();
 	json_object *rs = json_object_new_object();
+	json_object *rj = json_object_new_object();
 	json_object *dm = json_object_new_object();
 	int rc = COPUS_OK;
 
 	for (size_t i = 0; i < nw; i++) {
 		json_object *jw = json_object_new_object();
+		json_object *jr = json_object_new_object();
 		const struct sim_result *r = &w[i].res;
 
-		for (size_t k = 0; k < r->njobs; k++)
+		for (size_t k = 0; k < r->njobs; k++) {
 			json_object_object_add(jw, r->names[k],
 				json_object_new_double(r->jct[k]));
+			json_object_object_add(jr, r->names[k],
+				json_object_new_int(r->restarts_of[k]));
+		}
 		json_object_object_add(jcts, w[i].name, jw);
+		json_object_object_add(rj, w[i].name, jr);
 		json_object_object_add(avgs, w[i].name,
 				       json_object_new_double(r->avg_jct));
 		json_object_object_add(mk, w[i].name,
@@ -124,6 +130,9 @@ int write_summary(const char *path, const char *policy,
 	json_object_object_add(root, "max_ftf", ftf);
 	json_object_object_add(root, "gpu_hours", gh);
 	json_object_object_add(root, "restarts", rs);
+	/* Each job's restarts, so that a mean over jobs can be read beside
+	 * the one job a policy moved most (thrash). */
+	json_object_object_add(root, "job_restarts", rj);
 	/* CPU milliseconds of the policy's decision per round. */
 	json_object_object_add(root, "decide_ms", dm);
 	json_object_object_add(root, "remaining",

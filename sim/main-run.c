@@ -72,8 +72,8 @@ static void send_result(int fd, const struct wl *w)
 			r->pred_seconds, r->decide_ms_median, r->decide_ms_p95,
 			r->decide_ms_max);
 		for (size_t i = 0; i < r->njobs; i++)
-			fprintf(f, "%s\t%.17g\t%.17g\n", r->names[i], r->jct[i],
-				r->ftf[i]);
+			fprintf(f, "%s\t%.17g\t%.17g\t%d\n", r->names[i],
+				r->jct[i], r->ftf[i], r->restarts_of[i]);
 		fprintf(f, "%zu\n", r->nfinished);
 		for (size_t i = 0; i < r->nfinished; i++) {
 			char buf[160];
@@ -125,10 +125,11 @@ static int recv_result(int fd, struct wl *w)
 	r->names = calloc(r->njobs + 1, sizeof(*r->names));
 	r->jct = calloc(r->njobs + 1, sizeof(double));
 	r->ftf = calloc(r->njobs + 1, sizeof(double));
-	if (!r->names || !r->jct || !r->ftf)
+	r->restarts_of = calloc(r->njobs + 1, sizeof(int));
+	if (!r->names || !r->jct || !r->ftf || !r->restarts_of)
 		goto out;
 	for (size_t i = 0; i < r->njobs; i++) {
-		char *t1, *t2;
+		char *t1, *t2, *t3;
 
 		if (getline(&line, &cap, f) < 0)
 			goto out;
@@ -139,9 +140,13 @@ static int recv_result(int fd, struct wl *w)
 		t2 = strchr(t1, '\t');
 		if (t2 == NULL)
 			goto out;
+		t3 = strchr(t2 + 1, '\t');
+		if (t3 == NULL)
+			goto out;
 		snprintf(r->names[i], sizeof(r->names[i]), "%s", line);
 		r->jct[i] = strtod(t1, NULL);
 		r->ftf[i] = strtod(t2 + 1, NULL);
+		r->restarts_of[i] = atoi(t3 + 1);
 	}
 	if (getline(&line, &cap, f) < 0 ||
 	    sscanf(line, "%zu", &r->nfinished) != 1 || r->nfinished > r->njobs)

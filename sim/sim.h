@@ -173,8 +173,9 @@ struct sim_result {
 	char (*names)[64];
 	double *jct;    /* < 0: did not finish */
 	double *ftf;
+	int *restarts_of; /* per job: its starts after the first */
 	double avg_jct, p99_jct, makespan, max_ftf, gpu_hours;
-	long restarts;
+	long restarts;    /* of all jobs */
 	/* The predictor's relative error on remaining time (sampled every
 	 * round over running jobs): median and 90th percentile; NAN when not
 	 * predicting. */

@@ -29,7 +29,7 @@ for pol in fifo tiresias optimus pollux; do
 		"$tmp/w1.csv" "$tmp/w2.csv" > "$tmp/out" 2>&1 ||
 		{ cat "$tmp/out"; fail "copus-sim --policy $pol failed"; }
 	for key in '"jcts"' '"avgs"' '"mean"' '"makespan"' '"p99_jct"' \
-		'"max_ftf"' '"gpu_hours"' '"restarts"' '"decide_ms"' '"w1"' \
+		'"max_ftf"' '"gpu_hours"' '"restarts"' '"job_restarts"' '"decide_ms"' '"w1"' \
 		'"w2"' '"a"' '"c"'; do
 		grep -q "$key" "$tmp/s.json" || fail "$pol: no $key in the summary"
 	done
@@ -49,6 +49,7 @@ assert abs(s["jcts"]["w1"]["a"] - 290) < 1e-6, s
 assert abs(s["jcts"]["w1"]["b"] - 280) < 1e-6, s
 assert abs(s["avgs"]["w1"] - 285) < 1e-6 and abs(s["mean"] - 285) < 1e-6
 assert s["restarts"]["w1"] == 0 and abs(s["makespan"]["w1"] - 290) < 1e-6
+assert s["job_restarts"]["w1"] == {"a": 0, "b": 0}, s["job_restarts"]
 d = s["decide_ms"]["w1"]
 assert 0 <= d["median"] <= d["p95"] <= d["max"], d
 PY
