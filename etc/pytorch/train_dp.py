@@ -43,19 +43,19 @@ trainer = copus_torch.Trainer(
     optimizer_kind=copus_torch.OPT_ADAM, ckpt_dir=args.ckpt_dir)
 trainer.register(sched)
 
-with trainer:
-    while trainer.step < args.steps:
-        loss = 0.0
-        for x, y in trainer.micro_batches():
-            micro = lm.loss_fn(model(x.to(device)), y.to(device))
-            (micro / trainer.n_micro).backward()
-            loss += micro.item() / trainer.n_micro
-        trainer.clip_grad_norm_(args.clip)
-        trainer.optimizer_step()
-        sched.step()
-        step = trainer.step
-        if rank == 0 and step % args.log_every == 0:
-            print("step %d loss %.4f lr %.2e batch %d" % (
-                step, loss, sched.get_last_lr()[0], trainer.plan.batch),
-                flush=True)
+while trainer.step < args.steps:
+    loss = 0.0
+    for x, y in trainer.micro_batches():    # .grad zeroed first
+        micro = lm.loss_fn(model(x.to(device)), y.to(device))
+        (micro / trainer.n_micro).backward()
+        loss += micro.item() / trainer.n_micro
+    trainer.clip_grad_norm_(args.clip)
+    trainer.optimizer_step()
+    sched.step()
+    step = trainer.step
+    if rank == 0 and step % args.log_every == 0:
+        print("step %d loss %.4f lr %.2e batch %d" % (
+            step, loss, sched.get_last_lr()[0], trainer.plan.batch),
+            flush=True)
+trainer.close()     # the last step's end, on every rank
 dist.destroy_process_group()

@@ -44,16 +44,17 @@ def batches():
 
 
 data = batches()
-for step in range(1, args.steps + 1):
+step = 0
+while step < args.steps:
     x, y = next(data)
-    loss = lm.loss_fn(model(x.to(device)), y.to(device))
     optimizer.zero_grad()
+    loss = lm.loss_fn(model(x.to(device)), y.to(device))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
     optimizer.step()
     sched.step()
+    step += 1
     if rank == 0 and step % args.log_every == 0:
-        print("step %d loss %.4f lr %.2e" % (step, loss.item(),
-                                             sched.get_last_lr()[0]),
-              flush=True)
+        print("step %d loss %.4f lr %.2e" % (
+            step, loss.item(), sched.get_last_lr()[0]), flush=True)
 dist.destroy_process_group()
