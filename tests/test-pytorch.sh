@@ -1,6 +1,7 @@
 #!/bin/sh
 # The PyTorch adapter (contrib/pytorch) on CPU with gloo; see test_pytorch.py,
-# test_pytorch_pipeline.py, test_pytorch_tensor.py and test_pytorch_merge.py.
+# test_pytorch_pipeline.py, test_pytorch_tensor.py, test_pytorch_merge.py,
+# test_pytorch_resume.py and test_pytorch_examples.py (etc/pytorch's examples).
 # Debian's python3-torch is visible to /usr/bin/python3 only.
 PYTHON=${COPUS_PYTHON:-/usr/bin/python3}
 srcdir=${srcdir:-.}
@@ -27,4 +28,5 @@ rc=0
 "$PYTHON" "$srcdir/tests/test_pytorch_tensor.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_merge.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_resume.py" run || rc=1
+"$PYTHON" "$srcdir/tests/test_pytorch_examples.py" run || rc=1
 exit $rc
