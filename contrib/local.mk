@@ -63,8 +63,9 @@ contrib/copus-torchrun: $(srcdir)/contrib/copus-torchrun.in Makefile
 		$(srcdir)/contrib/copus-torchrun.in >$@.tmp && \
 	chmod +x $@.tmp && mv $@.tmp $@
 
-# The PyTorch examples of copus-pytorch(7), runnable as installed (lm.py
+# The adapter's tutorial, and its examples, runnable as installed (lm.py
 # beside the scripts that import it).
+dist_man_MANS += etc/copus-pytorch.7
 copuspytorchexamplesdir = $(docdir)/examples/pytorch
 dist_copuspytorchexamples_DATA = etc/pytorch/lm.py etc/pytorch/train_plain.py \
 	etc/pytorch/train_dp.py etc/pytorch/train_tp.py etc/pytorch/train_pp.py \
