@@ -56,7 +56,7 @@ EXTRA_DIST += tests/test-pytorch.sh tests/test_pytorch.py \
 	tests/test_pytorch_pipeline.py tests/test_pytorch_pipeline_checks.py \
 	tests/test_pytorch_tensor.py \
 	tests/test_pytorch_merge.py tests/test_pytorch_resume.py \
-	tests/test_pytorch_examples.py \
+	tests/test_pytorch_examples.py tests/test_pytorch_exit.py \
 	contrib/pytorch/copus_torch.py contrib/pytorch/copus_tensor.py \
 	contrib/pytorch/copus_lib.py contrib/pytorch/copus_pipeline.py \
 	contrib/pytorch/copus_merge.py contrib/pytorch/copus_launch.py

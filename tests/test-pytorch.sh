@@ -1,7 +1,8 @@
 #!/bin/sh
 # The PyTorch adapter (contrib/pytorch) on CPU with gloo; see test_pytorch.py,
 # test_pytorch_pipeline.py, test_pytorch_tensor.py, test_pytorch_merge.py,
-# test_pytorch_resume.py and test_pytorch_examples.py (etc/pytorch's examples).
+# test_pytorch_resume.py, test_pytorch_examples.py (etc/pytorch's examples)
+# and test_pytorch_exit.py.
 # Debian's python3-torch is visible to /usr/bin/python3 only.
 PYTHON=${COPUS_PYTHON:-/usr/bin/python3}
 srcdir=${srcdir:-.}
@@ -29,4 +30,5 @@ rc=0
 "$PYTHON" "$srcdir/tests/test_pytorch_merge.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_resume.py" run || rc=1
 "$PYTHON" "$srcdir/tests/test_pytorch_examples.py" run || rc=1
+"$PYTHON" "$srcdir/tests/test_pytorch_exit.py" run || rc=1
 exit $rc

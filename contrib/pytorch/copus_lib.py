@@ -732,11 +732,21 @@ class StepLoop:
         pass
 
     def exit_for_rescale(self):
-        """Leave the process with the requeue code, its checkpoint done."""
+        """Leave the process with the requeue code, its checkpoint done:
+        the user's on_rescale, the teardown of close(destroy_process_group
+        =True), then os._exit, whatever the first two raise: the
+        checkpoint is written, and the job's next run resumes from it."""
         code = self.rt.exit_code()
-        if self.on_rescale is not None:
-            self.on_rescale(self.rt.info().step)
-        self._teardown(destroy=True)
+        try:
+            if self.on_rescale is not None:
+                self.on_rescale(self.rt.info().step)
+        except Exception as e:  # noqa: BLE001
+            print("copus_torch: on_rescale: %r" % (e,), file=sys.stderr)
+        try:
+            self._teardown(destroy=True)
+        except Exception as e:  # noqa: BLE001
+            print("copus_torch: teardown before the requeue exit: %r"
+                  % (e,), file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -777,17 +787,26 @@ class StepLoop:
 
     # -- the end of training -----------------------------------------------------
     def close(self, destroy_process_group=False):
-        """End training on every rank: the last step's end, the runtime's
-        teardown, and, with destroy_process_group, torch.distributed's
-        default group. Call it on every rank (or use the trainer as a
-        context manager); a job that returns from it exits 0."""
+        """End training on every rank, in this order: the last step's end,
+        the wait for every collective of the trainer's still under way,
+        the release of the trainer by its hooks, the runtime's teardown,
+        and, with destroy_process_group, torch.distributed's default
+        group. Call it on every rank (or use the trainer as a context
+        manager); a job that returns from it exits 0, and so does one
+        that destroys the group itself after it."""
         if self._closed:
             return
         self._closed = True
         self.end_step()
         self._teardown(destroy=destroy_process_group)
 
+    def _detach(self, wait=True):
+        """Wait for the trainer's collectives still under way (wait) and
+        drop the references that its hooks into torch hold: nothing of the
+        trainer's may be left for torch's threads to run or release."""
+
     def _teardown(self, destroy):
+        self._detach()
         self.rt.finalize()
         if destroy and dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()
@@ -799,7 +818,9 @@ class StepLoop:
         if kind is None:
             self.close()
         else:
-            # Training failed: no collective, the runtime only.
+            # Training failed: no collective and no wait for one (a rank
+            # may be gone), the runtime only.
             self._closed = True
+            self._detach(wait=False)
             self.rt.finalize()
         return False

@@ -50,6 +50,7 @@ The library is found through $COPUS_LIB, then the system's library path
 """
 
 import math
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -136,6 +137,63 @@ class GlobalSampler:
         self.pos = int(s["pos"])
 
 
+class _GradReduce:
+    """The state of Trainer's DDP communication hook: each bucket's all-
+    reduce starts when DDP hands the bucket over, and the hook of the
+    last bucket (DDP hands them over in order) waits for all of them, in
+    order, and completes their futures itself; the step's agreement rides
+    on the last bucket.
+
+    No Python is left for the process group's threads: a future's then()
+    callback runs on a gloo thread and is released there, and releasing
+    it takes the GIL; a thread that takes the GIL while the interpreter
+    exits is ended by CPython (pthread_exit), and its unwinding through
+    the callback's destructor, which may not throw, is std::terminate:
+    SIGABRT after a finished job's last step (issue 26). The trainer is
+    held weakly: DDP keeps the hook's state as long as the model lives.
+    """
+
+    def __init__(self, trainer, group, replicas):
+        self.trainer = weakref.ref(trainer)
+        self.group = group
+        self.replicas = replicas
+        self.pending = []   # (work, future, bucket buffer), in order
+
+    @staticmethod
+    def hook(self, bucket):
+        tr = self.trainer() if self.trainer is not None else None
+        in_step = tr is not None and tr._in_step
+        if in_step and tr._measure:
+            tr._hook_measure(bucket)
+        buf = bucket.buffer()
+        buf.div_(self.replicas)
+        whole = out = buf
+        if in_step and tr.fold_agreement and bucket.is_last() and \
+                buf.dtype in (torch.float32, torch.float64):
+            # The step's agreement rides on the last bucket (exact sums
+            # in float32 and float64, not in float16).
+            whole, out = tr._agree_fold(buf)
+        fut = torch.futures.Future()
+        self.pending.append((dist.all_reduce(whole, group=self.group,
+                                             async_op=True), fut, out))
+        if bucket.is_last():
+            # The end of backward: DDP waits for every bucket next.
+            self.wait()
+        return fut
+
+    def wait(self):
+        """Wait for the all-reduces under way and complete their futures."""
+        pending, self.pending = self.pending, []
+        for i, (work, fut, buf) in enumerate(pending):
+            try:
+                work.wait()
+            except Exception as e:
+                for _, f, _ in pending[i:]:
+                    f.set_exception(e)
+                raise
+            fut.set_result(buf)
+
+
 class Trainer(StepLoop):
     """One optimizer step at a time, planned and measured by libcopus.
 
@@ -213,8 +271,13 @@ class Trainer(StepLoop):
                              for p in self.params}
         if self._split:
             runtime_args.setdefault("reshard", self._reshard_state)
+        # The agreement: packed into _agree_out, summed after the last
+        # bucket in _agree_buf, the sums (_agree_sums, its tail) waiting
+        # for the end of micro_batches.
         self._agree_sums = None
         self._agree_out = torch.zeros(AGREE_LEN, dtype=torch.float64)
+        self._agree_buf = None
+        self._agree_views = None
         self._in_step = False
         self._prev = None       # accumulated .grad before the last micro-batch
         self._hook_sq = 0.0     # local squared norm of the last micro-batch
@@ -232,8 +295,10 @@ class Trainer(StepLoop):
                           optimizer=optimizer_kind, ckpt_dir=ckpt_dir,
                           save=self._save_state, load=self._load_state,
                           **runtime_args)
+        self._reduce = None
         if self.ddp:
-            self.model.register_comm_hook(self, Trainer._comm_hook)
+            self._reduce = _GradReduce(self, self._group, self._replicas)
+            self.model.register_comm_hook(self._reduce, _GradReduce.hook)
         self.plan = self.rt.plan()
         if self._tp is not None and \
                 (self._tp.degree, self._tp.rank) != (self.plan.tensor_degree,
@@ -390,41 +455,49 @@ class Trainer(StepLoop):
                               state["optimizer"]["param_groups"])
 
     # -- DDP communication hook: the local gradient before the all-reduce --
-    @staticmethod
-    def _comm_hook(self, bucket):
-        if self._measure and self._in_step:
-            grads = bucket.gradients()
-            w = self._weights_of(bucket.parameters())
-            if self._prev is None:
-                sq = _sqnorm(grads, w)
-            else:
-                prev = self._prev
-                sq = _sqnorm((g if prev.get(p.data_ptr()) is None
-                              else g - prev[p.data_ptr()]
-                              for p, g in zip(bucket.parameters(), grads)), w)
-            self._hook_sq += sq * self._scale * self._scale
-        buf = bucket.buffer()
-        buf.div_(self._replicas)
-        if self.fold_agreement and self._in_step and bucket.is_last() and \
-                buf.dtype in (torch.float32, torch.float64):
-            # The step's agreement rides on the last bucket: no
-            # all-reduce of its own.
-            n = buf.numel()
-            self.rt.agree_pack(self._agree_out)
-            fut = dist.all_reduce(torch.cat([buf, self._agree_out.to(
-                buf.dtype)]), group=self._group, async_op=True).get_future()
+    def _hook_measure(self, bucket):
+        """The squared norm of the last micro-batch's gradient in bucket,
+        before the all-reduce."""
+        grads = bucket.gradients()
+        w = self._weights_of(bucket.parameters())
+        if self._prev is None:
+            sq = _sqnorm(grads, w)
+        else:
+            prev = self._prev
+            sq = _sqnorm((g if prev.get(p.data_ptr()) is None
+                          else g - prev[p.data_ptr()]
+                          for p, g in zip(bucket.parameters(), grads)), w)
+        self._hook_sq += sq * self._scale * self._scale
 
-            def split(f):
-                t = f.value()[0]
-                self._agree_sums = t[n:]
-                return t[:n]
-            return fut.then(split)
-        fut = dist.all_reduce(buf, group=self._group,
-                              async_op=True).get_future()
+    def _agree_fold(self, buf):
+        """The last bucket with the step's agreement after it, in one
+        tensor kept across steps: one all-reduce carries both (a second
+        one, however small, costs its latency again). Returns the tensor
+        and the view of it that holds the bucket."""
+        n = buf.numel()
+        t = self._agree_buf
+        if t is None or t.numel() != n + AGREE_LEN or \
+                t.dtype != buf.dtype or t.device != buf.device:
+            t = torch.empty(n + AGREE_LEN, dtype=buf.dtype,
+                            device=buf.device)
+            self._agree_buf = t
+            self._agree_views = (t[:n], t[n:])
+        head, tail = self._agree_views
+        self.rt.agree_pack(self._agree_out)
+        head.copy_(buf)
+        tail.copy_(self._agree_out)
+        self._agree_sums = tail
+        return t, head
 
-        def done(f):
-            return f.value()[0]
-        return fut.then(done)
+    def _detach(self, wait=True):
+        """Wait for the gradient all-reduces still under way (wait) and
+        cut the communication hook loose from the trainer: after close(),
+        the model's backward averages the gradients as plain DDP does."""
+        if self._reduce is not None:
+            if wait:
+                self._reduce.wait()
+            self._reduce.trainer = None
+        self._agree_sums = None
 
     # -- one optimizer step -----------------------------------------------
     def micro_batches(self):
@@ -505,8 +578,10 @@ class Trainer(StepLoop):
             self._pair_prev = None
         self._stats_flush()
         if self._agree_sums is not None:
-            rt.agree_unpack(self._agree_sums.to(torch.float64).contiguous())
+            # To the host in float64 (from a GPU: the step's one sync).
+            self._agree_out.copy_(self._agree_sums)
             self._agree_sums = None
+            rt.agree_unpack(self._agree_out)
 
     def optimizer_step(self, step=None):
         """The optimizer's step (or step(), e.g.
