@@ -464,9 +464,14 @@ class Trainer(StepLoop):
             sq = _sqnorm(grads, w)
         else:
             prev = self._prev
-            sq = _sqnorm((g if prev.get(p.data_ptr()) is None
-                          else g - prev[p.data_ptr()]
-                          for p, g in zip(bucket.parameters(), grads)), w)
+
+            def change(p, g):
+                q, d = prev.get(p.data_ptr(), (None, None))
+                if q is None:
+                    return g
+                return torch.sub(g, q.view_as(g), out=d.view_as(g))
+            sq = _sqnorm([change(p, g) for p, g in
+                          zip(bucket.parameters(), grads)], w)
         self._hook_sq += sq * self._scale * self._scale
 
     def _agree_fold(self, buf):
@@ -542,9 +547,13 @@ class Trainer(StepLoop):
                 with self.model.no_sync():
                     yield x, y
             else:
-                if last and measure and self.ddp and accum > 0:
-                    self._prev = {p.data_ptr(): p.grad.detach().clone()
-                                  for p in self.params}
+                if last and measure and self.ddp and prev_flat is not None:
+                    # .grad before the last micro-batch, copied after the
+                    # one before it; the hook's differences go to scratch
+                    # buffers too: no allocation per step.
+                    diff = self._buffers("diff", prev_flat)
+                    self._prev = {p.data_ptr(): (q, d) for p, q, d in
+                                  zip(self.params, prev_flat, diff)}
                 yield x, y
             if measure and pairs:
                 pass
