@@ -31,6 +31,7 @@ core_libcopus_core_la_SOURCES = \
 	core/policy/round.h \
 	core/policy/round.c \
 	core/policy/fifo.c \
+	core/policy/backfill.c \
 	core/policy/tiresias.c \
 	core/policy/optimus.c \
 	core/policy/pollux.c \
@@ -57,6 +58,7 @@ check_PROGRAMS += \
 	tests/test-hint \
 	tests/test-noise \
 	tests/test-policy \
+	tests/test-policy-backfill \
 	tests/test-policy-copus \
 	tests/test-policy-copus-place \
 	tests/test-policy-copus-cells \
@@ -87,6 +89,11 @@ tests_test_noise_LDADD = $(TEST_LIBS)
 tests_test_policy_SOURCES = tests/test-policy.c tests/harness.h
 tests_test_policy_CFLAGS = $(TEST_CFLAGS)
 tests_test_policy_LDADD = $(TEST_LIBS)
+
+tests_test_policy_backfill_SOURCES = tests/test-policy-backfill.c \
+	tests/harness.h
+tests_test_policy_backfill_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_backfill_LDADD = $(TEST_LIBS)
 
 # The copus policy in three programs on one shared world (policy-world.h):
 # which jobs run on how many GPUs, where they go, and jobs by their cells.

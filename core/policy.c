@@ -68,7 +68,8 @@ int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
 		if (c->num_types < 32 && (jb->type_mask >> c->num_types) != 0)
 			goto out;
 		if (jb->granularity < 0 ||
-		    !(jb->fairshare >= 0.0 && jb->fairshare <= 1.0))
+		    !(jb->fairshare >= 0.0 && jb->fairshare <= 1.0) ||
+		    !(jb->time_limit >= 0.0))
 			goto out;
 		if (jb->num_cells < 0 || (jb->num_cells > 0 && jb->cells == NULL))
 			goto out;

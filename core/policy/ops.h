@@ -65,6 +65,7 @@ struct copus__policy_ops {
  */
 #define COPUS__POLICIES(X) \
 	X(fifo)            \
+	X(backfill)        \
 	X(tiresias)        \
 	X(optimus)         \
 	X(pollux)          \

@@ -144,6 +144,13 @@ typedef struct copus_job {
 	 * others ignore it.
 	 */
 	double fairshare;
+	/*
+	 * The job's time limit in seconds, Slurm's --time: how long each run
+	 * of the job may last. 0: none given (a policy that needs one uses
+	 * its default, as Slurm uses the partition's DefaultTime or MaxTime);
+	 * INFINITY: unlimited. Read by backfill; the others ignore it.
+	 */
+	double time_limit;
 } copus_job;
 
 /* The decision for one job. */
@@ -188,7 +195,10 @@ typedef struct copus_policy copus_policy;
 
 /*
  * Create a policy by name: "fifo" (first come first served on the requested
- * GPUs with EASY backfill over the jobs' remaining times), "tiresias"
+ * GPUs with EASY backfill over the jobs' remaining times), "backfill"
+ * (Slurm's sched/backfill at its defaults: submit order, a reservation for
+ * each waiting job within a day, against the jobs' time limits; see
+ * core/policy/backfill.c for its options), "tiresias"
  * (two-queue least attained service, requested size), "optimus"
  * (marginal gain of remaining time, requested batch), "pollux" (power mean
  * of speedups over a fair share, batch re-optimised), "sia" (one
