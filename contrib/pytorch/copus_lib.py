@@ -756,14 +756,16 @@ class StepLoop:
         """Whether every gradient (and every value of also) is finite on
         every rank of group: a process group, None for the world, False
         for this rank alone."""
-        t = torch.zeros(1, dtype=torch.float64)
+        grads = [g for g in grads if g is not None]
+        # On the gradients' device: a sum on the GPU is not added into a
+        # tensor on the CPU, and NCCL all-reduces GPU tensors only.
+        device = grads[0].device if grads else torch.device("cpu")
+        t = torch.zeros(1, dtype=torch.float64, device=device)
         for g in grads:
-            if g is not None:
-                t += g.detach().float().sum().double().abs()
+            t += g.detach().float().sum().double().abs()
         for v in also:
             t += abs(float(v))
-        bad = torch.tensor([0.0 if torch.isfinite(t).all() else 1.0],
-                           dtype=torch.float64)
+        bad = torch.isfinite(t).logical_not().double()
         if group is not False and dist.is_available() and \
                 dist.is_initialized() and dist.get_world_size(group) > 1:
             dist.all_reduce(bad, op=dist.ReduceOp.MAX, group=group)
