@@ -31,6 +31,12 @@ contrib/copus-demo: $(srcdir)/contrib/copus-demo.in Makefile
 		$(srcdir)/contrib/copus-demo.in >$@.tmp && \
 	chmod +x $@.tmp && mv $@.tmp $@
 
+# The check of a machine with a GPU: libcopus's CUDA build from the
+# tarball, its GPU tests, the adapter's step time against CUDA events. Here
+# it runs as far as a machine without a GPU lets it.
+EXTRA_DIST += contrib/gpu-check.sh contrib/gpu-check.py tests/test-gpu-check.sh
+TESTS += tests/test-gpu-check.sh
+
 # The PyTorch adapter, where Debian's python3 imports modules from (under
 # the prefix: /usr/lib/python3/dist-packages for --prefix=/usr).
 copuspythondir = $(prefix)/lib/python3/dist-packages
