@@ -1,10 +1,12 @@
 /*
  * A job of the simulation: its time alone on its request, from the
- * measured tables, and its progress between rounds with what it learns
- * of its own speed (sim/engine-parts.h).
+ * measured tables, its progress between rounds with what it learns of its
+ * own speed, and what a policy is told of that speed on each GPU type
+ * (sim/engine-parts.h).
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine-parts.h"
 
@@ -177,6 +179,8 @@ static int observe(struct sjob *j, double step, double sync, double sqr,
 	int t = j->type;
 	copus_model *m = &j->model[t];
 
+	/* Its hints carry the model of the type it measures now. */
+	j->hint_type = t;
 	/* The gradient noise does not depend on the GPU type. */
 	for (int u = 0; u < SIM_MAX_TYPES; u++) {
 		j->model[u].grad.sqr = sqr;
@@ -273,4 +277,83 @@ void copus__sim_job_step(struct sjob *j, double now, double sec, int N)
 		/* The batch is re-optimised between epochs. */
 		copus__sim_update_local(j);
 	}
+}
+
+/*
+ * One step of the job's first micro-batch on one GPU of type t, seconds
+ * (0 when the profile has none): what the job measures on each type when
+ * it arrives, as Sia's profiling does (--probes).
+ */
+static double probe_step(const struct sjob *j, int t)
+{
+	const struct app *a = j->app;
+	int one = 1;
+	double local = fmin(a->init_batch, (double)a->max_local), st, sy;
+
+	if (local < a->min_local)
+		local = a->min_local;
+	if (sim_app_throughput(a, t, &one, 1, local, &st, &sy) != 0 ||
+	    !(st > 0.0) || !isfinite(st))
+		return 0.0;
+	return st;
+}
+
+/*
+ * With probes: the job's model on each type it has run on, and on the
+ * others its model on the type it ran on longest (the most observations),
+ * scaled by the probes.
+ */
+static const copus_model *probed_model(struct sjob *j, int t)
+{
+	int u = -1;
+	double pt, pu;
+
+	if (j->has_model[t])
+		return &j->model[t];
+	for (int v = 0; v < SIM_MAX_TYPES; v++)
+		if (j->has_model[v] && (u < 0 || j->nobs[v] > j->nobs[u]))
+			u = v;
+	if (u < 0 || !((pt = probe_step(j, t)) > 0.0) ||
+	    !((pu = probe_step(j, u)) > 0.0) ||
+	    copus_model_bootstrap(&j->model[u], pu, pt, &j->boot[t]) !=
+		    COPUS_OK)
+		return NULL;
+	return &j->boot[t];
+}
+
+/*
+ * Without probes: what the plugin knows, the models of the job's last hint
+ * as copus__hint_models (plugin/round.c) reads them. The runtime names its
+ * model after the GPU type of its run ($COPUS_GPU_TYPE, "default" when
+ * unset; an untyped cluster's type here) and fits it on that type only, and
+ * a run keeps its type (runtime/measure.c copus__fit): a hint carries one
+ * model, of the type the job last ran on, which its observations of that
+ * type, kept across runs in its checkpoints, have fitted. The plugin keeps
+ * the last hint only (plugin/intake.c) and gives its model to its own type,
+ * or to every type when it is named "default"; any other type has none.
+ */
+static const copus_model *hint_model(struct sjob *j, int t,
+				     const char (*type_names)[32])
+{
+	int u = j->hint_type;
+
+	if (u < 0 || !j->has_model[u])
+		return NULL;
+	if (u == t || type_names[u][0] == '\0' ||
+	    strcmp(type_names[u], "default") == 0)
+		return &j->model[u];
+	return NULL;
+}
+
+const copus_model *copus__sim_job_model(struct sjob *j,
+					copus_model_source src, int t,
+					bool probes,
+					const char (*type_names)[32])
+{
+	if (src == COPUS_MODELS_LEARNED)
+		return probes ? probed_model(j, t) :
+				hint_model(j, t, type_names);
+	if (src == COPUS_MODELS_ORACLE)
+		return j->app->has_oracle[t] ? &j->app->oracle[t] : NULL;
+	return NULL;
 }

@@ -39,7 +39,8 @@ struct sjob {
 	int max_prof;
 	copus_model model[SIM_MAX_TYPES];
 	bool has_model[SIM_MAX_TYPES];
-	copus_model boot[SIM_MAX_TYPES]; /* bootstrapped (job_model) */
+	copus_model boot[SIM_MAX_TYPES]; /* bootstrapped from the probes */
+	int hint_type;      /* the type of its last measured step; -1: none */
 	bool learn;
 	double goodput;
 	const copus_model *models[SIM_MAX_TYPES];
@@ -62,5 +63,14 @@ void copus__sim_update_shape(struct sjob *j, int N);
 void copus__sim_update_local(struct sjob *j);
 /* Advance the job by sec seconds from time now on a cluster of N nodes. */
 void copus__sim_job_step(struct sjob *j, double now, double sec, int N);
+/*
+ * Job j's model on GPU type t as a policy with models from src is told it
+ * (NULL: none), on a cluster whose types are named type_names: with probes,
+ * or as the plugin knows it (sim_opts.probes).
+ */
+const copus_model *copus__sim_job_model(struct sjob *j,
+					copus_model_source src, int t,
+					bool probes,
+					const char (*type_names)[32]);
 
 #endif /* COPUS_SIM_ENGINE_PARTS_H */

@@ -216,52 +216,6 @@ static int elastic_max_gpus(const struct sjob *j, bool picks_batch,
 	return k < 1 ? 1 : k;
 }
 
-/* Job j's model on GPU type t from the source the policy wants. */
-/*
- * One step of the job's first micro-batch on one GPU of type t, seconds
- * (0 when the profile has none): what the job measures on each type when
- * it arrives, as Sia's profiling does.
- */
-static double probe_step(const struct sjob *j, int t)
-{
-	const struct app *a = j->app;
-	int one = 1;
-	double local = fmin(a->init_batch, (double)a->max_local), st, sy;
-
-	if (local < a->min_local)
-		local = a->min_local;
-	if (sim_app_throughput(a, t, &one, 1, local, &st, &sy) != 0 ||
-	    !(st > 0.0) || !isfinite(st))
-		return 0.0;
-	return st;
-}
-
-static const copus_model *job_model(struct sjob *j, copus_model_source src,
-				    int t)
-{
-	if (src == COPUS_MODELS_LEARNED && !j->has_model[t]) {
-		/* Not run on t yet: its model on the type it ran on longest
-		 * (the most observations), scaled by the probes. */
-		int u = -1;
-		double pt, pu;
-
-		for (int v = 0; v < SIM_MAX_TYPES; v++)
-			if (j->has_model[v] && (u < 0 || j->nobs[v] > j->nobs[u]))
-				u = v;
-		if (u < 0 || !((pt = probe_step(j, t)) > 0.0) ||
-		    !((pu = probe_step(j, u)) > 0.0) ||
-		    copus_model_bootstrap(&j->model[u], pu, pt, &j->boot[t]) !=
-			    COPUS_OK)
-			return NULL;
-		return &j->boot[t];
-	}
-	if (src == COPUS_MODELS_LEARNED)
-		return j->has_model[t] ? &j->model[t] : NULL;
-	if (src == COPUS_MODELS_ORACLE)
-		return j->app->has_oracle[t] ? &j->app->oracle[t] : NULL;
-	return NULL;
-}
-
 /*
  * The truth about job j's remaining time, in the form the policy uses it
  * (-1 when unknown). A policy with oracle models divides it by its model's
@@ -391,6 +345,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		}
 		j->restarts = -1;
 		j->completion = -1;
+		j->hint_type = -1;
 		j->learn = tr->models == COPUS_MODELS_LEARNED;
 		/* A policy that picks the batch does, unless the model keeps
 		 * its own; the others train with the workload's batch. */
@@ -479,8 +434,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 							       total_gpus);
 			if (tr->models != COPUS_MODELS_NONE) {
 				for (int t = 0; t < c->ntypes; t++)
-					j->models[t] = job_model(j, tr->models,
-								 t);
+					j->models[t] = copus__sim_job_model(
+						j, tr->models, t, o->probes,
+						c->type_names);
 				q->models = j->models;
 			}
 			if (tr->remaining == COPUS_REMAINING_PREDICT) {

@@ -2,8 +2,10 @@
 # Fidelity check of copus-sim's sia policy against Sia's own simulator run
 # on Sia's Philly workloads 1-8 and its 64-GPU cluster (data/README.md),
 # under Sia's simulator's rules (sim/examples/sia-rules.csv: its per-model
-# slowdowns and restart times). Prints each workload's average JCT in hours
-# next to Sia's, and the means. Usage: sim/fidelity-sia.sh DATA_DIR [COPUS_SIM]
+# slowdowns and restart times), with --probes: Sia's simulator profiles every
+# job on every GPU type before it starts, which the plugin does not. Prints
+# each workload's average JCT in hours next to Sia's, and the means.
+# Usage: sim/fidelity-sia.sh DATA_DIR [COPUS_SIM]
 set -eu
 data=${1:?usage: sim/fidelity-sia.sh DATA_DIR [COPUS_SIM]}
 sim=${2:-$(dirname "$0")/copus-sim}
@@ -12,7 +14,7 @@ rules=$(dirname "$0")/examples/sia-rules.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$sim" --cluster aws:6x4,rtx:3x8,dgx-ext:2x8 --profiles "$data/sia/traces" \
-	--policy sia --app-rules "$rules" --jobs 2 --summary "$tmp/s.json" \
+	--policy sia --probes --app-rules "$rules" --jobs 2 --summary "$tmp/s.json" \
 	"$data"/sia/workloads/philly/workload-[1-8].csv > /dev/null
 python3 - "$tmp/s.json" <<'PY'
 import json, sys

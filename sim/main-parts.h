@@ -10,6 +10,7 @@
 #ifndef COPUS_SIM_MAIN_PARTS_H
 #define COPUS_SIM_MAIN_PARTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -25,6 +26,7 @@ struct cli_opts {
 	const char *history_in, *history_out, *rules;
 	double interval, delay;
 	enum sim_remaining rem;
+	bool probes;           /* --probes (sim_opts.probes) */
 	long par;              /* workloads simulated at once (--jobs) */
 };
 
@@ -84,7 +86,7 @@ int print_results(const struct wl *w, size_t nw, const char *policy,
 		  enum sim_remaining rem, double *mean);
 /* The JSON summary (--summary) of the workloads. */
 int write_summary(const char *path, const char *policy,
-		  enum sim_remaining rem, struct wl *w, size_t nw,
+		  enum sim_remaining rem, bool probes, struct wl *w, size_t nw,
 		  double mean);
 /* The workloads' timelines in one file (--timeline); 1 on failure. */
 int write_timeline(const char *path, const struct wl *w, size_t nw);
@@ -93,5 +95,7 @@ void draw_plots(const char *png, const struct wl *w, size_t nw,
 		int total_gpus);
 /* The remaining-time knowledge a policy actually gets. */
 enum sim_remaining used_remaining(const char *policy, enum sim_remaining rem);
+/* Whether the policy learns the jobs' models (what --probes changes). */
+bool learns_models(const char *policy);
 
 #endif

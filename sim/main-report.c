@@ -45,6 +45,19 @@ enum sim_remaining used_remaining(const char *policy, enum sim_remaining rem)
 	return used;
 }
 
+/* Whether the policy learns the jobs' models (the one that --probes feeds). */
+bool learns_models(const char *policy)
+{
+	bool learns = false;
+	copus_policy *p;
+
+	if (copus_policy_create(policy, NULL, &p) != COPUS_OK)
+		return learns;
+	learns = copus_policy_traits(p)->models == COPUS_MODELS_LEARNED;
+	copus_policy_destroy(p);
+	return learns;
+}
+
 /* A number for JSON, or null when it is not one (no samples). */
 static json_object *json_number(double v)
 {
@@ -52,7 +65,7 @@ static json_object *json_number(double v)
 }
 
 int write_summary(const char *path, const char *policy,
-		  enum sim_remaining rem, struct wl *w, size_t nw,
+		  enum sim_remaining rem, bool probes, struct wl *w, size_t nw,
 		  double mean)
 {
 	json_object *pe = json_object_new_object();
@@ -137,6 +150,9 @@ int write_summary(const char *path, const char *policy,
 	json_object_object_add(root, "decide_ms", dm);
 	json_object_object_add(root, "remaining",
 			       json_object_new_string(remaining_names[rem]));
+	/* Whether the policy was told the jobs' speeds on the types they had
+	 * not run on (--probes), which the plugin is not. */
+	json_object_object_add(root, "probes", json_object_new_boolean(probes));
 	/* Relative error of the predicted remaining time, sampled every
 	 * round over running jobs, how many job-rounds had no prediction
 	 * yet, and what the predictor cost (predict only). */

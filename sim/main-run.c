@@ -22,7 +22,7 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 			      .interval = co->interval,
 			      .restart_delay = co->delay,
 			      .workload_name = w->name, .history = history,
-			      .nhistory = nhistory };
+			      .nhistory = nhistory, .probes = co->probes };
 	bool want_timeline = co->timeline != NULL;
 	bool want_series = co->png != NULL;
 	FILE *tl = NULL, *se = NULL;

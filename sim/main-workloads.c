@@ -120,7 +120,8 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 	       (double)(ts1.tv_nsec - t0->tv_nsec) * 1e-9);
 	if (o->summary &&
 	    write_summary(o->summary, o->policy,
-			  used_remaining(o->policy, o->rem), w, nw,
+			  used_remaining(o->policy, o->rem),
+			  o->probes && learns_models(o->policy), w, nw,
 			  mean) != COPUS_OK)
 		status = 1;
 	if (o->history_out && write_history(o->history_out, w, nw) != COPUS_OK)

@@ -2,7 +2,7 @@
  * copus-sim: replay Pollux-format workloads on a simulated cluster.
  *
  *   copus-sim --cluster 16x4 --profiles DIR --policy pollux \
- *             [--interval 60] [--restart-delay 30] [--jobs 2] \
+ *             [--interval 60] [--restart-delay 30] [--jobs 2] [--probes] \
  *             [--summary FILE.json] [--timeline FILE.csv] [--plot FILE.png] \
  *             [--history FILE] [--save-history FILE] WORKLOAD.csv...
  *   copus-sim --arena DIR --policy fifo:arena --max-rounds 1500 \
@@ -54,6 +54,17 @@ static void usage(FILE *f)
 		"plugin's format)\n"
 		"  --save-history FILE  write the jobs that finished, in "
 		"that format\n"
+		"  --probes             on a typed cluster, tell a policy that "
+		"learns models\n"
+		"                       each job's speed on the types it has "
+		"not run on,\n"
+		"                       from a one-GPU step timed on each at "
+		"its arrival\n"
+		"                       (as Sia profiles jobs); the plugin "
+		"learns none\n"
+		"  --no-probes          only what the plugin learns: a job's "
+		"model on the\n"
+		"                       type of its last run (the default)\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
 		"  --app-rules FILE     per model (CSV application,slowdown,\n"
@@ -111,6 +122,8 @@ int main(int argc, char **argv)
 		{ "throughput", required_argument, NULL, 'T' },
 		{ "cell-choice", required_argument, NULL, 'C' },
 		{ "max-rounds", required_argument, NULL, 'm' },
+		{ "probes", no_argument, NULL, 'B' },
+		{ "no-probes", no_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -181,6 +194,8 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'B': o.probes = true; break;
+		case 'b': o.probes = false; break;
 		case 'a': arena = optarg; break;
 		case 'L':
 			if (strcmp(optarg, "arena") == 0) {
@@ -237,6 +252,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (arena != NULL) {
+		if (o.probes) {
+			fprintf(stderr, "copus-sim: --probes is for workloads; "
+				"with --arena, --throughput says what the "
+				"policy knows of each cell\n");
+			return 2;
+		}
 		if (optind < argc) {
 			fprintf(stderr, "copus-sim: --arena reads its own trace; "
 				"'%s' is not used\n", argv[optind]);

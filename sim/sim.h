@@ -157,6 +157,16 @@ struct sim_opts {
 	 * cluster's history; see copus/predict.h). */
 	const copus_history_entry *history;
 	size_t nhistory;
+	/*
+	 * What a policy that learns models is told of a job's speed on the
+	 * GPU types it is not running on. false (the default): what the
+	 * plugin learns from the job's hints, its model on the type of its
+	 * last run and none on the others (or that model on every type when
+	 * the type is named "default"). true (--probes): a one-GPU step timed
+	 * on every type when the job arrives, as Sia profiles jobs, scales
+	 * its model to the types it has not run on.
+	 */
+	bool probes;
 };
 
 struct sim_jobspec {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # copus-sim from the command line: the summary's keys, the timeline, two
 # workloads in parallel, copus's remaining-work modes, a history saved and
-# given back, and the error messages of a malformed workload, a malformed
+# given back, what the policies know of other GPU types with and without
+# --probes, and the error messages of a malformed workload, a malformed
 # history and of bad options.
 set -u
 sim=${COPUS_SIM:-sim/copus-sim}
@@ -124,4 +125,48 @@ grep -q 'bad-h line 3: expected WORK GPUS BATCH USER NAME' "$tmp/err" || { cat "
 grep -q "remaining: 'psychic'" "$tmp/err" || { cat "$tmp/err"; fail "--remaining error message"; }
 "$sim" --cluster 3y4 --profiles "$tmp/p" "$tmp/w1.csv" 2> "$tmp/err" && fail "bad --cluster accepted"
 grep -q -- '--cluster' "$tmp/err" || fail "--cluster error message"
+# Two GPU types, one node of one GPU each: fast computes four times faster
+# than slow. A long job starts on slow, the first type. With --probes a
+# policy that learns models knows from its arrival how fast it would be on
+# fast and moves it there; by default it is told only what the plugin
+# learns, its model on slow, and keeps it there. The summary says which.
+mkdir -p "$tmp/q/toy"
+for t in slow:1 fast:0.25; do
+	awk -v f=${t#*:} 'BEGIN {
+		print "placement,local_bsz,step_time,sync_time"
+		print "1,10," f ",0"; print "1,20," 2 * f ",0"
+		print "2,10," f + 0.5 ",0.5"; print "11,10," f + 2 ",2" }' \
+		> "$tmp/q/toy/placements-${t%:*}.csv"
+	printf 'num_nodes,num_replicas,local_bsz,step_time,sync_time\n6,6,10,5.0,4.0\n' \
+		> "$tmp/q/toy/scalability-${t%:*}.csv"
+done
+printf 'progress,iteration,metric,grad_sqr,grad_var\n3000,3000,0.5,1,0\n6000,6000,0.6,1,0\n' \
+	> "$tmp/q/toy/validation-10.csv"
+printf 'progress,iteration,metric,grad_sqr,grad_var\n3300,1650,0.5,2,4\n6600,3300,0.6,2,4\n' \
+	> "$tmp/q/toy/validation-20.csv"
+printf 'name,time,application,num_replicas,batch_size\na,0,toy,1,10\n' > "$tmp/w3.csv"
+for pol in copus sia; do
+	for probes in --probes --no-probes ''; do
+		"$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy $pol \
+			$probes --summary "$tmp/s.json" --timeline "$tmp/t.csv" \
+			"$tmp/w3.csv" > "$tmp/out" 2>&1 ||
+			{ cat "$tmp/out"; fail "$pol $probes run"; }
+		types=$(tail -n +2 "$tmp/t.csv" | cut -d, -f10 | uniq | tr '\n' ' ')
+		if [ "$probes" = --probes ]; then
+			[ "$types" = "slow fast " ] ||
+				fail "$pol --probes: the job ran on '$types', not slow then fast"
+			grep -q '"probes": *true' "$tmp/s.json" || fail "$pol --probes: not in the summary"
+		else
+			[ "$types" = "slow " ] ||
+				fail "$pol ${probes:-by default}: the job ran on '$types', not on slow only"
+			grep -q '"probes": *false' "$tmp/s.json" || fail "$pol ${probes:-by default}: probes in the summary"
+		fi
+	done
+done
+# A policy that learns no models is given no probes, and says so.
+"$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy fifo --probes \
+	--summary "$tmp/s.json" "$tmp/w3.csv" > /dev/null || fail "fifo --probes run"
+grep -q '"probes": *false' "$tmp/s.json" || fail "fifo --probes: the summary says probes"
+"$sim" --arena "$tmp" --policy fifo --probes 2> "$tmp/err" && fail "--probes accepted with --arena"
+grep -q -- '--probes is for workloads' "$tmp/err" || { cat "$tmp/err"; fail "--probes --arena message"; }
 echo "PASS"

@@ -1,6 +1,8 @@
 /*
  * The simulator: profile interpolation, progress and completion rules,
- * a short replay against hand-computed JCTs, and malformed input.
+ * a short replay against hand-computed JCTs, malformed input, and what a
+ * policy is told of a job's speed on each GPU type, with and without
+ * probes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine-parts.h"
 #include "harness.h"
 #include "sim.h"
 
@@ -287,6 +290,99 @@ static void test_pollux_profiles(void)
 	sim_app_free(&a);
 }
 
+/*
+ * The toy on two GPU types, "slow" as make_toy's and "fast" computing four
+ * times faster (the synchronisation alike): one step of micro-batch 10 on
+ * one GPU takes 1 s on slow and 0.25 s on fast.
+ */
+static void make_typed_toy(void)
+{
+	make_toy();
+	put("toy/placements-slow.csv",
+	    "placement,local_bsz,step_time,sync_time\n"
+	    "1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n2,20,2.5,0.5\n"
+	    "11,10,3.0,2.0\n");
+	put("toy/scalability-slow.csv",
+	    "num_nodes,num_replicas,local_bsz,step_time,sync_time\n"
+	    "6,6,10,5.0,4.0\n");
+	put("toy/placements-fast.csv",
+	    "placement,local_bsz,step_time,sync_time\n"
+	    "1,10,0.25,0.0\n1,20,0.5,0.0\n2,10,0.75,0.5\n2,20,1.0,0.5\n"
+	    "11,10,2.25,2.0\n");
+	put("toy/scalability-fast.csv",
+	    "num_nodes,num_replicas,local_bsz,step_time,sync_time\n"
+	    "6,6,10,4.25,4.0\n");
+}
+
+/*
+ * Without probes a policy is told what the plugin learns from a job's
+ * hints: its model on the type of its last run, none on a type it has not
+ * run on (or that model on every type when the type is named "default",
+ * as copus__hint_models reads a hint's "default"). With probes, a type it
+ * has not run on gets its model scaled by the one-GPU steps timed there.
+ */
+static void test_a_job_is_told_its_speed_on_other_types_only_with_probes(void)
+{
+	static const char names[2][32] = { "slow", "fast" };
+	static const char dflt[2][32] = { "default", "fast" };
+	static const char *const types[2] = { "slow", "fast" };
+	const copus_model_source L = COPUS_MODELS_LEARNED;
+	struct sjob *j = calloc(1, sizeof(*j));
+	const copus_model *m;
+	struct app a;
+	char err[SIM_ERR_LEN];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	make_typed_toy();
+	ASSERT_STATUS(sim_app_load(&a, dir, "toy", types, 2, err,
+				   sizeof(err)), COPUS_OK);
+	CU_ASSERT_FATAL(a.has_oracle[0] && a.has_oracle[1]);
+	j->app = &a;
+	j->hint_type = -1;
+	/* Before it has run: nothing, with probes or without. */
+	for (int t = 0; t < 2; t++) {
+		CU_ASSERT_PTR_NULL(copus__sim_job_model(j, L, t, false, names));
+		CU_ASSERT_PTR_NULL(copus__sim_job_model(j, L, t, true, names));
+	}
+	/* It has run on slow (its model there: the slow table's fit). */
+	j->model[0] = a.oracle[0];
+	j->has_model[0] = true;
+	j->nobs[0] = 3;
+	j->hint_type = 0;
+	CU_ASSERT_PTR_EQUAL(copus__sim_job_model(j, L, 0, false, names),
+			    &j->model[0]);
+	CU_ASSERT_PTR_NULL(copus__sim_job_model(j, L, 1, false, names));
+	m = copus__sim_job_model(j, L, 1, true, names);
+	CU_ASSERT_PTR_EQUAL_FATAL(m, &j->boot[1]);
+	ASSERT_CLOSE(m->perf.alpha_c, 0.25 * j->model[0].perf.alpha_c, 1e-12);
+	ASSERT_CLOSE(m->perf.beta_c, 0.25 * j->model[0].perf.beta_c, 1e-12);
+	ASSERT_CLOSE(m->perf.alpha_n, j->model[0].perf.alpha_n, 1e-12);
+	/* A type named "default": the plugin gives its model to every type. */
+	CU_ASSERT_PTR_EQUAL(copus__sim_job_model(j, L, 1, false, dflt),
+			    &j->model[0]);
+	/* Then it ran on fast: its hints carry fast's model only, and the
+	 * plugin keeps the last hint; with probes it keeps both. */
+	j->model[1] = a.oracle[1];
+	j->has_model[1] = true;
+	j->nobs[1] = 1;
+	j->hint_type = 1;
+	CU_ASSERT_PTR_NULL(copus__sim_job_model(j, L, 0, false, names));
+	CU_ASSERT_PTR_EQUAL(copus__sim_job_model(j, L, 1, false, names),
+			    &j->model[1]);
+	CU_ASSERT_PTR_EQUAL(copus__sim_job_model(j, L, 0, true, names),
+			    &j->model[0]);
+	CU_ASSERT_PTR_EQUAL(copus__sim_job_model(j, L, 1, true, names),
+			    &j->model[1]);
+	/* A policy with oracle models gets the table's fit either way. */
+	CU_ASSERT_PTR_EQUAL(copus__sim_job_model(j, COPUS_MODELS_ORACLE, 0,
+						 false, names), &a.oracle[0]);
+	CU_ASSERT_PTR_NULL(copus__sim_job_model(j, COPUS_MODELS_NONE, 0, true,
+						names));
+	sim_app_free(&a);
+	free(j);
+	rm_toy();
+}
+
 static const struct test_case tests[] = {
 	TEST(test_cluster_spec),
 	TEST(test_interpolation),
@@ -295,6 +391,7 @@ static const struct test_case tests[] = {
 	TEST(test_replay_tiresias),
 	TEST(test_malformed_input),
 	TEST(test_pollux_profiles),
+	TEST(test_a_job_is_told_its_speed_on_other_types_only_with_probes),
 };
 
 int main(void)
