@@ -229,6 +229,15 @@ def coords_of_rank(data, pipeline, tensor, rank):
     return out
 
 
+def comm_device(group=None):
+    """Where a tensor for a collective of group must be: the current CUDA
+    device under NCCL, which reduces GPU tensors only; else the CPU."""
+    if dist.is_available() and dist.is_initialized() and \
+            dist.get_backend(group) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 _lib = None
 
 
@@ -418,8 +427,10 @@ class Runtime:
     def _on_agree(self, arg, values, n):
         self.agree_calls += 1
         try:
-            t = torch.tensor([values[i] for i in range(n)], dtype=torch.int64)
+            t = torch.tensor([values[i] for i in range(n)], dtype=torch.int64,
+                             device=comm_device())
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            t = t.cpu()
             for i in range(n):
                 values[i] = int(t[i])
             return 0
@@ -759,7 +770,8 @@ class StepLoop:
         grads = [g for g in grads if g is not None]
         # On the gradients' device: a sum on the GPU is not added into a
         # tensor on the CPU, and NCCL all-reduces GPU tensors only.
-        device = grads[0].device if grads else torch.device("cpu")
+        device = grads[0].device if grads else \
+            comm_device(group if group is not False else None)
         t = torch.zeros(1, dtype=torch.float64, device=device)
         for g in grads:
             t += g.detach().float().sum().double().abs()

@@ -57,7 +57,8 @@ import torch.distributed as dist
 
 from copus_lib import *  # noqa: F401,F403  (the adapter's public names)
 from copus_lib import (AGREE_LEN, CopusError, OPT_SGD, Runtime, SPLIT_ATTR,
-                       StepLoop, _reslice, _sqnorm, module_structure,
+                       StepLoop, _reslice, _sqnorm, comm_device,
+                       module_structure,
                        structure_difference)
 from copus_pipeline import PipelineTrainer  # noqa: F401
 from copus_launch import init_distributed  # noqa: F401
@@ -361,7 +362,8 @@ class Trainer(StepLoop):
         model from its slices'."""
         if self._weights is None:
             return x
-        t = torch.tensor([x], dtype=torch.float64)
+        t = torch.tensor([x], dtype=torch.float64,
+                         device=comm_device(self._tp.group))
         dist.all_reduce(t, group=self._tp.group)
         return float(t[0])
 
