@@ -137,10 +137,11 @@ else
 fi
 
 echo "== python3-copus: the adapter finds libcopus.so.0"
-# torch is too large to install here: a stand-in that copus_torch imports.
+# torch is too large to install here: a stand-in that copus_torch imports,
+# whose every attribute (torch.float32, ...) is a placeholder.
 mkdir -p /root/stub/torch
-: >/root/stub/torch/__init__.py
-: >/root/stub/torch/distributed.py
+printf 'def __getattr__(name):\n    return name\n' >/root/stub/torch/__init__.py
+cp /root/stub/torch/__init__.py /root/stub/torch/distributed.py
 if out=\$(PYTHONPATH=/root/stub python3 -c '
 import copus_torch
 assert copus_torch.__file__.startswith("/usr/lib/python3/dist-packages/"), copus_torch.__file__
