@@ -407,6 +407,10 @@ void test_hint_carries_the_models_of_earlier_types(void)
 	timed_steps(ctx, 8, 0.001);
 	ASSERT_STATUS(copus_perf_get(ctx, &fast), COPUS_OK);
 	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
+	if (h.n_perf != 2)
+		fprintf(stderr, "the hint has %d models (the first: %s), "
+			"expected 2 (fast, slow)\n", h.n_perf,
+			h.n_perf > 0 ? h.perf[0].type : "none");
 	CU_ASSERT_EQUAL_FATAL(h.n_perf, 2);
 	CU_ASSERT_STRING_EQUAL(h.perf[0].type, "fast");
 	assert_same_perf(&h.perf[0].perf, &fast);
