@@ -175,19 +175,16 @@ const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx)
 	return NULL;
 }
 
-int copus__fit(copus_ctx *ctx)
+/* Fits the observations of one GPU type; COPUS_ENODATA when it has none. */
+static int _fit_type(const copus_ctx *ctx, const char *type,
+		     copus_perf_params *p, size_t *nobs)
 {
 	copus_observation obs[COPUS_MAX_OBS];
-	copus_perf_params p;
 	size_t n = 0;
-	int rc, slot;
 
-	if (!ctx->obs_dirty)
-		return copus__perf_of_type(ctx) != NULL ? COPUS_OK
-							 : COPUS_ENODATA;
 	for (int i = 0; i < ctx->n_obs; i++) {
 		const struct copus__obs *o = &ctx->obs[i];
-		if (strcmp(o->type, ctx->gpu_type) != 0 || o->n == 0)
+		if (strcmp(o->type, type) != 0 || o->n == 0)
 			continue;
 		obs[n++] = (copus_observation){
 			.nodes = o->nodes, .replicas = o->replicas,
@@ -196,29 +193,63 @@ int copus__fit(copus_ctx *ctx)
 			.step_time = fmax(o->sum_step / o->n, 1e-9),
 		};
 	}
+	*nobs = n;
 	if (n == 0)
 		return COPUS_ENODATA;
-	rc = copus_fit(obs, n, &p, NULL);
+	return copus_fit(obs, n, p, NULL);
+}
+
+/* Whether perf[0 .. n) already holds a model of this type. */
+static bool _has_type(const copus_hint_perf *perf, int n, const char *type)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(perf[i].type, type) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Fits a model for every GPU type the job has observations of: the current
+ * run's type first, then the types of earlier runs (restored from the
+ * checkpoint), in the order of their observations, at most
+ * COPUS_HINT_MAX_TYPES in all. Each model is fitted from its own type's
+ * observations only. The scheduler so keeps what the job measured on a type
+ * after it moves to another. A type of an earlier run whose observations
+ * do not fit is left out; a failed fit of the current type fails, as its
+ * hint cannot say how the job runs now.
+ */
+int copus__fit(copus_ctx *ctx)
+{
+	copus_hint_perf perf[COPUS_HINT_MAX_TYPES];
+	size_t n;
+	int rc, nperf = 0;
+
+	if (!ctx->obs_dirty)
+		return copus__perf_of_type(ctx) != NULL ? COPUS_OK
+							 : COPUS_ENODATA;
+	memset(perf, 0, sizeof(perf));
+	rc = _fit_type(ctx, ctx->gpu_type, &perf[0].perf, &n);
+	if (rc == COPUS_ENODATA)
+		return rc;
 	if (rc != COPUS_OK)
 		return copus__fail(ctx, rc, "fit of %zu observations failed: %s",
 				   n, copus_strerror(rc));
-	ctx->obs_dirty = false;
-	for (slot = 0; slot < ctx->n_perf; slot++)
-		if (strcmp(ctx->perf[slot].type, ctx->gpu_type) == 0)
-			break;
-	if (slot == ctx->n_perf) {
-		/* At most COPUS_HINT_MAX_TYPES: the oldest type goes. */
-		if (ctx->n_perf == COPUS_HINT_MAX_TYPES) {
-			memmove(&ctx->perf[0], &ctx->perf[1],
-				sizeof(ctx->perf[0]) * (COPUS_HINT_MAX_TYPES - 1));
-			slot = COPUS_HINT_MAX_TYPES - 1;
-		} else {
-			ctx->n_perf++;
-		}
-		snprintf(ctx->perf[slot].type, sizeof(ctx->perf[slot].type),
-			 "%s", ctx->gpu_type);
+	snprintf(perf[0].type, sizeof(perf[0].type), "%s", ctx->gpu_type);
+	nperf = 1;
+	for (int i = 0; i < ctx->n_obs && nperf < COPUS_HINT_MAX_TYPES; i++) {
+		const char *type = ctx->obs[i].type;
+
+		if (_has_type(perf, nperf, type))
+			continue;
+		if (_fit_type(ctx, type, &perf[nperf].perf, &n) != COPUS_OK)
+			continue;
+		snprintf(perf[nperf].type, sizeof(perf[nperf].type), "%s",
+			 type);
+		nperf++;
 	}
-	ctx->perf[slot].perf = p;
+	ctx->obs_dirty = false;
+	memcpy(ctx->perf, perf, sizeof(perf));
+	ctx->n_perf = nperf;
 	return COPUS_OK;
 }
 

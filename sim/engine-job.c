@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <copus/hint.h>
+
 #include "engine-parts.h"
 
 void sim_split_batch(const struct app *a, double batch, int replicas,
@@ -325,24 +327,32 @@ static const copus_model *probed_model(struct sjob *j, int t)
  * Without probes: what the plugin knows, the models of the job's last hint
  * as copus__hint_models (plugin/round.c) reads them. The runtime names its
  * model after the GPU type of its run ($COPUS_GPU_TYPE, "default" when
- * unset; an untyped cluster's type here) and fits it on that type only, and
- * a run keeps its type (runtime/measure.c copus__fit): a hint carries one
- * model, of the type the job last ran on, which its observations of that
- * type, kept across runs in its checkpoints, have fitted. The plugin keeps
- * the last hint only (plugin/intake.c) and gives its model to its own type,
- * or to every type when it is named "default"; any other type has none.
+ * unset; an untyped cluster's type here) and fits one model per type it has
+ * observations of, each from that type's own observations, kept across runs
+ * in its checkpoints (runtime/measure.c copus__fit): a hint carries the
+ * model of the type the job last ran on, then those of the other types it
+ * ran on, at most COPUS_HINT_MAX_TYPES in all. The plugin keeps the last
+ * hint only (plugin/intake.c) and gives each model to its own type, or a
+ * model named "default" to every type.
  */
 static const copus_model *hint_model(struct sjob *j, int t,
 				     const char (*type_names)[32])
 {
-	int u = j->hint_type;
+	int u = j->hint_type, carried = 1;
 
 	if (u < 0 || !j->has_model[u])
 		return NULL;
 	if (u == t || type_names[u][0] == '\0' ||
 	    strcmp(type_names[u], "default") == 0)
 		return &j->model[u];
-	return NULL;
+	if (!j->has_model[t])
+		return NULL;
+	/* The other types in the hint, up to its bound (the runtime takes
+	 * them in the order of its observations; here, of the types). */
+	for (int v = 0; v < t; v++)
+		if (v != u && j->has_model[v])
+			carried++;
+	return carried < COPUS_HINT_MAX_TYPES ? &j->model[t] : NULL;
 }
 
 const copus_model *copus__sim_job_model(struct sjob *j,

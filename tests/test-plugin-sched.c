@@ -434,6 +434,32 @@ static void hint_models_follow_type_names_with_default(void)
 	CU_ASSERT_PTR_NULL(p[1]);
 }
 
+/*
+ * A job that ran on several types publishes a model for each, its current
+ * type's first: every entry goes to its own type, not only the first.
+ */
+static void hint_models_give_each_type_its_own_model(void)
+{
+	const char *const names[3] = { "v100", "a100", "t4" };
+	copus_hint h = _hint();
+	copus_model m[3];
+	const copus_model *p[3];
+
+	strcpy(h.perf[1].type, "t4");
+	h.perf[1].perf.gamma = 2.5;
+	strcpy(h.perf[2].type, "v100");
+	h.perf[2].perf = h.perf[0].perf;
+	h.perf[2].perf.gamma = 1.25;
+	h.n_perf = 3;
+	CU_ASSERT_EQUAL(copus__hint_models(&h, names, 3, m, p), 3);
+	CU_ASSERT_PTR_EQUAL_FATAL(p[0], &m[0]);
+	CU_ASSERT_PTR_EQUAL_FATAL(p[1], &m[1]);
+	CU_ASSERT_PTR_EQUAL_FATAL(p[2], &m[2]);
+	ASSERT_CLOSE(p[0]->perf.gamma, 1.25, 1e-12);
+	ASSERT_CLOSE(p[1]->perf.gamma, 1.5, 1e-12);
+	ASSERT_CLOSE(p[2]->perf.gamma, 2.5, 1e-12);
+}
+
 static void remaining_time_needs_a_target_and_a_rate(void)
 {
 	copus_hint h = _hint();
@@ -739,6 +765,7 @@ int main(void)
 		TEST(elastic_values_are_checked),
 		TEST(gpu_type_lists_are_checked),
 		TEST(hint_models_follow_type_names_with_default),
+		TEST(hint_models_give_each_type_its_own_model),
 		TEST(remaining_time_needs_a_target_and_a_rate),
 		TEST(unequal_slots_are_applied_at_the_smallest_count),
 		TEST(model_speedup_grows_with_gpus),

@@ -335,3 +335,91 @@ void test_config_without_fingerprint(void)
 	ASSERT_STATUS(copus_config_init(c, sizeof(copus_config)), COPUS_OK);
 	CU_ASSERT_PTR_NULL(c->fingerprint);
 }
+
+/* Steps of a process on one GPU, each at least seconds long. */
+void spin(double seconds);
+
+static void timed_steps(copus_ctx *ctx, int steps, double seconds)
+{
+	for (int i = 0; i < steps; i++) {
+		copus_step_begin(ctx);
+		spin(seconds);
+		copus_grad_local(ctx, 2.0 + i);
+		copus_grad_total(ctx, 1.0);
+		ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	}
+}
+
+static void assert_same_perf(const copus_perf_params *got,
+			     const copus_perf_params *want)
+{
+	ASSERT_CLOSE(got->alpha_c, want->alpha_c, 1e-9);
+	ASSERT_CLOSE(got->beta_c, want->beta_c, 1e-9);
+	ASSERT_CLOSE(got->alpha_n, want->alpha_n, 1e-9);
+	ASSERT_CLOSE(got->beta_n, want->beta_n, 1e-9);
+	ASSERT_CLOSE(got->alpha_r, want->alpha_r, 1e-9);
+	ASSERT_CLOSE(got->beta_r, want->beta_r, 1e-9);
+	ASSERT_CLOSE(got->gamma, want->gamma, 1e-9);
+}
+
+/*
+ * A job that ran on type "slow", checkpointed, and restarted on type
+ * "fast" tells the scheduler its model on both: "fast" first, fitted from
+ * this run's steps, then "slow", the fit of the steps the checkpoint kept,
+ * the same model the first run published.
+ */
+void test_hint_carries_the_models_of_earlier_types(void)
+{
+	copus_config c = base_config();
+	copus_perf_params slow, fast;
+	struct app a = { 0 };
+	copus_job_info in;
+	copus_ctx *ctx;
+	copus_hint h;
+
+	clear_env();
+	make_tmpdir();
+	setenv("SLURM_JOB_ID", "4251", 1);
+	setenv("COPUS_HINTS", "0", 1);
+	setenv("COPUS_GPU_TYPE", "slow", 1);
+	c.ckpt_dir = tmpdir;
+	c.save = app_save;
+	c.load = app_load;
+	c.cb_arg = &a;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	timed_steps(ctx, 8, 0.004);
+	ASSERT_STATUS(copus_perf_get(ctx, &slow), COPUS_OK);
+	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
+	CU_ASSERT_EQUAL_FATAL(h.n_perf, 1);
+	CU_ASSERT_STRING_EQUAL(h.perf[0].type, "slow");
+	ASSERT_STATUS(copus_checkpoint(ctx), COPUS_OK);
+	copus_finalize(ctx);
+
+	setenv("COPUS_GPU_TYPE", "fast", 1);
+	setenv("SLURM_RESTART_COUNT", "1", 1);
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	ASSERT_STATUS(copus_info(ctx, &in), COPUS_OK);
+	CU_ASSERT_EQUAL(in.restored, 1);
+	/* Before its first fit on "fast", no model, as before. */
+	ASSERT_STATUS(copus_perf_get(ctx, &fast), COPUS_ENODATA);
+	timed_steps(ctx, 8, 0.001);
+	ASSERT_STATUS(copus_perf_get(ctx, &fast), COPUS_OK);
+	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
+	if (h.n_perf != 2)
+		fprintf(stderr, "the hint has %d models (the first: %s), "
+			"expected 2 (fast, slow)\n", h.n_perf,
+			h.n_perf > 0 ? h.perf[0].type : "none");
+	CU_ASSERT_EQUAL_FATAL(h.n_perf, 2);
+	CU_ASSERT_STRING_EQUAL(h.perf[0].type, "fast");
+	assert_same_perf(&h.perf[0].perf, &fast);
+	CU_ASSERT_STRING_EQUAL(h.perf[1].type, "slow");
+	assert_same_perf(&h.perf[1].perf, &slow);
+	/* Each from its own steps: 4 ms a step is not 1 ms a step. */
+	CU_ASSERT(memcmp(&h.perf[0].perf, &h.perf[1].perf,
+			 sizeof(h.perf[0].perf)) != 0);
+	copus_finalize(ctx);
+	remove_tmpdir();
+	clear_env();
+}

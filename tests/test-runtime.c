@@ -682,6 +682,7 @@ int main(void)
 		TEST(test_edited_manifest_is_refused),
 		TEST(test_fingerprint_of_another_model_is_refused),
 		TEST(test_config_without_fingerprint),
+		TEST(test_hint_carries_the_models_of_earlier_types),
 		TEST(test_unwritable_checkpoint_dir_fails_init),
 		TEST(test_all_ranks_restore_by_coordinates_from_data_inner),
 		TEST(test_all_ranks_restore_by_coordinates_into_data_inner),

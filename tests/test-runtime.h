@@ -130,6 +130,7 @@ void test_version_2_manifest_loads(void);
 void test_edited_manifest_is_refused(void);
 void test_fingerprint_of_another_model_is_refused(void);
 void test_config_without_fingerprint(void);
+void test_hint_carries_the_models_of_earlier_types(void);
 
 /* test-runtime-restore.c */
 void test_unwritable_checkpoint_dir_fails_init(void);

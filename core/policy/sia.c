@@ -20,7 +20,8 @@
  *
  * A job's model on every type is used as given (copus-sim --probes gives
  * jobs models bootstrapped from one-GPU probes, as Sia profiles them; by
- * default, as in the plugin, a job has a model of the type it runs on).
+ * default, as in the plugin, a job has a model of each type it has run
+ * on).
  * Where a job has a model on some GPU types only, the others are valued by
  * the first modelled type's goodput times the ratio of one-GPU throughputs
  * between the two types. Sia reads that ratio, per application, from

@@ -435,10 +435,16 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out);
 int copus_agree_pack(copus_ctx *ctx, double *out, int n);
 int copus_agree_unpack(copus_ctx *ctx, const double *sums, int n);
 
-/* The throughput parameters fitted from the steps measured so far. */
+/* The throughput parameters fitted from the steps measured so far on the
+ * current run's GPU type. */
 int copus_perf_get(copus_ctx *ctx, copus_perf_params *out);
 
-/* The hint rank 0 would publish now. */
+/*
+ * The hint rank 0 would publish now. Once the current type has a fit, its
+ * "perf" holds it first, then the model of each other type the job's
+ * checkpoints kept steps of, each fitted from that type's steps only, at
+ * most COPUS_HINT_MAX_TYPES in all.
+ */
 int copus_hint_get(const copus_ctx *ctx, copus_hint *out);
 
 /* Publish a hint now, ignoring the interval (rank 0 only). */
