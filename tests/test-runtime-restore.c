@@ -98,7 +98,7 @@ static void capture_stop(char *buf, size_t len)
 void test_unwritable_checkpoint_dir_fails_init(void)
 {
 	copus_config c = base_config();
-	char dir[512], file[512];
+	char dir[1500], file[1400], cmd[1600];
 	copus_ctx *ctx;
 	struct stat st;
 	int n = 0;
@@ -130,8 +130,8 @@ void test_unwritable_checkpoint_dir_fails_init(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
 	CU_ASSERT(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
 	copus_finalize(ctx);
-	snprintf(file, sizeof(file), "ls -A '%s' | wc -l", dir);
-	f = popen(file, "r");
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
+	f = popen(cmd, "r");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	CU_ASSERT_EQUAL(fscanf(f, "%d", &n), 1);
 	pclose(f);
