@@ -240,7 +240,9 @@ cmd_test() {
 	configure_build "$slurm_src" build-san --enable-sanitizers
 	make -s -C build-san check -j"$jobs" >/dev/null 2>&1 || rc=1
 
+	local distcheck=0
 	if [ $rc -eq 0 ]; then
+		distcheck=1
 		say "make distcheck"
 		make -s -C build distcheck \
 			DISTCHECK_CONFIGURE_FLAGS="--with-slurm-src=$slurm_src" \
@@ -255,7 +257,14 @@ cmd_test() {
 		pkg="failed (contrib/deb.sh; see build/deb.log)"
 		rc=1
 	fi
-	lines+=("Slurm $(dpkg-query -W -f='${Version}' libslurm-dev | sed 's/-[^-]*$//') (this machine): $(summarize build build-san | tail -1) in $((SECONDS - t0))s, ASan and distcheck included; packages: $pkg")
+	# Each part on its own: an assignment's status is its last command
+	# substitution's, and summarize fails when a test did, which would end
+	# this script (set -e) before the results are printed.
+	local ver sum dist="distcheck included"
+	ver=$(dpkg-query -W -f='${Version}' libslurm-dev | sed 's/-[^-]*$//') || ver="?"
+	sum=$(summarize build build-san | tail -1) || true
+	[ "$distcheck" = 1 ] || dist="distcheck not run (a test failed)"
+	lines+=("Slurm $ver (this machine): $sum in $((SECONDS - t0))s, ASan included, $dist; packages: $pkg")
 
 	for suite in $suites; do
 		say "loopback tests on $suite's Slurm"
