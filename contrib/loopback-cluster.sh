@@ -90,8 +90,10 @@ AuthInfo=socket=$DIR/munge/munge.socket"
 	fi
 	local plugindir=$SLURM_PLUGIN_DIR
 	[ -z "$PLUGIN_DIR" ] || plugindir="$PLUGIN_DIR:$SLURM_PLUGIN_DIR"
-	local sched_params="sched_interval=-1,defer"
-	[ "$SCHED" = builtin ] && sched_params=""
+	# sched/copus turns Slurm's own FIFO pass off; the other schedulers
+	# run with Slurm's defaults, as sites run them.
+	local sched_params=""
+	[ "$SCHED" = copus ] && sched_params="sched_interval=-1"
 	[ -z "$SCHED_PARAMS" ] || sched_params="${sched_params:+$sched_params,}$SCHED_PARAMS"
 	local schedtype=sched/$SCHED
 	[ "$SCHED" = builtin ] && schedtype=sched/builtin

@@ -141,7 +141,7 @@ pd=()
 QUIET=1 "$cluster" up "$cdir" --nodes 4 --gpus a100:4,t4:4 --sched copus \
 	--spank "$plugindir/spank_copus.so" "${pd[@]}" --sched-params "$params" ||
 	die "the cluster did not come up; logs in $cdir/log"
-echo "   SchedulerParameters=sched_interval=-1,defer,$params"
+echo "   SchedulerParameters=sched_interval=-1,$params"
 
 # The batch script: the GPU type of the node it runs on, then the trainer
 # in place of the shell, so that the rescale signal reaches libcopus.

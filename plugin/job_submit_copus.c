@@ -2,7 +2,7 @@
  * job_submit/copus: refuses at submission the jobs that sched/copus could
  * never run as they ask, with a message that says why (plugin/submit.h):
  * --elastic without a GPU request or with a GPU request outside its range,
- * a GPU type no node has, heterogeneous jobs and --immediate.
+ * a GPU type no node has, heterogeneous jobs.
  *
  * slurm.conf:
  *   JobSubmitPlugins=copus
@@ -85,8 +85,6 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	sub.min_nodes = job_desc->min_nodes == NO_VAL ? 0 :
 			(int)job_desc->min_nodes;
 	sub.het = job_desc->het_job_offset != NO_VAL;
-	sub.immediate = job_desc->immediate != 0 &&
-			job_desc->immediate != NO_VAL16;
 	sub.ntypes = _cluster_types(types, _TYPES_MAX);
 	for (i = 0; i < sub.ntypes; i++)
 		ptrs[i] = types[i];
@@ -96,8 +94,7 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	info("%s: refused a job of uid %u: %s", plugin_type, submit_uid, why);
 	if (err_msg)
 		*err_msg = xstrdup(why);
-	return sub.het || sub.immediate ? ESLURM_NOT_SUPPORTED :
-					  ESLURM_INVALID_GRES;
+	return sub.het ? ESLURM_NOT_SUPPORTED : ESLURM_INVALID_GRES;
 }
 
 /* Updates are sched/copus's own way to resize a pending job: allowed. */

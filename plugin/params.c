@@ -275,8 +275,6 @@ int copus__config_check(const struct copus__slurm_view *v,
 		{ 1, "SchedulerParameters has no sched_interval=-1: Slurm's "
 		     "own FIFO pass starts jobs too, on nodes that sched/copus "
 		     "did not choose for them" },
-		{ 2, "SchedulerParameters has no defer: Slurm starts srun and "
-		     "salloc jobs at submission, outside the policy" },
 		{ 3, "SelectTypeParameters has CR_*_Memory, but there is no "
 		     "DefMemPerCPU, DefMemPerGPU or DefMemPerNode: a job that "
 		     "asks for no memory gets all of a node's, and the node's "
@@ -294,7 +292,6 @@ int copus__config_check(const struct copus__slurm_view *v,
 	unsigned i;
 
 	bad[1] = !_has_item(v->sched_params, "sched_interval=-1");
-	bad[2] = !_has_item(v->sched_params, "defer");
 	bad[3] = v->cr_memory && !v->def_mem;
 	bad[4] = !v->requeue_exit || !copus__list_has(v->requeue_exit, 75);
 	bad[5] = !v->job_requeue;

@@ -4,7 +4,7 @@
  *
  * slurm.conf:
  *   SchedulerType=sched/copus
- *   SchedulerParameters=sched_interval=-1,defer,copus_interval=10,...
+ *   SchedulerParameters=sched_interval=-1,copus_interval=10,...
  * (sched_interval=-1 turns Slurm's own FIFO pass off, so that this plugin
  * alone starts jobs; see sched_copus(8) for the copus_ keys.)
  *

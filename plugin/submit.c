@@ -92,13 +92,6 @@ int copus__submit_check(const struct copus__submit *sub, char *why,
 	int i, min = 0, max = 0, any = -1, mult = 1;
 	long count = 0;
 
-	if (sub->immediate) {
-		snprintf(why, len, "copus: --immediate without a wait cannot "
-			 "be met: sched/copus starts jobs in its scheduling "
-			 "rounds; give it the seconds to wait, above "
-			 "copus_interval (--immediate=N)");
-		return -1;
-	}
 	if (sub->het) {
 		snprintf(why, len, "copus: heterogeneous jobs are not "
 			 "supported by sched/copus");

@@ -20,9 +20,6 @@ struct copus__submit {
 	const char *tres_per_socket;	/* --gpus-per-socket */
 	int min_nodes;			/* 0: not given (one node) */
 	int het;			/* a component of a heterogeneous job */
-	int immediate;			/* --immediate without a wait (srun
-					 * and salloc wait N seconds of
-					 * --immediate=N on their side) */
 	/* The GPU types the cluster's nodes have; ntypes 0: unknown. */
 	const char *const *cluster_types;
 	int ntypes;

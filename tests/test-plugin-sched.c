@@ -154,7 +154,7 @@ static void requeue_exit_lists_are_read(void)
 static void missing_settings_are_warned_about(void)
 {
 	struct copus__slurm_view good = {
-		.sched_params = "sched_interval=-1,defer,copus_interval=10",
+		.sched_params = "sched_interval=-1,copus_interval=10",
 		.cr_memory = 1, .def_mem = 1, .requeue_exit = "75",
 		.job_requeue = 1, .job_submit = "lua,copus",
 	}, v;
@@ -166,10 +166,10 @@ static void missing_settings_are_warned_about(void)
 	v.sched_params = "defer,sched_interval=60";
 	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "sched_interval=-1"));
+	/* defer is the site's choice (sched_copus(8)): no warning either way. */
 	v = good;
-	v.sched_params = "sched_interval=-1,deferx";
-	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "no defer"));
+	v.sched_params = "sched_interval=-1,defer";
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 0);
 	v = good;
 	v.def_mem = 0;
 	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
@@ -187,7 +187,7 @@ static void missing_settings_are_warned_about(void)
 	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "JobRequeue=0"));
 	v.sched_params = NULL;
-	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 3);
+	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 2);
 	v = good;
 	v.job_submit = "job_submit/copus";
 	CU_ASSERT_EQUAL(copus__config_check(&v, _collect, NULL), 0);
@@ -266,10 +266,6 @@ static void submissions_that_can_never_run_are_refused(void)
 	s.het = 1;
 	CU_ASSERT_EQUAL(_submit(&s), -1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "heterogeneous"));
-	s = ok;
-	s.immediate = 1;
-	CU_ASSERT_EQUAL(_submit(&s), -1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "--immediate without a wait"));
 	s = ok;
 	s.elastic = "4-1";
 	CU_ASSERT_EQUAL(_submit(&s), -1);
