@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "slurm-compat.h"
+#include "locks.h"
 
 #include "options.h"
 #include "rescale.h"
@@ -25,21 +26,23 @@ static bitstr_t *_allowed(struct copus__round *r,
 static int _replace(struct copus__round *r, job_record_t *job_ptr,
 		    const struct copus__round_job *j);
 
-void copus__act(struct copus__round *r)
+void copus__act(struct copus__sched *s, struct copus__round *r)
 {
 	/* Jobs and nodes written (a start allocates), the rest read. */
 	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, WRITE_LOCK,
 				   READ_LOCK, READ_LOCK };
+	struct copus__lock_clock clk;
+	struct copus__lock_stats *ls = &s->stats.locks[COPUS__LOCK_actions];
 	int i, started = 0;
 	char over[96];
 
 	snprintf(over, sizeof(over), "copus: not among the %d jobs of highest "
 		 "priority that a round considers (copus_max_jobs)",
 		 r->max_jobs);
-	lock_slurmctld(locks);
+	copus__lock(&clk, locks);
 	if (node_record_count != r->nnodes) {
 		/* Nodes were reconfigured during the decision: next round. */
-		unlock_slurmctld(locks);
+		copus__unlock(&clk, ls);
 		return;
 	}
 	for (i = 0; i < r->nrj; i++) {
@@ -92,7 +95,7 @@ void copus__act(struct copus__round *r)
 		if (job_ptr && IS_JOB_PENDING(job_ptr) && job_ptr->priority)
 			_set_reason(job_ptr, WAIT_PRIORITY, over);
 	}
-	unlock_slurmctld(locks);
+	copus__unlock(&clk, ls);
 	r->started = started;
 	if (started) {
 		/* Save the started jobs at once, as Slurm's own scheduler

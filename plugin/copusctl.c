@@ -254,7 +254,7 @@ static int print_stats(const char *path)
 			fclose(f);
 			return 1;
 		}
-		printf("%-20s %12s  %s\n", col[0], col[1], col[2]);
+		printf("%-30s %12s  %s\n", col[0], col[1], col[2]);
 	}
 	fclose(f);
 	return 0;

@@ -35,7 +35,8 @@ plugin_sched_copus_la_SOURCES = \
 	plugin/usage.c plugin/usage.h \
 	plugin/params.c plugin/params.h \
 	plugin/plans.c plugin/plans.h \
-	plugin/options.h plugin/stats.h plugin/slurm-config/config.h \
+	plugin/options.h plugin/stats.h plugin/stats.c \
+	plugin/locks.c plugin/locks.h plugin/slurm-config/config.h \
 	plugin/slurm-compat.h plugin/slurm-compat.c
 plugin_sched_copus_la_CPPFLAGS = -DHAVE_CONFIG_H \
 	-I$(top_srcdir)/plugin/slurm-config -I$(SLURM_SRC) \
@@ -68,6 +69,7 @@ PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-users.c \
 	plugin/round-plans.c plugin/round-parts.h plugin/memo.c \
 	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \
 	plugin/options.h plugin/submit.c plugin/submit.h plugin/stats.h \
+	plugin/stats.c \
 	plugin/statefmt.c plugin/statefmt.h plugin/plans.c plugin/plans.h \
 	plugin/usage.c plugin/usage.h
 check_PROGRAMS += tests/test-plugin-sched

@@ -22,12 +22,13 @@
 #include "copus/hint.h"
 #include "rescale.h"
 #include "round.h"
+#include "locks.h"
 #include "sched_copus.h"
 
 static bool _resize_repeated(struct copus__sched *s, uint32_t id,
 			     const char *tres, uint32_t nodes, time_t now);
 static int _gres_unrequested(void *x, void *key);
-static void _clear_gpu_request(uint32_t id);
+static void _clear_gpu_request(struct copus__sched *s, uint32_t id);
 
 void copus__requests(struct copus__sched *s, struct copus__round *r)
 {
@@ -60,7 +61,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			 */
 			if (strcmp(j->type_req, r->types[j->dtype]) ||
 			    j->gpu_entries > 1 || j->gpu_entries_other)
-				_clear_gpu_request(j->id);
+				_clear_gpu_request(s, j->id);
 			slurm_init_job_desc_msg(&desc);
 			copus_slurm_desc_job(&desc, j->id);
 			desc.tres_per_node = tres;
@@ -251,11 +252,12 @@ static int _gres_unrequested(void *x, void *key)
  * update clears the counts (and Slurm's own bookkeeping); the entries left
  * with no count are then dropped under the job write lock.
  */
-static void _clear_gpu_request(uint32_t id)
+static void _clear_gpu_request(struct copus__sched *s, uint32_t id)
 {
 	slurmctld_lock_t locks = { NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK,
 				   NO_LOCK };
 	job_desc_msg_t desc;
+	struct copus__lock_clock clk;
 	job_record_t *job_ptr;
 	int dropped = 0;
 
@@ -268,7 +270,7 @@ static void _clear_gpu_request(uint32_t id)
 			plugin_type, id);
 		return;
 	}
-	lock_slurmctld(locks);
+	copus__lock(&clk, locks);
 	job_ptr = find_job_record(id);
 	if (job_ptr && IS_JOB_PENDING(job_ptr) && job_ptr->gres_list_req) {
 		dropped = list_delete_all(job_ptr->gres_list_req,
@@ -276,7 +278,7 @@ static void _clear_gpu_request(uint32_t id)
 		if (!list_count(job_ptr->gres_list_req))
 			FREE_NULL_LIST(job_ptr->gres_list_req);
 	}
-	unlock_slurmctld(locks);
+	copus__unlock(&clk, &s->stats.locks[COPUS__LOCK_rescale]);
 	debug("%s: JobId=%u: GPU request cleared (%d entr%s dropped)",
 	      plugin_type, id, dropped, dropped == 1 ? "y" : "ies");
 }

@@ -50,6 +50,7 @@
 #include "params.h"
 #include "rescale.h"
 #include "round.h"
+#include "locks.h"
 #include "sched_copus.h"
 #include "snapshot.h"
 #include "statefile.h"
@@ -330,7 +331,7 @@ static void _round(struct copus__sched *s, bool quick)
 	_log_plans(&r);
 	if (copus__round_launches(s, &r, true))
 		copus__state_save(s, r.state_dir);
-	copus__act(&r);
+	copus__act(s, &r);
 	copus__round_launches(s, &r, false);
 	r.t_act = _ms_since(&t);
 	copus__requests(s, &r);
@@ -353,14 +354,15 @@ static void *_agent(void *arg)
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, READ_LOCK,
 				  NO_LOCK };
 	struct timespec now, next_full = { 0 };
+	struct copus__lock_clock clk;
 	bool full;
 	char *dir;
 	int i;
 
-	lock_slurmctld(conf);
+	copus__lock(&clk, conf);
 	_load_params(s);
 	dir = xstrdup(slurm_conf.state_save_location);
-	unlock_slurmctld(conf);
+	copus__unlock(&clk, &s->stats.locks[COPUS__LOCK_config]);
 	_policy_setup(s);
 	_planner_setup(s);
 	if ((i = copus_predictor_create(NULL, &s->predictor)) != COPUS_OK)
@@ -402,9 +404,10 @@ static void *_agent(void *arg)
 		if (s->reconfig) {
 			s->reconfig = false;
 			slurm_mutex_unlock(&s->term_lock);
-			lock_slurmctld(conf);
+			copus__lock(&clk, conf);
 			_load_params(s);
-			unlock_slurmctld(conf);
+			copus__unlock(&clk,
+				      &s->stats.locks[COPUS__LOCK_config]);
 			_policy_setup(s);
 			_planner_setup(s);
 		} else {

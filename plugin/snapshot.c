@@ -17,6 +17,7 @@
 #include "copus/predict.h"
 #include "options.h"
 #include "round.h"
+#include "locks.h"
 #include "sched_copus.h"
 #include "intake.h"
 #include "snapshot.h"
@@ -82,6 +83,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK,
 				   READ_LOCK };
 	struct _parts parts = { 0 };
+	struct copus__lock_clock clk;
 	node_record_t *node_ptr;
 	job_record_t *job_ptr;
 	list_itr_t *it;
@@ -89,7 +91,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	uint32_t cut;
 	bool *unheard;
 
-	lock_slurmctld(locks);
+	copus__lock(&clk, locks);
 	r->when = time(NULL);
 	r->max_jobs = s->params.max_jobs;
 	r->state_dir = xstrdup(slurm_conf.state_save_location);
@@ -228,7 +230,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		r->npending++;
 	}
 	list_iterator_destroy(it);
-	unlock_slurmctld(locks);
+	copus__unlock(&clk, &s->stats.locks[COPUS__LOCK_snapshot]);
 	/*
 	 * The policy may use the free GPUs and those of the elastic jobs it
 	 * moves. Running rigid jobs are never moved, so it does not see them

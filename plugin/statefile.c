@@ -565,6 +565,7 @@ void copus__stats_write(struct copus__sched *s, const char *dir)
 		fprintf(f, "%s\t%.6g\t%s\n", #name, st->name, help);
 		COPUS__STATS(COPUS__STATS_LINE)
 #undef COPUS__STATS_LINE
+		copus__lock_stats_rows(st, f);
 		_replace_end(f, path);
 	}
 	if ((f = _replace_begin(prom))) {
@@ -575,6 +576,7 @@ void copus__stats_write(struct copus__sched *s, const char *dir)
 			st->name);
 		COPUS__STATS(COPUS__STATS_PROM)
 #undef COPUS__STATS_PROM
+		copus__lock_stats_prom(st, f);
 		fprintf(f, "# HELP copus_start_time_seconds When slurmctld "
 			"loaded sched/copus.\n# TYPE copus_start_time_seconds "
 			"gauge\ncopus_start_time_seconds %ld\n",

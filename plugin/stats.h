@@ -2,11 +2,15 @@
  * The counters of sched/copus since slurmctld loaded it, in the spirit of
  * sdiag: one table (COPUS__STATS) gives each its name, kind and meaning, so
  * that the plugin's StateSaveLocation/copus_stats, its Prometheus text file
- * copus_metrics.prom and "copusctl stats" cannot drift apart. Plain C:
+ * copus_metrics.prom and "copusctl stats" cannot drift apart. Beside them,
+ * how long each phase of a round waited for slurmctld's locks and held
+ * them (stats.c), like sdiag's figures of the backfill cycle. Plain C:
  * included by sched_copus.h and by copusctl.c.
  */
 #ifndef COPUS_PLUGIN_STATS_H
 #define COPUS_PLUGIN_STATS_H
+
+#include <stdio.h>
 
 /* X(name, kind, help): kind is "counter" or "gauge". */
 #define COPUS__STATS(X)                                                      \
@@ -33,11 +37,73 @@
 	  "Hints ignored as coming from another run of their job")           \
 	X(decide_errors, counter, "Rounds in which the policy decided nothing")
 
+/*
+ * The phases of a round that take slurmctld's locks, each with the locks it
+ * takes: X(name, what). The decision takes none.
+ */
+#define COPUS__LOCK_PHASES(X)                                                \
+	X(snapshot, "the snapshot of jobs and nodes (jobs written; "        \
+		    "configuration, nodes, partitions, federation read)")    \
+	X(actions, "the starts (jobs and nodes written; configuration, "    \
+		   "partitions, federation read)")                           \
+	X(rescale, "the clearing of a resized job's GPU request (jobs "     \
+		   "written)")                                               \
+	X(config, "the reading of the settings (configuration and "         \
+		  "partitions read)")
+
+enum copus__lock_phase {
+#define COPUS__LOCK_ENUM(name, what) COPUS__LOCK_##name,
+	COPUS__LOCK_PHASES(COPUS__LOCK_ENUM)
+#undef COPUS__LOCK_ENUM
+	COPUS__LOCK_NPHASES
+};
+
+/*
+ * The upper bounds of a histogram's buckets, in microseconds; the last
+ * bucket has none (Prometheus' +Inf).
+ */
+#define COPUS__LOCK_BUCKETS 7
+extern const double copus__lock_bounds_us[COPUS__LOCK_BUCKETS - 1];
+
+/* One phase's time waiting for its locks and holding them (microseconds). */
+struct copus__lock_time {
+	double last, sum, max;
+	double le[COPUS__LOCK_BUCKETS];	/* cumulative: at most each bound */
+};
+
+struct copus__lock_stats {
+	double cycles;			/* times the phase took its locks */
+	struct copus__lock_time wait, hold;
+};
+
 struct copus__stats {
 #define COPUS__STATS_FIELD(name, kind, help) double name;
 	COPUS__STATS(COPUS__STATS_FIELD)
 #undef COPUS__STATS_FIELD
 	double round_ms_sum;	/* for the mean */
+	struct copus__lock_stats locks[COPUS__LOCK_NPHASES];
 };
+
+/* A phase's name ("snapshot") and what it locks, for the files. */
+const char *copus__lock_phase_name(int phase);
+const char *copus__lock_phase_what(int phase);
+
+/* Counts one time a phase took its locks: waited wait_us, held hold_us. */
+void copus__lock_count(struct copus__lock_stats *l, double wait_us,
+		       double hold_us);
+
+/*
+ * The lock figures as rows of copus_stats (name, value, meaning, by tabs):
+ * per phase lock_PHASE_cycles, then for wait and hold _last_us, _mean_us,
+ * _max_us and the cumulative histogram _le_100us ... _le_10s, _le_inf.
+ */
+void copus__lock_stats_rows(const struct copus__stats *st, FILE *f);
+
+/*
+ * The same as Prometheus histograms copus_lock_wait_seconds and
+ * copus_lock_hold_seconds with a label phase, and gauges
+ * copus_lock_{wait,hold}_max_seconds.
+ */
+void copus__lock_stats_prom(const struct copus__stats *st, FILE *f);
 
 #endif /* COPUS_PLUGIN_STATS_H */

@@ -12,6 +12,7 @@
 #include "params.h"
 #include "round.h"
 #include "statefmt.h"
+#include "stats.h"
 #include "submit.h"
 
 static char _last[256];
@@ -744,6 +745,87 @@ static void gpu_multiples_are_checked(void)
 	CU_ASSERT_EQUAL(_submit(&s), 0);
 }
 
+/* The line of text that starts with start, or NULL. */
+static const char *_row(const char *text, const char *start)
+{
+	const char *p = text;
+
+	while ((p = strstr(p, start))) {
+		if (p == text || p[-1] == '\n')
+			return p;
+		p++;
+	}
+	return NULL;
+}
+
+static void lock_times_are_counted_by_phase_with_a_histogram(void)
+{
+	struct copus__stats st = { 0 };
+	struct copus__lock_stats *l = &st.locks[COPUS__LOCK_snapshot];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CU_ASSERT_STRING_EQUAL(copus__lock_phase_name(COPUS__LOCK_actions),
+			       "actions");
+	CU_ASSERT_STRING_EQUAL(copus__lock_phase_name(COPUS__LOCK_NPHASES),
+			       "?");
+	copus__lock_count(l, 5, 50);		/* 50 us held */
+	copus__lock_count(l, 20, 2500);		/* 2.5 ms */
+	copus__lock_count(l, 0, 2e7);		/* 20 s: beyond every bound */
+	copus__lock_count(l, -1, 1000);		/* a clock step: wait 0; 1 ms */
+	CU_ASSERT_EQUAL(l->cycles, 4);
+	CU_ASSERT_DOUBLE_EQUAL(l->hold.max, 2e7, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(l->hold.last, 1000, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(l->wait.max, 20, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(l->wait.last, 0, 1e-9);
+	/* Cumulative: 100 us, 1 ms, 10 ms, 100 ms, 1 s, 10 s, any. */
+	CU_ASSERT_EQUAL(l->hold.le[0], 1);
+	CU_ASSERT_EQUAL(l->hold.le[1], 2);	/* 1 ms is at most 1 ms */
+	CU_ASSERT_EQUAL(l->hold.le[2], 3);
+	CU_ASSERT_EQUAL(l->hold.le[5], 3);
+	CU_ASSERT_EQUAL(l->hold.le[COPUS__LOCK_BUCKETS - 1], 4);
+	CU_ASSERT_EQUAL(l->wait.le[0], 4);
+
+	f = open_memstream(&text, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	copus__lock_stats_rows(&st, f);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_cycles\t4\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_mean_us\t"
+					  "5.00089e+06\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_max_us\t"
+					  "2e+07\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_le_1ms\t2\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_le_10s\t3\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_le_inf\t4\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_actions_cycles\t0\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_config_wait_max_us\t0\t"));
+	free(text);
+
+	text = NULL;
+	f = open_memstream(&text, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	copus__lock_stats_prom(&st, f);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "# TYPE copus_lock_hold_seconds "
+					    "histogram\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_seconds_bucket"
+					    "{phase=\"snapshot\",le=\"0.001\"} "
+					    "2\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_seconds_bucket"
+					    "{phase=\"snapshot\",le=\"+Inf\"} "
+					    "4\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_seconds_count"
+					    "{phase=\"snapshot\"} 4\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_seconds_sum"
+					    "{phase=\"snapshot\"} 20.0036\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_wait_max_seconds"
+					    "{phase=\"snapshot\"} 2e-05\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_wait_seconds_count"
+					    "{phase=\"rescale\"} 0\n"));
+	free(text);
+}
 
 int main(void)
 {
@@ -769,6 +851,7 @@ int main(void)
 		TEST(state_lines_read_back_and_refuse_what_is_out_of_place),
 		TEST(a_requeued_job_keeps_its_first_submission),
 		TEST(users_usage_decays_and_gives_a_fair_share_factor),
+		TEST(lock_times_are_counted_by_phase_with_a_histogram),
 	};
 	return RUN_TESTS("plugin-sched", tests);
 }

@@ -70,6 +70,18 @@ for k in rescales_asked requeued_after_end rescales_done starts rounds; do
 	grep -Eq "^$k +[1-9][0-9]* " "$TMP/stats" ||
 		fail "copusctl stats does not count $k: $(cat "$TMP/stats")"
 done
+# How long the phases of a round waited for slurmctld's locks and held
+# them: the snapshot and the starts took them, each hold a time above zero,
+# and every taking is in the histogram's last bucket.
+for p in snapshot actions config; do
+	grep -Eq "^lock_${p}_cycles +[1-9][0-9]* " "$TMP/stats" ||
+		fail "copusctl stats does not count the $p's locks: $(grep "^lock_$p" "$TMP/stats")"
+	n=$(awk -v k="lock_${p}_cycles" '$1 == k { print $2 }' "$TMP/stats")
+	grep -Eq "^lock_${p}_hold_le_inf +$n " "$TMP/stats" ||
+		fail "the $p's hold histogram does not end at its $n cycles: $(grep "^lock_${p}_hold_le" "$TMP/stats")"
+	awk -v k="lock_${p}_hold_max_us" '$1 == k && $2 > 0 { ok = 1 } END { exit !ok }' "$TMP/stats" ||
+		fail "the $p held its locks no time at all: $(grep "^lock_${p}_hold" "$TMP/stats")"
+done
 "$ctl" job "$e" --state-dir "$st" >"$TMP/job" || fail "copusctl job $e failed"
 grep -Eq '^STATE +RUNNING$' "$TMP/job" && grep -Eq '^KIND +elastic:1-4$' "$TMP/job" ||
 	fail "copusctl job $e: $(cat "$TMP/job")"
@@ -88,8 +100,13 @@ assert any(j["jobid"] == sys.argv[1] and j["state"] == "RUNNING" for j in d["job
 prom=$st/copus_metrics.prom
 grep -Eq '^copus_rescales_asked_total [1-9]' "$prom" ||
 	fail "no rescales in $prom: $(cat "$prom")"
-grep -v '^#' "$prom" | grep -Evq '^copus_[a-z_]+ [0-9.e+-]+$' &&
-	fail "$prom has a line that is not a sample: $(grep -v '^#' "$prom" | grep -Ev '^copus_[a-z_]+ [0-9.e+-]+$')"
+# A sample: a name, labels or none, a value.
+sample='^copus_[a-z_]+(\{[a-z]+="[^"]*"(,[a-z]+="[^"]*")*\})? [0-9.e+-]+$'
+grep -v '^#' "$prom" | grep -Evq "$sample" &&
+	fail "$prom has a line that is not a sample: $(grep -v '^#' "$prom" | grep -Ev "$sample")"
+grep -Eq '^copus_lock_hold_seconds_bucket\{phase="snapshot",le="\+Inf"\} [1-9]' "$prom" &&
+	grep -Eq '^copus_lock_hold_seconds_count\{phase="snapshot"\} [1-9]' "$prom" ||
+	fail "no snapshot lock histogram in $prom: $(grep snapshot "$prom")"
 "$ctl" --version | grep -q '^copusctl (copus) ' || fail "copusctl --version"
 scancel "$e" "$r"
 "$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' || fail "slurmctld died"

@@ -1,0 +1,26 @@
+/*
+ * slurmctld's locks as sched/copus takes them: lock_slurmctld() and
+ * unlock_slurmctld(), timed, so that stats.h counts how long each phase of
+ * a round waited for them and held them.
+ */
+#ifndef COPUS_PLUGIN_LOCKS_H
+#define COPUS_PLUGIN_LOCKS_H
+
+#include <time.h>
+
+#include "slurm-compat.h"
+#include "stats.h"
+
+/* One taking of the locks: when they were asked for and when they came. */
+struct copus__lock_clock {
+	slurmctld_lock_t locks;
+	struct timespec asked, got;
+};
+
+/* Takes locks for the phase, noting the times in c. */
+void copus__lock(struct copus__lock_clock *c, slurmctld_lock_t locks);
+
+/* Releases c's locks and counts the wait and the hold into l. */
+void copus__unlock(struct copus__lock_clock *c, struct copus__lock_stats *l);
+
+#endif /* COPUS_PLUGIN_LOCKS_H */
