@@ -26,6 +26,19 @@ static bitstr_t *_allowed(struct copus__round *r,
 static int _replace(struct copus__round *r, job_record_t *job_ptr,
 		    const struct copus__round_job *j);
 
+/*
+ * Lets the locks go for a moment when they have been held long enough
+ * (copus_yield_interval). Returns false when the nodes were reconfigured
+ * meanwhile: the decided nodes mean nothing any more, the round stops.
+ */
+static bool _yield(struct copus__sched *s, struct copus__round *r,
+		   struct copus__lock_clock *clk, struct copus__lock_stats *ls)
+{
+	return !copus__lock_yield(clk, ls, s->params.yield_us,
+				  s->params.yield_sleep_us) ||
+	       node_record_count == r->nnodes;
+}
+
 void copus__act(struct copus__sched *s, struct copus__round *r)
 {
 	/* Jobs and nodes written (a start allocates), the rest read. */
@@ -52,6 +65,8 @@ void copus__act(struct copus__sched *s, struct copus__round *r)
 
 		if (j->running || (j->action != COPUS__ACT_START && !j->reason))
 			continue;
+		if (!_yield(s, r, &clk, ls))
+			break;
 		job_ptr = find_job_record(j->id);
 		/* Jobs change while the locks are free: check again. */
 		if (!job_ptr || !IS_JOB_PENDING(job_ptr) ||
@@ -90,8 +105,11 @@ void copus__act(struct copus__sched *s, struct copus__round *r)
 	for (i = 0; i < r->nghosts; i++)
 		_missing(r->ghosts[i]);
 	for (i = 0; i < r->nover; i++) {
-		job_record_t *job_ptr = find_job_record(r->over[i]);
+		job_record_t *job_ptr;
 
+		if (!(i & 15) && !_yield(s, r, &clk, ls))
+			break;
+		job_ptr = find_job_record(r->over[i]);
 		if (job_ptr && IS_JOB_PENDING(job_ptr) && job_ptr->priority)
 			_set_reason(job_ptr, WAIT_PRIORITY, over);
 	}

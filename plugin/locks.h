@@ -6,6 +6,7 @@
 #ifndef COPUS_PLUGIN_LOCKS_H
 #define COPUS_PLUGIN_LOCKS_H
 
+#include <stdbool.h>
 #include <time.h>
 
 #include "slurm-compat.h"
@@ -22,5 +23,15 @@ void copus__lock(struct copus__lock_clock *c, slurmctld_lock_t locks);
 
 /* Releases c's locks and counts the wait and the hold into l. */
 void copus__unlock(struct copus__lock_clock *c, struct copus__lock_stats *l);
+
+/*
+ * Once c's locks have been held yield_us or more (0: never), releases them,
+ * leaves them free sleep_us, and takes them again, counting the hold, the
+ * new wait and a yield into l. Returns whether it did: the caller then
+ * finds again, by id, every record it had read. Between two calls, the
+ * caller must hold no pointer into Slurm's records.
+ */
+bool copus__lock_yield(struct copus__lock_clock *c, struct copus__lock_stats *l,
+		       long yield_us, long sleep_us);
 
 #endif /* COPUS_PLUGIN_LOCKS_H */

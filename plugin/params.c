@@ -21,6 +21,8 @@ void copus__params_default(struct copus__params *p)
 	p->max_jobs = 1000;
 	p->hint_check = 120;
 	p->user_cap = 0;
+	p->yield_us = 5000;
+	p->yield_sleep_us = 500;
 	snprintf(p->policy, sizeof(p->policy), "copus");
 	p->planner_gpus[0] = '\0';
 }
@@ -44,6 +46,10 @@ static const struct _int_key _int_keys[] = {
 	{ "copus_hint_check", offsetof(struct copus__params, hint_check), 10,
 	  86400 },
 	{ "copus_max_gpus_per_user", offsetof(struct copus__params, user_cap),
+	  0, 1000000 },
+	{ "copus_yield_interval", offsetof(struct copus__params, yield_us), 0,
+	  10000000 },
+	{ "copus_yield_sleep", offsetof(struct copus__params, yield_sleep_us),
 	  0, 1000000 },
 };
 
@@ -189,6 +195,7 @@ static int _param(const char *item, struct copus__params *p,
 		"copus_interval, copus_restart_delay, copus_restart_cost, "
 		"copus_checkpoint_deadline, copus_fairness, copus_fairshare, "
 		"copus_max_jobs, copus_hint_check, copus_max_gpus_per_user, "
+		"copus_yield_interval, copus_yield_sleep, "
 		"copus_planner_gpus, copus_policy",
 		key, "", 0, 0);
 	return 1;

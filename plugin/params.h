@@ -24,6 +24,11 @@ struct copus__params {
 				 * before its hint's claim is judged */
 	int user_cap;		/* copus_max_gpus_per_user: GPUs one user's
 				 * jobs may hold together; 0: no cap */
+	int yield_us;		/* copus_yield_interval: microseconds a phase
+				 * holds slurmctld's locks before it lets
+				 * them go for a moment; 0: never */
+	int yield_sleep_us;	/* copus_yield_sleep: microseconds it leaves
+				 * them free */
 	char policy[32];	/* copus_policy: the core policy's name */
 	/* copus_planner_gpus: the file of the planner's GPU constants
 	 * (copus/planner.h's JSON format), an absolute path; "": the

@@ -496,7 +496,8 @@ static void _decide(struct copus__sched *s, struct copus__round *r)
 	long bad = -1;
 	int rc;
 
-	if (!r->njobs || !s->policy)
+	/* A snapshot cut short (r->error) decides nothing. */
+	if (!r->njobs || !s->policy || r->error[0])
 		return;
 	memset(&c, 0, sizeof(c));
 	c.num_nodes = r->nnodes;

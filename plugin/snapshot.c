@@ -84,10 +84,13 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 				   READ_LOCK };
 	struct _parts parts = { 0 };
 	struct copus__lock_clock clk;
+	struct copus__lock_stats *ls = &s->stats.locks[COPUS__LOCK_snapshot];
 	node_record_t *node_ptr;
 	job_record_t *job_ptr;
 	list_itr_t *it;
-	int i, k, cap = 0, *managed;
+	int i, k, n, nids = 0, cap = 0, *managed;
+	uint32_t *ids;
+	time_t parts_at;
 	uint32_t cut;
 	bool *unheard;
 
@@ -125,14 +128,39 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		snprintf(r->types[0], sizeof(r->types[0]), "gpu");
 	}
 	cut = _priority_cut(s->params.max_jobs);
+	/*
+	 * The jobs by id, so that the walk may let the locks go midway
+	 * (copus_yield_interval) and find each job again: one that ended
+	 * meanwhile is gone, one that changed is read as it is now, and one
+	 * submitted meanwhile waits for the next round.
+	 */
+	parts_at = last_part_update;
+	ids = xcalloc(list_count(job_list) + 1, sizeof(*ids));
 	it = list_iterator_create(job_list);
-	while ((job_ptr = list_next(it))) {
-		job_details_t *d = job_ptr->details;
+	while ((job_ptr = list_next(it)))
+		ids[nids++] = job_ptr->job_id;
+	list_iterator_destroy(it);
+	for (n = 0; n < nids; n++) {
+		job_details_t *d;
 		struct copus__rescale *x;
 		struct copus__memo *in;
 		struct copus__round_job *j;
 		bool startable, requeued = false;
 
+		if (!(n & 15) &&
+		    copus__lock_yield(&clk, ls, s->params.yield_us,
+				      s->params.yield_sleep_us) &&
+		    (node_record_count != r->nnodes ||
+		     last_part_update != parts_at)) {
+			/* The partition pointers read so far may be stale. */
+			snprintf(r->error, sizeof(r->error), "the nodes or "
+				 "partitions were reconfigured during the "
+				 "snapshot");
+			break;
+		}
+		if (!(job_ptr = find_job_record(ids[n])))
+			continue;
+		d = job_ptr->details;
 		if (!d)
 			continue;
 		if (IS_JOB_RUNNING(job_ptr)) {
@@ -229,8 +257,8 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		j->cleared = in ? in->cleared : 0;
 		r->npending++;
 	}
-	list_iterator_destroy(it);
-	copus__unlock(&clk, &s->stats.locks[COPUS__LOCK_snapshot]);
+	copus__unlock(&clk, ls);
+	xfree(ids);
 	/*
 	 * The policy may use the free GPUs and those of the elastic jobs it
 	 * moves. Running rigid jobs are never moved, so it does not see them

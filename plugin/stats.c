@@ -112,6 +112,9 @@ void copus__lock_stats_rows(const struct copus__stats *st, FILE *f)
 
 		fprintf(f, "lock_%s_cycles\t%.6g\tTimes the %s took its locks: "
 			"%s\n", _names[p], l->cycles, _names[p], _whats[p]);
+		fprintf(f, "lock_%s_yields\t%.6g\tTimes the %s let its locks "
+			"go midway (copus_yield_interval)\n", _names[p],
+			l->yields, _names[p]);
 		_rows(f, _names[p], "wait", &l->wait, l->cycles);
 		_rows(f, _names[p], "hold", &l->hold, l->cycles);
 	}
@@ -160,6 +163,14 @@ static void _histogram(FILE *f, const struct copus__stats *st,
 
 void copus__lock_stats_prom(const struct copus__stats *st, FILE *f)
 {
+	int p;
+
+	fprintf(f, "# HELP copus_lock_yields_total Times a phase of a round "
+		"let slurmctld's locks go midway (copus_yield_interval).\n"
+		"# TYPE copus_lock_yields_total counter\n");
+	for (p = 0; p < COPUS__LOCK_NPHASES; p++)
+		fprintf(f, "copus_lock_yields_total{phase=\"%s\"} %.6g\n",
+			_names[p], st->locks[p].yields);
 	_histogram(f, st, "wait", "Time a phase of a round waited for "
 		   "slurmctld's locks");
 	_histogram(f, st, "hold", "Time a phase of a round held slurmctld's "

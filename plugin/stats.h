@@ -73,6 +73,7 @@ struct copus__lock_time {
 
 struct copus__lock_stats {
 	double cycles;			/* times the phase took its locks */
+	double yields;			/* times it let them go midway */
 	struct copus__lock_time wait, hold;
 };
 

@@ -55,6 +55,18 @@ static void params_are_parsed_and_slurm_keys_skipped(void)
 	CU_ASSERT_EQUAL(p.user_cap, 0);
 	CU_ASSERT_EQUAL(p.hint_check, 120);
 	CU_ASSERT_STRING_EQUAL(p.planner_gpus, "");
+	/* The locks' yield: 5 ms held, then 0.5 ms free; 0: never. */
+	CU_ASSERT_EQUAL(p.yield_us, 5000);
+	CU_ASSERT_EQUAL(p.yield_sleep_us, 500);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_yield_interval=0,"
+					    "copus_yield_sleep=20000", &p,
+					    _collect, NULL), 0);
+	CU_ASSERT_EQUAL(p.yield_us, 0);
+	CU_ASSERT_EQUAL(p.yield_sleep_us, 20000);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_yield_interval=-1", &p,
+					    _collect, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_yield_interval"));
+	CU_ASSERT_EQUAL(p.yield_us, 5000);
 }
 
 /*
@@ -786,6 +798,7 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 	CU_ASSERT_EQUAL(l->hold.le[5], 3);
 	CU_ASSERT_EQUAL(l->hold.le[COPUS__LOCK_BUCKETS - 1], 4);
 	CU_ASSERT_EQUAL(l->wait.le[0], 4);
+	l->yields = 2;
 
 	f = open_memstream(&text, &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -800,6 +813,7 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_le_10s\t3\t"));
 	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_le_inf\t4\t"));
 	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_actions_cycles\t0\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_yields\t2\t"));
 	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_config_wait_max_us\t0\t"));
 	free(text);
 
@@ -824,6 +838,8 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 					    "{phase=\"snapshot\"} 2e-05\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_wait_seconds_count"
 					    "{phase=\"rescale\"} 0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_yields_total"
+					    "{phase=\"snapshot\"} 2\n"));
 	free(text);
 }
 

@@ -1,0 +1,128 @@
+#!/bin/bash
+# sched/copus lets slurmctld's locks go midway through a long phase
+# (copus_yield_interval, copus_yield_sleep). Where the yields fall changes
+# no decision: on a queue that does not change, each job's decision with a
+# yield every 16 jobs is the one without yields. Jobs that end, are
+# cancelled or are submitted during the yields are handled: none is lost,
+# the rest run, slurmctld keeps running.
+. "$(dirname "$0")/slurm-common.sh"
+
+so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+cluster_up --nodes 2 --gpus a100:4,v100:4 --sched copus \
+	--plugin-dir "$(dirname "$so")" \
+	--sched-params copus_interval=2,copus_yield_interval=0
+conf=$TMP/c/etc/slurm.conf
+st=$TMP/c/state
+ctl=$PWD/plugin/copusctl
+
+# stat NAME: one counter of copusctl stats.
+stat() {
+	"$ctl" stats --state-dir "$st" 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'
+}
+# decisions: each job's id, state, kind, type, GPUs, nodes, decision and
+# node list in the last full round (copus_status), sorted.
+decisions() {
+	awk -F'\t' '!/^#/ && $1 != "JOBID" { print $1, $2, $3, $4, $5, $6, $11, $12 }' \
+		"$st/copus_status" | sort
+}
+# next_full_round: waits for a full round that began after this call.
+next_full_round() {
+	local before end=$((SECONDS + 30))
+	before=$(head -n 1 "$st/copus_status" 2>/dev/null)
+	while [ "$(head -n 1 "$st/copus_status" 2>/dev/null)" = "$before" ]; do
+		[ $SECONDS -lt $end ] || fail "no full round in 30 s"
+		sleep 0.2
+	done
+}
+# set_params LIST: SchedulerParameters, then scontrol reconfigure.
+set_params() {
+	sed -i "s/^SchedulerParameters=.*/SchedulerParameters=sched_interval=-1,$1/" "$conf"
+	scontrol reconfigure || fail "scontrol reconfigure failed"
+}
+
+# Every GPU busy for the test's length, then a queue that stays as it is.
+fill=()
+for t in a100 v100; do
+	for i in 1 2 3 4; do
+		fill+=("$(sbatch --parsable -o /dev/null --gres=gpu:$t:1 --wrap 'sleep 600')") ||
+			fail "sbatch of a job that fills the GPUs"
+	done
+done
+for id in "${fill[@]}"; do
+	wait_state "$id" RUNNING 60 || fail "job $id that fills the GPUs did not start"
+done
+queue=()
+for i in $(seq 1 160); do
+	g=$((1 + i % 3))
+	case $((i % 4)) in
+	0) gres=gpu:a100:$g ;;
+	1) gres=gpu:v100:$g ;;
+	*) gres=gpu:$g ;;
+	esac
+	queue+=("$(sbatch --parsable -o /dev/null --gres=$gres -t $((5 + i % 7)) --wrap 'sleep 1')") ||
+		fail "sbatch of queued job $i"
+done
+next_full_round
+next_full_round
+decisions >"$TMP/without"
+[ "$(wc -l <"$TMP/without")" -ge 160 ] ||
+	fail "the status shows $(wc -l <"$TMP/without") jobs, not the 168 of the queue"
+[ "$(stat lock_snapshot_yields)" = 0 ] || fail "yields with copus_yield_interval=0"
+
+# A yield every 16 jobs: the same decisions.
+set_params copus_interval=2,copus_yield_interval=1,copus_yield_sleep=1000
+end=$((SECONDS + 30))
+until [ "${y:=0}" -gt 0 ]; do
+	[ $SECONDS -lt $end ] || fail "no yield after copus_yield_interval=1"
+	sleep 0.2
+	y=$(stat lock_snapshot_yields)
+done
+next_full_round
+next_full_round
+decisions >"$TMP/with"
+y=$(stat lock_snapshot_yields)
+[ "$y" -ge 10 ] || fail "only $y yields of the snapshot in a round over 168 jobs"
+diff "$TMP/without" "$TMP/with" >"$TMP/diff" ||
+	fail "the decisions differ with yields: $(head -n 20 "$TMP/diff")"
+echo "the same $(wc -l <"$TMP/with") decisions with and without yields ($y yields of the snapshot)"
+
+# Long yields, and the queue changing meanwhile: half of it cancelled, more
+# submitted, then the GPUs freed so that the rest runs.
+set_params copus_interval=2,copus_yield_interval=1,copus_yield_sleep=20000
+sleep 1
+cancelled=()
+for ((i = 0; i < ${#queue[@]}; i += 2)); do
+	cancelled+=("${queue[i]}")
+done
+for ((i = 0; i < ${#cancelled[@]}; i += 8)); do
+	scancel "${cancelled[@]:i:8}" || fail "scancel"
+	late+=("$(sbatch --parsable -o /dev/null --gres=gpu:1 -t 5 --wrap 'sleep 1')") ||
+		fail "sbatch during the yields"
+	sleep 0.1
+done
+scancel "${fill[@]}" || fail "scancel of the jobs that filled the GPUs"
+ran=()
+for ((i = 1; i < ${#queue[@]}; i += 2)); do
+	ran+=("${queue[i]}")
+done
+ran+=("${late[@]}")
+end=$((SECONDS + 300))
+for id in "${ran[@]}"; do
+	while :; do
+		s=$(job_field "$id" JobState)
+		[ "$s" = COMPLETED ] && break
+		case $s in
+		PENDING | RUNNING | COMPLETING | CONFIGURING) ;;
+		*) fail "job $id is '$s', not run to its end" ;;
+		esac
+		[ $SECONDS -lt $end ] || fail "job $id still '$s' after 300 s"
+		sleep 0.5
+	done
+done
+for id in "${cancelled[@]}"; do
+	s=$(job_field "$id" JobState)
+	[ "$s" = CANCELLED ] || fail "cancelled job $id is '$s'"
+done
+echo "${#ran[@]} jobs ran to their end and ${#cancelled[@]} stayed cancelled, $(stat lock_snapshot_yields) yields of the snapshot and $(stat lock_actions_yields) of the starts"
+"$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' || fail "slurmctld died"
+echo "PASS"
