@@ -138,18 +138,30 @@ static int _param(const char *item, struct copus__params *p,
 	}
 	if (!strcmp(key, "copus_policy")) {
 		const char *c;
+		char *o;
 
+		/*
+		 * NAME or NAME:OPT:OPT...: commas separate SchedulerParameters'
+		 * items, so the options come separated by colons here and by
+		 * commas to the core ("backfill:easy,default_time=3600").
+		 */
 		for (c = val; c && *c; c++)
 			if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-			      *c == ':' || *c == ',' || *c == '-' || *c == '_'))
+			      *c == ':' || *c == '-' || *c == '_' || *c == '=' ||
+			      *c == '.'))
 				break;
 		if (!val || !*val || *c || strlen(val) >= sizeof(p->policy)) {
 			_report_stays(report, arg, "is not a policy name such "
-				      "as copus, pollux or fifo", key,
+				      "as copus, pollux or fifo, with options "
+				      "after colons (backfill:easy:"
+				      "default_time=3600)", key,
 				      val ? val : "", p->policy);
 			return 1;
 		}
 		snprintf(p->policy, sizeof(p->policy), "%s", val);
+		if ((o = strchr(p->policy, ':')))
+			while ((o = strchr(o + 1, ':')))
+				*o = ',';
 		return 0;
 	}
 	if (!strcmp(key, "copus_planner_gpus")) {

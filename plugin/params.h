@@ -29,7 +29,8 @@ struct copus__params {
 				 * them go for a moment; 0: never */
 	int yield_sleep_us;	/* copus_yield_sleep: microseconds it leaves
 				 * them free */
-	char policy[32];	/* copus_policy: the core policy's name */
+	char policy[128];	/* copus_policy: the core policy's name and
+				 * options ("sia:p=-0.5,lambda_n=1.1") */
 	/* copus_planner_gpus: the file of the planner's GPU constants
 	 * (copus/planner.h's JSON format), an absolute path; "": the
 	 * built-in constants of each GPU type. */

@@ -460,10 +460,12 @@ out:
 
 
 /*
- * A rigid job's time limit bounds what it can still need: no remaining
- * time, from its hint or the predictor, goes past the end of its limit (a
- * job with no estimate gets that bound). An elastic job's limit holds for
- * each of its runs, and a rescale starts a new one, so it bounds nothing.
+ * Every job's time limit goes to the policy as it is (copus_job.time_limit,
+ * which backfill plans with). A rigid job's limit also bounds what it can
+ * still need: no remaining time, from its hint or the predictor, goes past
+ * the end of its limit (a job with no estimate gets that bound). An elastic
+ * job's limit holds for each of its runs, and a rescale starts a new one,
+ * so it bounds nothing.
  */
 static void _time_limits(struct copus__round *r)
 {
@@ -474,6 +476,8 @@ static void _time_limits(struct copus__round *r)
 		copus_job *c = &r->jobs[i];
 		double left;
 
+		c->time_limit = j->limit_s > 0 ? (double)j->limit_s :
+				j->limit_s < 0 ? INFINITY : 0.0;
 		if (j->limit_s <= 0 || !j->rigid || j->silent || j->fixed)
 			continue;
 		left = (double)j->limit_s;

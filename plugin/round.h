@@ -89,7 +89,8 @@ struct copus__round_job {
 	 */
 	bool strays;
 	time_t cleared;
-	long limit_s;			/* its time limit, seconds; 0 none */
+	long limit_s;			/* its time limit, seconds; 0 none,
+					 * -1 unlimited */
 	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
 	char type_req[16];		/* its GPU type ("" = any) */
 	int gpu_entries;		/* GPU request entries, and those */

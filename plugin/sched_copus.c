@@ -142,7 +142,7 @@ static void _policy_setup(struct copus__sched *s)
 {
 	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
 	copus_policy *p = NULL;
-	char spec[96];
+	char spec[192];
 	int rc;
 
 	/* copus takes the fair-share weight as an option. */

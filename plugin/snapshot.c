@@ -642,7 +642,9 @@ static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j)
  */
 static void _job_options(job_record_t *job_ptr, struct copus__round_job *j)
 {
-	if (job_ptr->time_limit != NO_VAL && job_ptr->time_limit != INFINITE)
+	if (job_ptr->time_limit == INFINITE)
+		j->limit_s = -1;
+	else if (job_ptr->time_limit != NO_VAL)
 		j->limit_s = 60L * (long)job_ptr->time_limit;
 	const char *v;
 	char why[128];

@@ -954,6 +954,27 @@ static void _decide_again(struct copus__round_job *j)
  * refused with the file, line or field named, and the constants in effect
  * stay; without the key the built-in constants come back.
  */
+/*
+ * Each job's --time reaches the policy (backfill plans with it): seconds,
+ * INFINITY when unlimited, 0 when none was given.
+ */
+static void time_limits_reach_the_policy(void)
+{
+	struct copus__round_job *a, *b, *c;
+
+	_cluster(1, 4);
+	a = _pending(1, 1, 1, 1, 1);
+	a->limit_s = 600;
+	b = _pending(2, 1, 1, 1, 1);
+	b->limit_s = -1;
+	c = _pending(3, 1, 1, 1, 1);
+	_decide();
+	CU_ASSERT_FATAL(a->job >= 0 && b->job >= 0 && c->job >= 0);
+	ASSERT_CLOSE(_r.jobs[a->job].time_limit, 600, 0);
+	CU_ASSERT(isinf(_r.jobs[b->job].time_limit));
+	ASSERT_CLOSE(_r.jobs[c->job].time_limit, 0, 0);
+}
+
 static void a_reconfigure_with_a_constants_file_changes_the_plan(void)
 {
 	copus_planner_gpu_type g;
@@ -1058,6 +1079,7 @@ int main(void)
 		TEST(a_policy_without_cells_gets_a_count_with_a_plan),
 		TEST(a_reconfigure_with_a_constants_file_changes_the_plan),
 		TEST(a_decided_cell_without_a_plan_is_not_applied),
+		TEST(time_limits_reach_the_policy),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 

@@ -521,6 +521,16 @@ static void policy_key_takes_a_name(void)
 	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=copus:no-srpt", &p,
 					    _collect, NULL), 0);
 	CU_ASSERT_STRING_EQUAL(p.policy, "copus:no-srpt");
+	/* Options with values, after colons; the core gets them by commas. */
+	CU_ASSERT_EQUAL(copus__params_parse("sched_interval=-1,copus_policy="
+					    "backfill:easy:default_time=3600,"
+					    "copus_interval=5", &p, _collect,
+					    NULL), 0);
+	CU_ASSERT_STRING_EQUAL(p.policy, "backfill:easy,default_time=3600");
+	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=sia:p=-0.5:"
+					    "lambda_n=1.1", &p, _collect,
+					    NULL), 0);
+	CU_ASSERT_STRING_EQUAL(p.policy, "sia:p=-0.5,lambda_n=1.1");
 	CU_ASSERT_EQUAL(copus__params_parse("copus_policy=Bad/Name", &p,
 					    _collect, NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_policy=Bad/Name"));
