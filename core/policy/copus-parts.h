@@ -41,7 +41,15 @@ struct copus_state {
 	struct copus__copus_opts opt;
 	struct sp_entry *e;
 	size_t n, cap;
-	size_t hint; /* where the last lookup ended: jobs come in order */
+	/*
+	 * Where the entry of each (id, type) is, so that finding it costs the
+	 * same for a job seen before and a new one (a scan of the entries
+	 * would make a round of n new jobs, the first after a start, cost
+	 * n^2): open addressing, e's index + 1 (0: empty), nslots a power of
+	 * two at least twice n.
+	 */
+	size_t *slot;
+	size_t nslots;
 };
 
 /* Per-job working data of one round. */

@@ -54,21 +54,69 @@ static double goodput_one(const copus_model *m)
 	return plan.goodput;
 }
 
+/* The first slot of (id, type) in the index; nslots is a power of two. */
+static size_t sp_home(const struct copus_state *s, uint64_t id, int type)
+{
+	uint64_t h = (id * COPUS_MAX_GPU_TYPES + (uint64_t)type) *
+		     0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h ^ (h >> 32)) & (s->nslots - 1);
+}
+
+/* Enters entry i in the index, which has room for it. */
+static void sp_slot_add(struct copus_state *s, size_t i)
+{
+	size_t k = sp_home(s, s->e[i].id, s->e[i].type);
+
+	while (s->slot[k] != 0)
+		k = (k + 1) & (s->nslots - 1);
+	s->slot[k] = i + 1;
+}
+
+/* Builds the index anew with at least want slots; COPUS_ENOMEM. */
+static int sp_reindex(struct copus_state *s, size_t want)
+{
+	size_t nslots = 64, *slot;
+
+	while (nslots < want)
+		nslots *= 2;
+	if (nslots != s->nslots) {
+		slot = calloc(nslots, sizeof(*slot));
+		if (slot == NULL)
+			return COPUS_ENOMEM;
+		free(s->slot);
+		s->slot = slot;
+		s->nslots = nslots;
+	} else {
+		memset(s->slot, 0, nslots * sizeof(*s->slot));
+	}
+	for (size_t i = 0; i < s->n; i++)
+		sp_slot_add(s, i);
+	return COPUS_OK;
+}
+
+/* The entry of (id, type), or NULL. */
+static struct sp_entry *sp_find(const struct copus_state *s, uint64_t id,
+				int type)
+{
+	if (s->nslots == 0)
+		return NULL;
+	for (size_t k = sp_home(s, id, type); s->slot[k] != 0;
+	     k = (k + 1) & (s->nslots - 1)) {
+		struct sp_entry *e = &s->e[s->slot[k] - 1];
+		if (e->id == id && e->type == type)
+			return e;
+	}
+	return NULL;
+}
+
 /* The speedup table of (id, type), created or refreshed for the model. */
 static struct sp_entry *sp_get(struct copus_state *s, uint64_t id, int type,
 			       const copus_model *m, int max_nodes,
 			       int max_gpus)
 {
-	struct sp_entry *e = NULL;
+	struct sp_entry *e = sp_find(s, id, type);
 
-	for (size_t i = 0; i < s->n; i++) {
-		size_t k = (s->hint + i) % s->n;
-		if (s->e[k].id == id && s->e[k].type == type) {
-			e = &s->e[k];
-			s->hint = k + 1;
-			break;
-		}
-	}
 	if (e == NULL) {
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? 2 * s->cap : 64;
@@ -78,10 +126,14 @@ static struct sp_entry *sp_get(struct copus_state *s, uint64_t id, int type,
 			s->e = g;
 			s->cap = cap;
 		}
+		if (2 * (s->n + 1) > s->nslots &&
+		    sp_reindex(s, 4 * (s->n + 1)) != COPUS_OK)
+			return NULL;
 		e = &s->e[s->n++];
 		memset(e, 0, sizeof(*e));
 		e->id = id;
 		e->type = type;
+		sp_slot_add(s, s->n - 1);
 	}
 	e->used = true;
 	if (e->sp != NULL &&
@@ -122,7 +174,9 @@ void copus__cp_sp_sweep(struct copus_state *s)
 		s->e[w++] = s->e[i];
 	}
 	s->n = w;
-	s->hint = 0;
+	/* The entries moved: the index is built again, in place. */
+	if (s->nslots > 0)
+		sp_reindex(s, s->nslots);
 }
 
 static const copus_model *model_for(const copus_job *j, int t, int ntypes)

@@ -163,6 +163,7 @@ void copus__state_destroy(struct copus_state *s)
 	for (size_t i = 0; i < s->n; i++)
 		copus_speedup_destroy(s->e[i].sp);
 	free(s->e);
+	free(s->slot);
 	free(s);
 }
 
