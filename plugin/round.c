@@ -125,13 +125,18 @@ static int _rj_order(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Whether a rigid pending job could ever run on its eligible nodes. */
+/*
+ * Whether a rigid pending job could ever run on its eligible nodes. The
+ * count stops at the nodes it asks for: on a large cluster those are
+ * usually among the first nodes, and a round asks this of every rigid
+ * pending job.
+ */
 static bool _ever_fits(struct copus__round *r, const struct copus__round_job *j,
 		       int64_t mask)
 {
 	int i, n = 0;
 
-	for (i = 0; i < r->nnodes; i++) {
+	for (i = 0; i < r->nnodes && n < j->nodes_req; i++) {
 		if (j->eligible[i] && r->cfg[i] >= j->gpn_req &&
 		    (!mask || (mask & (1LL << r->nodes[i].gpu_type))))
 			n++;
