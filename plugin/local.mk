@@ -82,6 +82,13 @@ tests_test_plugin_round_SOURCES = tests/test-plugin-round.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h
 tests_test_plugin_round_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_round_LDADD = $(TEST_LIBS)
+# Benchmark (not a test): the round's Slurm-free phases at up to 100,000
+# pending jobs on 65,536 GPUs.
+noinst_PROGRAMS += tests/bench-round
+tests_bench_round_SOURCES = tests/bench-round.c $(PLUGIN_ROUND_SOURCES)
+tests_bench_round_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/plugin \
+	-I$(top_srcdir)/core
+tests_bench_round_LDADD = core/libcopus-core.la -lm
 
 # copusctl: sched/copus's status and counters for admins (scontrol for
 # StateSaveLocation, json-c for status --json).
