@@ -40,12 +40,14 @@
  * machine the wall clock also counts the time other processes hold it.
  *
  *   bench-round [--quick] [--rounds R] [--max-jobs N | --all]
- *               [JOBS GPUS]...
+ *               [--shared-rows] [JOBS GPUS]...
  *
  * Default sizes: 1,000, 10,000 and 100,000 pending jobs on 8,192 and
  * 65,536 GPUs, 5 rounds each; --quick: 1,000 jobs on both, 3 rounds.
+ * --shared-rows: see _shared_rows.
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,7 +91,16 @@ struct world {
 	struct copus__round r;
 	int jobs_cap;
 	uint64_t rng;
+	uint8_t *part_rows[2];		/* --shared-rows: each partition's */
 };
+
+/*
+ * --shared-rows: the pending jobs of a partition share its row of eligible
+ * nodes, as the snapshot could give every job that asks for no nodes of
+ * its own (the round only reads the rows); the snapshot gives each its
+ * own today.
+ */
+static bool _shared_rows;
 
 /* A 64-bit LCG; the top 53 bits give a double in [0, 1). */
 static double _uni(struct world *w, double lo, double hi)
@@ -436,12 +447,17 @@ static int _pending(struct world *w, uint32_t *id, int jobs, int max_jobs)
 		}
 		*j = all[i];
 		/* Its own row of eligible nodes, as the snapshot gives. */
-		if (!(j->eligible = calloc(r->nnodes + 1, 1))) {
+		n = j->part ? r->nnodes / 2 : r->nnodes;
+		if (_shared_rows && w->part_rows[j->part]) {
+			j->eligible = w->part_rows[j->part];
+		} else if (!(j->eligible = calloc(r->nnodes + 1, 1))) {
 			rc = COPUS_ENOMEM;
 			break;
+		} else {
+			memset(j->eligible, 1, n);
+			if (_shared_rows)
+				w->part_rows[j->part] = j->eligible;
 		}
-		n = j->part ? r->nnodes / 2 : r->nnodes;
-		memset(j->eligible, 1, n);
 		r->npending++;
 		if (!(in = copus__memo_get(&w->s, j->id))) {
 			rc = COPUS_ENOMEM;
@@ -560,8 +576,11 @@ static void _destroy(struct world *w)
 	copus__round_free(&w->r);
 	for (i = 0; i < w->r.nrj; i++) {
 		free(w->r.rj[i].alloc);
-		free(w->r.rj[i].eligible);
+		if (!_shared_rows)
+			free(w->r.rj[i].eligible);
 	}
+	free(w->part_rows[0]);
+	free(w->part_rows[1]);
 	free(w->r.rj);
 	free(w->r.nodes);
 	free(w->r.names);
@@ -755,7 +774,8 @@ static int _bench(int jobs, int gpus, int max_jobs, int rounds)
 static void _usage(void)
 {
 	fprintf(stderr, "usage: bench-round [--quick] [--rounds R] "
-			"[--max-jobs N | --all] [JOBS GPUS]...\n");
+			"[--max-jobs N | --all] [--shared-rows] "
+			"[JOBS GPUS]...\n");
 	exit(2);
 }
 
@@ -782,6 +802,8 @@ int main(int argc, char **argv)
 				_usage();
 		} else if (!strcmp(argv[i], "--all")) {
 			max_jobs = INT_MAX;
+		} else if (!strcmp(argv[i], "--shared-rows")) {
+			_shared_rows = true;
 		} else {
 			_usage();
 		}
@@ -794,7 +816,8 @@ int main(int argc, char **argv)
 	if (max_jobs != INT_MAX)
 		printf("%d%s", max_jobs, max_jobs == dflt.max_jobs ?
 		       " (the plugin's default)" : "");
-	printf("; times in ms, memory in MiB\n");
+	printf("%s; times in ms, memory in MiB\n", _shared_rows ?
+	       ", a partition's jobs share its row of eligible nodes" : "");
 	printf("# first: round 1 (cold); median/min/max: rounds 2..R, wall "
 	       "clock; cpu-*: CPU time\n");
 	printf("# in-rnd: pending jobs in the round; over: left out by "
