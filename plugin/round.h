@@ -107,7 +107,10 @@ struct copus__round_job {
 	uint32_t uid;			/* its user */
 	double fs_slurm;		/* Slurm's fair-share factor of its
 					 * user, 0 when Slurm has none */
-	uint8_t *eligible;		/* pending: nodes it may use */
+	uint8_t *eligible;		/* pending: nodes it may use; its
+					 * partition's row (in parts_rows)
+					 * when it names no nodes of its own */
+	bool eligible_shared;
 
 	/* The decision's (phase 2). */
 	bool never;			/* can never run here as it asks */
@@ -192,6 +195,9 @@ struct copus__round {
 	uint32_t *ghosts;		/* running jobs their node no longer
 					 * runs (snapshot.c, _ghost) */
 	int nghosts;
+	uint8_t **parts_rows;		/* each partition's nodes, shared by
+					 * its jobs that name none */
+	int nparts_rows;
 	uint32_t *over;			/* pending jobs beyond the round's */
 	int nover, over_cap, max_jobs;	/* max_jobs (copus_max_jobs) */
 	int started;			/* jobs the actions started */

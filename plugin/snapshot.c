@@ -34,6 +34,8 @@ struct _parts {
 /* Nodes and partitions */
 static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i);
 static int _part_index(struct _parts *parts, part_record_t *part_ptr);
+static uint8_t *_part_row(struct copus__round *r, int k,
+			  part_record_t *part_ptr);
 
 /*
  * The job's user, and Slurm's fair-share factor of that user when
@@ -237,8 +239,14 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 				j->end = x->pending_since;
 		}
 		j->waits_release = !startable;
-		j->eligible = xcalloc(r->nnodes + 1, 1);
-		for (i = 0; i < r->nnodes; i++) {
+		if (!d->exc_node_bitmap && !d->req_node_bitmap &&
+		    !job_ptr->resv_ptr) {
+			j->eligible = _part_row(r, j->part,
+						job_ptr->part_ptr);
+			j->eligible_shared = true;
+		} else
+			j->eligible = xcalloc(r->nnodes + 1, 1);
+		for (i = 0; !j->eligible_shared && i < r->nnodes; i++) {
 			j->eligible[i] =
 				bit_test(job_ptr->part_ptr->node_bitmap, i) &&
 				!(d->exc_node_bitmap &&
@@ -522,7 +530,32 @@ static void _rj_free(struct copus__round_job *j)
 {
 	xfree(j->alloc);
 	xfree(j->nodelist);
-	xfree(j->eligible);
+	if (!j->eligible_shared)
+		xfree(j->eligible);
+}
+
+/*
+ * The nodes of partition number k (part_ptr), made once per round and
+ * shared by its jobs that name no nodes and no reservation of their own:
+ * a row a job would otherwise hold, of one byte a node, for 100,000 jobs
+ * on 8,192 nodes.
+ */
+static uint8_t *_part_row(struct copus__round *r, int k,
+			  part_record_t *part_ptr)
+{
+	int i;
+
+	if (k >= r->nparts_rows) {
+		xrecalloc(r->parts_rows, k + 1, sizeof(*r->parts_rows));
+		r->nparts_rows = k + 1;
+	}
+	if (!r->parts_rows[k]) {
+		r->parts_rows[k] = xcalloc(r->nnodes + 1, 1);
+		for (i = 0; i < r->nnodes; i++)
+			r->parts_rows[k][i] =
+				bit_test(part_ptr->node_bitmap, i);
+	}
+	return r->parts_rows[k];
 }
 
 void copus__snapshot_free(struct copus__round *r)
@@ -532,6 +565,9 @@ void copus__snapshot_free(struct copus__round *r)
 	for (i = 0; i < r->nrj; i++)
 		_rj_free(&r->rj[i]);
 	xfree(r->rj);
+	for (i = 0; i < r->nparts_rows; i++)
+		xfree(r->parts_rows[i]);
+	xfree(r->parts_rows);
 	xfree(r->names);
 	xfree(r->free);
 	xfree(r->cfg);

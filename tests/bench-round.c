@@ -40,11 +40,11 @@
  * machine the wall clock also counts the time other processes hold it.
  *
  *   bench-round [--quick] [--rounds R] [--max-jobs N | --all]
- *               [--shared-rows] [JOBS GPUS]...
+ *               [--own-rows] [JOBS GPUS]...
  *
  * Default sizes: 1,000, 10,000 and 100,000 pending jobs on 8,192 and
  * 65,536 GPUs, 5 rounds each; --quick: 1,000 jobs on both, 3 rounds.
- * --shared-rows: see _shared_rows.
+ * --own-rows: see _shared_rows.
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -91,16 +91,16 @@ struct world {
 	struct copus__round r;
 	int jobs_cap;
 	uint64_t rng;
-	uint8_t *part_rows[2];		/* --shared-rows: each partition's */
+	uint8_t *part_rows[2];		/* each partition's, shared */
 };
 
 /*
- * --shared-rows: the pending jobs of a partition share its row of eligible
- * nodes, as the snapshot could give every job that asks for no nodes of
- * its own (the round only reads the rows); the snapshot gives each its
- * own today.
+ * The pending jobs of a partition share its row of eligible nodes, as the
+ * snapshot gives every job that asks for no nodes of its own (the round
+ * only reads the rows); --own-rows gives each job a row of its own, as a
+ * job that names nodes or a reservation has.
  */
-static bool _shared_rows;
+static bool _shared_rows = true;
 
 /* A 64-bit LCG; the top 53 bits give a double in [0, 1). */
 static double _uni(struct world *w, double lo, double hi)
@@ -446,7 +446,7 @@ static int _pending(struct world *w, uint32_t *id, int jobs, int max_jobs)
 			break;
 		}
 		*j = all[i];
-		/* Its own row of eligible nodes, as the snapshot gives. */
+		/* Its partition's row of eligible nodes, or its own. */
 		n = j->part ? r->nnodes / 2 : r->nnodes;
 		if (_shared_rows && w->part_rows[j->part]) {
 			j->eligible = w->part_rows[j->part];
@@ -774,7 +774,7 @@ static int _bench(int jobs, int gpus, int max_jobs, int rounds)
 static void _usage(void)
 {
 	fprintf(stderr, "usage: bench-round [--quick] [--rounds R] "
-			"[--max-jobs N | --all] [--shared-rows] "
+			"[--max-jobs N | --all] [--own-rows] "
 			"[JOBS GPUS]...\n");
 	exit(2);
 }
@@ -802,8 +802,8 @@ int main(int argc, char **argv)
 				_usage();
 		} else if (!strcmp(argv[i], "--all")) {
 			max_jobs = INT_MAX;
-		} else if (!strcmp(argv[i], "--shared-rows")) {
-			_shared_rows = true;
+		} else if (!strcmp(argv[i], "--own-rows")) {
+			_shared_rows = false;
 		} else {
 			_usage();
 		}
@@ -817,7 +817,8 @@ int main(int argc, char **argv)
 		printf("%d%s", max_jobs, max_jobs == dflt.max_jobs ?
 		       " (the plugin's default)" : "");
 	printf("%s; times in ms, memory in MiB\n", _shared_rows ?
-	       ", a partition's jobs share its row of eligible nodes" : "");
+	       ", a partition's jobs share its row of eligible nodes" :
+	       ", each job its own row of eligible nodes");
 	printf("# first: round 1 (cold); median/min/max: rounds 2..R, wall "
 	       "clock; cpu-*: CPU time\n");
 	printf("# in-rnd: pending jobs in the round; over: left out by "
