@@ -34,7 +34,7 @@ plugin_sched_copus_la_SOURCES = \
 	plugin/memo.c plugin/memo.h \
 	plugin/usage.c plugin/usage.h \
 	plugin/params.c plugin/params.h \
-	plugin/plans.c plugin/plans.h \
+	plugin/plans.c plugin/plans.h runtime/file.c runtime/file.h \
 	plugin/options.h plugin/stats.h plugin/stats.c \
 	plugin/locks.c plugin/locks.h plugin/slurm-config/config.h \
 	plugin/slurm-compat.h plugin/slurm-compat.c
@@ -71,6 +71,7 @@ PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-users.c \
 	plugin/options.h plugin/submit.c plugin/submit.h plugin/stats.h \
 	plugin/stats.c \
 	plugin/statefmt.c plugin/statefmt.h plugin/plans.c plugin/plans.h \
+	runtime/file.c runtime/file.h \
 	plugin/usage.c plugin/usage.h
 check_PROGRAMS += tests/test-plugin-sched
 tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \

@@ -11,14 +11,9 @@
 
 #include "copus/error.h"
 #include "copus/planner.h"
+#include "../runtime/file.h"
 #include "plans.h"
 
-/* The largest constants file read, as libcopus reads it (a type takes a
- * few hundred bytes). */
-#define _FILE_MAX (4 << 20)
-
-static int _read_file(const char *path, char **text, char *err,
-		      size_t errlen);
 static int _type_key(struct copus__planner *p, const char *name);
 
 int copus__planner_load(struct copus__planner *p, const char *path,
@@ -39,7 +34,8 @@ int copus__planner_load(struct copus__planner *p, const char *path,
 		p->ntypes = 0;
 		return COPUS_OK;
 	}
-	rc = _read_file(path, &text, err, errlen);
+	rc = copus__file_read(path, &text, NULL, err ? err : why,
+			      err ? errlen : sizeof(why));
 	if (rc != COPUS_OK)
 		return rc;
 	gpus = calloc(COPUS_PLANNER_MAX_GPUS, sizeof(*gpus));
@@ -58,41 +54,6 @@ int copus__planner_load(struct copus__planner *p, const char *path,
 	free(gpus);
 	p->ntypes = n;
 	snprintf(p->path, sizeof(p->path), "%s", path);
-	return COPUS_OK;
-}
-
-/* The whole of a file, NUL-terminated, in *text (the caller frees it). */
-static int _read_file(const char *path, char **text, char *err,
-		      size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	size_t len = 0;
-	char *buf;
-
-	*text = NULL;
-	if (!f) {
-		if (err)
-			snprintf(err, errlen, "%s: cannot open it: %s", path,
-				 strerror(errno));
-		return COPUS_EIO;
-	}
-	buf = malloc(_FILE_MAX + 1);
-	if (!buf) {
-		fclose(f);
-		return COPUS_ENOMEM;
-	}
-	len = fread(buf, 1, _FILE_MAX + 1, f);
-	if (ferror(f) || len > _FILE_MAX) {
-		if (err)
-			snprintf(err, errlen, "%s: %s", path, ferror(f) ?
-				 "read error" : "larger than 4 MiB");
-		fclose(f);
-		free(buf);
-		return COPUS_EIO;
-	}
-	fclose(f);
-	buf[len] = '\0';
-	*text = buf;
 	return COPUS_OK;
 }
 

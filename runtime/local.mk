@@ -16,7 +16,8 @@ runtime_libcopus_la_SOURCES = \
 	runtime/checkpoint-reshard.c \
 	runtime/checkpoint-check.c \
 	runtime/rescale.c \
-	runtime/bootstrap.c
+	runtime/bootstrap.c \
+	runtime/file.c runtime/file.h
 runtime_libcopus_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 runtime_libcopus_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(ZLIB_CFLAGS) -pthread
 runtime_libcopus_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) $(ZLIB_LIBS) \

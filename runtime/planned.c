@@ -12,10 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file.h"
 #include "internal.h"
-
-/* The largest file of GPU constants read (many types fit in far less). */
-#define GPUS_FILE_MAX (4 << 20)
 
 /* The model as the plan's messages name it. */
 static void _describe(const copus_planner_desc *d, char *buf, size_t len)
@@ -66,40 +64,6 @@ int copus__model_check(copus_ctx *ctx, const copus_planner_desc *d)
 	return COPUS_OK;
 }
 
-/* The whole of a file of at most GPUS_FILE_MAX bytes, NUL-terminated. */
-static int _read_file(copus_ctx *ctx, const char *path, char **out)
-{
-	FILE *f = fopen(path, "r");
-	char *text;
-	size_t n;
-
-	*out = NULL;
-	if (f == NULL)
-		return copus__fail(ctx, COPUS_EIO,
-				   "COPUS_PLANNER_GPUS=%.200s: cannot open: %s",
-				   path, strerror(errno));
-	text = malloc(GPUS_FILE_MAX + 1);
-	if (text == NULL) {
-		fclose(f);
-		return COPUS_ENOMEM;
-	}
-	n = fread(text, 1, GPUS_FILE_MAX + 1, f);
-	if (ferror(f) || n > GPUS_FILE_MAX || memchr(text, '\0', n) != NULL) {
-		int bad = ferror(f);
-
-		fclose(f);
-		free(text);
-		return copus__fail(ctx, COPUS_EIO,
-				   "COPUS_PLANNER_GPUS=%.200s: %s", path,
-				   bad ? "cannot read"
-				       : "longer than 4 MiB or holds a NUL byte");
-	}
-	fclose(f);
-	text[n] = '\0';
-	*out = text;
-	return COPUS_OK;
-}
-
 /*
  * The constants of the job's GPU type: the file's entry for it when
  * COPUS_PLANNER_GPUS names a file that lists it, else the built-in
@@ -116,9 +80,10 @@ static int _gpu_constants(copus_ctx *ctx, copus_planner_gpu *g,
 	int n = 0, rc;
 
 	if (path != NULL && *path != '\0') {
-		rc = _read_file(ctx, path, &text);
+		rc = copus__file_read(path, &text, NULL, why, sizeof(why));
 		if (rc != COPUS_OK)
-			return rc;
+			return copus__fail(ctx, rc, "COPUS_PLANNER_GPUS=%.300s",
+					   why);
 		types = calloc(COPUS_PLANNER_MAX_GPUS, sizeof(*types));
 		if (types == NULL) {
 			free(text);

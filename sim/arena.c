@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "plan-parts.h"
 
 /* Arena's GPUs per node for the GPU types it knows (a spec entry may give
  * its own with "gpus_per_node"). */
@@ -25,89 +26,6 @@ static const struct {
 };
 
 static const int job_sizes[] = { 1, 2, 4, 8, 16 };
-
-/* ------------------------------------------------------------ JSON */
-
-/* Parse a whole JSON file; on error, err names the file and line. */
-static int json_read(const char *path, json_object **out, char *err,
-		     size_t len)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	json_tokener *tok = NULL;
-	int rc = COPUS_EPARSE;
-
-	*out = NULL;
-	if (f == NULL) {
-		snprintf(err, len, "%s: cannot open: %s", path,
-			 strerror(errno));
-		return COPUS_EIO;
-	}
-	for (;;) {
-		size_t r;
-
-		if (n + 4096 > cap) {
-			char *b = realloc(buf, cap = 2 * cap + 8192);
-
-			if (b == NULL) {
-				snprintf(err, len, "%s: out of memory", path);
-				rc = COPUS_ENOMEM;
-				goto out;
-			}
-			buf = b;
-		}
-		r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	if (ferror(f)) {
-		snprintf(err, len, "%s: read error", path);
-		rc = COPUS_EIO;
-		goto out;
-	}
-	if (n == 0) {
-		snprintf(err, len, "%s: empty, not JSON", path);
-		goto out;
-	}
-	tok = json_tokener_new();
-	if (tok == NULL) {
-		rc = COPUS_ENOMEM;
-		goto out;
-	}
-	*out = json_tokener_parse_ex(tok, buf, (int)n);
-	if (*out == NULL || json_tokener_get_parse_end(tok) < n) {
-		size_t end = json_tokener_get_parse_end(tok), line = 1;
-		enum json_tokener_error e = json_tokener_get_error(tok);
-
-		/* Only white space may follow the value. */
-		while (*out != NULL && end < n && strchr(" \t\r\n", buf[end]))
-			end++;
-		if (*out != NULL && end == n)
-			goto ok;
-		/* A file's last newline ends its last line: the end of the
-		 * file is on that line. */
-		for (size_t i = 0; i < end && i + 1 < n; i++)
-			line += buf[i] == '\n';
-		snprintf(err, len, "%s:%zu: not JSON: %s", path, line,
-			 *out == NULL ? (e == json_tokener_continue ?
-					 "unexpected end of file" :
-					 json_tokener_error_desc(e)) :
-			 "text after the value");
-		json_object_put(*out);
-		*out = NULL;
-		goto out;
-	}
-ok:
-	rc = COPUS_OK;
-out:
-	if (tok)
-		json_tokener_free(tok);
-	free(buf);
-	fclose(f);
-	return rc;
-}
 
 /* ------------------------------------------------------------ cluster */
 
@@ -140,7 +58,7 @@ int arena_cluster_read(const char *path, struct arena_world *w, char *err,
 	json_object *root, *spec;
 	int rc;
 
-	if ((rc = json_read(path, &root, err, len)) != COPUS_OK)
+	if ((rc = copus__plan_read_json(path, &root, err, len)) != COPUS_OK)
 		return rc;
 	rc = COPUS_EPARSE;
 	/* Arena writes the spec as an array of one object. */
@@ -396,7 +314,7 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 	size_t cap = 0;
 	int rc;
 
-	if ((rc = json_read(path, &root, err, len)) != COPUS_OK)
+	if ((rc = copus__plan_read_json(path, &root, err, len)) != COPUS_OK)
 		return rc;
 	rc = COPUS_EPARSE;
 	if (!json_object_is_type(root, json_type_object) ||

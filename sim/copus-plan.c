@@ -24,6 +24,7 @@
 
 #include <copus/planner.h>
 
+#include "../runtime/file.h"
 #include "plan-data.h"
 
 #define ERR_LEN 1024
@@ -83,45 +84,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
-/* The whole of a text file, NUL-terminated; NULL with err set. */
-static char *read_text(const char *path, char *err)
-{
-	FILE *f = fopen(path, "r");
-	char *text = NULL;
-	size_t len = 0, cap = 0, got;
-
-	if (f == NULL) {
-		snprintf(err, ERR_LEN, "%s: cannot open: %s", path,
-			 strerror(errno));
-		return NULL;
-	}
-	do {
-		if (cap - len < 4096) {
-			char *t = realloc(text, cap + 65536);
-			if (t == NULL) {
-				snprintf(err, ERR_LEN, "%s: out of memory", path);
-				free(text);
-				fclose(f);
-				return NULL;
-			}
-			text = t;
-			cap += 65536;
-		}
-		got = fread(text + len, 1, cap - len - 1, f);
-		len += got;
-	} while (got > 0);
-	if (ferror(f) || memchr(text, '\0', len) != NULL) {
-		snprintf(err, ERR_LEN, "%s: %s", path,
-			 ferror(f) ? "cannot read" : "a NUL byte in the text");
-		free(text);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	text[len] = '\0';
-	return text;
-}
-
 /*
  * The constants of the file's types replace those of d's types of the
  * same name; a type of d that the file lacks keeps its own, a type of the
@@ -133,9 +95,8 @@ static int load_gpus(const char *path, struct plan_data *d, char *err)
 	char *text, why[512];
 	int n = 0, rc;
 
-	text = read_text(path, err);
-	if (text == NULL)
-		return COPUS_EIO;
+	if ((rc = copus__file_read(path, &text, NULL, err, ERR_LEN)) != COPUS_OK)
+		return rc;
 	t = calloc(COPUS_PLANNER_MAX_GPUS, sizeof(*t));
 	if (t == NULL) {
 		free(text);

@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 
+#include "../runtime/file.h"
 #include "plan-parts.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -104,57 +105,40 @@ int plan_cell_parse(const struct plan_data *d, const char *name, int *gpu,
 int copus__plan_read_json(const char *path, struct json_object **out,
 			  char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	long len;
 	struct json_tokener *tok;
-	int rc = COPUS_OK;
+	enum json_tokener_error e;
+	size_t n, end, line = 1;
+	char *text;
+	int rc;
 
-	if (f == NULL) {
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-			 strerror(errno));
-		return COPUS_EIO;
-	}
-	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET)) {
-		snprintf(err, errlen, "%s: cannot read", path);
-		fclose(f);
-		return COPUS_EIO;
-	}
-	text = malloc((size_t)len + 1);
-	if (text == NULL || fread(text, 1, (size_t)len, f) != (size_t)len) {
-		snprintf(err, errlen, "%s: cannot read", path);
+	*out = NULL;
+	if ((rc = copus__file_read(path, &text, &n, err, errlen)) != COPUS_OK)
+		return rc;
+	if (n == 0) {
+		snprintf(err, errlen, "%s: empty, not JSON", path);
 		free(text);
-		fclose(f);
-		return COPUS_EIO;
+		return COPUS_EPARSE;
 	}
-	fclose(f);
-	text[len] = '\0';
-	tok = json_tokener_new();
-	if (tok == NULL) {
+	if (!(tok = json_tokener_new())) {
 		free(text);
 		return COPUS_ENOMEM;
 	}
-	*out = json_tokener_parse_ex(tok, text, (int)len);
-	enum json_tokener_error je = json_tokener_get_error(tok);
-	if (len == 0) {
-		snprintf(err, errlen, "%s: empty, not JSON", path);
-		json_object_put(*out);
-		*out = NULL;
-		rc = COPUS_EPARSE;
-	} else if (*out == NULL || je != json_tokener_success) {
-		size_t at = json_tokener_get_parse_end(tok);
-		long line = 1;
+	*out = json_tokener_parse_ex(tok, text, (int)n);
+	e = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	/* Only white space may follow the value. */
+	while (*out && end < n && strchr(" \t\r\n", text[end]))
+		end++;
+	if (!*out || end < n) {
 		/* A file's last newline ends its last line: the end of the
 		 * file is on that line. */
-		for (size_t i = 0; i < at && i + 1 < (size_t)len; i++)
+		for (size_t i = 0; i < end && i + 1 < n; i++)
 			line += text[i] == '\n';
-		if (je == json_tokener_continue)
-			snprintf(err, errlen, "%s:%ld: JSON ends too early",
-				 path, line);
-		else
-			snprintf(err, errlen, "%s:%ld: JSON: %s", path, line,
-				 json_tokener_error_desc(je));
+		snprintf(err, errlen, "%s:%zu: not JSON: %s", path, line,
+			 !*out ? (e == json_tokener_continue ?
+				  "unexpected end of file" :
+				  json_tokener_error_desc(e)) :
+			 "text after the value");
 		json_object_put(*out);
 		*out = NULL;
 		rc = COPUS_EPARSE;

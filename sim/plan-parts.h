@@ -37,7 +37,11 @@ int copus__plan_col_of(const struct csv *c, const char *name, int *col,
 		       char *err, size_t errlen);
 /* The index of a GPU type in d, or -1. */
 int copus__plan_gpu_find(const struct plan_data *d, const char *type);
-/* A whole JSON file; err names the file (and the line of a syntax error). */
+/*
+ * A whole JSON file (runtime/file.h's rules: at most 64 MiB, no NUL byte),
+ * one value and white space; err names the file and the line of what is
+ * wrong. Every JSON input of the simulator is read so.
+ */
 int copus__plan_read_json(const char *path, struct json_object **out,
 			  char *err, size_t errlen);
 

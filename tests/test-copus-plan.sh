@@ -189,7 +189,7 @@ printf 'model,batch,cell\nbert_1B,many,1_a40_1_n_2_d\n' > "$tmp/q4.csv"
 expect_error "bad batch" "q4.csv:2: field 'batch': 'many'" \
 	"$plan" predict --data "$d" --query "$tmp/q4.csv"
 printf '{"optimal": {\n  "bert_1B_128": {\n    "1_a40_1_n_2_d": 1.0,,\n  }\n}}\n' > "$tmp/bad.json"
-expect_error "JSON that does not parse" "bad.json:3: JSON" \
+expect_error "JSON that does not parse" "bad.json:3: not JSON" \
 	"$plan" predict --data "$d" --calibrate "$tmp/bad.json" --query "$tmp/q.csv"
 echo '{"optimal": {"gpt_1T_128": {"1_a40_1_n_2_d": 1.0}}}' > "$tmp/unk.json"
 expect_error "unknown model in a calibration file" "'optimal.gpt_1T_128': model not in models.csv" \

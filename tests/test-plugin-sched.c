@@ -4,9 +4,13 @@
  * from a job's hint for the core policy.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "copus/error.h"
+#include "../runtime/file.h"
 #include "harness.h"
 #include "options.h"
 #include "params.h"
@@ -853,6 +857,59 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 	free(text);
 }
 
+/* path holds the n bytes of data (sparse past them up to size). */
+static void _file(const char *path, const char *data, size_t n, off_t size)
+{
+	FILE *f = fopen(path, "wb");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(fwrite(data, 1, n, f), n);
+	CU_ASSERT_EQUAL(fflush(f), 0);
+	if (size > (off_t)n)
+		CU_ASSERT_EQUAL(ftruncate(fileno(f), size), 0);
+	fclose(f);
+}
+
+/*
+ * The one whole-file reader of the planner's constants and the simulator's
+ * inputs: text comes back NUL-terminated; a missing file, one with a NUL
+ * byte and one over 64 MiB are refused by name, saying why.
+ */
+static void whole_files_are_read_by_one_rule(void)
+{
+	char dir[] = "/tmp/copus-file-XXXXXX", path[64], err[256], *text;
+	size_t len = 99;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	_file(path, "{\"a\": 1}\n", 9, 0);
+	ASSERT_STATUS(copus__file_read(path, &text, &len, err, sizeof(err)),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(len, 9);
+	CU_ASSERT_STRING_EQUAL(text, "{\"a\": 1}\n");
+	free(text);
+	_file(path, "", 0, 0);
+	ASSERT_STATUS(copus__file_read(path, &text, &len, err, sizeof(err)),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_STRING_EQUAL(text, "");
+	free(text);
+	_file(path, "ab\0cd", 5, 0);
+	ASSERT_STATUS(copus__file_read(path, &text, NULL, err, sizeof(err)),
+		      COPUS_EIO);
+	CU_ASSERT_PTR_NULL(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/f: a NUL byte at offset 2"));
+	_file(path, "x", 1, (off_t)COPUS__FILE_MAX + 1);
+	ASSERT_STATUS(copus__file_read(path, &text, NULL, err, sizeof(err)),
+		      COPUS_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/f: larger than 64 MiB"));
+	unlink(path);
+	ASSERT_STATUS(copus__file_read(path, &text, NULL, err, sizeof(err)),
+		      COPUS_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/f: cannot open: No such file"));
+	rmdir(dir);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -878,6 +935,7 @@ int main(void)
 		TEST(a_requeued_job_keeps_its_first_submission),
 		TEST(users_usage_decays_and_gives_a_fair_share_factor),
 		TEST(lock_times_are_counted_by_phase_with_a_histogram),
+		TEST(whole_files_are_read_by_one_rule),
 	};
 	return RUN_TESTS("plugin-sched", tests);
 }
