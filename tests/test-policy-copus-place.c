@@ -177,6 +177,66 @@ static void first_and_later_sizes_are_placed_alike(void)
 	copus__placer_release(&pl);
 }
 
+/*
+ * The free index answers the equal placement as the scan does, on random
+ * clusters whose free GPUs and multi-node marks change between questions
+ * (counts beyond a node's size included), each change synced.
+ */
+static void the_free_index_places_as_the_scan_does(void)
+{
+	enum { N = 150 };
+	copus_node nodes[N];
+	copus_cluster c = { N, nodes, 3, NULL };
+	int fr[N], dist[N], a[N], b[N], list[64], ta = -1, tb = -1, m;
+	unsigned seed = 4242;
+
+	for (int cluster = 0; cluster < 40; cluster++) {
+		struct copus__free_index ix;
+		const int *d = cluster % 3 ? dist : NULL;
+
+		for (int n = 0; n < N; n++) {
+			nodes[n].gpu_type = rand_r(&seed) % 3;
+			nodes[n].gpus = 1 + rand_r(&seed) % 8;
+			nodes[n].usable = rand_r(&seed) % 6 != 0;
+			fr[n] = rand_r(&seed) % (nodes[n].gpus + 1);
+			dist[n] = rand_r(&seed) % 4 == 0;
+		}
+		ASSERT_STATUS(copus__free_index_init(&ix, &c, fr, d), COPUS_OK);
+		memset(b, 0, sizeof(b));
+		for (int q = 0; q < 500; q++) {
+			uint32_t mask = (uint32_t)(rand_r(&seed) % 8);
+			int k = 1 + rand_r(&seed) % 40, ra, rb;
+
+			for (int ch = rand_r(&seed) % 4; ch > 0; ch--) {
+				int n = rand_r(&seed) % N;
+				fr[n] = rand_r(&seed) % (nodes[n].gpus + 2) -
+					(rand_r(&seed) % 8 == 0);
+				dist[n] = rand_r(&seed) % 4 == 0;
+				copus__free_index_sync(&ix, n);
+			}
+			ra = copus__place_equal(&c, fr, d, mask, k, a, &ta);
+			rb = copus__free_index_equal(&ix, mask, k, b, list, &m,
+						     &tb);
+			CU_ASSERT_EQUAL_FATAL(ra, rb);
+			CU_ASSERT_FATAL(memcmp(a, b, sizeof(a)) == 0);
+			if (ra != COPUS_OK) {
+				CU_ASSERT_EQUAL_FATAL(m, 0);
+				continue;
+			}
+			CU_ASSERT_EQUAL_FATAL(ta, tb);
+			for (int i = 0; i < m; i++) {
+				CU_ASSERT_FATAL(b[list[i]] > 0);
+				CU_ASSERT_FATAL(i == 0 || list[i - 1] < list[i]);
+				b[list[i]] = 0;
+			}
+			/* Every node it wrote is listed. */
+			for (int n = 0; n < N; n++)
+				CU_ASSERT_EQUAL_FATAL(b[n], 0);
+		}
+		copus__free_index_release(&ix);
+	}
+}
+
 static void placement_respects_nodes_and_types(void)
 {
 	/* Random instances on two GPU types: never over-allocate, never mix
@@ -382,6 +442,7 @@ int main(void)
 		TEST(equal_placement_splits_evenly),
 		TEST(consolidated_placement_takes_the_tightest_node_else_the_fewest),
 		TEST(first_and_later_sizes_are_placed_alike),
+		TEST(the_free_index_places_as_the_scan_does),
 		TEST(placement_respects_nodes_and_types),
 		TEST(a_steady_workload_stays_put),
 		TEST(a_move_is_not_undone_the_next_round),

@@ -97,6 +97,9 @@ struct greedy_ctx {
 	const copus_policy_params *prm;
 	const struct copus__copus_opts *o;
 	struct copus__placer *pl; /* scratch of place_job */
+	/* The free GPUs indexed for the equal placement (copus-place.c),
+	 * or NULL (the nodes are scanned). */
+	struct copus__free_index *ix_free, *ix_avail;
 };
 
 struct victim {

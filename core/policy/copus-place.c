@@ -60,17 +60,92 @@ static int cmp_slot(const void *a, const void *b)
 }
 
 /*
- * Append job j's cell to the result: from row (N entries, zeroed again
- * here) or, with row NULL, from the job's current slots. Marks the nodes
- * of a multi-node job in dist and takes the GPUs from free_gpus.
+ * The GPUs a job is placed on: row (N entries, zero on the other nodes)
+ * and, when the placement listed them (the free index does), its nodes in
+ * ascending order, m of them; m is -1 when only row tells, so that using
+ * or clearing a placement costs its nodes, not the cluster's.
  */
-static int emit(struct copus__result *res, size_t j, const copus_job *jb,
-		int *row, int N, int *free_gpus, int *dist)
+struct spot {
+	int *row;
+	int *nodes;
+	int m;
+};
+
+/* Zero sp's row, which is then listed and empty. */
+static void spot_clear(struct spot *sp, int N)
+{
+	if (sp->m < 0)
+		memset(sp->row, 0, (size_t)N * sizeof(int));
+	for (int i = 0; i < sp->m; i++)
+		sp->row[sp->nodes[i]] = 0;
+	sp->m = 0;
+}
+
+static int nodes_of(const int *row, int N)
+{
+	int k = 0;
+	for (int i = 0; i < N; i++)
+		k += row[i] > 0;
+	return k;
+}
+
+/* The nodes sp uses. */
+static int spot_nodes(const struct spot *sp, int N)
+{
+	return sp->m >= 0 ? sp->m : nodes_of(sp->row, N);
+}
+
+/* Move src's placement to dst (cleared first); src is left clear. */
+static void spot_move(struct spot *dst, struct spot *src, int N)
+{
+	spot_clear(dst, N);
+	if (src->m < 0) {
+		memcpy(dst->row, src->row, (size_t)N * sizeof(int));
+		dst->m = -1;
+	} else {
+		for (int i = 0; i < src->m; i++)
+			dst->row[src->nodes[i]] = src->row[src->nodes[i]];
+		memcpy(dst->nodes, src->nodes, (size_t)src->m * sizeof(int));
+		dst->m = src->m;
+	}
+	spot_clear(src, N);
+}
+
+/* The free index of node n follows its free GPUs and mark. */
+static void sync_node(const struct greedy_ctx *g, int n)
+{
+	if (g->ix_free != NULL)
+		copus__free_index_sync(g->ix_free, n);
+	if (g->ix_avail != NULL)
+		copus__free_index_sync(g->ix_avail, n);
+}
+
+/*
+ * Append job j's cell to the result: from sp (cleared here) or, with sp
+ * NULL, from the job's current slots. Marks the nodes of a multi-node job
+ * in dist and takes the GPUs from free_gpus (and the indexes follow).
+ */
+static int emit(const struct greedy_ctx *g, struct copus__result *res,
+		size_t j, const copus_job *jb, struct spot *sp, int N,
+		int *free_gpus, int *dist)
 {
 	size_t o = res->used;
 
 	res->off[j] = o;
-	if (row == NULL) {
+	if (sp != NULL && sp->m >= 0) {
+		for (int i = 0; i < sp->m; i++) {
+			int k = sp->nodes[i];
+			if (sp->row[k] <= 0)
+				continue;
+			if (res->used == res->cap)
+				return COPUS_ESTATE;
+			res->slots[res->used].node = k;
+			res->slots[res->used].gpus = sp->row[k];
+			res->used++;
+			sp->row[k] = 0;
+		}
+		sp->m = 0;
+	} else if (sp == NULL) {
 		for (int i = 0; i < jb->alloc_slots; i++) {
 			if (jb->alloc[i].gpus <= 0)
 				continue;
@@ -81,6 +156,7 @@ static int emit(struct copus__result *res, size_t j, const copus_job *jb,
 		qsort(res->slots + o, res->used - o, sizeof(copus_slot),
 		      cmp_slot);
 	} else {
+		int *row = sp->row;
 		for (int k = 0; k < N; k++) {
 			if (row[k] <= 0)
 				continue;
@@ -91,12 +167,14 @@ static int emit(struct copus__result *res, size_t j, const copus_job *jb,
 			res->used++;
 			row[k] = 0;
 		}
+		sp->m = 0;
 	}
 	res->cnt[j] = (int)(res->used - o);
 	for (size_t i = o; i < res->used; i++) {
 		free_gpus[res->slots[i].node] -= res->slots[i].gpus;
 		if (res->cnt[j] > 1)
 			dist[res->slots[i].node] = 1;
+		sync_node(g, res->slots[i].node);
 	}
 	return COPUS_OK;
 }
@@ -108,13 +186,9 @@ static int emit(struct copus__result *res, size_t j, const copus_job *jb,
  * per GPU first, until none fits: the chosen sizes count a
  * type's GPUs, not how they lie on the nodes, and idle GPUs help nobody.
  */
-/* Has job jb a cell of k GPUs of type t on as many nodes as row uses? */
-static bool has_cell(const copus_job *jb, int t, int k, const int *row, int N)
+/* Has job jb a cell of k GPUs of type t on that many nodes? */
+static bool has_cell(const copus_job *jb, int t, int k, int nodes)
 {
-	int nodes = 0;
-
-	for (int i = 0; i < N; i++)
-		nodes += row[i] > 0;
 	for (int i = 0; i < jb->num_cells; i++)
 		if (jb->cells[i].gpu_type == t && jb->cells[i].gpus == k &&
 		    jb->cells[i].nodes == nodes)
@@ -127,13 +201,17 @@ static bool has_cell(const copus_job *jb, int t, int k, const int *row, int N)
  * fits. An elastic job shrinks to fit when its speedup is known, or when it
  * is starting (a running job without a model keeps its size; a new one
  * starts on what there is rather than leave the GPUs idle for a round).
- * With whole set it does not shrink. The GPUs go in row, x->k becomes the
- * size and *type the type; *type is -1 (row cleared) when nothing fits.
+ * With whole set it does not shrink. The GPUs go in sp (clear on entry),
+ * x->k becomes the size and *type the type; *type is -1 (sp clear) when
+ * nothing fits. ix is free_gpus's index, or NULL.
  */
 static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		     const copus_job *jb, struct jw *x, const int *free_gpus,
-		     const int *dist, int *row, int *type, bool whole)
+		     const struct copus__free_index *ix, const int *dist,
+		     struct spot *sp, int *type, bool whole)
 {
+	int *row = sp->row;
+
 	int lo = !whole && jb->elastic &&
 			 (copus__cp_known(x, x->t) || x->cur_k == 0) ?
 		 jb->min_gpus : x->k;
@@ -148,9 +226,13 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		if (k < x->k && !g->o->no_placement &&
 		    !copus__cp_size_tiles(x, x->t, k, g->node_gpus))
 			continue; /* shrinks only to a size that tiles */
+		sp->m = -1;
 		if (g->o->no_placement) {
 			rc = first_fit(c, free_gpus, x->t, k, row);
 			t = x->t;
+		} else if (g->prm->equal_per_node && ix != NULL) {
+			rc = copus__free_index_equal(ix, 1u << x->t, k, row,
+						     sp->nodes, &sp->m, &t);
 		} else if (g->prm->equal_per_node) {
 			rc = copus__place_equal(c, free_gpus, dist, 1u << x->t,
 						k, row, &t);
@@ -160,9 +242,9 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 		if (rc == COPUS_ENOMEM)
 			return rc;
 		if (rc == COPUS_OK && x->cs != NULL &&
-		    !has_cell(jb, t, k, row, c->num_nodes)) {
+		    !has_cell(jb, t, k, spot_nodes(sp, c->num_nodes))) {
 			/* Spread where the job has no plan: a smaller size. */
-			memset(row, 0, (size_t)c->num_nodes * sizeof(int));
+			spot_clear(sp, c->num_nodes);
 			continue;
 		}
 		if (rc == COPUS_OK) {
@@ -171,7 +253,7 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 			return COPUS_OK;
 		}
 	}
-	memset(row, 0, (size_t)c->num_nodes * sizeof(int));
+	spot_clear(sp, c->num_nodes);
 	*type = -1;
 	return COPUS_OK;
 }
@@ -185,10 +267,13 @@ int copus__cp_fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 {
 	const int N = c->num_nodes;
 	bool *tried = calloc(g->n + 1, sizeof(*tried));
+	struct spot sp = { row, calloc((size_t)N + 1, sizeof(int)), 0 };
 	int rc = COPUS_OK;
 
-	if (tried == NULL)
-		return COPUS_ENOMEM;
+	if (tried == NULL || sp.nodes == NULL) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
 	for (int tries = 0; tries < FILL_TRIES; tries++) {
 		int fr[COPUS_MAX_GPU_TYPES] = { 0 };
 		for (int k = 0; k < N; k++)
@@ -231,8 +316,8 @@ int copus__cp_fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 		tried[bj] = true;
 		x->t = bt;
 		x->k = bk;
-		rc = place_job(g, c, &jobs[bj], x, free_gpus, dist, row, &t,
-			       false);
+		rc = place_job(g, c, &jobs[bj], x, free_gpus, g->ix_free, dist,
+			       &sp, &t, false);
 		if (rc != COPUS_OK)
 			goto out;
 		if (t < 0) {
@@ -240,8 +325,8 @@ int copus__cp_fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 			continue;
 		}
 		x->t = t;
-		if ((rc = emit(res, bj, &jobs[bj], row, N, free_gpus, dist)) !=
-		    COPUS_OK)
+		if ((rc = emit(g, res, bj, &jobs[bj], &sp, N, free_gpus,
+			       dist)) != COPUS_OK)
 			goto out;
 		res->types[bj] = t;
 		snprintf(res->reasons[bj], 64, "starts on %d idle GPUs, %.0f s left",
@@ -249,6 +334,7 @@ int copus__cp_fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 	}
 out:
 	free(tried);
+	free(sp.nodes);
 	return rc;
 }
 
@@ -286,11 +372,23 @@ static bool keeps(const struct jw *x, const copus_job *jb,
 
 /* Take job j's slots in res out of avail (the GPUs free less those held
  * for the jobs still to place). */
-static void take_avail(const struct copus__result *res, size_t j, int *avail)
+static void take_avail(const struct greedy_ctx *g,
+		       const struct copus__result *res, size_t j, int *avail)
 {
-	for (int i = 0; i < res->cnt[j]; i++)
-		avail[res->slots[res->off[j] + (size_t)i].node] -=
-			res->slots[res->off[j] + (size_t)i].gpus;
+	for (int i = 0; i < res->cnt[j]; i++) {
+		int n = res->slots[res->off[j] + (size_t)i].node;
+		avail[n] -= res->slots[res->off[j] + (size_t)i].gpus;
+		if (g->ix_avail != NULL)
+			copus__free_index_sync(g->ix_avail, n);
+	}
+}
+
+/* avail[n] += d, and its index follows. */
+static void avail_add(const struct greedy_ctx *g, int *avail, int n, int d)
+{
+	avail[n] += d;
+	if (g->ix_avail != NULL)
+		copus__free_index_sync(g->ix_avail, n);
 }
 
 /*
@@ -303,19 +401,11 @@ static void take_avail(const struct copus__result *res, size_t j, int *avail)
  * *score is the sum of the placed jobs' values, less the restarts of the
  * moved ones; avail and moved have N and n entries.
  */
-static int nodes_of(const int *row, int N)
-{
-	int k = 0;
-	for (int i = 0; i < N; i++)
-		k += row[i] > 0;
-	return k;
-}
-
 static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		      const copus_job *jobs, struct copus__result *res,
-		      int *free_gpus, int *dist, int *row, int *row2,
-		      size_t *idx, int repack, int *avail, bool *moved,
-		      double *score)
+		      int *free_gpus, int *dist, struct spot *sp,
+		      struct spot *sp2, size_t *idx, int repack, int *avail,
+		      bool *moved, double *score)
 {
 	const int N = c->num_nodes;
 	struct jw *w = g->w;
@@ -323,6 +413,8 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 	int rc;
 
 	memcpy(avail, free_gpus, (size_t)N * sizeof(int));
+	if (g->ix_avail != NULL)
+		copus__free_index_build(g->ix_avail);
 	for (size_t j = 0; j < g->n; j++) {
 		struct jw *x = &w[j];
 		moved[j] = false;
@@ -332,14 +424,14 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		if (!keep || (repack && jobs[j].elastic)) {
 			idx[m++] = j;
 			for (int i = 0; keep && i < jobs[j].alloc_slots; i++)
-				avail[jobs[j].alloc[i].node] -=
-					jobs[j].alloc[i].gpus;
+				avail_add(g, avail, jobs[j].alloc[i].node,
+					  -jobs[j].alloc[i].gpus);
 			continue;
 		}
-		rc = emit(res, j, &jobs[j], NULL, N, free_gpus, dist);
+		rc = emit(g, res, j, &jobs[j], NULL, N, free_gpus, dist);
 		if (rc != COPUS_OK)
 			return rc;
-		take_avail(res, j, avail);
+		take_avail(g, res, j, avail);
 		res->types[j] = x->t;
 		snprintf(res->reasons[j], 64, "keeps %d GPUs", x->k);
 	}
@@ -362,14 +454,14 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		int t = -1;
 		if (keeps(x, &jobs[j], c)) {
 			for (int s = 0; s < jobs[j].alloc_slots; s++)
-				avail[jobs[j].alloc[s].node] +=
-					jobs[j].alloc[s].gpus;
+				avail_add(g, avail, jobs[j].alloc[s].node,
+					  jobs[j].alloc[s].gpus);
 			if (fits_current(&jobs[j], free_gpus, dist)) {
-				rc = emit(res, j, &jobs[j], NULL, N, free_gpus,
+				rc = emit(g, res, j, &jobs[j], NULL, N, free_gpus,
 					  dist);
 				if (rc != COPUS_OK)
 					return rc;
-				take_avail(res, j, avail);
+				take_avail(g, res, j, avail);
 				res->types[j] = x->t;
 				snprintf(res->reasons[j], 64, "keeps %d GPUs",
 					 x->k);
@@ -381,22 +473,23 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 			/* Around the GPUs held for the running jobs, unless
 			 * taking some of them needs fewer nodes. */
 			int t2 = -1;
-			rc = place_job(g, c, &jobs[j], x, avail, dist, row, &t,
-				       true);
+			rc = place_job(g, c, &jobs[j], x, avail, g->ix_avail,
+				       dist, sp, &t, true);
 			if (rc == COPUS_OK && t >= 0)
-				rc = place_job(g, c, &jobs[j], x, free_gpus, dist,
-					       row2, &t2, true);
+				rc = place_job(g, c, &jobs[j], x, free_gpus,
+					       g->ix_free, dist, sp2, &t2,
+					       true);
 			if (rc != COPUS_OK)
 				return rc;
-			if (t2 >= 0 && nodes_of(row2, N) < nodes_of(row, N)) {
-				memcpy(row, row2, (size_t)N * sizeof(int));
+			if (t2 >= 0 && spot_nodes(sp2, N) < spot_nodes(sp, N)) {
+				spot_move(sp, sp2, N);
 				t = t2;
 			}
-			memset(row2, 0, (size_t)N * sizeof(int));
+			spot_clear(sp2, N);
 		}
 		if (t < 0) {
-			rc = place_job(g, c, &jobs[j], x, free_gpus, dist, row,
-				       &t, false);
+			rc = place_job(g, c, &jobs[j], x, free_gpus, g->ix_free,
+				       dist, sp, &t, false);
 			if (rc != COPUS_OK)
 				return rc;
 		}
@@ -408,10 +501,10 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 			moved[j] = false;
 			continue;
 		}
-		rc = emit(res, j, &jobs[j], row, N, free_gpus, dist);
+		rc = emit(g, res, j, &jobs[j], sp, N, free_gpus, dist);
 		if (rc != COPUS_OK)
 			return rc;
-		take_avail(res, j, avail);
+		take_avail(g, res, j, avail);
 		res->types[j] = t;
 		x->t = t;
 		if (moved[j])
@@ -531,21 +624,31 @@ int copus__cp_place_all(struct greedy_ctx *g, const copus_cluster *c,
 	const size_t n = g->n;
 	struct jw *w = g->w;
 	struct placed chosen = { 0 }, best = { 0 };
+	struct copus__free_index aix = { 0 };
 	int *avail = calloc((size_t)N + 1, sizeof(int));
-	int *row2 = calloc((size_t)N + 1, sizeof(int));
+	struct spot sp = { row, calloc((size_t)N + 1, sizeof(int)), 0 };
+	struct spot sp2 = { calloc((size_t)N + 1, sizeof(int)),
+			    calloc((size_t)N + 1, sizeof(int)), 0 };
 	bool *moved = calloc(n + 1, sizeof(bool));
 	double score = 0.0, best_score;
 	bool shortfall = false, movable = false;
 	int rc = COPUS_ENOMEM;
 
-	if (!avail || !row2 || !moved ||
+	if (!avail || !sp.nodes || !sp2.row || !sp2.nodes || !moved ||
 	    placed_alloc(&chosen, res->cap, n, N) != COPUS_OK)
 		goto out;
+	/* avail is indexed as free_gpus is (built anew by each pass). */
+	if (g->ix_free != NULL) {
+		rc = copus__free_index_init(&aix, c, avail, dist);
+		if (rc == COPUS_ENOMEM)
+			goto out;
+		g->ix_avail = rc == COPUS_OK ? &aix : NULL;
+	}
 	placed_copy(&chosen, true, res, w, n, free_gpus, dist, N);
 	for (size_t j = 0; j < n; j++)
 		movable |= w[j].k > 0 && jobs[j].elastic &&
 			   keeps(&w[j], &jobs[j], c);
-	rc = place_pass(g, c, jobs, res, free_gpus, dist, row, row2, idx, 0,
+	rc = place_pass(g, c, jobs, res, free_gpus, dist, &sp, &sp2, idx, 0,
 			avail, moved, &score);
 	if (rc != COPUS_OK)
 		goto out;
@@ -561,7 +664,9 @@ int copus__cp_place_all(struct greedy_ctx *g, const copus_cluster *c,
 	best_score = score;
 	for (int mode = 1; mode <= 2; mode++) {
 		placed_copy(&chosen, false, res, w, n, free_gpus, dist, N);
-		rc = place_pass(g, c, jobs, res, free_gpus, dist, row, row2,
+		if (g->ix_free != NULL)
+			copus__free_index_build(g->ix_free);
+		rc = place_pass(g, c, jobs, res, free_gpus, dist, &sp, &sp2,
 				idx, mode, avail, moved, &score);
 		if (rc != COPUS_OK)
 			goto out;
@@ -571,11 +676,17 @@ int copus__cp_place_all(struct greedy_ctx *g, const copus_cluster *c,
 		}
 	}
 	placed_copy(&best, false, res, w, n, free_gpus, dist, N);
+	if (g->ix_free != NULL)
+		copus__free_index_build(g->ix_free);
 out:
+	g->ix_avail = NULL;
+	copus__free_index_release(&aix);
 	placed_free(&chosen);
 	placed_free(&best);
 	free(avail);
-	free(row2);
+	free(sp.nodes);
+	free(sp2.row);
+	free(sp2.nodes);
 	free(moved);
 	return rc;
 }

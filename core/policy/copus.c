@@ -199,6 +199,7 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 {
 	struct copus_state *s = state;
 	struct copus__placer pl = { 0 };
+	struct copus__free_index fix = { 0 };
 	const int N = c->num_nodes, T = c->num_types;
 	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
 	struct jw *w = calloc(n + 1, sizeof(*w));
@@ -240,7 +241,8 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	 * current cells as well held them in place and doubled the worst
 	 * finish-time fairness at 0.5x load in copus-sim.)
 	 */
-	struct greedy_ctx g = { w, n, heap, node_gpus, T, prm, &s->opt, &pl };
+	struct greedy_ctx g = { w, n, heap, node_gpus, T, prm, &s->opt, &pl,
+				NULL, NULL };
 	int best_start = -1;
 	double best_v = -1.0;
 	for (int start = 0; start < 2; start++) {
@@ -277,7 +279,15 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	}
 
 	/* Placement: unchanged jobs keep their GPUs, the rest largest first;
-	 * if that leaves a chosen cell out, the repacking, when worth more. */
+	 * if that leaves a chosen cell out, the repacking, when worth more.
+	 * With the same GPUs on every node of a job, the free GPUs are
+	 * indexed, so that each placement does not scan every node. */
+	if (prm->equal_per_node && !s->opt.no_placement) {
+		rc = copus__free_index_init(&fix, c, free_gpus, dist);
+		if (rc == COPUS_ENOMEM)
+			goto out;
+		g.ix_free = rc == COPUS_OK ? &fix : NULL;
+	}
 	rc = copus__cp_place_all(&g, c, jobs, res, free_gpus, dist, row, idx);
 	if (rc != COPUS_OK)
 		goto out;
@@ -311,6 +321,7 @@ out:
 	free(row);
 	free(vic);
 	copus__placer_release(&pl);
+	copus__free_index_release(&fix);
 	return rc;
 }
 

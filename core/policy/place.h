@@ -68,6 +68,54 @@ int copus__place_equal(const copus_cluster *c, const int *fr, const int *dist,
 		       uint32_t mask, int k, int *out_row, int *out_type);
 
 /*
+ * The free GPUs of one placement's nodes (fr, one entry per node), indexed
+ * for copus__place_equal's question so that a round of many placements does
+ * not scan every node for each: for each GPU type and each count f of free
+ * GPUs, the usable nodes of that type with f free, in node order (a bitmap
+ * of two levels, the upper with one bit per word of the lower), once over
+ * all of them and once over those not marked in dist. fr and dist stay the
+ * caller's: after changing fr[n] or dist[n], call copus__free_index_sync for
+ * n (or copus__free_index_build after changing many).
+ */
+struct copus__free_index {
+	const copus_cluster *c;
+	const int *fr;
+	const int *dist;   /* NULL: no node is marked */
+	int fmax;          /* the most GPUs of a usable node */
+	int w0, w1;        /* words of a bitmap's lower and upper level */
+	uint64_t *bits;    /* per (type, f, unmarked only): w0 + w1 words */
+	int *cnt;          /* per (type, f, unmarked only): the nodes */
+	int *f;            /* per node: its count as indexed (0: in no list) */
+	unsigned char *d;  /* per node: its mark as indexed */
+	int over;          /* nodes with more free than fmax (then: scans) */
+	int most[COPUS_MAX_GPU_TYPES]; /* the largest usable node per type */
+};
+
+/*
+ * Index fr and dist (dist may be NULL) of cluster c. COPUS_ENOMEM; or
+ * COPUS_ERANGE when the index would take more memory than scanning is
+ * worth saving (then use copus__place_equal).
+ */
+int copus__free_index_init(struct copus__free_index *ix,
+			   const copus_cluster *c, const int *fr,
+			   const int *dist);
+void copus__free_index_release(struct copus__free_index *ix);
+/* Index every node anew from fr and dist. */
+void copus__free_index_build(struct copus__free_index *ix);
+/* Index node n anew from fr[n] and dist[n]. */
+void copus__free_index_sync(struct copus__free_index *ix, int n);
+
+/*
+ * copus__place_equal(ix->c, ix->fr, ix->dist, mask, k, out_row, out_type),
+ * the same nodes, from the index: out_row must be all zero on entry, and
+ * only the nodes the job takes are written, listed in ascending order in
+ * out_nodes (room for k) with *out_m their number.
+ */
+int copus__free_index_equal(const struct copus__free_index *ix, uint32_t mask,
+			    int k, int *out_row, int *out_nodes, int *out_m,
+			    int *out_type);
+
+/*
  * Arena's placement of m x p GPUs of type t (its fcfs): the m usable nodes
  * of type t with the most free GPUs among those with at least p free, the
  * lowest index among equals. Writes the m nodes in ascending order to
