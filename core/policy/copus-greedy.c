@@ -248,30 +248,27 @@ static int cmp_victim(const void *a, const void *b)
 }
 
 /*
- * Try to admit queued job j on (t, k) by shrinking or queueing jobs of
- * type t that lose the least value per GPU freed. Applies the change and
- * returns the net gain when it is positive; otherwise changes nothing.
- */
-/*
  * How swap_in chooses what to displace: each job's cheapest shrink per GPU
  * freed, whole jobs only, or the one job whose shrink alone frees enough
  * at the least loss.
  */
 enum swap_mode { SWAP_RATIO, SWAP_WHOLE, SWAP_SINGLE };
 
-static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
-		      int *slack, struct victim *vic, enum swap_mode mode)
+/*
+ * The jobs of type t that could make room for need GPUs (need > 0), each
+ * with its cheapest way to (mode), in vic; returns their number. With
+ * SWAP_SINGLE only the cheapest of them, else all, cheapest first.
+ */
+static int victims(const struct greedy_ctx *g, int t, int need,
+		   enum swap_mode mode, struct victim *vic)
 {
 	bool whole = mode == SWAP_WHOLE;
-	struct jw *w = g->w, *x = &w[j];
-	double gain = copus__cp_value(x, t, k, g->node_gpus, g->prm, g->o);
-	int need = k - cap[t], nv = 0, freed = 0;
+	const struct jw *w = g->w;
+	int nv = 0;
 
-	if (!(gain > 0.0))
-		return 0.0;
-	for (size_t i = 0; need > 0 && i < g->n; i++) {
-		struct jw *y = &w[i];
-		if (i == j || y->t != t || y->k <= 0)
+	for (size_t i = 0; i < g->n; i++) {
+		const struct jw *y = &w[i];
+		if (y->t != t || y->k <= 0)
 			continue;
 		double v = copus__cp_value(y, t, y->k, g->node_gpus, g->prm, g->o);
 		struct victim best = { v / y->k, i, 0, y->k };
@@ -289,17 +286,95 @@ static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
 			if (r < best.ratio)
 				best = (struct victim){ r, i, kk, y->k - kk };
 		}
-		if (isfinite(best.ratio))
-			vic[nv++] = best;
-	}
-	if (mode == SWAP_SINGLE && nv > 1) {
+		if (!isfinite(best.ratio))
+			continue;
 		/* Only the cheapest single job. */
-		qsort(vic, (size_t)nv, sizeof(*vic), cmp_victim);
-		nv = 1;
+		if (mode == SWAP_SINGLE && nv == 1) {
+			if (cmp_victim(&best, &vic[0]) < 0)
+				vic[0] = best;
+			continue;
+		}
+		vic[nv++] = best;
 	}
-	if (need > 0) {
+	if (mode != SWAP_SINGLE)
 		qsort(vic, (size_t)nv, sizeof(*vic), cmp_victim);
-		int m = 0;
+	return nv;
+}
+
+/*
+ * The victims of the swaps tried while the cells stay as they are: most
+ * tries fail and change nothing, so the next try of the same type (and,
+ * for SWAP_SINGLE, the same need) reads them here instead of valuing every
+ * job of the type again. version counts the changes to the cells.
+ */
+struct swap_memo {
+	unsigned version;
+	struct victim *list[2][COPUS_MAX_GPU_TYPES]; /* RATIO, WHOLE */
+	int nlist[2][COPUS_MAX_GPU_TYPES];
+	unsigned at[2][COPUS_MAX_GPU_TYPES]; /* version + 1; 0: none */
+	struct victim single[COPUS_MAX_GPU_TYPES];
+	int single_need[COPUS_MAX_GPU_TYPES], nsingle[COPUS_MAX_GPU_TYPES];
+	unsigned single_at[COPUS_MAX_GPU_TYPES];
+};
+
+static void swap_memo_free(struct swap_memo *sm)
+{
+	for (int m = 0; m < 2; m++)
+		for (int t = 0; t < COPUS_MAX_GPU_TYPES; t++)
+			free(sm->list[m][t]);
+}
+
+/* The victims for (t, need, mode) now: *vic points at them. -1: no memory. */
+static int memo_victims(const struct greedy_ctx *g, struct swap_memo *sm,
+			int t, int need, enum swap_mode mode,
+			struct victim **vic)
+{
+	if (mode == SWAP_SINGLE) {
+		if (sm->single_at[t] != sm->version + 1 ||
+		    sm->single_need[t] != need) {
+			sm->nsingle[t] = victims(g, t, need, mode,
+						 &sm->single[t]);
+			sm->single_need[t] = need;
+			sm->single_at[t] = sm->version + 1;
+		}
+		*vic = &sm->single[t];
+		return sm->nsingle[t];
+	}
+	int m = mode == SWAP_WHOLE;
+	if (sm->list[m][t] == NULL) {
+		sm->list[m][t] = malloc((g->n + 1) * sizeof(struct victim));
+		if (sm->list[m][t] == NULL)
+			return -1;
+	}
+	/* need only matters to SWAP_SINGLE. */
+	if (sm->at[m][t] != sm->version + 1) {
+		sm->nlist[m][t] = victims(g, t, need, mode, sm->list[m][t]);
+		sm->at[m][t] = sm->version + 1;
+	}
+	*vic = sm->list[m][t];
+	return sm->nlist[m][t];
+}
+
+/*
+ * Try to admit queued job j on (t, k) by shrinking or queueing jobs of
+ * type t that lose the least value per GPU freed. Applies the change and
+ * returns the net gain when it is positive; otherwise changes nothing.
+ * -1 without memory.
+ */
+static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
+		      int *slack, struct swap_memo *sm, enum swap_mode mode)
+{
+	struct jw *w = g->w, *x = &w[j];
+	double gain = copus__cp_value(x, t, k, g->node_gpus, g->prm, g->o);
+	int need = k - cap[t], freed = 0;
+
+	if (!(gain > 0.0))
+		return 0.0;
+	if (need > 0) {
+		struct victim *vic;
+		int nv = memo_victims(g, sm, t, need, mode, &vic), m = 0;
+		if (nv < 0)
+			return -1.0;
 		for (; m < nv && freed < need; m++) {
 			struct jw *y = &w[vic[m].i];
 			gain -= copus__cp_value(y, t, y->k, g->node_gpus, g->prm, g->o) -
@@ -323,6 +398,7 @@ static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
 		}
 	}
 	copus__cp_take_cell(x, t, k, g->T, g->node_gpus, cap, slack);
+	sm->version++;
 	return gain;
 }
 
@@ -332,9 +408,9 @@ static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
  * at a time by value per GPU, passes over large cells such as a big rigid
  * job's), then the greedy resumes on what is left.
  */
-double copus__cp_improve(struct greedy_ctx *g, size_t *idx, int *cap, int *slack,
-		      struct victim *vic)
+double copus__cp_improve(struct greedy_ctx *g, size_t *idx, int *cap, int *slack)
 {
+	struct swap_memo sm = { 0 };
 	struct jw *w = g->w;
 	size_t tries = 0;
 	bool changed = false;
@@ -359,11 +435,21 @@ double copus__cp_improve(struct greedy_ctx *g, size_t *idx, int *cap, int *slack
 			continue;
 		tries++;
 		/* Shrinking others where that loses least; else queueing them. */
-		if (swap_in(g, j, bt, need, cap, slack, vic, SWAP_RATIO) > 0.0 ||
-		    swap_in(g, j, bt, need, cap, slack, vic, SWAP_SINGLE) > 0.0 ||
-		    swap_in(g, j, bt, need, cap, slack, vic, SWAP_WHOLE) > 0.0)
-			changed = true;
+		static const enum swap_mode modes[] = { SWAP_RATIO, SWAP_SINGLE,
+							SWAP_WHOLE };
+		double gain = 0.0;
+		for (int i = 0; i < 3 && gain == 0.0; i++)
+			gain = swap_in(g, j, bt, need, cap, slack, &sm,
+				       modes[i]);
+		if (gain < 0.0) {
+			/* Out of memory: the caller restores the greedy's
+			 * cells, as when no swap helps. */
+			changed = false;
+			break;
+		}
+		changed |= gain > 0.0;
 	}
+	swap_memo_free(&sm);
 	if (!changed)
 		return -1.0;
 	return copus__cp_greedy(g, 3, idx, cap, slack);

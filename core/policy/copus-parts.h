@@ -142,7 +142,7 @@ void copus__cp_exact_dp(struct greedy_ctx *g, const int *total);
 double copus__cp_greedy(struct greedy_ctx *g, int start, size_t *idx, int *cap,
 		int *slack);
 double copus__cp_improve(struct greedy_ctx *g, size_t *idx, int *cap,
-		int *slack, struct victim *vic);
+		int *slack);
 bool copus__cp_migrate(struct greedy_ctx *g, size_t *idx, int *cap, int *slack);
 void copus__cp_take_cell(struct jw *x, int t, int k, int T,
 		const int *node_gpus, int *cap, int *slack);

@@ -208,11 +208,10 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	int *free_gpus = calloc((size_t)N, sizeof(int));
 	int *dist = calloc((size_t)N, sizeof(int));
 	int *row = calloc((size_t)N, sizeof(int));
-	struct victim *vic = calloc(n + 1, sizeof(*vic));
 	int total[COPUS_MAX_GPU_TYPES], slack[COPUS_MAX_GPU_TYPES];
 	int rc = COPUS_OK;
 
-	if (!w || !heap || !idx || !free_gpus || !dist || !row || !vic ||
+	if (!w || !heap || !idx || !free_gpus || !dist || !row ||
 	    copus__placer_init(&pl, N) != COPUS_OK) {
 		rc = COPUS_ENOMEM;
 		goto out;
@@ -266,7 +265,7 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	{
 		int cp[COPUS_MAX_GPU_TYPES], sl[COPUS_MAX_GPU_TYPES];
 		take_cells(&g, cap, slack, cp, sl);
-		if (copus__cp_improve(&g, idx, cp, sl, vic) <= best_v) {
+		if (copus__cp_improve(&g, idx, cp, sl) <= best_v) {
 			for (size_t j = 0; j < n; j++) {
 				w[j].t = w[j].best_t;
 				w[j].k = w[j].best_k;
@@ -319,7 +318,6 @@ out:
 	free(free_gpus);
 	free(dist);
 	free(row);
-	free(vic);
 	copus__placer_release(&pl);
 	copus__free_index_release(&fix);
 	return rc;
