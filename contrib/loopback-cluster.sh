@@ -8,6 +8,7 @@
 #                              [--sched NAME] [--sched-params LIST]
 #                              [--plugin-dir DIR] [--spank PATH[:ARGS]]
 #                              [--wait SECONDS] [--example DIR]
+#                              [--conf-extra LINES]
 #   loopback-cluster.sh down DIR
 #   loopback-cluster.sh status DIR
 #   loopback-cluster.sh env DIR      (prints "export SLURM_CONF=...")
@@ -23,6 +24,9 @@
 # --example DIR runs the cluster with the scheduling settings of
 # DIR/slurm.conf.example and the spank_copus line of
 # DIR/plugstack.conf.example (e.g. etc/ of the source tree).
+# --conf-extra LINES adds KEY=VALUE lines (newline-separated) to slurm.conf
+# last, as a site would (e.g. "MaxJobCount=100000"); a key this harness or
+# --example sets is replaced. SchedulerParameters is --sched-params's.
 # Everything lives under DIR (configuration, state, logs, PID files, device
 # files); the daemons listen on free ports of 127.0.0.1 only, so several
 # clusters can run side by side. "down" stops exactly the processes that "up"
@@ -39,7 +43,7 @@ die() { echo "$PROG: $*" >&2; exit 1; }
 say() { [ -n "${QUIET:-}" ] || echo "$PROG: $*"; }
 
 usage() {
-	sed -n '5,25p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,29p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -177,6 +181,19 @@ EOF
 	: >"$DIR/etc/plugstack.conf"
 	[ -z "$SPANK" ] || echo "required ${SPANK//:/ }" >>"$DIR/etc/plugstack.conf"
 	[ -z "$EXAMPLE" ] || _use_example
+	[ -z "$CONF_EXTRA" ] || _conf_extra
+}
+
+# --conf-extra LINES: each KEY=VALUE line replaces the line of its key, or
+# is added.
+_conf_extra() {
+	local line key
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		key=${line%%=*}
+		sed -i "/^$key=/d" "$DIR/etc/slurm.conf"
+		echo "$line" >>"$DIR/etc/slurm.conf"
+	done <<<"$CONF_EXTRA"
 }
 
 # --example DIR: the scheduling settings of DIR/slurm.conf.example replace
@@ -424,7 +441,7 @@ CMD=$1
 DIR=$2
 shift 2
 NODES=4 CPUS=8 MEM=16000 WAIT=60 MUNGE="" SCHED=builtin SCHED_PARAMS=""
-PLUGIN_DIR="" SPANK="" GPUS="" KILL="" NODE="" EXAMPLE=""
+PLUGIN_DIR="" SPANK="" GPUS="" KILL="" NODE="" EXAMPLE="" CONF_EXTRA=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=${2:-}; shift 2 ;;
@@ -436,6 +453,8 @@ while [ $# -gt 0 ]; do
 	--kill) KILL=1; shift ;;
 	--node) NODE=${2:-}; shift 2 ;;
 	--example) EXAMPLE=${2:-}; shift 2 ;;
+	--conf-extra) CONF_EXTRA="$CONF_EXTRA${CONF_EXTRA:+
+}${2:-}"; shift 2 ;;
 	--sched) SCHED=${2:-}; shift 2 ;;
 	--sched-params) SCHED_PARAMS=${2:-}; shift 2 ;;
 	--plugin-dir) PLUGIN_DIR=${2:-}; shift 2 ;;
@@ -462,6 +481,12 @@ if [ -n "$GPUS" ]; then
 	done
 	[ ${#GPU_TYPES[@]} -le "$NODES" ] || die "--gpus: more GPU types than nodes"
 fi
+while IFS= read -r _l; do
+	[ -z "$_l" ] || [[ $_l =~ ^[A-Za-z][A-Za-z0-9]*= ]] ||
+		die "--conf-extra: '$_l' is not a KEY=VALUE line"
+	[[ $_l != SchedulerParameters=* ]] ||
+		die "--conf-extra: give SchedulerParameters with --sched-params"
+done <<<"$CONF_EXTRA"
 [ -z "$PLUGIN_DIR" ] || [ -d "$PLUGIN_DIR" ] || die "--plugin-dir: $PLUGIN_DIR is not a directory"
 [ -z "$SPANK" ] || [ -f "${SPANK%%:*}" ] || die "--spank: ${SPANK%%:*} not found"
 [ -n "$PLUGIN_DIR" ] && PLUGIN_DIR=$(cd "$PLUGIN_DIR" && pwd)
