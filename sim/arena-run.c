@@ -99,24 +99,6 @@ static double py_floordiv(double a, double b)
 	return fl;
 }
 
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double quantile(double *v, size_t n, double q)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(*v), dbl_cmp);
-	i = (size_t)ceil(q * (double)n);
-	return v[i > 0 ? i - 1 : 0];
-}
-
 /* The cell a decision's slots make: GPUs, nodes and GPUs on each. An
  * uneven spread is valued as the even one of its smallest share (rounded
  * down to a power of two), which it is no faster than. */
@@ -675,11 +657,11 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 		r->mean_jct_finished = nf ? sum_f / (double)nf : NAN;
 		r->mean_jct_all = r->submitted ? sum_a / (double)r->submitted :
 						 NAN;
-		r->p99_jct = nf ? quantile(done_jct, nf, 0.99) : NAN;
+		r->p99_jct = nf ? sim_quantile(done_jct, nf, 0.99) : NAN;
 		arena_bounds(w, o, r, done_jct);
 	}
-	r->decide_ms_median = quantile(dms, ndms, 0.5);
-	r->decide_ms_p95 = quantile(dms, ndms, 0.95);
+	r->decide_ms_median = sim_quantile(dms, ndms, 0.5);
+	r->decide_ms_p95 = sim_quantile(dms, ndms, 0.95);
 	r->decide_ms_max = ndms ? dms[ndms - 1] : 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	r->wall = (double)(t1.tv_sec - t0.tv_sec) +

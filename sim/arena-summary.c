@@ -9,12 +9,6 @@
 
 #include "arena.h"
 
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /*
  * The lower bounds of r (struct arena_result): a job's least JCT is its
  * iterations on the fastest of its model's cells, rounded up to whole
@@ -47,7 +41,7 @@ void arena_bounds(const struct arena_world *w, const struct arena_opts *o,
 	}
 	r->bound_all = r->submitted ? all / (double)r->submitted : NAN;
 	r->bound_these = r->finished ? these / (double)r->finished : NAN;
-	qsort(tmp, nany, sizeof(*tmp), dbl_cmp);
+	sim_sort_doubles(tmp, nany);
 	r->bound_any = NAN;
 	if (r->finished > 0 && r->finished <= nany) {
 		double sum = 0;

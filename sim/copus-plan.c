@@ -26,6 +26,7 @@
 
 #include "../runtime/file.h"
 #include "plan-data.h"
+#include "sim.h"
 
 #define ERR_LEN 1024
 
@@ -309,27 +310,6 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double quantile(double *v, size_t n, double q)
-{
-	double pos;
-	size_t i;
-
-	if (n == 0)
-		return NAN;
-	qsort(v, n, sizeof(*v), cmp_double);
-	pos = q * (double)(n - 1);
-	i = (size_t)pos;
-	if (i + 1 >= n)
-		return v[n - 1];
-	return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
-}
-
 /* Relative errors of the predictions for the rows where test[i]; a row
  * with no plan counts as an error of 100%. The median of each
  * architecture follows on the same line. When res is not NULL, each
@@ -386,12 +366,12 @@ static void report(const char *what, struct plan_data *d,
 	}
 	printf("%s: calibrated on %zu, predicted %zu: median %.1f%%, "
 	       "p90 %.1f%%, no plan for %zu (median",
-	       what, n_train, k, 100.0 * quantile(e, k, 0.5),
-	       100.0 * quantile(e, k, 0.9), none);
+	       what, n_train, k, 100.0 * sim_quantile(e, k, 0.5),
+	       100.0 * sim_quantile(e, k, 0.9), none);
 	for (int a = 1; a <= 3; a++)
 		if (ka[a])
 			printf(" %s %.1f%%", arch[a],
-			       100.0 * quantile(e + n * (size_t)(a + 1), ka[a],
+			       100.0 * sim_quantile(e + n * (size_t)(a + 1), ka[a],
 						0.5));
 	printf(")\n");
 	free(e);
@@ -523,8 +503,8 @@ static int cmd_evaluate(const struct args *a)
 					 rows[i].seconds;
 		printf("crius's estimator (%s): %zu model x cell pairs: median "
 		       "%.1f%%, p90 %.1f%%\n",
-		       path, k, 100.0 * quantile(e, k, 0.5),
-		       100.0 * quantile(e, k, 0.9));
+		       path, k, 100.0 * sim_quantile(e, k, 0.5),
+		       100.0 * sim_quantile(e, k, 0.9));
 		free(e);
 	} else if (est != NULL) {
 		printf("crius's estimator: %s\n", err);

@@ -13,26 +13,28 @@
 
 #include "engine-parts.h"
 
-static double pctl(double *v, size_t n, double q)
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* v in ascending order. */
+void sim_sort_doubles(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+}
+
+double sim_quantile(double *v, size_t n, double q)
 {
 	size_t k;
 
 	if (n == 0)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		double x = v[i];
-		size_t m = i;
-
-		while (m > 0 && v[m - 1] > x) {
-			v[m] = v[m - 1];
-			m--;
-		}
-		v[m] = x;
-	}
+		return NAN;
+	sim_sort_doubles(v, n);
 	k = (size_t)ceil(q * (double)n);
-	if (k < 1)
-		k = 1;
-	return v[k - 1];
+	return v[k > 0 ? k - 1 : 0];
 }
 
 void sim_result_free(struct sim_result *r)
@@ -47,12 +49,6 @@ void sim_result_free(struct sim_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 /* What the predictor knows of a job: its application, request, batch. */
 static copus_job_attrs job_attrs(const struct sjob *j)
@@ -565,13 +561,12 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 		}
 		res->njobs = n;
 		res->avg_jct = n ? sum / (double)n : 0;
-		res->p99_jct = pctl(tmp, n, 0.99);
+		res->p99_jct = sim_quantile(tmp, n, 0.99);
 		free(tmp);
 	}
 	if (ndt > 0) {
-		qsort(dts, ndt, sizeof(*dts), cmp_double);
-		res->decide_ms_median = dts[(ndt - 1) / 2];
-		res->decide_ms_p95 = dts[(size_t)(0.95 * (double)(ndt - 1))];
+		res->decide_ms_median = sim_quantile(dts, ndt, 0.5);
+		res->decide_ms_p95 = sim_quantile(dts, ndt, 0.95);
 		res->decide_ms_max = dts[ndt - 1];
 	}
 	rc = COPUS_OK;
@@ -596,9 +591,8 @@ out:
 	copus_predictor_destroy(pred);
 	res->pred_samples = (long)nerr;
 	if (nerr > 0) {
-		qsort(errs, nerr, sizeof(*errs), cmp_double);
-		res->pred_err_median = errs[nerr / 2];
-		res->pred_err_p90 = errs[(size_t)(0.9 * (double)(nerr - 1))];
+		res->pred_err_median = sim_quantile(errs, nerr, 0.5);
+		res->pred_err_p90 = sim_quantile(errs, nerr, 0.9);
 	}
 	free(errs);
 	free(attrs);

@@ -192,12 +192,6 @@ static double coll_factor(int c, int n)
 	return (double)(n - 1) / n;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* ------------------------------------------------------------- the fit */
 
 /*
@@ -422,7 +416,7 @@ static int fit_types(const struct shapes *t, struct plan_data *d,
 				v[k++] = d->gpus[g].gpu.shape_exp[e];
 		if (k == 0)
 			continue;
-		qsort(v, (size_t)k, sizeof(double), cmp_double);
+		sim_sort_doubles(v, (size_t)k);
 		for (int g = 0; g < d->n_gpus; g++)
 			if (!shaped[g][l])
 				d->gpus[g].gpu.shape_exp[e] = v[k / 2];
@@ -466,8 +460,8 @@ static int fit_types(const struct shapes *t, struct plan_data *d,
 					 path, c, l ? "nodes" : "one node");
 				return COPUS_ENODATA;
 			}
-			qsort(a, (size_t)k, sizeof(double), cmp_double);
-			qsort(b, (size_t)k, sizeof(double), cmp_double);
+			sim_sort_doubles(a, (size_t)k);
+			sim_sort_doubles(b, (size_t)k);
 			for (int g = 0; g < d->n_gpus; g++) {
 				struct plan_gpu *pg = &d->gpus[g];
 				if (pg->measured[l][c])

@@ -217,6 +217,16 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	    size_t len);
 void sim_result_free(struct sim_result *r);
 
+/* v in ascending order. */
+void sim_sort_doubles(double *v, size_t n);
+/*
+ * The q-quantile of v's n values by nearest rank (the ceil(q n)-th
+ * smallest; the median of an even count is the lower middle one), sorting
+ * v; NAN when n is 0. Every quantile the simulator and copus-plan report
+ * (p99 JCT, decision times, prediction and planner errors) is this one.
+ */
+double sim_quantile(double *v, size_t n, double q);
+
 /*
  * The time a job takes alone on its requested GPUs with its requested
  * batch (consolidated on nodes of g GPUs of type t), from the tables; the
