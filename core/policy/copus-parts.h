@@ -81,6 +81,7 @@ struct jw {
 	 * "Scarcity"): 1, or less while the requests exceed the cluster
 	 * more than twofold (jobs without cells). */
 	double spread;
+	int base; /* copus__cp_base_need */
 };
 
 struct heap_item {
@@ -111,7 +112,14 @@ struct victim {
 
 /* What a cell is worth to a job (copus-value.c). */
 
-int copus__cp_base_need(const struct jw *x);
+/* The smallest size job x runs at (its fixed size without a model), set
+ * when its request is final (copus__cp_prepare_jobs): the greedy's order
+ * and its slack ask for it at every step. */
+static inline int copus__cp_base_need(const struct jw *x)
+{
+	return x->base;
+}
+
 bool copus__cp_cell_allowed(const struct jw *x, int t, int k,
 		const int *node_gpus, const struct copus__copus_opts *o);
 bool copus__cp_size_tiles(const struct jw *x, int t, int k,

@@ -318,8 +318,9 @@ static int unknown_size(const struct jw *x, int T)
 	return x->cur_k > k ? x->cur_k : k;
 }
 
-/* The smallest size a job runs at: its fixed size without a model. */
-int copus__cp_base_need(const struct jw *x)
+/* The smallest size a job runs at: its fixed size without a model
+ * (copus__cp_base_need, once its request is final). */
+static int base_need(const struct jw *x)
 {
 	const copus_job *j = x->job;
 
@@ -583,8 +584,10 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 						     (double)demand)) : 1.0;
 	/* A job with a table of cells runs at a fixed batch on the sizes
 	 * its memory allows: no size of it is more efficient to spread to. */
-	for (size_t j = 0; j < n; j++)
+	for (size_t j = 0; j < n; j++) {
 		w[j].spread = w[j].cs == NULL ? spread : 1.0;
+		w[j].base = base_need(&w[j]);
+	}
 	if (!s->opt.no_fairness)
 		fairness_guard(w, n);
 	for (size_t j = 0; j < n; j++)
