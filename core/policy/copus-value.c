@@ -251,10 +251,10 @@ double copus__cp_value(const struct jw *w, int t, int k, const int *node_gpus,
 	if (k <= 0 || s <= 0.0)
 		return 0.0;
 	double g = w->spread > 0.0 ? w->spread : 1.0;
-	double v = pow(s, g) * w->weight;
+	double sg = pow(s, g), v = sg * w->weight;
 	if (k > w->q) {
 		double sq = pow(copus__cp_speedup(w, t, w->q, node_gpus), g);
-		v = sq * w->weight + (pow(s, g) - sq);
+		v = sq * w->weight + (sg - sq);
 	}
 	if (w->cur_k > 0 && (t != w->cur_t || k != w->cur_k))
 		v *= copus__cp_restart_factor(w, s, prm, o);
