@@ -346,6 +346,35 @@ static void _round(struct copus__sched *s, bool quick)
 	copus__snapshot_free(&r);
 }
 
+/* Milliseconds from a to b (negative when b is earlier). */
+static double _ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1e3 + (b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/*
+ * After a round that began at began: the earliest time of the next event
+ * round, so that event rounds take at most a tenth of the time (a round
+ * of t ms is followed by 9 t ms without one). On a deep queue, where
+ * every submission is an event and each round walks every job, this keeps
+ * slurmctld's locks free for the RPCs; full rounds keep their interval.
+ */
+static void _event_gap(const struct timespec *began, struct timespec *after)
+{
+	struct timespec end;
+	double gap_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	gap_ms = COPUS__EVENT_IDLE * _ms_between(began, &end);
+	*after = end;
+	after->tv_sec += (time_t)(gap_ms / 1e3);
+	after->tv_nsec += (long)(fmod(gap_ms, 1e3) * 1e6);
+	if (after->tv_nsec >= 1000000000L) {
+		after->tv_sec++;
+		after->tv_nsec -= 1000000000L;
+	}
+}
+
 static void *_agent(void *arg)
 {
 	struct copus__sched *s = arg;
@@ -353,7 +382,7 @@ static void *_agent(void *arg)
 	/* The configuration and partitions, read (_load_params). */
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, READ_LOCK,
 				  NO_LOCK };
-	struct timespec now, next_full = { 0 };
+	struct timespec now, next_full = { 0 }, event_after = { 0 };
 	struct copus__lock_clock clk;
 	bool full;
 	char *dir;
@@ -419,10 +448,13 @@ static void *_agent(void *arg)
 			next_full = now;
 			next_full.tv_sec += s->params.interval;
 			_round(s, false);
-		} else if (_changed(s) ||
-			   (s->wake_at && time(NULL) >= s->wake_at)) {
+			_event_gap(&now, &event_after);
+		} else if ((_changed(s) ||
+			    (s->wake_at && time(NULL) >= s->wake_at)) &&
+			   _ms_between(&event_after, &now) >= 0) {
 			/* Something changed, or a held job may start. */
 			_round(s, true);
+			_event_gap(&now, &event_after);
 		}
 	}
 	if (s->policy)

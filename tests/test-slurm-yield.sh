@@ -2,9 +2,11 @@
 # sched/copus lets slurmctld's locks go midway through a long phase
 # (copus_yield_interval, copus_yield_sleep). Where the yields fall changes
 # no decision: on a queue that does not change, each job's decision with a
-# yield every 16 jobs is the one without yields. Jobs that end, are
-# cancelled or are submitted during the yields are handled: none is lost,
-# the rest run, slurmctld keeps running.
+# yield every 16 jobs is the one without yields. Rounds made long by yields
+# take at most about a tenth of the time while jobs keep coming (event
+# rounds wait nine times a round's length). Jobs that end, are cancelled or
+# are submitted during the yields are handled: none is lost, the rest run,
+# slurmctld keeps running.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
@@ -86,10 +88,30 @@ diff "$TMP/without" "$TMP/with" >"$TMP/diff" ||
 	fail "the decisions differ with yields: $(head -n 20 "$TMP/diff")"
 echo "the same $(wc -l <"$TMP/with") decisions with and without yields ($y yields of the snapshot)"
 
-# Long yields, and the queue changing meanwhile: half of it cancelled, more
-# submitted, then the GPUs freed so that the rest runs.
+# Long yields make each round of this queue last most of a second; jobs
+# submitted every 0.1 s for 6 s, each an event, with no full round due:
+# the plugin spends at most a tenth of the time in event rounds, not a
+# round after every poll (that would be most of the time).
+set_params copus_interval=60,copus_yield_interval=1,copus_yield_sleep=5000
+sleep 4
+busy_ms() { awk '$1 == "rounds" { r = $2 } $1 == "round_ms_mean" { m = $2 } END { printf "%.0f\n", r * m }' <("$ctl" stats --state-dir "$st"); }
+b0=$(busy_ms) e0=$(stat event_rounds) t0=$(date +%s%N)
+late=()
+for i in $(seq 1 60); do
+	late+=("$(sbatch --parsable -o /dev/null --gres=gpu:1 -t 5 --wrap 'sleep 1')") ||
+		fail "sbatch of an event job"
+	sleep 0.1
+done
+b1=$(busy_ms) e1=$(stat event_rounds) t1=$(date +%s%N)
+span=$(((t1 - t0) / 1000000))
+share=$(((b1 - b0) * 100 / span))
+echo "with rounds of $(stat round_ms_last) ms: $((e1 - e0)) event rounds in $span ms, rounds busy ${share}% of the time"
+[ "$share" -le 30 ] || fail "rounds took ${share}% of the time while jobs were submitted"
 set_params copus_interval=2,copus_yield_interval=1,copus_yield_sleep=20000
 sleep 1
+
+# The queue changing during long yields: half of it cancelled, more
+# submitted, then the GPUs freed so that the rest runs.
 cancelled=()
 for ((i = 0; i < ${#queue[@]}; i += 2)); do
 	cancelled+=("${queue[i]}")
