@@ -33,7 +33,8 @@
 # cycles of sched/backfill's default bf_interval, six of copus_interval's)
 # or longer when the calls take longer, times one "squeue", one
 # "scontrol show job" of a random pending job and one "sbatch" (whose job
-# waits too). sdiag's cycle times and copus's round times follow each row.
+# waits too). slurmctld's CPU time over the samples and its resident
+# memory, sdiag's cycle times and copus's round times follow each row.
 # MaxJobCount is raised to fit, as a site would; CONF_EXTRA adds slurm.conf
 # lines to every cluster of churn and depth.
 #
@@ -254,9 +255,19 @@ $CONF_EXTRA}"
 		"$CLUSTER" down "$TMP/c" >/dev/null
 	}
 
+	# ctld_cpu: slurmctld's CPU seconds so far (user and system).
+	ctld_cpu() {
+		awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' \
+			"/proc/$(cat "$TMP/c/pids/slurmctld.pid")/stat"
+	}
+	# ctld_rss: slurmctld's resident memory, MiB.
+	ctld_rss() {
+		awk '/^VmRSS:/ { printf "%.0f\n", $2 / 1024 }' "/proc/$(cat "$TMP/c/pids/slurmctld.pid")/status"
+	}
+
 	# depth_one SCHED: the rows of the depth table for SCHED.
 	depth_one() {
-		local sched=$1 d have=0 i id ids n end t0 left
+		local sched=$1 d have=0 i id ids n end t0 c0 left
 		up "$sched"
 		export JOBCMD_S=100000
 		submit "$GPUS" "$TMP/fill" --gres=gpu:1 -t 600
@@ -277,6 +288,7 @@ $CONF_EXTRA}"
 			: >"$TMP/sc"
 			: >"$TMP/sb"
 			t0=${EPOCHREALTIME/./}
+			c0=$(ctld_cpu)
 			for ((i = 0; i < SAMPLES; i++)); do
 				# Sample i starts at i/SAMPLES of SPAN seconds (or
 				# later, when the calls take longer).
@@ -290,6 +302,9 @@ $CONF_EXTRA}"
 			done
 			echo "depth $sched $(squeue -h -t PD -o %i | wc -l) $RATE $(stat "$TMP/sq") $(stat "$TMP/sc") $(stat "$TMP/sb") $(check) $(load)" |
 				tee -a "$TMP/results"
+			echo "   slurmctld: $(echo "$c0 $(ctld_cpu) $t0 ${EPOCHREALTIME/./}" |
+				awk '{ printf "%.2f CPU s in the %.0f s of samples (%.0f%% of a core)", $2 - $1, ($4 - $3) / 1e6, 100 * ($2 - $1) / (($4 - $3) / 1e6) }'), RSS $(ctld_rss) MiB" |
+				tee -a "$TMP/ctld"
 			sdiag 2>/dev/null | awk '/^Main schedule/ { s = "main" } /^Backfilling/ { s = "backfill" }
 				s && /Total (cycles|backfilled jobs \(since last slurm start\))|Mean cycle:|Max cycle:/ {
 					sub(/^[ \t]*/, ""); out = out sprintf("%s %s; ", s, $0) }
