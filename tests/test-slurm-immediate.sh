@@ -30,6 +30,10 @@ grep -q '1 passed' <<<"$out" || fail "Slurm's $test did not pass: $out"
 echo "Slurm's $test: $(grep passed <<<"$out")"
 
 conf=$TMP/c/etc/slurm.conf
+# Slurm notices a new configuration by its time, to the second
+# (slurm_conf.last_update, job_allocate()): a reconfigure within the second
+# of the start would leave defer unseen.
+sleep 1.1
 sed -i 's/^SchedulerParameters=sched_interval=-1/&,defer/' "$conf"
 grep -q '^SchedulerParameters=sched_interval=-1,defer' "$conf" || fail "no defer in $conf"
 scontrol reconfigure || fail "scontrol reconfigure failed"
