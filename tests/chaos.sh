@@ -195,6 +195,19 @@ for n in n1 n2 n3; do
 	scontrol update nodename="$n" state=resume 2>/dev/null
 done
 sleep 25
+# A job ending or requeued on a node whose slurmd the soak restarted stays
+# COMPLETING until Slurm hears from that node again, or marks it down
+# after SlurmdTimeout (60 s on the loopback cluster): that much longer for
+# such jobs to settle. A job still COMPLETING after it fails the check.
+end=$((SECONDS + 90))
+while [ $SECONDS -lt $end ]; do
+	busy=0
+	for id in "${ids[@]}"; do
+		[ "$(job_field "$id" JobState)" = COMPLETING ] && busy=1
+	done
+	[ $busy = 1 ] || break
+	sleep 2
+done
 
 passed=0 failed=0
 check() { # DESCRIPTION CONDITION-RESULT(0 ok)
