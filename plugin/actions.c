@@ -170,7 +170,8 @@ static uint32_t _deadline_limit(job_record_t *job_ptr, time_t now)
  * a node that reports a run of a pending job. A run still going there ends;
  * a node whose run ended while slurmctld was down forgets the job (it would
  * refuse the next launch as a second copy); the job's credential is revoked
- * there now, so the next start comes COPUS__RELEASE_GAP s later.
+ * there now, so the next start comes KillWait + COPUS__RELEASE_GAP s later
+ * (round.h, kill_wait): a run still going is killed by then.
  */
 static void _clear(job_record_t *job_ptr)
 {

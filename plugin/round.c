@@ -629,13 +629,14 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 		}
 		if (j->strays) {
 			j->action = COPUS__ACT_CLEAR;
-			_wake(r, r->when + COPUS__RELEASE_GAP);
+			_wake(r, r->when + COPUS__RELEASE_GAP + r->kill_wait);
 			j->reason = "copus: started before slurmctld restarted; "
 				    "its nodes forget that run first";
 			continue;
 		}
-		if (j->cleared && r->when < j->cleared + COPUS__RELEASE_GAP) {
-			_wake(r, j->cleared + COPUS__RELEASE_GAP);
+		if (j->cleared && r->when < j->cleared + COPUS__RELEASE_GAP +
+					   r->kill_wait) {
+			_wake(r, j->cleared + COPUS__RELEASE_GAP + r->kill_wait);
 			j->reason = "copus: started before slurmctld restarted; "
 				    "restarts in a moment";
 			continue;

@@ -170,6 +170,14 @@ struct copus__round {
 	 * the plugin saw, or, after a slurmctld start, after every node's.
 	 */
 	time_t reg_quiet;
+	/*
+	 * Slurm's KillWait: a node told to abort a run signals it, and kills
+	 * it that many seconds later if it is still there. A stray run the
+	 * plugin cleared (round_job.strays) is certainly gone KillWait +
+	 * COPUS__RELEASE_GAP seconds after; a start before that can meet it
+	 * on its node, which refuses the second copy and is drained.
+	 */
+	int kill_wait;
 	time_t when;
 	/*
 	 * The decision's: the earliest time a job it held back only for

@@ -101,6 +101,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	r->max_jobs = s->params.max_jobs;
 	r->state_dir = xstrdup(slurm_conf.state_save_location);
 	r->decay_hl = (double)slurm_conf.priority_decay_hl;
+	r->kill_wait = (int)slurm_conf.kill_wait;
 	r->nnodes = node_record_count;
 	if (s->nreg != r->nnodes) {
 		xrecalloc(s->reg, r->nnodes + 1, sizeof(*s->reg));

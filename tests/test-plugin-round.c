@@ -570,7 +570,8 @@ static void a_job_started_before_a_crash_waits_until_registrations_settle(void)
  * A job started before this slurmctld did, recovered pending: once the
  * registrations have settled, its nodes are first told to abort that run
  * (a run that ended while slurmctld was down would make the node refuse the
- * next launch as a second copy); it starts COPUS__RELEASE_GAP s after that.
+ * next launch as a second copy); it starts COPUS__RELEASE_GAP s after that,
+ * and Slurm's KillWait more (the longest a node takes to kill the run).
  * A fresh job is not held.
  */
 static void a_job_started_before_a_crash_is_cleared_before_it_starts(void)
@@ -606,6 +607,21 @@ static void a_job_started_before_a_crash_is_cleared_before_it_starts(void)
 	lost->reason = fresh->reason = NULL;
 	lost->action = fresh->action = COPUS__ACT_NONE;
 	lost->cleared = NOW - COPUS__RELEASE_GAP;
+	_decide();
+	ASSERT_ACTION(lost, COPUS__ACT_START);
+	/* With KillWait, the run may last that much longer on its node. */
+	copus__round_free(&_r);
+	lost->reason = fresh->reason = NULL;
+	lost->action = fresh->action = COPUS__ACT_NONE;
+	_r.kill_wait = 5;
+	_r.wake = 0;
+	_decide();
+	ASSERT_ACTION(lost, COPUS__ACT_NONE);
+	CU_ASSERT_EQUAL(_r.wake, NOW + 5);
+	copus__round_free(&_r);
+	lost->reason = fresh->reason = NULL;
+	lost->action = fresh->action = COPUS__ACT_NONE;
+	lost->cleared = NOW - COPUS__RELEASE_GAP - 5;
 	_decide();
 	ASSERT_ACTION(lost, COPUS__ACT_START);
 	copus__memo_free(&_s);
