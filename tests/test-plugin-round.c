@@ -566,6 +566,14 @@ static void a_job_started_before_a_crash_waits_until_registrations_settle(void)
 	ASSERT_ACTION(rigid, COPUS__ACT_START);
 }
 
+/* The round decided again: its decisions dropped, the two jobs' cleared. */
+static void _again(struct copus__round_job *a, struct copus__round_job *b)
+{
+	copus__round_free(&_r);
+	a->reason = b->reason = NULL;
+	a->action = b->action = COPUS__ACT_NONE;
+}
+
 /*
  * A job started before this slurmctld did, recovered pending: once the
  * registrations have settled, its nodes are first told to abort that run
@@ -594,33 +602,25 @@ static void a_job_started_before_a_crash_is_cleared_before_it_starts(void)
 	copus__round_launches(&_s, &_r, false);
 	CU_ASSERT_EQUAL(copus__memo_find(&_s, 1)->cleared, NOW);
 	/* Within the gap it waits, then it starts. */
-	copus__round_free(&_r);
-	lost->reason = fresh->reason = NULL;
-	lost->action = fresh->action = COPUS__ACT_NONE;
+	_again(lost, fresh);
 	lost->strays = false;
 	lost->cleared = NOW - COPUS__RELEASE_GAP + 1;
 	_r.wake = 0;
 	_decide();
 	ASSERT_ACTION(lost, COPUS__ACT_NONE);
 	CU_ASSERT_EQUAL(_r.wake, NOW + 1);
-	copus__round_free(&_r);
-	lost->reason = fresh->reason = NULL;
-	lost->action = fresh->action = COPUS__ACT_NONE;
+	_again(lost, fresh);
 	lost->cleared = NOW - COPUS__RELEASE_GAP;
 	_decide();
 	ASSERT_ACTION(lost, COPUS__ACT_START);
 	/* With KillWait, the run may last that much longer on its node. */
-	copus__round_free(&_r);
-	lost->reason = fresh->reason = NULL;
-	lost->action = fresh->action = COPUS__ACT_NONE;
+	_again(lost, fresh);
 	_r.kill_wait = 5;
 	_r.wake = 0;
 	_decide();
 	ASSERT_ACTION(lost, COPUS__ACT_NONE);
 	CU_ASSERT_EQUAL(_r.wake, NOW + 5);
-	copus__round_free(&_r);
-	lost->reason = fresh->reason = NULL;
-	lost->action = fresh->action = COPUS__ACT_NONE;
+	_again(lost, fresh);
 	lost->cleared = NOW - COPUS__RELEASE_GAP - 5;
 	_decide();
 	ASSERT_ACTION(lost, COPUS__ACT_START);
