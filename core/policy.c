@@ -6,6 +6,7 @@
  * themselves live in core/policy/, one file each.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,21 @@ static const struct copus__policy_ops *lookup(const char *name,
 	return NULL;
 }
 
+/*
+ * The size of copus_policy_params at a version this library knows, 0 for
+ * another: each version adds fields at the end.
+ */
+static size_t params_size(unsigned version)
+{
+	switch (version) {
+	case 1:
+		return offsetof(copus_policy_params, fairshare);
+	case COPUS_POLICY_PARAMS_VERSION:
+		return sizeof(copus_policy_params);
+	}
+	return 0;
+}
+
 int copus_policy_create(const char *name, const copus_policy_params *params,
 			copus_policy **out)
 {
@@ -150,15 +166,21 @@ int copus_policy_create(const char *name, const copus_policy_params *params,
 		return rc;
 	rc = COPUS_EVERSION;
 	if (params != NULL) {
-		if (params->version != COPUS_POLICY_PARAMS_VERSION ||
-		    params->size != sizeof(copus_policy_params))
+		size_t size = params_size(params->version);
+
+		if (size == 0 || params->size != size)
 			goto fail;
-		prm = *params;
+		/* An older caller's fields; the later ones keep the defaults. */
+		memcpy(&prm, params, size);
+		prm.size = sizeof(prm);
+		prm.version = COPUS_POLICY_PARAMS_VERSION;
 	}
 	rc = COPUS_EINVAL;
 	if (!(prm.interval > 0.0) || !(prm.restart_delay >= 0.0) ||
 	    !isfinite(prm.fairness_p) || !(prm.tiresias_threshold >= 0.0) ||
-	    prm.search_rounds < 0)
+	    prm.search_rounds < 0 ||
+	    !(prm.fairshare >= 0.0 &&
+	      prm.fairshare <= COPUS_POLICY_FAIRSHARE_MAX))
 		goto fail;
 	rc = COPUS_ENOMEM;
 	p = calloc(1, sizeof(*p));

@@ -27,6 +27,18 @@ void copus__params_default(struct copus__params *p)
 	p->planner_gpus[0] = '\0';
 }
 
+void copus__policy_params(const struct copus__params *p,
+			  copus_policy_params *prm)
+{
+	*prm = (copus_policy_params)COPUS_POLICY_PARAMS_INITIALIZER;
+	prm->interval = p->interval;
+	prm->restart_delay = p->restart_cost;
+	prm->fairness_p = p->fairness;
+	prm->fairshare = p->fairshare;
+	/* Slurm gives every node of a job the same GPU count. */
+	prm->equal_per_node = true;
+}
+
 struct _int_key {
 	const char *name;
 	size_t off;

@@ -6,6 +6,8 @@
 #ifndef COPUS_PLUGIN_PARAMS_H
 #define COPUS_PLUGIN_PARAMS_H
 
+#include <copus/policy.h>
+
 /* The plugin's own SchedulerParameters keys (all start with copus_). */
 struct copus__params {
 	int interval;		/* copus_interval: seconds between rounds */
@@ -17,8 +19,8 @@ struct copus__params {
 				 * to checkpoint when asked */
 	double fairness;	/* copus_fairness: Pollux's p, in [-10, 1] */
 	double fairshare;	/* copus_fairshare: weight of the users'
-				 * fair-share factors in the copus policy,
-				 * in [0, 10] */
+				 * fair-share factors in the policies that
+				 * weigh them (copus), in [0, 10] */
 	int max_jobs;		/* copus_max_jobs: pending jobs per round */
 	int hint_check;		/* copus_hint_check: seconds of a run seen
 				 * before its hint's claim is judged */
@@ -39,6 +41,13 @@ struct copus__params {
 
 /* Sets the defaults. */
 void copus__params_default(struct copus__params *p);
+
+/*
+ * The core policy's parameters from the plugin's: every policy gets the
+ * same ones (those that do not use one ignore it), whatever its name.
+ */
+void copus__policy_params(const struct copus__params *p,
+			  copus_policy_params *prm);
 
 /*
  * Parses SchedulerParameters (comma separated, may be NULL) into *p, from

@@ -140,26 +140,12 @@ static void _load_params(struct copus__sched *s)
 /* (Re)creates the core policy from the parameters. */
 static void _policy_setup(struct copus__sched *s)
 {
-	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	copus_policy_params prm;
 	copus_policy *p = NULL;
-	char spec[192];
 	int rc;
 
-	/* copus takes the fair-share weight as an option. */
-	if (!strcmp(s->params.policy, "copus") ||
-	    !strncmp(s->params.policy, "copus:", 6))
-		snprintf(spec, sizeof(spec), "%s%sfairshare=%g",
-			 s->params.policy,
-			 strchr(s->params.policy, ':') ? "," : ":",
-			 s->params.fairshare);
-	else
-		snprintf(spec, sizeof(spec), "%s", s->params.policy);
-	prm.interval = s->params.interval;
-	prm.restart_delay = s->params.restart_cost;
-	prm.fairness_p = s->params.fairness;
-	/* Slurm gives every node of a job the same GPU count. */
-	prm.equal_per_node = true;
-	rc = copus_policy_create(spec, &prm, &p);
+	copus__policy_params(&s->params, &prm);
+	rc = copus_policy_create(s->params.policy, &prm, &p);
 	if (rc != COPUS_OK) {
 		error("%s: SchedulerParameters: copus_policy=%s: %s; using "
 		      "copus", plugin_type, s->params.policy,

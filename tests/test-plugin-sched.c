@@ -544,6 +544,41 @@ static void policy_key_takes_a_name(void)
 }
 
 /*
+ * The weight of the users' fair-share factors (copus_fairshare) reaches
+ * whatever policy is named, as a parameter, and the policy gets its name
+ * as the admin wrote it: the plugin matches no policy's name.
+ */
+static void the_fairshare_weight_reaches_every_policy(void)
+{
+	const char *names[] = { "copus", "copus:no-srpt", "pollux",
+				"backfill:easy", "sia:p=-0.5" };
+	char sp[256];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct copus__params p;
+		copus_policy_params prm;
+		copus_policy *pol = NULL;
+
+		snprintf(sp, sizeof(sp), "copus_policy=%s,copus_fairshare=2.5,"
+			 "copus_interval=7,copus_restart_cost=9,"
+			 "copus_fairness=-2", names[i]);
+		CU_ASSERT_EQUAL(copus__params_parse(sp, &p, _collect, NULL), 0);
+		copus__policy_params(&p, &prm);
+		CU_ASSERT_EQUAL(prm.size, sizeof(prm));
+		CU_ASSERT_EQUAL(prm.version, COPUS_POLICY_PARAMS_VERSION);
+		ASSERT_CLOSE(prm.fairshare, 2.5, 0);
+		ASSERT_CLOSE(prm.interval, 7, 0);
+		ASSERT_CLOSE(prm.restart_delay, 9, 0);
+		ASSERT_CLOSE(prm.fairness_p, -2, 0);
+		CU_ASSERT(prm.equal_per_node);
+		ASSERT_STATUS(copus_policy_create(p.policy, &prm, &pol),
+			      COPUS_OK);
+		CU_ASSERT_STRING_EQUAL(copus_policy_name(pol), p.policy);
+		copus_policy_destroy(pol);
+	}
+}
+
+/*
  * copus_state's lines (statefmt.h): every line the plugin writes reads back
  * as the same record, lines of the previous format still read, and a line
  * with anything out of place (a field too many, a sign, trailing characters,
@@ -931,6 +966,7 @@ int main(void)
 		TEST(unequal_slots_are_applied_at_the_smallest_count),
 		TEST(model_speedup_grows_with_gpus),
 		TEST(policy_key_takes_a_name),
+		TEST(the_fairshare_weight_reaches_every_policy),
 		TEST(state_lines_read_back_and_refuse_what_is_out_of_place),
 		TEST(a_requeued_job_keeps_its_first_submission),
 		TEST(users_usage_decays_and_gives_a_fair_share_factor),

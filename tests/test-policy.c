@@ -1,5 +1,6 @@
 /* The baseline policies on small hand-made clusters. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -52,6 +53,97 @@ static void test_create_rejects_bad_input(void)
 	ASSERT_STATUS(copus_policy_create("pollux", NULL, &p), COPUS_OK);
 	CU_ASSERT_STRING_EQUAL(copus_policy_name(p), "pollux");
 	copus_policy_destroy(p);
+}
+
+/*
+ * Parameters of version 1 (before fairshare) are still taken, the later
+ * fields at their defaults; a size that is not its version's is refused,
+ * and so is a fair-share weight out of [0, COPUS_POLICY_FAIRSHARE_MAX] for
+ * every policy.
+ */
+static void test_params_of_an_older_version_are_taken(void)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	copus_policy *p = NULL;
+
+	CU_ASSERT_EQUAL(prm.version, 2);
+	ASSERT_CLOSE(prm.fairshare, 1.0, 0);
+	prm.version = 1;
+	ASSERT_STATUS(copus_policy_create("copus", &prm, &p), COPUS_EVERSION);
+	prm.size = offsetof(copus_policy_params, fairshare);
+	ASSERT_STATUS(copus_policy_create("copus", &prm, &p), COPUS_OK);
+	copus_policy_destroy(p);
+	prm.version = COPUS_POLICY_PARAMS_VERSION;
+	ASSERT_STATUS(copus_policy_create("copus", &prm, &p), COPUS_EVERSION);
+	prm.size = sizeof(prm);
+	for (size_t i = 0; copus_policy_name_at(i) != NULL; i++) {
+		const char *name = copus_policy_name_at(i);
+		const double bad[] = { -0.5, COPUS_POLICY_FAIRSHARE_MAX + 0.5,
+				       NAN };
+
+		prm.fairshare = COPUS_POLICY_FAIRSHARE_MAX;
+		ASSERT_STATUS(copus_policy_create(name, &prm, &p), COPUS_OK);
+		copus_policy_destroy(p);
+		for (int k = 0; k < 3; k++) {
+			prm.fairshare = bad[k];
+			ASSERT_STATUS(copus_policy_create(name, &prm, &p),
+				      COPUS_EINVAL);
+		}
+	}
+}
+
+/*
+ * Which of two rigid jobs on the same two GPUs spec starts under a
+ * fair-share weight w (copus_policy_params.fairshare): 1 or 2, 0 for
+ * neither. Job 1 is the shorter; its user's factor is f1, job 2's f2.
+ */
+static int fair_share_pick(const char *spec, double w, double f1, double f2)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	copus_cluster c = make_cluster(1, 2);
+	copus_job j[2] = { rigid(1, 2, 0, 1000), rigid(2, 2, 0, 2000) };
+	copus_decision d[2];
+	copus_policy *p = NULL;
+	int rc;
+
+	j[0].fairshare = f1;
+	j[1].fairshare = f2;
+	prm.fairshare = w;
+	ASSERT_STATUS(copus_policy_create(spec, &prm, &p), COPUS_OK);
+	if (p == NULL)
+		return -1;
+	rc = copus_policy_decide(p, &c, j, 2, 0, d);
+	copus_policy_destroy(p);
+	CU_ASSERT_EQUAL(rc, COPUS_OK);
+	if (rc != COPUS_OK)
+		return -1;
+	return d[0].gpus > 0 ? 1 : d[1].gpus > 0 ? 2 : 0;
+}
+
+/*
+ * The copus policy, with options or without, weighs the users' fair-share
+ * factors by the parameter copus_policy_params.fairshare; its option
+ * fairshare=W stands over the parameter.
+ */
+static void test_the_fair_share_weight_is_a_parameter(void)
+{
+	/* Shortest first without the term; the less served user with it. */
+	CU_ASSERT_EQUAL(fair_share_pick("copus", 0.0, 0.05, 0.95), 1);
+	CU_ASSERT_EQUAL(fair_share_pick("copus", 1.0, 0.05, 0.95), 2);
+	CU_ASSERT_EQUAL(fair_share_pick("copus:no-restart-cost", 0.0, 0.05,
+					0.95), 1);
+	CU_ASSERT_EQUAL(fair_share_pick("copus:no-restart-cost", 2.0, 0.05,
+					0.95), 2);
+	/* Without SRPT the factors alone decide, whichever way they go. */
+	CU_ASSERT_EQUAL(fair_share_pick("copus:no-srpt", 1.0, 0.05, 0.95), 2);
+	CU_ASSERT_EQUAL(fair_share_pick("copus:no-srpt", 1.0, 0.95, 0.05), 1);
+	/* The option stands over the parameter. */
+	CU_ASSERT_EQUAL(fair_share_pick("copus:fairshare=0", 5.0, 0.05, 0.95),
+			1);
+	CU_ASSERT_EQUAL(fair_share_pick("copus:fairshare=1", 0.0, 0.05, 0.95),
+			2);
+	/* A policy that does not weigh the factors ignores the weight. */
+	CU_ASSERT_EQUAL(fair_share_pick("fifo", 5.0, 0.05, 0.95), 1);
 }
 
 static void test_inconsistent_input_is_rejected(void)
@@ -689,6 +781,8 @@ static void test_fifo_arena_drops_a_job_its_request_does_not_fit(void)
 
 static const struct test_case tests[] = {
 	TEST(test_create_rejects_bad_input),
+	TEST(test_params_of_an_older_version_are_taken),
+	TEST(test_the_fair_share_weight_is_a_parameter),
 	TEST(test_inconsistent_input_is_rejected),
 	TEST(test_fifo_backfills_without_delaying_the_head),
 	TEST(test_tiresias_demotes_and_preempts),

@@ -54,7 +54,8 @@
  *    memory) keep g = 1.
  *  - Fair share: a job whose user has a fair-share factor F (Slurm's
  *    multifactor meaning, copus_job.fairshare) is worth 2^(W (2F - 1))
- *    times as much, W the option fairshare=W (default 1): a user who has
+ *    times as much, W the option fairshare=W, else the parameter
+ *    copus_policy_params.fairshare (default 1): a user who has
  *    used nothing counts double, one far beyond their share half, so one
  *    user's many short jobs cannot keep another user's jobs waiting.
  *
@@ -124,7 +125,7 @@ static int opts_parse(const char *spec, struct copus__copus_opts *o)
 			  &o->no_placement, &o->no_spread };
 
 	memset(o, 0, sizeof(*o));
-	o->fairshare = COPUS__FAIRSHARE_DEFAULT;
+	o->fairshare = NAN; /* not given: copus_policy_params.fairshare */
 	while (spec != NULL && *spec != '\0') {
 		size_t len = strcspn(spec, ",");
 		bool known = fairshare_parse(spec, len, &o->fairshare);
@@ -211,6 +212,9 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	int total[COPUS_MAX_GPU_TYPES], slack[COPUS_MAX_GPU_TYPES];
 	int rc = COPUS_OK;
 
+	/* The policy object's parameters are the same every round. */
+	if (isnan(s->opt.fairshare))
+		s->opt.fairshare = prm->fairshare;
 	if (!w || !heap || !idx || !free_gpus || !dist || !row ||
 	    copus__placer_init(&pl, N) != COPUS_OK) {
 		rc = COPUS_ENOMEM;

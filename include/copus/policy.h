@@ -140,8 +140,8 @@ typedef struct copus_job {
 	 * priority defines it: 2^(-usage / shares), in (0, 1]; 1 for a user
 	 * who has used nothing, 0.5 for one who has used exactly their share,
 	 * towards 0 the more they have used beyond it. 0: unknown (neutral).
-	 * The copus policy weighs a job by it (its option fairshare=W); the
-	 * others ignore it.
+	 * The copus policy weighs a job by it (copus_policy_params.fairshare,
+	 * or its option fairshare=W); the others ignore it.
 	 */
 	double fairshare;
 	/*
@@ -169,8 +169,12 @@ typedef struct copus_decision {
 	char reason[64];   /* for admins: why the job got this */
 } copus_decision;
 
-/* Version of copus_policy_params this header describes. */
-#define COPUS_POLICY_PARAMS_VERSION 1
+/*
+ * Version of copus_policy_params this header describes. A caller built
+ * against version 1 (without fairshare) is still served: its fields are
+ * read and the later ones keep their defaults.
+ */
+#define COPUS_POLICY_PARAMS_VERSION 2
 
 /* Tunables; set with COPUS_POLICY_PARAMS_INITIALIZER and then change. */
 typedef struct copus_policy_params {
@@ -185,11 +189,22 @@ typedef struct copus_policy_params {
 	/* copus: a job on several nodes gets the same GPUs on each (as Slurm
 	 * allocates GRES per node); false: any split (as Pollux's simulator) */
 	bool equal_per_node;
+	/*
+	 * Weight W of the users' fair-share factors (copus_job.fairshare),
+	 * in [0, COPUS_POLICY_FAIRSHARE_MAX], for a policy that weighs jobs by them: the copus
+	 * policy multiplies a job's value by 2^(W (2F - 1)) unless its
+	 * option fairshare=W sets another; 0 turns the term off (1). The
+	 * other policies ignore it. Since version 2.
+	 */
+	double fairshare;
 } copus_policy_params;
+
+/* The largest copus_policy_params.fairshare. */
+#define COPUS_POLICY_FAIRSHARE_MAX 10.0
 
 #define COPUS_POLICY_PARAMS_INITIALIZER                                       \
 	{ sizeof(copus_policy_params), COPUS_POLICY_PARAMS_VERSION, 60.0,     \
-	  30.0, -1.0, 16.0 * 3600.0, 0, 1, false }
+	  30.0, -1.0, 16.0 * 3600.0, 0, 1, false, 1.0 }
 
 typedef struct copus_policy copus_policy;
 
@@ -208,8 +223,10 @@ typedef struct copus_policy copus_policy;
  * admitted shortest remaining work first, GPUs beyond them by goodput, see
  * core/policy/copus.c). "copus:OPT,..." runs copus without some of its
  * ingredients, to measure each: no-srpt, no-restart-cost, no-fairness,
- * no-placement. Returns COPUS_EINVAL for an unknown name or option and
- * COPUS_EVERSION for params of another version.
+ * no-placement, no-spread; its option fairshare=W stands over
+ * params->fairshare. Returns COPUS_EINVAL for an unknown name or option or
+ * a parameter out of range, and COPUS_EVERSION for params of a version
+ * this library does not know (or the wrong size for theirs).
  * params may be NULL for the defaults.
  */
 int copus_policy_create(const char *name, const copus_policy_params *params,
