@@ -4,9 +4,11 @@
 # copus-trainer: a training-job stand-in for the demo and the Slurm tests
 # ---------------------------------------------------------------------------
 bin_PROGRAMS += contrib/trainer/copus-trainer
-contrib_trainer_copus_trainer_SOURCES = contrib/trainer/copus-trainer.c
-contrib_trainer_copus_trainer_LDADD = runtime/libcopus.la \
-	core/libcopus-core.la -lm
+contrib_trainer_copus_trainer_SOURCES = contrib/trainer/copus-trainer.c \
+	contrib/trainer/profile.c contrib/trainer/profile.h
+contrib_trainer_copus_trainer_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+contrib_trainer_copus_trainer_LDADD = sim/libsim.la runtime/libcopus.la \
+	core/libcopus-core.la $(JSONC_LIBS) -lm
 TESTS += tests/test-trainer.sh
 EXTRA_DIST += tests/test-trainer.sh
 dist_man_MANS += etc/copus-trainer.1

@@ -26,6 +26,8 @@
 
 #include <copus/copus.h>
 
+#include "profile.h"
+
 #define PROG "copus-trainer"
 #define MAX_TYPES 8
 
@@ -101,6 +103,10 @@ struct opts {
 	long print_every;
 	long max_steps;
 	unsigned seed;
+	/* --profile: the truth is copus-sim's job of this model (profile.c). */
+	const char *profile;
+	double fixed_batch; /* > 0: trains at this total batch (rigid) */
+	bool stamp;         /* prints the wall-clock time of its first step */
 };
 
 /* What a checkpoint holds and what the save callback reads. */
@@ -135,7 +141,17 @@ static void usage(FILE *f)
 		"  --gpus N --nodes N  the allocation (default: from Slurm's environment)\n"
 		"  --print-every N     a progress line every N steps (default 10)\n"
 		"  --max-steps N       stop, exit 0, after N steps of this run\n"
-		"  --seed N            random seed of the gradient noise\n");
+		"  --seed N            random seed of the gradient noise\n"
+		"  --profile DIR/MODEL train as copus-sim's job of MODEL does: step and\n"
+		"                      sync times from the profile's tables of its GPU\n"
+		"                      type, gradient statistics from its validation\n"
+		"                      runs, the target where copus-sim ends the job\n"
+		"                      (replaces --app, --perf and --noise)\n"
+		"  --fixed-batch B     train at total batch B whatever the plan (a rigid\n"
+		"                      job, as copus-sim runs one under a policy that\n"
+		"                      does not pick batches); needs --profile\n"
+		"  --stamp             print \"first step at T\" (T: seconds since the\n"
+		"                      epoch) after the first step of every run\n");
 }
 
 static int bad(const char *opt, const char *val, const char *why)
@@ -208,7 +224,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_APP = 256, O_PERF, O_TYPE, O_BATCH, O_MAXB, O_LOCAL, O_TARGET,
 	       O_NOISE, O_SPEED, O_CKPT, O_CKPT_INT, O_GPUS, O_NODES, O_PRINT, O_MAXS,
-	       O_SEED, O_HELP };
+	       O_SEED, O_PROFILE, O_FIXED, O_STAMP, O_HELP };
 	static const struct option lo[] = {
 		{ "app", required_argument, NULL, O_APP },
 		{ "perf", required_argument, NULL, O_PERF },
@@ -226,6 +242,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "print-every", required_argument, NULL, O_PRINT },
 		{ "max-steps", required_argument, NULL, O_MAXS },
 		{ "seed", required_argument, NULL, O_SEED },
+		{ "profile", required_argument, NULL, O_PROFILE },
+		{ "fixed-batch", required_argument, NULL, O_FIXED },
+		{ "stamp", no_argument, NULL, O_STAMP },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -374,6 +393,20 @@ bad_perf:
 					   "is not a number between 0 and 4294967295");
 			o->seed = (unsigned)v;
 			break;
+		case O_PROFILE:
+			if (*optarg == '\0')
+				return bad("--profile", optarg,
+					   "is not DIR/MODEL");
+			o->profile = optarg;
+			break;
+		case O_FIXED:
+			if (!parse_num(optarg, 1, 1e9, &o->fixed_batch))
+				return bad("--fixed-batch", optarg,
+					   "is not a batch size (1 or more)");
+			break;
+		case O_STAMP:
+			o->stamp = true;
+			break;
 		case O_HELP:
 			usage(stdout);
 			exit(0);
@@ -391,6 +424,8 @@ bad_perf:
 	if (optind < argc)
 		return bad("argument", argv[optind],
 			   "is not an option (copus-trainer takes no operands)");
+	if (o->fixed_batch > 0 && o->profile == NULL)
+		return bad("--fixed-batch", "", "needs --profile");
 	o->init_batch = batch > 0 ? batch : o->app->init_batch;
 	o->max_batch = maxb > 0 ? maxb : fmax(o->app->max_batch, o->init_batch);
 	o->min_local = lmin > 0 ? (int)lmin : o->app->min_local;
@@ -555,8 +590,10 @@ int main(int argc, char **argv)
 	copus_job_info in;
 	copus_perf_params perf;
 	copus_ctx *ctx = NULL;
+	struct trainer_profile *prof = NULL;
 	const char *type;
 	double t0, var = 1.0;
+	bool first = true;
 	long run_steps = 0;
 	int rc, gpus, nodes;
 
@@ -571,6 +608,17 @@ int main(int argc, char **argv)
 		return bad("COPUS_GPU_TYPE", type,
 			   "is not a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
 	perf = true_perf(&o, type);
+	if (o.profile != NULL) {
+		char err[512];
+
+		if (trainer_profile_load(&prof, o.profile, type, err,
+					 sizeof(err)) != 0) {
+			fprintf(stderr, PROG ": %s\n", err);
+			return 2;
+		}
+		trainer_profile_limits(prof, &o.init_batch, &o.max_batch,
+				       &o.min_local, &o.max_local, &o.target);
+	}
 	nodes = o.nodes > 0 ? o.nodes : env_nodes();
 	gpus = o.gpus > 0 ? o.gpus : env_gpus_per_node() * nodes;
 	if (gpus < nodes) {
@@ -607,7 +655,8 @@ int main(int argc, char **argv)
 	copus_info(ctx, &in);
 	printf("%s job %u restart %d: %s on %d %s GPUs, %d nodes; target progress %g\n",
 	       in.restored ? "resumed" : "started", in.job_id,
-	       in.restart_count, o.app->name, gpus, type, nodes, o.target);
+	       in.restart_count, o.profile != NULL ? trainer_profile_name(prof) : o.app->name,
+	       gpus, type, nodes, o.target);
 	if (in.restored)
 		printf("restored step %lld progress %.1f\n", (long long)in.step,
 		       in.progress);
@@ -631,22 +680,41 @@ int main(int argc, char **argv)
 		}
 		local = plan.local;
 		accum = plan.accum_steps;
-		rc = copus_step_time(&perf, nodes < replicas ? nodes : replicas,
-				     replicas, local, accum, &t);
-		if (rc != COPUS_OK) {
-			fprintf(stderr, PROG ": step time: %s\n",
-				copus_strerror(rc));
-			goto fail;
-		}
+		if (o.fixed_batch > 0)
+			trainer_profile_split(prof, o.fixed_batch, replicas,
+					      &local, &accum);
 		/* Steps vary by a few per cent, as on real GPUs. */
 		jitter = fmax(0.8, 1 + 0.03 * gauss(&o.seed));
-		grad = (accum + 1) * t.grad * jitter;
-		rest = fmax(t.iter * jitter - grad, 0);
+		if (o.profile != NULL) {
+			if (trainer_profile_step(prof, nodes, replicas, local,
+						 accum, &grad, &rest) != 0) {
+				fprintf(stderr, PROG ": step time: %d GPUs on %d nodes at micro-batch %d: not in the profile\n",
+					replicas, nodes, local);
+				goto fail;
+			}
+			grad *= jitter;
+			rest *= jitter;
+			t.iter = (grad + rest) / jitter;
+			trainer_profile_grad(prof,
+					     (double)replicas * local * (accum + 1),
+					     in.progress, &sqr, &var);
+		} else {
+			rc = copus_step_time(&perf,
+					     nodes < replicas ? nodes : replicas,
+					     replicas, local, accum, &t);
+			if (rc != COPUS_OK) {
+				fprintf(stderr, PROG ": step time: %s\n",
+					copus_strerror(rc));
+				goto fail;
+			}
+			grad = (accum + 1) * t.grad * jitter;
+			rest = fmax(t.iter * jitter - grad, 0);
 
-		/* The noise scale grows geometrically with progress. */
-		frac = fmin(in.progress / o.target, 1.0);
-		phi = o.phi0 * pow(o.growth, frac);
-		sqr = o.init_batch * var / phi;
+			/* The noise scale grows geometrically with progress. */
+			frac = fmin(in.progress / o.target, 1.0);
+			phi = o.phi0 * pow(o.growth, frac);
+			sqr = o.init_batch * var / phi;
+		}
 
 		copus_step_begin(ctx);
 		sleep_for(grad / o.speedup);
@@ -672,6 +740,14 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 		run_steps++;
+		if (first && o.stamp) {
+			struct timespec w;
+
+			clock_gettime(CLOCK_REALTIME, &w);
+			printf("first step at %.3f\n",
+			       (double)w.tv_sec + 1e-9 * (double)w.tv_nsec);
+		}
+		first = false;
 		if (run_steps % o.print_every == 0) {
 			copus_info(ctx, &in);
 			if (copus_grad_stats_get(ctx, &g) != COPUS_OK)
@@ -679,7 +755,7 @@ int main(int argc, char **argv)
 			printf("step %lld progress %.1f/%g (%.0f%%) gpus %d nodes %d %s batch %.0f (%d x %d x %d) step %.3fs eff %.2f phi %.0f\n",
 			       (long long)in.step, in.progress, o.target,
 			       100 * fmin(in.progress / o.target, 1.0), gpus,
-			       nodes, type, plan.batch, replicas, local,
+			       nodes, type, (double)replicas * local * (accum + 1), replicas, local,
 			       accum + 1, t.iter * jitter / o.speedup,
 			       plan.efficiency,
 			       g.sqr > 0 ? o.init_batch * g.var / g.sqr : 0);
@@ -690,8 +766,10 @@ int main(int argc, char **argv)
 	       in.progress >= o.target ? "done" : "stopped",
 	       (long long)in.step, in.progress, now() - t0);
 	copus_finalize(ctx);
+	trainer_profile_free(prof);
 	return 0;
 fail:
 	copus_finalize(ctx);
+	trainer_profile_free(prof);
 	return 1;
 }
