@@ -10,6 +10,7 @@ core_libcopus_core_la_SOURCES = \
 	core/internal.h \
 	core/error.c \
 	core/model.c \
+	core/estimate.c \
 	core/fit.c \
 	core/speedup.c \
 	core/predict.c \
@@ -53,6 +54,7 @@ core_libcopus_core_la_LDFLAGS = -version-info 0:0:0 -no-undefined
 # ---------------------------------------------------------------------------
 check_PROGRAMS += \
 	tests/test-model \
+	tests/test-estimate \
 	tests/test-fit \
 	tests/test-predict \
 	tests/test-hint \
@@ -69,6 +71,10 @@ check_PROGRAMS += \
 tests_test_model_SOURCES = tests/test-model.c tests/harness.h
 tests_test_model_CFLAGS = $(TEST_CFLAGS)
 tests_test_model_LDADD = $(TEST_LIBS)
+
+tests_test_estimate_SOURCES = tests/test-estimate.c tests/harness.h
+tests_test_estimate_CFLAGS = $(TEST_CFLAGS)
+tests_test_estimate_LDADD = $(TEST_LIBS)
 
 tests_test_fit_SOURCES = tests/test-fit.c tests/harness.h
 tests_test_fit_CFLAGS = $(TEST_CFLAGS)

@@ -245,6 +245,78 @@ static double oracle_remaining(const struct sjob *j, copus_model_source src,
 	return isfinite(left) ? left : -1;
 }
 
+/*
+ * Every waiting or running job's models as a policy with models from src
+ * is told them this round (j->models): with probes, or as the plugin knows
+ * them, where the plugin's estimate on the types a job has not run on
+ * (copus_models_estimate, kept in j->boot) completes what its hints say.
+ */
+static int round_models(struct sjob *jobs, size_t n, double now,
+			const struct sim_cluster *c, copus_model_source src,
+			bool probes)
+{
+	int T = c->ntypes, rc = COPUS_ENOMEM;
+	bool estimate = src == COPUS_MODELS_LEARNED && !probes && T > 1;
+	size_t na = 0;
+	const copus_model **known = NULL;
+	const char **apps = NULL;
+	copus_model *est = NULL;
+	bool *made = NULL;
+	double speeds[SIM_MAX_TYPES];
+
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &jobs[i];
+
+		if (j->spec->submit > now || j->completion >= 0)
+			continue;
+		for (int t = 0; t < T; t++)
+			j->models[t] = copus__sim_job_model(j, src, t, probes,
+							    c->type_names);
+		na++;
+	}
+	if (!estimate || na == 0)
+		return COPUS_OK;
+	known = malloc(na * (size_t)T * sizeof(*known));
+	apps = malloc(na * sizeof(*apps));
+	est = malloc(na * (size_t)T * sizeof(*est));
+	made = malloc(na * (size_t)T * sizeof(*made));
+	if (!known || !apps || !est || !made)
+		goto out;
+	for (int t = 0; t < T; t++)
+		speeds[t] = copus_gpu_type_speed(c->type_names[t]);
+	na = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &jobs[i];
+
+		if (j->spec->submit > now || j->completion >= 0)
+			continue;
+		apps[na] = j->app->name;
+		memcpy(&known[na++ * (size_t)T], j->models,
+		       (size_t)T * sizeof(*known));
+	}
+	rc = copus_models_estimate(known, na, T, apps, speeds, est, made);
+	na = 0;
+	for (size_t i = 0; rc == COPUS_OK && i < n; i++) {
+		struct sjob *j = &jobs[i];
+
+		if (j->spec->submit > now || j->completion >= 0)
+			continue;
+		for (int t = 0; t < T; t++) {
+			if (!made[na * (size_t)T + t])
+				continue;
+			j->boot[t] = est[na * (size_t)T + t];
+			j->models[t] = &j->boot[t];
+		}
+		na++;
+	}
+out:
+	free(made);
+	free(est);
+	free(apps);
+	free(known);
+	return rc;
+}
+
 int sim_run(const struct sim_cluster *c, const struct app *apps,
 	    const struct sim_jobspec *specs, size_t n,
 	    const struct sim_opts *o, struct sim_result *res, char *err,
@@ -405,6 +477,10 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			if (rc != COPUS_OK)
 				goto out;
 		}
+		if (tr->models != COPUS_MODELS_NONE &&
+		    (rc = round_models(jobs, n, now, c, tr->models,
+				       o->probes)) != COPUS_OK)
+			goto out;
 		for (size_t i = 0; i < n; i++) {
 			struct sjob *j = &jobs[i];
 			copus_job *q = &cj[na];
@@ -428,13 +504,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			if (tr->elastic)
 				q->max_gpus = elastic_max_gpus(j, tr->picks_batch,
 							       total_gpus);
-			if (tr->models != COPUS_MODELS_NONE) {
-				for (int t = 0; t < c->ntypes; t++)
-					j->models[t] = copus__sim_job_model(
-						j, tr->models, t, o->probes,
-						c->type_names);
+			if (tr->models != COPUS_MODELS_NONE)
 				q->models = j->models;
-			}
 			if (tr->remaining == COPUS_REMAINING_PREDICT) {
 				q->remaining = copus_remaining(j, o->remaining);
 				if (pred != NULL && !j->predicted)

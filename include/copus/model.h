@@ -139,6 +139,44 @@ int copus_model_bootstrap(const copus_model *known, double known_step,
 			  double other_step, copus_model *out);
 
 /*
+ * Estimates of jobs' models on the GPU types they have not run on
+ * (core/estimate.c), for a scheduler that knows each job's models only on
+ * the types it has measured. known[i * ntypes + t] is job i's measured
+ * model on type t, NULL where it has none (a job with none at all gets no
+ * estimate). A type a job lacks gets, by copus_model_bootstrap, the model
+ * of a type u it has, its compute times scaled by the ratio of one
+ * micro-batch's compute time on t to that on u, taken from the first
+ * source that has it:
+ *   1. the median over the other jobs of the same application (apps[i],
+ *      "" or apps NULL for none) that have measured models on both types;
+ *   2. the median over all the jobs that have;
+ *   3. speeds[u] / speeds[t], the types' speeds from their constants
+ *      (copus_gpu_type_speed; 0 where unknown, speeds may be NULL).
+ * Among the types the job has, the one whose ratio has the best source
+ * and then the most jobs behind it is the base. A median keeps any one job
+ * (its hint a claim) from setting the others' estimates. Only measured
+ * models are read, so an estimate never feeds another, and a measured
+ * model always replaces it. est[i * ntypes + t] receives the estimate
+ * and estimated[i * ntypes + t] is true where one was made; both are left
+ * alone elsewhere (false in estimated). COPUS_EINVAL for NULL arrays or
+ * ntypes outside 1..COPUS_ESTIMATE_MAX_TYPES, COPUS_ENOMEM.
+ */
+#define COPUS_ESTIMATE_MAX_TYPES 32
+int copus_models_estimate(const copus_model *const *known, size_t njobs,
+			  int ntypes, const char *const *apps,
+			  const double *speeds, copus_model *est,
+			  bool *estimated);
+
+/*
+ * The training speed of a GPU type from its default constants
+ * (copus_planner_gpu_default): the geometric mean of its peak FLOP/s and
+ * its memory bandwidth, since a training step is partly bound by each and
+ * nothing says which part weighs more. Only ratios between types mean
+ * anything. 0 for a name the table does not hold.
+ */
+double copus_gpu_type_speed(const char *type);
+
+/*
  * The batch configuration of highest goodput on the given allocation.
  * Tries COPUS_BATCH_CANDIDATES geometrically spaced total batch sizes from
  * max(M0, replicas * min_local) to max_batch; a micro-batch above max_local
