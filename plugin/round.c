@@ -30,6 +30,7 @@ static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
 static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask);
 static void _build_input(struct copus__sched *s, struct copus__round *r);
+static void _estimate(struct copus__round *r);
 static void _predict(struct copus__sched *s, struct copus__round *r);
 static void _time_limits(struct copus__round *r);
 
@@ -65,6 +66,8 @@ void copus__round_free(struct copus__round *r)
 	free(r->jobs);
 	free(r->models);
 	free(r->model_ptrs);
+	free(r->est_models);
+	free(r->estimated);
 	free(r->rj_of);
 	free(r->dec);
 	free(r->user_left);
@@ -72,6 +75,8 @@ void copus__round_free(struct copus__round *r)
 	r->jobs = NULL;
 	r->models = NULL;
 	r->model_ptrs = NULL;
+	r->est_models = NULL;
+	r->estimated = NULL;
 	r->rj_of = NULL;
 	r->dec = NULL;
 	r->njobs = 0;
@@ -252,6 +257,54 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	}
 	j->job = r->njobs;
 	r->rj_of[r->njobs++] = i;
+}
+
+/*
+ * Completes each input job's models with estimates on the GPU types its
+ * hint does not name (copus_models_estimate): from its models on the
+ * others, the round's jobs that have measured both types (of its
+ * application first), then the GPU constants of the types' names. Only
+ * the models the round trusts are read (a job whose claims the round
+ * distrusts gives none and gets none), and the estimates are made again
+ * every round, so a job's own measurement replaces its estimate as soon
+ * as a hint carries it. Without the memory for them, the jobs keep what
+ * their hints say.
+ */
+static void _estimate(struct copus__round *r)
+{
+	size_t n = (size_t)r->njobs, T = (size_t)r->ntypes;
+	const copus_model **known;
+	const char **apps;
+	double speeds[COPUS_MAX_GPU_TYPES];
+	size_t i, t;
+
+	if (n == 0 || T < 2)
+		return;
+	known = calloc(n * T, sizeof(*known));
+	apps = calloc(n, sizeof(*apps));
+	r->est_models = calloc(n * T, sizeof(*r->est_models));
+	r->estimated = calloc(n * T, sizeof(*r->estimated));
+	if (!known || !apps || !r->est_models || !r->estimated)
+		goto out;
+	for (t = 0; t < T; t++)
+		speeds[t] = copus_gpu_type_speed(r->types[t]);
+	for (i = 0; i < n; i++) {
+		apps[i] = r->rj[r->rj_of[i]].app;
+		if (r->jobs[i].models)
+			memcpy(&known[i * T], r->jobs[i].models,
+			       T * sizeof(*known));
+	}
+	if (copus_models_estimate(known, n, (int)T, apps, speeds,
+				  r->est_models, r->estimated) != COPUS_OK)
+		goto out;
+	for (i = 0; i < n; i++)
+		for (t = 0; r->jobs[i].models && t < T; t++)
+			if (r->estimated[i * T + t])
+				r->model_ptrs[i * T + t] =
+					&r->est_models[i * T + t];
+out:
+	free(apps);
+	free(known);
 }
 
 
@@ -455,6 +508,7 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 		}
 		_input_job(s, r, j - r->rj, (uint32_t)mask);
 	}
+	_estimate(r);
 	_predict(s, r);
 	_time_limits(r);
 out:

@@ -221,6 +221,12 @@ struct copus__round {
 	copus_job *jobs;		/* the policy's input */
 	copus_model *models;		/* ntypes per input job */
 	const copus_model **model_ptrs;
+	/*
+	 * ntypes per input job: the estimates of its models on the types its
+	 * hint does not name (copus_models_estimate), and which are made.
+	 */
+	copus_model *est_models;
+	bool *estimated;
 	int *rj_of;			/* rj index of each input job */
 	int njobs;
 	copus_decision *dec;

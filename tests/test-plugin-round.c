@@ -1066,6 +1066,107 @@ static void a_reconfigure_with_a_constants_file_changes_the_plan(void)
 	unlink(syntax);
 }
 
+/*
+ * Gives the job a hint whose model is measured on the types named (a JSON
+ * "perf" member's inside: "t4":[...]), the rest as _hint's.
+ */
+static void _hint_perf(const struct copus__round_job *j, const char *perf)
+{
+	char text[COPUS_HINT_MAX_LEN + 1], err[128];
+	struct copus__memo *in = copus__memo_get(&_s, j->id);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
+		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,"
+		 "\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,"
+		 "\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":10,"
+		 "\"tgt\":100000,\"perf\":{%s}}", j->id, j->restarts, NOW - 10,
+		 perf);
+	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
+		      COPUS_OK);
+	in->have_hint = true;
+	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+}
+
+/* The compute time of a micro-batch of 128 in the model the job got on t. */
+static double _compute_on(const struct copus__round_job *j, int t)
+{
+	const copus_model *m;
+
+	CU_ASSERT_FATAL(j->job >= 0 && _r.jobs[j->job].models != NULL);
+	m = _r.jobs[j->job].models[t];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	return m->perf.alpha_c + 128 * m->perf.beta_c;
+}
+
+#define T4_PERF "[0.08,0.008,0.05,0.002,0.005,0.0005,1.5]"
+
+/*
+ * Node 1 of t4 GPUs, node 2 of a100s (type 0), all free. A job whose hint
+ * has a model on the t4 only gets one on the a100 too, estimated from the
+ * GPU constants: faster there, as an a100 is faster than a t4; the policy
+ * then starts it on the a100s. Its t4 model stays the measured one.
+ */
+static void a_job_measured_on_one_type_gets_an_estimate_on_another(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	_r.ntypes = 2;
+	strcpy(_r.types[1], "t4");
+	_nodes[0].gpu_type = 1;
+	j = _pending(1, 1, 4, 1, 4);
+	_hint_perf(j, "\"t4\":" T4_PERF);
+	_decide();
+	CU_ASSERT_FATAL(j->job >= 0);
+	CU_ASSERT_EQUAL(j->dtype, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(_r.estimated);
+	CU_ASSERT_TRUE(_r.estimated[j->job * 2 + 0]);
+	CU_ASSERT_FALSE(_r.estimated[j->job * 2 + 1]);
+	ASSERT_CLOSE(_compute_on(j, 1), 0.08 + 128 * 0.008, 1e-12);
+	if (!(_compute_on(j, 0) < _compute_on(j, 1)))
+		fprintf(stderr, "a100 %g s, t4 %g s\n", _compute_on(j, 0),
+			_compute_on(j, 1));
+	CU_ASSERT_TRUE(_compute_on(j, 0) < _compute_on(j, 1));
+	ASSERT_ACTION(j, COPUS__ACT_START);
+}
+
+/*
+ * What the round's jobs measured comes before the constants: another job
+ * of the same application measured the a100 twice as slow as the t4 here,
+ * so the job measured on the t4 only gets an a100 estimate twice as slow.
+ * A job whose claims the round distrusts is no evidence.
+ */
+static void a_ratio_measured_by_a_job_of_the_same_application_comes_first(void)
+{
+	struct copus__round_job *a, *b;
+
+	_cluster(2, 4);
+	_r.ntypes = 2;
+	strcpy(_r.types[1], "t4");
+	_nodes[0].gpu_type = 1;
+	a = _pending(1, 1, 4, 1, 4);
+	b = _pending(2, 1, 4, 1, 4);
+	strcpy(a->app, "bert");
+	strcpy(b->app, "bert");
+	_hint_perf(a, "\"t4\":" T4_PERF);
+	_hint_perf(b, "\"t4\":[0.01,0.001,0.05,0.002,0.005,0.0005,1.5],"
+		   "\"a100\":[0.02,0.002,0.05,0.002,0.005,0.0005,1.5]");
+	_decide();
+	CU_ASSERT_FATAL(a->job >= 0 && b->job >= 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(_r.estimated);
+	CU_ASSERT_TRUE(_r.estimated[a->job * 2 + 0]);
+	CU_ASSERT_FALSE(_r.estimated[b->job * 2 + 0]);
+	ASSERT_CLOSE(_compute_on(a, 0), 2 * (0.08 + 128 * 0.008), 1e-9);
+	/* b's claims distrusted: a is back to the constants. */
+	copus__round_free(&_r);
+	a->job = b->job = -1;
+	copus__memo_find(&_s, b->id)->claim_ratio = 2 * COPUS__DISTRUST;
+	_decide();
+	CU_ASSERT_FATAL(a->job >= 0);
+	CU_ASSERT_TRUE(_compute_on(a, 0) < _compute_on(a, 1));
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -1096,6 +1197,8 @@ int main(void)
 		TEST(a_reconfigure_with_a_constants_file_changes_the_plan),
 		TEST(a_decided_cell_without_a_plan_is_not_applied),
 		TEST(time_limits_reach_the_policy),
+		TEST(a_job_measured_on_one_type_gets_an_estimate_on_another),
+		TEST(a_ratio_measured_by_a_job_of_the_same_application_comes_first),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 
