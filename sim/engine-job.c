@@ -333,7 +333,9 @@ static const copus_model *probed_model(struct sjob *j, int t)
  * model of the type the job last ran on, then those of the other types it
  * ran on, at most COPUS_HINT_MAX_TYPES in all. The plugin keeps the last
  * hint only (plugin/intake.c) and gives each model to its own type, or a
- * model named "default" to every type.
+ * model named "default" to every type; the round then estimates the types
+ * left (copus_models_estimate, in sim/engine.c round_models as in
+ * plugin/round.c).
  */
 static const copus_model *hint_model(struct sjob *j, int t,
 				     const char (*type_names)[32])
