@@ -324,32 +324,486 @@ static void planner_view_learn(struct planner_view *v, size_t m, int type,
 	}
 }
 
+/*
+ * A replay: the world and its options, the policy deciding its rounds, the
+ * jobs' lives, the buffers each round fills for the policy, and the figures
+ * (r). arena_setup fills it, arena_round moves it on a round,
+ * arena_figures reads it at the horizon and arena_state_free releases it.
+ */
+struct arena_state {
+	const struct arena_world *w;
+	const struct arena_opts *o;
+	struct arena_result *r;
+	char *err;
+	size_t len;
+	copus_policy *pol;
+	const struct copus_policy_traits *tr;
+	bool tell_remaining;         /* the policy is told the truth */
+	copus_predictor *pred;       /* or else predicts it; NULL: neither */
+	copus_cluster c;             /* over nodes and tnames */
+	copus_node *nodes;
+	const char **tnames;
+	struct ajob *jobs;           /* per job of the world */
+	size_t next;                 /* the first job yet to arrive */
+	size_t nin;                  /* jobs in the system */
+	char (*names)[48];           /* per model: the predictor's name */
+	struct planner_view pv;      /* --throughput planner */
+	bool have_pv;
+	const copus_cell_time **view; /* per model: the cells a policy sees */
+	int *nview;
+	/* A round's input and output: n jobs in the system, idx[k] the
+	 * world's index of the k-th. */
+	copus_job *cj;
+	copus_decision *dec;
+	size_t *idx;
+	copus_job_attrs *pattrs;
+	double *pdone, *prem;        /* the predictor's input and answer */
+	double *dms;                 /* per round decided: its CPU ms */
+	size_t ndms;
+	double *done_jct;            /* arena_figures' scratch */
+};
+
+/* Release what the replay holds; r stays the caller's. */
+static void arena_state_free(struct arena_state *s)
+{
+	if (s->have_pv)
+		planner_view_free(&s->pv, s->w->nmodels);
+	copus_policy_destroy(s->pol);
+	copus_predictor_destroy(s->pred);
+	free(s->names);
+	free(s->pattrs);
+	free(s->pdone);
+	free(s->prem);
+	free(s->nodes);
+	free(s->tnames);
+	free(s->jobs);
+	free(s->cj);
+	free(s->dec);
+	free(s->idx);
+	free(s->dms);
+	free(s->done_jct);
+	free(s->view);
+	free(s->nview);
+}
+
+/*
+ * The policy of --policy, created with Arena's round and restart cost once
+ * its traits say which restart cost Arena charges it, and what it learns
+ * of each job's work left: the truth, the predictor's answer or nothing.
+ * A policy that needs a goodput model is refused: Arena's jobs have none.
+ */
+static int arena_policy(struct arena_state *s)
+{
+	const struct arena_opts *o = s->o;
+	struct arena_result *r = s->r;
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	bool predict;
+	int rc;
+
+	if (copus_policy_create(o->policy, NULL, &s->pol) != COPUS_OK) {
+		snprintf(s->err, s->len, "unknown policy or option '%s'",
+			 o->policy);
+		return COPUS_EINVAL;
+	}
+	s->tr = copus_policy_traits(s->pol);
+	if (s->tr->models != COPUS_MODELS_NONE && !s->tr->picks_cells) {
+		snprintf(s->err, s->len, "policy '%s' needs a goodput model "
+			 "of each job (throughput and statistical efficiency "
+			 "by batch size), which Arena's jobs do not have; on "
+			 "--arena use fifo, fifo:arena or tiresias", o->policy);
+		return COPUS_EINVAL;
+	}
+	/* Arena charges crius, which searches plans pruned by its profile,
+	 * 10 s per GPU (at most 40 s) to restart, and every other policy a
+	 * full plan search, 150 s per GPU (at most 600 s); a policy that
+	 * picks cells with their plans pays what crius pays. */
+	r->restart_cost_per_gpu = s->tr->picks_cells ? 10 : 150;
+	r->restart_cost_max = s->tr->picks_cells ? 40 : 600;
+	copus_policy_destroy(s->pol);
+	s->pol = NULL;
+	prm.interval = ARENA_ROUND;
+	prm.restart_delay = r->restart_cost_max;
+	prm.equal_per_node = true;
+	if ((rc = copus_policy_create(o->policy, &prm, &s->pol)) != COPUS_OK) {
+		snprintf(s->err, s->len, "policy '%s': %s", o->policy,
+			 copus_strerror(rc));
+		return rc;
+	}
+	s->tr = copus_policy_traits(s->pol);
+	s->tell_remaining = s->tr->remaining == COPUS_REMAINING_ORACLE ||
+			    (s->tr->remaining == COPUS_REMAINING_PREDICT &&
+			     o->remaining == SIM_REMAINING_ORACLE);
+	predict = s->tr->remaining == COPUS_REMAINING_PREDICT &&
+		  o->remaining == SIM_REMAINING_PREDICT;
+	if (predict &&
+	    (rc = copus_predictor_create(NULL, &s->pred)) != COPUS_OK) {
+		snprintf(s->err, s->len, "predictor: %s", copus_strerror(rc));
+		return rc;
+	}
+	return COPUS_OK;
+}
+
+/*
+ * Everything but the policy: the buffers, each model's name, the cells the
+ * policy sees (the table, or the planner's view of --throughput planner)
+ * and the cluster, its nodes in the spec's order of types, as Arena
+ * numbers them.
+ */
+static int arena_setup(struct arena_state *s)
+{
+	const struct arena_world *w = s->w;
+	int nnodes = 0, rc;
+
+	for (int t = 0; t < w->ntypes; t++)
+		nnodes += w->node_num[t];
+	s->nodes = calloc((size_t)nnodes, sizeof(*s->nodes));
+	s->tnames = calloc((size_t)w->ntypes, sizeof(*s->tnames));
+	s->jobs = calloc(w->njobs + 1, sizeof(*s->jobs));
+	s->cj = calloc(w->njobs + 1, sizeof(*s->cj));
+	s->dec = calloc(w->njobs + 1, sizeof(*s->dec));
+	s->idx = calloc(w->njobs + 1, sizeof(*s->idx));
+	s->dms = calloc((size_t)s->o->max_rounds + 1, sizeof(*s->dms));
+	s->done_jct = calloc(w->njobs + 1, sizeof(*s->done_jct));
+	s->r->jct = calloc(w->njobs + 1, sizeof(*s->r->jct));
+	s->view = calloc(w->nmodels + 1, sizeof(*s->view));
+	s->nview = calloc(w->nmodels + 1, sizeof(*s->nview));
+	s->names = calloc(w->nmodels + 1, sizeof(*s->names));
+	s->pattrs = calloc(w->njobs + 1, sizeof(*s->pattrs));
+	s->pdone = calloc(w->njobs + 1, sizeof(*s->pdone));
+	s->prem = calloc(w->njobs + 1, sizeof(*s->prem));
+	if (!s->nodes || !s->tnames || !s->jobs || !s->cj || !s->dec ||
+	    !s->idx || !s->dms || !s->done_jct || !s->r->jct || !s->view ||
+	    !s->nview || !s->names || !s->pattrs || !s->pdone || !s->prem) {
+		snprintf(s->err, s->len, "out of memory");
+		return COPUS_ENOMEM;
+	}
+	for (size_t m = 0; m < w->nmodels; m++) {
+		const struct arena_family *f =
+			&w->families[w->models[m].family];
+		snprintf(s->names[m], sizeof(s->names[m]), "%s_%s", f->name,
+			 f->sizes[w->models[m].size]);
+	}
+	if (s->o->throughput == ARENA_THROUGHPUT_PLANNER) {
+		if ((rc = planner_view_make(w, s->o->planner_dir, &s->pv,
+					    s->err, s->len)) != COPUS_OK)
+			return rc;
+		s->have_pv = true;
+	}
+	for (size_t m = 0; m < w->nmodels; m++) {
+		s->view[m] = s->have_pv ? s->pv.cells[m] : w->models[m].cells;
+		s->nview[m] = s->have_pv ? s->pv.n[m] : w->models[m].ncells;
+	}
+	s->r->njobs = w->njobs;
+	nnodes = 0;
+	for (int t = 0; t < w->ntypes; t++) {
+		s->tnames[t] = w->type_names[t];
+		for (int k = 0; k < w->node_num[t]; k++)
+			s->nodes[nnodes++] = (copus_node){ t, w->per_node[t],
+							   true };
+	}
+	s->c = (copus_cluster){ nnodes, s->nodes, w->ntypes, s->tnames };
+	return COPUS_OK;
+}
+
+/*
+ * The round that ends at 'now': each running job is credited it, and one
+ * done leaves, its iterations taught to the predictor.
+ */
+static int round_credit(struct arena_state *s, double now)
+{
+	const struct arena_world *w = s->w;
+	int rc;
+
+	for (size_t i = 0; i < w->njobs; i++) {
+		struct ajob *j = &s->jobs[i];
+		copus_job_attrs at;
+
+		if (j->state != IN || j->gpus == 0)
+			continue;
+		s->r->gpu_hours += j->gpus * ARENA_ROUND / 3600.0;
+		if (!credit(w, s->o, j, i, now))
+			continue;
+		j->state = DONE;
+		j->gpus = j->nslots = 0;
+		s->nin--;
+		if (s->pred == NULL)
+			continue;
+		at = job_attrs(w, i, s->names);
+		rc = copus_predictor_add(s->pred, &at,
+					 (double)w->jobs[i].iters);
+		if (rc != COPUS_OK) {
+			snprintf(s->err, s->len, "predictor: %s",
+				 copus_strerror(rc));
+			return rc;
+		}
+	}
+	return COPUS_OK;
+}
+
+/* The jobs of round's chunk of the trace arrive at 'now'. */
+static void round_arrive(struct arena_state *s, long round, double now)
+{
+	const struct arena_world *w = s->w;
+
+	while (s->next < w->njobs && w->jobs[s->next].round <= round) {
+		struct ajob *j = &s->jobs[s->next];
+
+		j->state = IN;
+		j->submit = now;
+		j->remaining = (double)w->jobs[s->next].iters;
+		s->next++;
+		s->nin++;
+	}
+}
+
+/*
+ * The policy's view of job i (the n-th in the system): its request, its
+ * history, its cells and what it is told of its work left. A policy that
+ * picks cells may change what the request says, as far as --cell-choice
+ * lets it.
+ */
+static void round_job_input(struct arena_state *s, size_t i, size_t n)
+{
+	const struct arena_world *w = s->w;
+	const struct arena_opts *o = s->o;
+	const struct arena_job *tj = &w->jobs[i];
+	struct ajob *j = &s->jobs[i];
+	copus_job *q = &s->cj[n];
+	double sec;
+
+	memset(q, 0, sizeof(*q));
+	q->id = (uint64_t)i + 1;
+	q->min_gpus = q->max_gpus = q->req_gpus = tj->gpus;
+	q->req_batch = w->models[tj->model].batch;
+	q->fixed_batch = true;
+	q->type_mask = 1u << tj->type;
+	q->submit_time = j->submit;
+	q->restarts = j->restarts;
+	q->attained = j->attained;
+	q->max_gpus_had = j->max_gpus;
+	q->remaining = -1;
+	q->alloc = j->alloc;
+	q->alloc_slots = j->nslots;
+	q->alloc_type = j->gpus > 0 ? j->type : -1;
+	q->cells = s->view[tj->model];
+	q->num_cells = s->nview[tj->model];
+	q->remaining_iters = -1;
+	if (s->tell_remaining || s->pred != NULL) {
+		double left = s->tell_remaining ? j->remaining : s->prem[n];
+
+		q->remaining_iters = left;
+		sec = told_seconds(w, j, i);
+		if (sec > 0 && left >= 0)
+			q->remaining = left * sec;
+	}
+	if (s->tr->picks_cells && o->choice != ARENA_CHOICE_NONE) {
+		q->elastic = true;
+		q->min_gpus = 1;
+		q->max_gpus = ARENA_MAX_GPUS;
+		if (o->choice == ARENA_CHOICE_ALL)
+			q->type_mask = 0;
+	}
+}
+
+/*
+ * The policy's input: the cells as the planner's view now has them, the
+ * iterations each job has reported, the predictor's answers, and each job
+ * in the system (idx maps them back). Their count in *n.
+ */
+static int round_input(struct arena_state *s, size_t *n)
+{
+	const struct arena_world *w = s->w;
+	int rc;
+
+	for (size_t m = 0; s->have_pv && m < w->nmodels; m++)
+		s->nview[m] = s->pv.n[m];
+	for (size_t i = 0; i < w->njobs; i++) {
+		struct ajob *j = &s->jobs[i];
+
+		if (j->state == IN)
+			j->reported = fmax(j->reported,
+					   (double)w->jobs[i].iters -
+						   j->remaining);
+	}
+	if (s->pred != NULL &&
+	    (rc = predict_remaining(s->pred, w, s->jobs, s->names, s->nin,
+				    s->pattrs, s->pdone, s->prem)) !=
+		    COPUS_OK) {
+		snprintf(s->err, s->len, "predictor: %s", copus_strerror(rc));
+		return rc;
+	}
+	*n = 0;
+	for (size_t i = 0; i < w->njobs && *n < s->nin; i++) {
+		if (s->jobs[i].state != IN)
+			continue;
+		round_job_input(s, i, *n);
+		s->idx[(*n)++] = i;
+	}
+	return COPUS_OK;
+}
+
+/*
+ * Apply the policy's decision d for job i: it stops, waits on a cell it
+ * does not fit (which the planner's view forgets), or runs on its new
+ * cell, at the cell's speed, after its restart.
+ */
+static void round_apply(struct arena_state *s, const copus_decision *d,
+			size_t i)
+{
+	const struct arena_world *w = s->w;
+	struct arena_result *r = s->r;
+	struct ajob *j = &s->jobs[i];
+	const struct arena_model *m = &w->models[w->jobs[i].model];
+	double sec, cost;
+	int cn;
+
+	if (!d->changed)
+		return;
+	if (d->gpus == 0) {
+		j->gpus = j->nslots = 0;
+		return;
+	}
+	slots_cell(d, &cn);
+	if (!job_size(d->gpus) || d->num_slots > ARENA_MAX_GPUS ||
+	    !arena_cell_seconds(m, d->gpu_type, d->gpus, cn, &sec)) {
+		/* A cell the job does not fit: it waits. */
+		if (s->have_pv)
+			planner_view_learn(&s->pv, (size_t)w->jobs[i].model,
+					   d->gpu_type, d->gpus, cn, 0.0);
+		r->refused++;
+		j->gpus = j->nslots = 0;
+		return;
+	}
+	if (j->ran)
+		r->restarts++, j->restarts++;
+	j->ran = true;
+	j->gpus = d->gpus;
+	j->type = d->gpu_type;
+	j->nodes = cn;
+	j->nslots = d->num_slots;
+	memcpy(j->alloc, d->slots, (size_t)d->num_slots * sizeof(*d->slots));
+	if (j->gpus > j->max_gpus)
+		j->max_gpus = j->gpus;
+	j->it = sec;
+	if (s->have_pv)
+		planner_view_learn(&s->pv, (size_t)w->jobs[i].model,
+				   d->gpu_type, d->gpus, cn, sec);
+	cost = fmin(r->restart_cost_per_gpu * j->gpus, r->restart_cost_max);
+	if (s->o->rules == ARENA_RULES_ARENA)
+		j->skip_next = cost > ARENA_ROUND;
+	else
+		j->debt = cost;
+}
+
+/* The timeline's lines of the round at 'now': each of the n jobs' cell. */
+static void round_timeline(const struct arena_state *s, size_t n, double now)
+{
+	const struct arena_world *w = s->w;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct ajob *j = &s->jobs[s->idx[k]];
+
+		fprintf(s->o->timeline, "%.0f,%s,%s,%d,%d,%.17g,%.17g\n",
+			now - w->first_submit, w->jobs[s->idx[k]].name,
+			j->gpus > 0 ? w->type_names[j->type] : "", j->gpus,
+			j->gpus > 0 ? j->nodes : 0, j->gpus > 0 ? j->it : 0.0,
+			j->remaining);
+	}
+}
+
+/*
+ * One round: the round that ends is credited, the next chunk arrives, the
+ * policy decides (its CPU time kept when it had jobs) and its decisions
+ * are applied.
+ */
+static int arena_round(struct arena_state *s, long round)
+{
+	double now = s->w->first_submit + ARENA_ROUND * (double)round;
+	size_t n = 0;
+	clock_t cpu;
+	int rc;
+
+	if ((rc = round_credit(s, now)) != COPUS_OK)
+		return rc;
+	round_arrive(s, round, now);
+	if ((rc = round_input(s, &n)) != COPUS_OK)
+		return rc;
+	cpu = clock();
+	rc = copus_policy_decide(s->pol, &s->c, s->cj, n, now, s->dec);
+	if (n > 0)
+		s->dms[s->ndms++] = 1000.0 * (double)(clock() - cpu) /
+				    CLOCKS_PER_SEC;
+	if (rc != COPUS_OK) {
+		snprintf(s->err, s->len, "round %ld: policy %s: %s", round,
+			 s->o->policy, copus_strerror(rc));
+		return rc;
+	}
+	for (size_t k = 0; k < n; k++)
+		round_apply(s, &s->dec[k], s->idx[k]);
+	if (s->o->timeline != NULL)
+		round_timeline(s, n, now);
+	s->r->rounds++;
+	return COPUS_OK;
+}
+
+/*
+ * The figures at the horizon: per job submitted before it its JCT (< 0
+ * unfinished), the means (an unfinished job counted to the horizon), the
+ * makespan, the bounds and the policy's decision times.
+ */
+static void arena_figures(struct arena_state *s)
+{
+	const struct arena_world *w = s->w;
+	struct arena_result *r = s->r;
+	double sum_f = 0, sum_a = 0, end;
+	size_t nf = 0;
+
+	r->horizon = ARENA_ROUND * (double)s->o->max_rounds;
+	end = w->first_submit + r->horizon;
+	for (size_t i = 0; i < w->njobs; i++) {
+		const struct ajob *j = &s->jobs[i];
+
+		if (w->jobs[i].round >= s->o->max_rounds) {
+			r->jct[i] = NAN;
+			continue;
+		}
+		r->submitted++;
+		if (!j->ran)
+			r->never_started++;
+		if (j->state == DONE) {
+			r->jct[i] = j->jct;
+			s->done_jct[nf++] = j->jct;
+			sum_f += j->jct;
+			sum_a += j->jct;
+			if (j->submit + j->jct - w->first_submit > r->makespan)
+				r->makespan = j->submit + j->jct -
+					      w->first_submit;
+		} else {
+			r->jct[i] = -1;
+			sum_a += end - j->submit;
+		}
+	}
+	r->finished = nf;
+	r->mean_jct_finished = nf ? sum_f / (double)nf : NAN;
+	r->mean_jct_all = r->submitted ? sum_a / (double)r->submitted : NAN;
+	r->p99_jct = nf ? sim_quantile(s->done_jct, nf, 0.99) : NAN;
+	arena_bounds(w, s->o, r, s->done_jct);
+	r->decide_ms_median = sim_quantile(s->dms, s->ndms, 0.5);
+	r->decide_ms_p95 = sim_quantile(s->dms, s->ndms, 0.95);
+	r->decide_ms_max = s->ndms ? s->dms[s->ndms - 1] : 0;
+}
+
+/*
+ * The replay (sim/arena.h): the policy and the setup, max_rounds rounds,
+ * then the figures; on an error, r is released and err says why.
+ */
 int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	      struct arena_result *r, char *err, size_t len)
 {
-	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
-	const struct copus_policy_traits *tr;
-	copus_policy *pol = NULL;
-	struct ajob *jobs = NULL;
-	copus_job *cj = NULL;
-	copus_decision *dec = NULL;
-	copus_node *nodes = NULL;
-	size_t *idx = NULL;
-	double *dms = NULL, *done_jct = NULL;
-	const char **tnames = NULL;
-	const copus_cell_time **view = NULL;
-	int *nview = NULL;
-	struct planner_view pv;
-	bool have_pv = false;
-	size_t ndms = 0, next = 0, nin = 0;
-	int nnodes = 0, rc;
-	bool tell_remaining, predict;
-	copus_predictor *pred = NULL;
-	char (*names)[48] = NULL;
-	copus_job_attrs *pattrs = NULL;
-	double *pdone = NULL, *prem = NULL;
-	copus_cluster c;
+	struct arena_state s = { .w = w, .o = o, .r = r, .err = err,
+				 .len = len };
 	struct timespec t0, t1;
+	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(r, 0, sizeof(*r));
@@ -358,334 +812,18 @@ int arena_run(const struct arena_world *w, const struct arena_opts *o,
 			 ">= 1", o->max_rounds);
 		return COPUS_EINVAL;
 	}
-	if (copus_policy_create(o->policy, NULL, &pol) != COPUS_OK) {
-		snprintf(err, len, "unknown policy or option '%s'", o->policy);
-		return COPUS_EINVAL;
-	}
-	tr = copus_policy_traits(pol);
-	if (tr->models != COPUS_MODELS_NONE && !tr->picks_cells) {
-		snprintf(err, len, "policy '%s' needs a goodput model of each "
-			 "job (throughput and statistical efficiency by batch "
-			 "size), which Arena's jobs do not have; on --arena use "
-			 "fifo, fifo:arena or tiresias", o->policy);
-		copus_policy_destroy(pol);
-		return COPUS_EINVAL;
-	}
-	/* Arena charges crius, which searches plans pruned by its profile,
-	 * 10 s per GPU (at most 40 s) to restart, and every other policy a
-	 * full plan search, 150 s per GPU (at most 600 s); a policy that
-	 * picks cells with their plans pays what crius pays. */
-	r->restart_cost_per_gpu = tr->picks_cells ? 10 : 150;
-	r->restart_cost_max = tr->picks_cells ? 40 : 600;
-	copus_policy_destroy(pol);
-	pol = NULL;
-	prm.interval = ARENA_ROUND;
-	prm.restart_delay = r->restart_cost_max;
-	prm.equal_per_node = true;
-	if ((rc = copus_policy_create(o->policy, &prm, &pol)) != COPUS_OK) {
-		snprintf(err, len, "policy '%s': %s", o->policy,
-			 copus_strerror(rc));
-		return rc;
-	}
-	tr = copus_policy_traits(pol);
-	tell_remaining = tr->remaining == COPUS_REMAINING_ORACLE ||
-			 (tr->remaining == COPUS_REMAINING_PREDICT &&
-			  o->remaining == SIM_REMAINING_ORACLE);
-	predict = tr->remaining == COPUS_REMAINING_PREDICT &&
-		  o->remaining == SIM_REMAINING_PREDICT;
-	if (predict && (rc = copus_predictor_create(NULL, &pred)) != COPUS_OK) {
-		snprintf(err, len, "predictor: %s", copus_strerror(rc));
+	if ((rc = arena_policy(&s)) != COPUS_OK ||
+	    (rc = arena_setup(&s)) != COPUS_OK)
 		goto out;
-	}
-
-	for (int t = 0; t < w->ntypes; t++)
-		nnodes += w->node_num[t];
-	rc = COPUS_ENOMEM;
-	nodes = calloc((size_t)nnodes, sizeof(*nodes));
-	tnames = calloc((size_t)w->ntypes, sizeof(*tnames));
-	jobs = calloc(w->njobs + 1, sizeof(*jobs));
-	cj = calloc(w->njobs + 1, sizeof(*cj));
-	dec = calloc(w->njobs + 1, sizeof(*dec));
-	idx = calloc(w->njobs + 1, sizeof(*idx));
-	dms = calloc((size_t)o->max_rounds + 1, sizeof(*dms));
-	done_jct = calloc(w->njobs + 1, sizeof(*done_jct));
-	r->jct = calloc(w->njobs + 1, sizeof(*r->jct));
-	view = calloc(w->nmodels + 1, sizeof(*view));
-	nview = calloc(w->nmodels + 1, sizeof(*nview));
-	names = calloc(w->nmodels + 1, sizeof(*names));
-	pattrs = calloc(w->njobs + 1, sizeof(*pattrs));
-	pdone = calloc(w->njobs + 1, sizeof(*pdone));
-	prem = calloc(w->njobs + 1, sizeof(*prem));
-	if (!nodes || !tnames || !jobs || !cj || !dec || !idx || !dms ||
-	    !done_jct || !r->jct || !view || !nview || !names || !pattrs ||
-	    !pdone || !prem) {
-		snprintf(err, len, "out of memory");
-		goto out;
-	}
-	for (size_t m = 0; m < w->nmodels; m++) {
-		const struct arena_family *f =
-			&w->families[w->models[m].family];
-		snprintf(names[m], sizeof(names[m]), "%s_%s", f->name,
-			 f->sizes[w->models[m].size]);
-	}
-	if (o->throughput == ARENA_THROUGHPUT_PLANNER) {
-		if ((rc = planner_view_make(w, o->planner_dir, &pv, err,
-					    len)) != COPUS_OK)
+	for (long round = 0; round < o->max_rounds; round++)
+		if ((rc = arena_round(&s, round)) != COPUS_OK)
 			goto out;
-		have_pv = true;
-	}
-	for (size_t m = 0; m < w->nmodels; m++) {
-		view[m] = have_pv ? pv.cells[m] : w->models[m].cells;
-		nview[m] = have_pv ? pv.n[m] : w->models[m].ncells;
-	}
-	r->njobs = w->njobs;
-	/* The nodes in the spec's order of types, as Arena numbers them. */
-	nnodes = 0;
-	for (int t = 0; t < w->ntypes; t++) {
-		tnames[t] = w->type_names[t];
-		for (int k = 0; k < w->node_num[t]; k++)
-			nodes[nnodes++] = (copus_node){ t, w->per_node[t],
-							true };
-	}
-	c = (copus_cluster){ nnodes, nodes, w->ntypes, tnames };
-
-	for (long round = 0; round < o->max_rounds; round++) {
-		double now = w->first_submit + ARENA_ROUND * (double)round;
-		size_t n = 0;
-		clock_t cpu;
-
-		/* The round that ends now. */
-		for (size_t i = 0; i < w->njobs; i++) {
-			struct ajob *j = &jobs[i];
-
-			if (j->state != IN || j->gpus == 0)
-				continue;
-			r->gpu_hours += j->gpus * ARENA_ROUND / 3600.0;
-			if (credit(w, o, j, i, now)) {
-				j->state = DONE;
-				j->gpus = j->nslots = 0;
-				nin--;
-				if (pred != NULL) {
-					copus_job_attrs at =
-						job_attrs(w, i, names);
-					rc = copus_predictor_add(
-						pred, &at,
-						(double)w->jobs[i].iters);
-					if (rc != COPUS_OK) {
-						snprintf(err, len, "predictor: "
-							 "%s", copus_strerror(rc));
-						goto out;
-					}
-				}
-			}
-		}
-		/* The jobs of this round's chunk arrive. */
-		while (next < w->njobs && w->jobs[next].round <= round) {
-			struct ajob *j = &jobs[next];
-
-			j->state = IN;
-			j->submit = now;
-			j->remaining = (double)w->jobs[next].iters;
-			next++;
-			nin++;
-		}
-		/* The policy's view. */
-		for (size_t m = 0; have_pv && m < w->nmodels; m++)
-			nview[m] = pv.n[m];
-		for (size_t i = 0; i < w->njobs; i++)
-			if (jobs[i].state == IN)
-				jobs[i].reported = fmax(
-					jobs[i].reported,
-					(double)w->jobs[i].iters -
-						jobs[i].remaining);
-		if (pred != NULL &&
-		    (rc = predict_remaining(pred, w, jobs, names, nin, pattrs,
-					    pdone, prem)) != COPUS_OK) {
-			snprintf(err, len, "predictor: %s", copus_strerror(rc));
-			goto out;
-		}
-		for (size_t i = 0; i < w->njobs && n < nin; i++) {
-			const struct arena_job *tj = &w->jobs[i];
-			struct ajob *j = &jobs[i];
-			copus_job *q = &cj[n];
-			double sec;
-
-			if (j->state != IN)
-				continue;
-			memset(q, 0, sizeof(*q));
-			q->id = (uint64_t)i + 1;
-			q->min_gpus = q->max_gpus = q->req_gpus = tj->gpus;
-			q->req_batch = w->models[tj->model].batch;
-			q->fixed_batch = true;
-			q->type_mask = 1u << tj->type;
-			q->submit_time = j->submit;
-			q->restarts = j->restarts;
-			q->attained = j->attained;
-			q->max_gpus_had = j->max_gpus;
-			q->remaining = -1;
-			q->alloc = j->alloc;
-			q->alloc_slots = j->nslots;
-			q->alloc_type = j->gpus > 0 ? j->type : -1;
-			q->cells = view[tj->model];
-			q->num_cells = nview[tj->model];
-			q->remaining_iters = -1;
-			if (tell_remaining || pred != NULL) {
-				double left = tell_remaining ? j->remaining
-							     : prem[n];
-				q->remaining_iters = left;
-				sec = told_seconds(w, j, i);
-				if (sec > 0 && left >= 0)
-					q->remaining = left * sec;
-			}
-			/* A policy that picks cells may change what the
-			 * request says, as far as --cell-choice lets it. */
-			if (tr->picks_cells && o->choice != ARENA_CHOICE_NONE) {
-				q->elastic = true;
-				q->min_gpus = 1;
-				q->max_gpus = ARENA_MAX_GPUS;
-				if (o->choice == ARENA_CHOICE_ALL)
-					q->type_mask = 0;
-			}
-			idx[n++] = i;
-		}
-		cpu = clock();
-		rc = copus_policy_decide(pol, &c, cj, n, now, dec);
-		if (n > 0)
-			dms[ndms++] = 1000.0 * (double)(clock() - cpu) /
-				      CLOCKS_PER_SEC;
-		if (rc != COPUS_OK) {
-			snprintf(err, len, "round %ld: policy %s: %s", round,
-				 o->policy, copus_strerror(rc));
-			goto out;
-		}
-		/* Apply the decisions. */
-		for (size_t k = 0; k < n; k++) {
-			const copus_decision *d = &dec[k];
-			size_t i = idx[k];
-			struct ajob *j = &jobs[i];
-			const struct arena_model *m =
-				&w->models[w->jobs[i].model];
-			double sec, cost;
-			int cn;
-
-			if (!d->changed)
-				continue;
-			if (d->gpus == 0) {
-				j->gpus = j->nslots = 0;
-				continue;
-			}
-			slots_cell(d, &cn);
-			if (!job_size(d->gpus) || d->num_slots > ARENA_MAX_GPUS ||
-			    !arena_cell_seconds(m, d->gpu_type, d->gpus, cn,
-						&sec)) {
-				/* A cell the job does not fit: it waits. */
-				if (have_pv)
-					planner_view_learn(&pv, (size_t)w->jobs[i].model,
-							   d->gpu_type, d->gpus, cn,
-							   0.0);
-				r->refused++;
-				j->gpus = j->nslots = 0;
-				continue;
-			}
-			if (j->ran)
-				r->restarts++, j->restarts++;
-			j->ran = true;
-			j->gpus = d->gpus;
-			j->type = d->gpu_type;
-			j->nodes = cn;
-			j->nslots = d->num_slots;
-			memcpy(j->alloc, d->slots,
-			       (size_t)d->num_slots * sizeof(*d->slots));
-			if (j->gpus > j->max_gpus)
-				j->max_gpus = j->gpus;
-			j->it = sec;
-			if (have_pv)
-				planner_view_learn(&pv, (size_t)w->jobs[i].model,
-						   d->gpu_type, d->gpus, cn, sec);
-			cost = fmin(r->restart_cost_per_gpu * j->gpus,
-				    r->restart_cost_max);
-			if (o->rules == ARENA_RULES_ARENA)
-				j->skip_next = cost > ARENA_ROUND;
-			else
-				j->debt = cost;
-		}
-		if (o->timeline != NULL)
-			for (size_t k = 0; k < n; k++) {
-				const struct ajob *j = &jobs[idx[k]];
-
-				fprintf(o->timeline, "%.0f,%s,%s,%d,%d,%.17g,"
-					"%.17g\n", now - w->first_submit,
-					w->jobs[idx[k]].name, j->gpus > 0 ?
-					w->type_names[j->type] : "", j->gpus,
-					j->gpus > 0 ? j->nodes : 0,
-					j->gpus > 0 ? j->it : 0.0,
-					j->remaining);
-			}
-		r->rounds++;
-	}
-	/* Figures at the horizon. */
-	r->horizon = ARENA_ROUND * (double)o->max_rounds;
-	{
-		double sum_f = 0, sum_a = 0, end = w->first_submit + r->horizon;
-		size_t nf = 0;
-
-		for (size_t i = 0; i < w->njobs; i++) {
-			const struct ajob *j = &jobs[i];
-
-			if (w->jobs[i].round >= o->max_rounds) {
-				r->jct[i] = NAN;
-				continue;
-			}
-			r->submitted++;
-			if (!j->ran)
-				r->never_started++;
-			if (j->state == DONE) {
-				r->jct[i] = j->jct;
-				done_jct[nf++] = j->jct;
-				sum_f += j->jct;
-				sum_a += j->jct;
-				if (j->submit + j->jct - w->first_submit >
-				    r->makespan)
-					r->makespan = j->submit + j->jct -
-						      w->first_submit;
-			} else {
-				r->jct[i] = -1;
-				sum_a += end - j->submit;
-			}
-		}
-		r->finished = nf;
-		r->mean_jct_finished = nf ? sum_f / (double)nf : NAN;
-		r->mean_jct_all = r->submitted ? sum_a / (double)r->submitted :
-						 NAN;
-		r->p99_jct = nf ? sim_quantile(done_jct, nf, 0.99) : NAN;
-		arena_bounds(w, o, r, done_jct);
-	}
-	r->decide_ms_median = sim_quantile(dms, ndms, 0.5);
-	r->decide_ms_p95 = sim_quantile(dms, ndms, 0.95);
-	r->decide_ms_max = ndms ? dms[ndms - 1] : 0;
+	arena_figures(&s);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	r->wall = (double)(t1.tv_sec - t0.tv_sec) +
 		  (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	rc = COPUS_OK;
 out:
-	if (have_pv)
-		planner_view_free(&pv, w->nmodels);
-	copus_policy_destroy(pol);
-	copus_predictor_destroy(pred);
-	free(names);
-	free(pattrs);
-	free(pdone);
-	free(prem);
-	free(nodes);
-	free(tnames);
-	free(jobs);
-	free(cj);
-	free(dec);
-	free(idx);
-	free(dms);
-	free(done_jct);
-	free(view);
-	free(nview);
+	arena_state_free(&s);
 	if (rc != COPUS_OK)
 		arena_result_free(r);
 	return rc;
