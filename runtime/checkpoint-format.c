@@ -370,141 +370,157 @@ static bool _parse_v4(struct json_object *o, struct copus__manifest *m,
 	return m->fingerprint != NULL;
 }
 
-int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
-			  struct copus__manifest *m)
+/*
+ * The top-level numbers of a manifest, read before the parser commits any
+ * of them to m and ctx (only a whole manifest is taken).
+ */
+struct manifest_top {
+	double version, step, samples, progress, world;
+	double all;        /* save_all_ranks: 0 or 1 (0 before version 2) */
+};
+
+/*
+ * The training's counts (step, samples, progress), the ranks of the run
+ * that wrote it and whether each saved a file (from version 2); *field
+ * names the one that is invalid.
+ */
+static bool _parse_counts(struct json_object *o, struct manifest_top *t,
+			  const char **field)
 {
-	struct json_object *o = json_tokener_parse(text), *a, *e;
-	double x, version, step, samples, progress, world, all = 0;
-	char **files = NULL;
-	long long *sizes = NULL;
-	int64_t *crcs = NULL;
-	int nfiles = 0, rc = COPUS_EPARSE;
-	size_t width;
-	const char *field = "the top level";
+	*field = "step";
+	if (!copus__manifest_num(o, "step", &t->step) || t->step < 0 ||
+	    t->step > COPUS_HINT_STEP_MAX)
+		return false;
+	*field = "samples";
+	if (!copus__manifest_num(o, "samples", &t->samples) ||
+	    t->samples < 0 || t->samples > MANIFEST_COUNT_MAX)
+		return false;
+	*field = "progress";
+	if (!copus__manifest_num(o, "progress", &t->progress) ||
+	    t->progress < 0)
+		return false;
+	*field = "world";
+	if (!copus__manifest_num(o, "world", &t->world) || t->world < 1 ||
+	    t->world > 1 << 20 || t->world != floor(t->world))
+		return false;
+	*field = "save_all_ranks";
+	if (t->version >= 2 &&
+	    (!copus__manifest_num(o, "save_all_ranks", &t->all) ||
+	     (t->all != 0 && t->all != 1)))
+		return false;
+	return true;
+}
 
-	memset(m, 0, sizeof(*m));
-	m->data_inner = -1;
-	m->written = -1;
-	if (o == NULL || !json_object_is_type(o, json_type_object))
-		goto bad;
-	field = "copus_ckpt";
-	if (!copus__manifest_num(o, "copus_ckpt", &version) || version < 1 ||
-	    version > COPUS_MANIFEST_VERSION || version != floor(version))
-		goto bad;
-	/*
-	 * The checksum first: an edited manifest is refused as such, not
-	 * for the field an edit happened to break. Before version 4 there
-	 * is none; one there means a newer manifest's version was edited.
-	 */
-	field = "checksum";
-	if (version >= 4) {
-		rc = _check_checksum(ctx, path, text);
-		if (rc != COPUS_OK)
-			goto out;
-		rc = COPUS_EPARSE;
-		if (!_parse_v4(o, m, &field))
-			goto bad;
-	} else if (json_object_object_get_ex(o, "checksum", NULL)) {
-		goto bad;
+/*
+ * The optional stages of version 3: the stages' first layers and the end,
+ * in order, from 0 to the model's layers; *field stays "stages".
+ */
+static bool _parse_stages(struct json_object *o, struct copus__manifest *m)
+{
+	struct json_object *a;
+	size_t ns = (size_t)m->layout.pipeline + 1;
+	double x;
+
+	if (!json_object_object_get_ex(o, "stages", &a))
+		return true;
+	if (!json_object_is_type(a, json_type_array) ||
+	    json_object_array_length(a) != ns)
+		return false;
+	m->stages = calloc(ns, sizeof(int));
+	if (m->stages == NULL)
+		return false;
+	for (size_t k = 0; k < ns; k++) {
+		if (!_arr_num(a, k, &x) || x != floor(x) ||
+		    x < (k > 0 ? m->stages[k - 1] : 0) || x > m->n_layers)
+			return false;
+		m->stages[k] = (int)x;
 	}
-	if (!_parse_writer(o, m, &field))
-		goto bad;
-	/* Version 1 named each file with its size; 2 adds its CRC-32. */
-	width = version == 1 ? 2 : 3;
-	field = "step";
-	if (!copus__manifest_num(o, "step", &step) || step < 0 ||
-	    step > COPUS_HINT_STEP_MAX)
-		goto bad;
-	field = "samples";
-	if (!copus__manifest_num(o, "samples", &samples) || samples < 0 ||
-	    samples > MANIFEST_COUNT_MAX)
-		goto bad;
-	field = "progress";
-	if (!copus__manifest_num(o, "progress", &progress) || progress < 0)
-		goto bad;
-	field = "world";
-	if (!copus__manifest_num(o, "world", &world) || world < 1 || world > 1 << 20 ||
-	    world != floor(world))
-		goto bad;
-	field = "save_all_ranks";
-	if (version >= 2 &&
-	    (!copus__manifest_num(o, "save_all_ranks", &all) ||
-	     (all != 0 && all != 1)))
-		goto bad;
-	field = "layout";
-	m->layout = (copus_plan_degrees){ .data = (int)world, .pipeline = 1,
+	return m->stages[0] == 0 && m->stages[ns - 1] == m->n_layers;
+}
+
+/*
+ * The layout of the ranks into m: from version 3 its degrees (data,
+ * tensor, pipeline; their product the world), the model's layers and its
+ * stages; before, world x 1 x 1. *field names the one that is invalid.
+ */
+static bool _parse_layout(struct json_object *o, const struct manifest_top *t,
+			  struct copus__manifest *m, const char **field)
+{
+	struct json_object *a;
+	double d[3], x;
+
+	*field = "layout";
+	m->layout = (copus_plan_degrees){ .data = (int)t->world, .pipeline = 1,
 					  .tensor = 1 };
-	if (version >= 3) {
-		double d[3];
+	if (t->version < 3)
+		return true;
+	if (!json_object_object_get_ex(o, "layout", &a) ||
+	    !json_object_is_type(a, json_type_array) ||
+	    json_object_array_length(a) != 3)
+		return false;
+	for (int k = 0; k < 3; k++)
+		if (!_arr_num(a, (size_t)k, &d[k]) || d[k] < 1 ||
+		    d[k] > t->world || d[k] != floor(d[k]))
+			return false;
+	if (d[0] * d[1] * d[2] != t->world)
+		return false;
+	m->layout = (copus_plan_degrees){ .data = (int)d[0],
+					  .tensor = (int)d[1],
+					  .pipeline = (int)d[2] };
+	*field = "layers";
+	if (!copus__manifest_num(o, "layers", &x) || x < 0 || x > INT_MAX ||
+	    x != floor(x))
+		return false;
+	m->n_layers = (int)x;
+	*field = "stages";
+	return _parse_stages(o, m);
+}
 
-		if (!json_object_object_get_ex(o, "layout", &a) ||
-		    !json_object_is_type(a, json_type_array) ||
-		    json_object_array_length(a) != 3)
-			goto bad;
-		for (int k = 0; k < 3; k++)
-			if (!_arr_num(a, (size_t)k, &d[k]) || d[k] < 1 ||
-			    d[k] > world || d[k] != floor(d[k]))
-				goto bad;
-		if (d[0] * d[1] * d[2] != world)
-			goto bad;
-		m->layout = (copus_plan_degrees){ .data = (int)d[0],
-						  .tensor = (int)d[1],
-						  .pipeline = (int)d[2] };
-		field = "layers";
-		if (!copus__manifest_num(o, "layers", &x) || x < 0 || x > INT_MAX ||
-		    x != floor(x))
-			goto bad;
-		m->n_layers = (int)x;
-		/* Optional: the stages' first layers and the end, in
-		 * order, from 0 to the model's layers. */
-		field = "stages";
-		if (json_object_object_get_ex(o, "stages", &a)) {
-			size_t ns = (size_t)m->layout.pipeline + 1;
+/* A manifest's files: n names, their sizes and CRC-32s (-1: none). */
+struct manifest_files {
+	char **files;
+	long long *sizes;
+	int64_t *crcs;
+	int n;
+};
 
-			if (!json_object_is_type(a, json_type_array) ||
-			    json_object_array_length(a) != ns)
-				goto bad;
-			m->stages = calloc(ns, sizeof(int));
-			if (m->stages == NULL)
-				goto bad;
-			for (size_t k = 0; k < ns; k++) {
-				if (!_arr_num(a, k, &x) || x != floor(x) ||
-				    x < (k > 0 ? m->stages[k - 1] : 0) ||
-				    x > m->n_layers)
-					goto bad;
-				m->stages[k] = (int)x;
-			}
-			if (m->stages[0] != 0 ||
-			    m->stages[ns - 1] != m->n_layers)
-				goto bad;
-		}
-	}
-	field = "files";
+/*
+ * The files into f (which the caller frees, whatever this returns): one
+ * per rank when every rank saved, else one per shard (pipeline stage and
+ * tensor slice), none without a save callback; version 1 did not say
+ * which (t->all then says whether more than one was). Each is a name,
+ * never a path out of the directory, with its size and, from version 2,
+ * its CRC-32. COPUS_EPARSE with *field "files" when invalid.
+ */
+static int _parse_files(struct json_object *o, struct manifest_top *t,
+			const struct copus__manifest *m,
+			struct manifest_files *f, const char **field)
+{
+	/* Version 1 named each file with its size; 2 adds its CRC-32. */
+	size_t width = t->version == 1 ? 2 : 3;
+	struct json_object *a, *e;
+	double x;
+	int world = (int)t->world;
+
+	*field = "files";
 	if (!json_object_object_get_ex(o, "files", &a) ||
 	    !json_object_is_type(a, json_type_array))
-		goto bad;
-	nfiles = (int)json_object_array_length(a);
-	/*
-	 * One file per rank when every rank saved, else one per shard
-	 * (pipeline stage and tensor slice); none without a save callback.
-	 * Version 1 did not say which.
-	 */
-	if (nfiles > 0 &&
-	    (version >= 2 ? nfiles != (all ? (int)world
-					   : m->layout.pipeline *
-						     m->layout.tensor)
-			  : (nfiles > 1 && nfiles != (int)world)))
-		goto bad;
-	if (version == 1)
-		all = nfiles > 1;
-	files = calloc((size_t)nfiles + 1, sizeof(char *));
-	sizes = calloc((size_t)nfiles + 1, sizeof(long long));
-	crcs = calloc((size_t)nfiles + 1, sizeof(*crcs));
-	if (files == NULL || sizes == NULL || crcs == NULL) {
-		rc = COPUS_ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < nfiles; i++) {
+		return COPUS_EPARSE;
+	f->n = (int)json_object_array_length(a);
+	if (f->n > 0 &&
+	    (t->version >= 2 ? f->n != (t->all ? world
+					       : m->layout.pipeline *
+							 m->layout.tensor)
+			     : (f->n > 1 && f->n != world)))
+		return COPUS_EPARSE;
+	if (t->version == 1)
+		t->all = f->n > 1;
+	f->files = calloc((size_t)f->n + 1, sizeof(char *));
+	f->sizes = calloc((size_t)f->n + 1, sizeof(long long));
+	f->crcs = calloc((size_t)f->n + 1, sizeof(*f->crcs));
+	if (f->files == NULL || f->sizes == NULL || f->crcs == NULL)
+		return COPUS_ENOMEM;
+	for (int i = 0; i < f->n; i++) {
 		const char *s;
 		double c = -1;
 
@@ -516,44 +532,63 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 		    !_arr_num(e, 1, &x) || x < 0 || x > MANIFEST_COUNT_MAX ||
 		    (width == 3 && (!_arr_num(e, 2, &c) || c < 0 ||
 				    c > 4294967295.0 || c != floor(c))))
-			goto bad;
+			return COPUS_EPARSE;
 		s = json_object_get_string(json_object_array_get_idx(e, 0));
-		/* A file name, never a path out of the directory. */
 		if (strchr(s, '/') != NULL || s[0] == '.' || strlen(s) > 200)
-			goto bad;
-		files[i] = strdup(s);
-		sizes[i] = (long long)x;
-		crcs[i] = (int64_t)c;
-		if (files[i] == NULL) {
-			nfiles = i;
-			rc = COPUS_ENOMEM;
-			goto out;
+			return COPUS_EPARSE;
+		f->files[i] = strdup(s);
+		f->sizes[i] = (long long)x;
+		f->crcs[i] = (int64_t)c;
+		if (f->files[i] == NULL) {
+			f->n = i;
+			return COPUS_ENOMEM;
 		}
 	}
-	field = "noise";
+	return COPUS_OK;
+}
+
+/*
+ * The gradient noise's averages into ctx (the decay is the new run's; the
+ * averages carry over); *field stays "noise".
+ */
+static bool _parse_noise(copus_ctx *ctx, struct json_object *o,
+			 const char **field)
+{
+	struct json_object *a;
+	double d, s, v, b, c;
+
+	*field = "noise";
 	if (!json_object_object_get_ex(o, "noise", &a) ||
 	    !json_object_is_type(a, json_type_array) ||
 	    json_object_array_length(a) != 5)
-		goto bad;
-	{
-		double d, s, v, b, c;
-		if (!_arr_num(a, 0, &d) || !_arr_num(a, 1, &s) ||
-		    !_arr_num(a, 2, &v) || !_arr_num(a, 3, &b) ||
-		    !_arr_num(a, 4, &c) || c < 0 || c > MANIFEST_COUNT_MAX ||
-		    b < 0 || b > 1)
-			goto bad;
-		/* The decay is the new run's; the averages carry over. */
-		ctx->noise.sqr = s;
-		ctx->noise.var = v;
-		ctx->noise.bias = b;
-		ctx->noise.count = (int64_t)c;
-		(void)d;
-	}
-	field = "obs";
+		return false;
+	if (!_arr_num(a, 0, &d) || !_arr_num(a, 1, &s) ||
+	    !_arr_num(a, 2, &v) || !_arr_num(a, 3, &b) ||
+	    !_arr_num(a, 4, &c) || c < 0 || c > MANIFEST_COUNT_MAX ||
+	    b < 0 || b > 1)
+		return false;
+	ctx->noise.sqr = s;
+	ctx->noise.var = v;
+	ctx->noise.bias = b;
+	ctx->noise.count = (int64_t)c;
+	(void)d;
+	return true;
+}
+
+/*
+ * The step times the job observed (per GPU type and cell) into ctx's
+ * observations, which are to be published again; *field stays "obs".
+ */
+static bool _parse_obs(copus_ctx *ctx, struct json_object *o,
+		       const char **field)
+{
+	struct json_object *a, *e;
+
+	*field = "obs";
 	if (!json_object_object_get_ex(o, "obs", &a) ||
 	    !json_object_is_type(a, json_type_array) ||
 	    json_object_array_length(a) > COPUS_MAX_OBS)
-		goto bad;
+		return false;
 	ctx->n_obs = 0;
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		struct copus__obs *ob = &ctx->obs[ctx->n_obs];
@@ -564,12 +599,12 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 		    json_object_array_length(e) != 8 ||
 		    !json_object_is_type(json_object_array_get_idx(e, 0),
 					 json_type_string))
-			goto bad;
+			return false;
 		for (int k = 0; k < 7; k++)
 			if (!_arr_num(e, (size_t)k + 1, &v[k]) || v[k] < 0 ||
 			    (k < 4 && v[k] > INT_MAX) ||
 			    (k == 6 && v[k] > MANIFEST_COUNT_MAX))
-				goto bad;
+				return false;
 		snprintf(ob->type, sizeof(ob->type), "%s",
 			 json_object_get_string(json_object_array_get_idx(e, 0)));
 		ob->nodes = (int)v[0];
@@ -580,22 +615,71 @@ int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
 		ob->sum_step = v[5];
 		ob->n = (int64_t)v[6];
 		if (ob->nodes < 1 || ob->replicas < ob->nodes || ob->local < 1)
-			goto bad;
+			return false;
 		ctx->n_obs++;
 	}
 	ctx->obs_dirty = ctx->n_obs > 0;
-	ctx->info.samples = (int64_t)samples;
-	ctx->info.progress = progress;
-	m->step = (int64_t)step;
-	m->world = (int)world;
-	m->all_ranks = all != 0;
-	m->nfiles = nfiles;
-	m->files = files;
-	m->sizes = sizes;
-	m->crcs = crcs;
-	files = NULL;
-	sizes = NULL;
-	crcs = NULL;
+	return true;
+}
+
+/*
+ * The parser (internal.h): the version and the checksum first (an edited
+ * manifest is refused as such, not for the field an edit happened to
+ * break), then each part in turn; m's counts and files are set only once
+ * all of it parsed.
+ */
+int copus__parse_manifest(copus_ctx *ctx, const char *path, const char *text,
+			  struct copus__manifest *m)
+{
+	struct json_object *o = json_tokener_parse(text);
+	struct manifest_top t = { .all = 0 };
+	struct manifest_files f = { 0 };
+	int rc = COPUS_EPARSE;
+	const char *field = "the top level";
+
+	memset(m, 0, sizeof(*m));
+	m->data_inner = -1;
+	m->written = -1;
+	if (o == NULL || !json_object_is_type(o, json_type_object))
+		goto bad;
+	field = "copus_ckpt";
+	if (!copus__manifest_num(o, "copus_ckpt", &t.version) ||
+	    t.version < 1 || t.version > COPUS_MANIFEST_VERSION ||
+	    t.version != floor(t.version))
+		goto bad;
+	/* Before version 4 there is no checksum; one there means a newer
+	 * manifest's version was edited. */
+	field = "checksum";
+	if (t.version >= 4) {
+		rc = _check_checksum(ctx, path, text);
+		if (rc != COPUS_OK)
+			goto out;
+		rc = COPUS_EPARSE;
+		if (!_parse_v4(o, m, &field))
+			goto bad;
+	} else if (json_object_object_get_ex(o, "checksum", NULL)) {
+		goto bad;
+	}
+	if (!_parse_writer(o, m, &field) || !_parse_counts(o, &t, &field) ||
+	    !_parse_layout(o, &t, m, &field))
+		goto bad;
+	rc = _parse_files(o, &t, m, &f, &field);
+	if (rc == COPUS_EPARSE)
+		goto bad;
+	if (rc != COPUS_OK)
+		goto out;
+	if (!_parse_noise(ctx, o, &field) || !_parse_obs(ctx, o, &field))
+		goto bad;
+	ctx->info.samples = (int64_t)t.samples;
+	ctx->info.progress = t.progress;
+	m->step = (int64_t)t.step;
+	m->world = (int)t.world;
+	m->all_ranks = t.all != 0;
+	m->nfiles = f.n;
+	m->files = f.files;
+	m->sizes = f.sizes;
+	m->crcs = f.crcs;
+	f = (struct manifest_files){ 0 };
 	rc = COPUS_OK;
 	goto out;
 bad:
@@ -607,9 +691,9 @@ bad:
 	free(m->fingerprint);
 	m->fingerprint = NULL;
 out:
-	copus__ckpt_names_free(files, nfiles);
-	free(sizes);
-	free(crcs);
+	copus__ckpt_names_free(f.files, f.n);
+	free(f.sizes);
+	free(f.crcs);
 	if (o != NULL)
 		json_object_put(o);
 	return rc;
