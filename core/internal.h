@@ -25,6 +25,17 @@ double copus__goodput(const copus_model *m, int nodes, int replicas,
 int copus__best_batch(const copus_model *m, int nodes, int replicas,
 		      copus_batch_plan *out);
 
+/*
+ * A speedup table (base: one GPU) that remembers only the shapes of
+ * replicas on the fewest nodes of node_gpus GPUs each, the ones a policy
+ * that packs asks for: max_replicas + 1 entries, not nodes x replicas.
+ * Other shapes are answered too, computed each time.
+ */
+int copus__speedup_create_packed(const copus_model *m, int node_gpus,
+				 int max_replicas, copus_speedup **out);
+/* The goodput of the table's base shape (finite, > 0). */
+double copus__speedup_base(const copus_speedup *s);
+
 
 
 /* The fitting objective at p and, when grad is not NULL, its gradient

@@ -92,9 +92,14 @@ double copus__overlap(double grad, double sync, double gamma)
 {
 	if (sync <= 0.0)
 		return grad;
-	/* Scale by the larger term so that x^gamma cannot overflow. */
-	double hi = grad > sync ? grad : sync;
-	double a = pow(grad / hi, gamma) + pow(sync / hi, gamma);
+	/*
+	 * Scale by the larger term so that x^gamma cannot overflow. The
+	 * larger term's power is then 1 exactly (pow(1, y) is 1 for every
+	 * y), unless it is infinite.
+	 */
+	double hi = grad > sync ? grad : sync, lo = grad > sync ? sync : grad;
+	double a = isfinite(hi) ? 1.0 + pow(lo / hi, gamma)
+				: pow(grad / hi, gamma) + pow(sync / hi, gamma);
 	return hi * pow(a, 1.0 / gamma);
 }
 
@@ -242,7 +247,7 @@ int copus__best_batch(const copus_model *m, int nodes, int replicas,
 	if (lo > hi)
 		lo = hi;
 
-	int n = COPUS_BATCH_CANDIDATES;
+	int n = COPUS_BATCH_CANDIDATES, last_micro = -1, last_accum = -1;
 	double ratio = n > 1 ? pow(hi / lo, 1.0 / (n - 1)) : 1.0;
 	double batch = lo;
 	for (int i = 0; i < n; i++, batch *= ratio) {
@@ -261,6 +266,15 @@ int copus__best_batch(const copus_model *m, int nodes, int replicas,
 		int micro = (int)ceil(local / (accum + 1) - eps);
 		if (micro < l->min_local || micro > l->max_local)
 			continue;
+		/*
+		 * Near the smallest batches several candidates round to the
+		 * same micro-batch and steps: the same goodput, which does not
+		 * beat itself.
+		 */
+		if (micro == last_micro && accum == last_accum)
+			continue;
+		last_micro = micro;
+		last_accum = accum;
 		double tput, eff;
 		double gp = copus__goodput(m, nodes, replicas, micro, accum,
 					   &tput, &eff);

@@ -13,12 +13,32 @@ struct copus_speedup {
 	int base_nodes;
 	int base_replicas;
 	double base_goodput;
-	double *memo; /* (max_nodes + 1) x (max_replicas + 1), NAN = unknown */
+	/*
+	 * NAN = unknown. (max_nodes + 1) x (max_replicas + 1); or, packed
+	 * (node_gpus > 0), max_replicas + 1: replicas on the fewest nodes of
+	 * node_gpus GPUs, the only shapes a policy that packs asks for (the
+	 * others are computed each time).
+	 */
+	double *memo;
+	int node_gpus;
 };
 
 static size_t memo_size(const copus_speedup *s)
 {
+	if (s->node_gpus > 0)
+		return (size_t)(s->max_replicas + 1);
 	return (size_t)(s->max_nodes + 1) * (size_t)(s->max_replicas + 1);
+}
+
+/* The memo's slot of a shape (checked by the caller), or NULL. */
+static double *memo_slot(const copus_speedup *s, int nodes, int replicas)
+{
+	if (s->node_gpus <= 0)
+		return &s->memo[(size_t)nodes * (s->max_replicas + 1) +
+				replicas];
+	if (nodes != (replicas + s->node_gpus - 1) / s->node_gpus)
+		return NULL;
+	return &s->memo[replicas];
 }
 
 int copus_speedup_reset(copus_speedup *s, const copus_model *m)
@@ -40,12 +60,18 @@ int copus_speedup_reset(copus_speedup *s, const copus_model *m)
 	for (size_t i = 0; i < memo_size(s); i++)
 		s->memo[i] = NAN;
 	s->memo[0] = 0.0;
+	/* The base shape's speedup is its goodput over itself. */
+	double *base = memo_slot(s, s->base_nodes, s->base_replicas);
+	if (base != NULL)
+		*base = plan.goodput / s->base_goodput;
 	return COPUS_OK;
 }
 
-int copus_speedup_create(const copus_model *m, int max_nodes, int max_replicas,
-			 int base_nodes, int base_replicas,
-			 copus_speedup **out)
+/* copus_speedup_create, packed when node_gpus > 0 (see struct
+ * copus_speedup). */
+static int create(const copus_model *m, int max_nodes, int max_replicas,
+		  int base_nodes, int base_replicas, int node_gpus,
+		  copus_speedup **out)
 {
 	copus_speedup *s;
 	int rc;
@@ -65,6 +91,7 @@ int copus_speedup_create(const copus_model *m, int max_nodes, int max_replicas,
 	s->max_replicas = max_replicas;
 	s->base_nodes = base_nodes;
 	s->base_replicas = base_replicas;
+	s->node_gpus = node_gpus;
 	s->memo = malloc(memo_size(s) * sizeof(double));
 	if (s->memo == NULL) {
 		free(s);
@@ -77,6 +104,28 @@ int copus_speedup_create(const copus_model *m, int max_nodes, int max_replicas,
 	}
 	*out = s;
 	return COPUS_OK;
+}
+
+int copus_speedup_create(const copus_model *m, int max_nodes, int max_replicas,
+			 int base_nodes, int base_replicas,
+			 copus_speedup **out)
+{
+	return create(m, max_nodes, max_replicas, base_nodes, base_replicas, 0,
+		      out);
+}
+
+int copus__speedup_create_packed(const copus_model *m, int node_gpus,
+				 int max_replicas, copus_speedup **out)
+{
+	if (node_gpus < 1 || max_replicas < 1)
+		return COPUS_EINVAL;
+	return create(m, (max_replicas + node_gpus - 1) / node_gpus,
+		      max_replicas, 1, 1, node_gpus, out);
+}
+
+double copus__speedup_base(const copus_speedup *s)
+{
+	return s->base_goodput;
 }
 
 void copus_speedup_destroy(copus_speedup *s)
@@ -93,15 +142,18 @@ int copus_speedup_get(copus_speedup *s, int nodes, int replicas, double *out)
 	    nodes > s->max_nodes || replicas > s->max_replicas ||
 	    (nodes == 0 && replicas != 0))
 		return COPUS_EINVAL;
-	double *slot = &s->memo[(size_t)nodes * (s->max_replicas + 1) + replicas];
-	if (isnan(*slot)) {
-		copus_batch_plan plan;
-		if (copus__best_batch(&s->model, nodes, replicas, &plan) ==
-		    COPUS_OK)
-			*slot = plan.goodput / s->base_goodput;
-		else
-			*slot = 0.0;
+	double *slot = memo_slot(s, nodes, replicas), v;
+	if (slot != NULL && !isnan(*slot)) {
+		*out = *slot;
+		return COPUS_OK;
 	}
-	*out = *slot;
+	copus_batch_plan plan;
+	if (copus__best_batch(&s->model, nodes, replicas, &plan) == COPUS_OK)
+		v = plan.goodput / s->base_goodput;
+	else
+		v = 0.0;
+	if (slot != NULL)
+		*slot = v;
+	*out = v;
 	return COPUS_OK;
 }

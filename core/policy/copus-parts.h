@@ -30,7 +30,7 @@
 struct sp_entry {
 	uint64_t id;
 	int type;
-	int max_nodes, max_gpus;
+	int node_gpus, max_gpus;
 	copus_model model;
 	copus_speedup *sp;
 	double g1; /* goodput on one GPU of this type */

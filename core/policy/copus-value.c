@@ -14,6 +14,7 @@
 #include <copus/policy.h>
 
 #include "../heap.h"
+#include "../internal.h"
 #include "copus-parts.h"
 #include "copus.h"
 #include "ops.h"
@@ -42,17 +43,6 @@
  */
 #define SPREAD_FROM 2.0
 #define SPREAD_FLOOR 0.5
-
-/* A model's goodput on one GPU (0 when it has none). */
-static double goodput_one(const copus_model *m)
-{
-	copus_batch_plan plan;
-
-	if (copus_best_batch(m, 1, 1, &plan) != COPUS_OK ||
-	    !(plan.goodput > 0.0) || !isfinite(plan.goodput))
-		return 0.0;
-	return plan.goodput;
-}
 
 /* The first slot of (id, type) in the index; nslots is a power of two. */
 static size_t sp_home(const struct copus_state *s, uint64_t id, int type)
@@ -110,9 +100,13 @@ static struct sp_entry *sp_find(const struct copus_state *s, uint64_t id,
 	return NULL;
 }
 
-/* The speedup table of (id, type), created or refreshed for the model. */
+/*
+ * The speedup table of (id, type), created or refreshed for the model, on
+ * nodes of node_gpus GPUs. Its base is one GPU, so its base goodput is the
+ * model's goodput on one GPU (g1).
+ */
 static struct sp_entry *sp_get(struct copus_state *s, uint64_t id, int type,
-			       const copus_model *m, int max_nodes,
+			       const copus_model *m, int node_gpus,
 			       int max_gpus)
 {
 	struct sp_entry *e = sp_find(s, id, type);
@@ -137,25 +131,25 @@ static struct sp_entry *sp_get(struct copus_state *s, uint64_t id, int type,
 	}
 	e->used = true;
 	if (e->sp != NULL &&
-	    (e->max_nodes < max_nodes || e->max_gpus < max_gpus)) {
+	    (e->node_gpus != node_gpus || e->max_gpus < max_gpus)) {
 		copus_speedup_destroy(e->sp);
 		e->sp = NULL;
 	}
 	if (e->sp == NULL) {
-		if (copus_speedup_create(m, max_nodes, max_gpus, 1, 1,
-					 &e->sp) != COPUS_OK) {
+		if (copus__speedup_create_packed(m, node_gpus, max_gpus,
+						 &e->sp) != COPUS_OK) {
 			e->sp = NULL;
 			return NULL;
 		}
 		e->model = *m;
-		e->max_nodes = max_nodes;
+		e->node_gpus = node_gpus;
 		e->max_gpus = max_gpus;
-		e->g1 = goodput_one(m);
+		e->g1 = copus__speedup_base(e->sp);
 	} else if (!copus__model_same(&e->model, m)) {
 		if (copus_speedup_reset(e->sp, m) != COPUS_OK)
 			return NULL;
 		e->model = *m;
-		e->g1 = goodput_one(m);
+		e->g1 = copus__speedup_base(e->sp);
 	}
 	return e;
 }
@@ -509,9 +503,9 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 			int kmax = copus__cp_growth_cap(jb);
 			if (kmax < x->cur_k)
 				kmax = x->cur_k;
-			int nodes = (kmax + node_gpus[t] - 1) / node_gpus[t];
 			/* Table entries may move; the tables themselves do not. */
-			struct sp_entry *e = sp_get(s, jb->id, t, m, nodes, kmax);
+			struct sp_entry *e = sp_get(s, jb->id, t, m, node_gpus[t],
+						    kmax);
 			x->sp[t] = e != NULL ? e->sp : NULL;
 			g1[t] = e != NULL ? e->g1 : 0.0;
 			if (ref_t < 0 && x->sp[t] != NULL)
