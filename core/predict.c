@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,30 @@ struct lrow {
 	uint32_t leaf, row;
 };
 
+/*
+ * Distinct feature rows with what the forest says of them: row i's
+ * features x[i * F_COUNT..], its leaf in each tree leaf[i * trees..], its
+ * log total (NAN: not asked yet); found by their bytes through slot
+ * (index + 1, 0: empty; a power of two at least twice n).
+ */
+struct row_memo {
+	float *x, *leaf;
+	double *total;
+	size_t n, trees;
+	size_t gen;
+	size_t *slot;
+	size_t nslots;
+};
+
 struct copus_predictor {
 	copus_predictor_params params;
 	/* Strings seen in finished jobs; a string's code is its index. */
 	char **names;
 	size_t nnames, capnames;
+	/* Where each name is: open addressing, names' index + 1 (0: empty),
+	 * nslots a power of two at least twice nnames. */
+	size_t *slot;
+	size_t nslots;
 	/* Finished jobs, a ring of params.history rows. */
 	float *x;
 	float *y; /* log(total work) */
@@ -42,6 +62,14 @@ struct copus_predictor {
 	struct lrow *leaves;
 	float *ty; /* the trained rows' log totals (the ring moves on) */
 	size_t trees, trained;
+	/*
+	 * The forest's answers for the distinct feature rows of the last
+	 * call of remaining_many, kept for the next: a row's leaves and its
+	 * total depend on nothing else while the forest is the same (gen is
+	 * trainings when they were computed). Rows that did not come again
+	 * are dropped at each call.
+	 */
+	struct row_memo memo;
 };
 
 static int params_check(const copus_predictor_params *p)
@@ -53,6 +81,41 @@ static int params_check(const copus_predictor_params *p)
 	    p->min_samples < 1 || p->retrain_every < 1 || p->history < 2)
 		return COPUS_EINVAL;
 	return COPUS_OK;
+}
+
+/* FNV-1a over n bytes. */
+static uint64_t hash_bytes(const void *b, size_t n)
+{
+	const unsigned char *c = b;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void row_memo_free(struct row_memo *m)
+{
+	free(m->x);
+	free(m->leaf);
+	free(m->total);
+	free(m->slot);
+	memset(m, 0, sizeof(*m));
+}
+
+/* The index of feature row x in m, or -1. */
+static long row_memo_find(const struct row_memo *m, const float *x)
+{
+	if (m->nslots == 0)
+		return -1;
+	for (size_t k = hash_bytes(x, F_COUNT * sizeof(float)) &
+			(m->nslots - 1);
+	     m->slot[k] != 0; k = (k + 1) & (m->nslots - 1)) {
+		size_t i = m->slot[k] - 1;
+		if (memcmp(&m->x[i * F_COUNT], x, F_COUNT * sizeof(float)) == 0)
+			return (long)i;
+	}
+	return -1;
 }
 
 int copus_predictor_create(const copus_predictor_params *params,
@@ -92,6 +155,8 @@ void copus_predictor_destroy(copus_predictor *p)
 	for (size_t i = 0; i < p->nnames; i++)
 		free(p->names[i]);
 	free(p->names);
+	free(p->slot);
+	row_memo_free(&p->memo);
 	free(p->x);
 	free(p->y);
 	free(p->leaves);
@@ -109,14 +174,39 @@ size_t copus_predictor_trainings(const copus_predictor *p)
 	return p == NULL ? 0 : p->trainings;
 }
 
+/* Enters name i in the index, which has room for it. */
+static void name_slot_add(copus_predictor *p, size_t i)
+{
+	size_t k = hash_bytes(p->names[i], strlen(p->names[i])) &
+		   (p->nslots - 1);
+
+	while (p->slot[k] != 0)
+		k = (k + 1) & (p->nslots - 1);
+	p->slot[k] = i + 1;
+}
+
 /* The code of a string, or -1 when unknown and insert is false. */
 static long name_code(copus_predictor *p, const char *s, bool insert)
 {
-	for (size_t i = 0; i < p->nnames; i++)
-		if (strcmp(p->names[i], s) == 0)
-			return (long)i;
+	size_t len = strlen(s);
+
+	for (size_t k = p->nslots ? hash_bytes(s, len) & (p->nslots - 1) : 0;
+	     p->nslots && p->slot[k] != 0; k = (k + 1) & (p->nslots - 1))
+		if (strcmp(p->names[p->slot[k] - 1], s) == 0)
+			return (long)(p->slot[k] - 1);
 	if (!insert)
 		return -1;
+	if (2 * (p->nnames + 1) > p->nslots) {
+		size_t nslots = p->nslots ? 2 * p->nslots : 128;
+		size_t *slot = calloc(nslots, sizeof(*slot));
+		if (slot == NULL)
+			return -2;
+		free(p->slot);
+		p->slot = slot;
+		p->nslots = nslots;
+		for (size_t i = 0; i < p->nnames; i++)
+			name_slot_add(p, i);
+	}
 	if (p->nnames == p->capnames) {
 		size_t cap = p->capnames ? 2 * p->capnames : 64;
 		char **grown = realloc(p->names, cap * sizeof(*grown));
@@ -128,6 +218,7 @@ static long name_code(copus_predictor *p, const char *s, bool insert)
 	p->names[p->nnames] = strdup(s);
 	if (p->names[p->nnames] == NULL)
 		return -2;
+	name_slot_add(p, p->nnames);
 	return (long)p->nnames++;
 }
 
@@ -262,26 +353,18 @@ static int lrow_cmp(const void *a, const void *b)
 
 /*
  * The leaves of n rows whose leaf in each of the trees trees is in
- * leaf[n x trees], as sorted per-tree lists in out (trees x n), with only
- * the rows for which use[] is true (all when use is NULL); *kept the rows
- * per tree.
+ * leaf[n x trees], as sorted per-tree lists in out (trees x n).
  */
 static void leaves_sort(const double *leaf, size_t n, size_t trees,
-			const bool *use, struct lrow *out, size_t *kept)
+			struct lrow *out)
 {
-	size_t m = 0;
-
 	for (size_t t = 0; t < trees; t++) {
 		struct lrow *o = &out[t * n];
-		m = 0;
 		for (size_t i = 0; i < n; i++)
-			if (use == NULL || use[i])
-				o[m++] = (struct lrow){
-					(uint32_t)leaf[i * trees + t],
-					(uint32_t)i };
-		qsort(o, m, sizeof(*o), lrow_cmp);
+			o[i] = (struct lrow){ (uint32_t)leaf[i * trees + t],
+					      (uint32_t)i };
+		qsort(o, n, sizeof(*o), lrow_cmp);
 	}
-	*kept = m;
 }
 
 /* Fits the forest to the recorded jobs and records their leaves. */
@@ -289,7 +372,7 @@ static int train(copus_predictor *p)
 {
 	BoosterHandle b = fit(p, p->x, p->y, p->count);
 	double *leaf = NULL;
-	size_t trees = 0, kept;
+	size_t trees = 0;
 	int rc;
 
 	if (b == NULL)
@@ -318,7 +401,7 @@ static int train(copus_predictor *p)
 		    NULL)
 		rc = COPUS_ENOMEM;
 	if (rc == COPUS_OK) {
-		leaves_sort(leaf, p->count, trees, NULL, p->leaves, &kept);
+		leaves_sort(leaf, p->count, trees, p->leaves);
 		p->trees = trees;
 		p->trained = p->count;
 	}
@@ -488,14 +571,13 @@ static void leaf_range(const struct lrow *a, size_t n, uint32_t leaf,
 }
 
 /*
- * The median remaining work of a job that has done d, from the points of
- * its weighted sample above log(d), pt[0..m) sorted: the weighted
- * Kaplan-Meier estimate of its total given a total above d (which only
- * the points above d determine), the running jobs censored. False when
- * no finished job's total is among them.
+ * The median total of a job, from the points of its weighted sample above
+ * what it has done, pt[0..m) sorted: the weighted Kaplan-Meier estimate of
+ * its total given a total above that (which only those points determine),
+ * the running jobs censored. Returns the index of the point at the median,
+ * or -1 when no finished job's total is among them.
  */
-static bool km_median_left(const struct wpoint *pt, size_t m, double d,
-			   double *left)
+static long km_median(const struct wpoint *pt, size_t m)
 {
 	double at_risk = 0.0, above = 0.0, cum = 0.0;
 
@@ -511,22 +593,22 @@ static bool km_median_left(const struct wpoint *pt, size_t m, double d,
 				s -= mass;
 				if (pass == 0)
 					above += mass;
-				else if ((cum += mass) >= 0.5 * above) {
-					*left = exp(pt[i].v) - d;
-					return true;
-				}
+				else if ((cum += mass) >= 0.5 * above)
+					return (long)i;
 			}
 			r -= pt[i].w;
 		}
 		if (!(above > 0.0))
-			return false;
+			return -1;
 	}
-	return false;
+	return -1;
 }
 
-/* Orders jobs by their leaves in every tree (ctx: struct leafvec). */
+/* Orders jobs by their leaves in every tree (ctx: struct leafvec): job
+ * i's leaves are those of the distinct row row[i]. */
 struct leafvec {
-	const double *leaf;
+	const float *leaf;
+	const size_t *row;
 	size_t trees;
 };
 
@@ -534,13 +616,12 @@ static int leafvec_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct leafvec *c = ctx;
 	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	const float *lx = &c->leaf[c->row[x] * c->trees];
+	const float *ly = &c->leaf[c->row[y] * c->trees];
 
-	for (size_t t = 0; t < c->trees; t++) {
-		double u = c->leaf[x * c->trees + t];
-		double v = c->leaf[y * c->trees + t];
-		if (u != v)
-			return u < v ? -1 : 1;
-	}
+	for (size_t t = 0; lx != ly && t < c->trees; t++)
+		if (lx[t] != ly[t])
+			return lx[t] < ly[t] ? -1 : 1;
 	return (x > y) - (x < y);
 }
 
@@ -560,8 +641,122 @@ static size_t first_point_above(const struct wpoint *pt, size_t m, double c)
 }
 
 /*
- * The remaining work of n running jobs (features rows, predicted totals
- * total, work done done), as a quantile regression forest answers
+ * The forest's leaves of the n feature rows, row i at rows[i * F_COUNT]:
+ * into p->memo, which keeps only these rows' (the distinct ones), those
+ * it already had copied, the others predicted; row[i] is row i's index
+ * there.
+ */
+static int rows_leaves(copus_predictor *p, const float *rows, size_t n,
+		       size_t *row)
+{
+	struct row_memo *old = &p->memo, m = { 0 };
+	size_t T = p->trees, nmiss = 0, trees = 0, *miss = NULL;
+	float *mx = NULL;
+	double *leaf = NULL;
+	int rc = COPUS_ENOMEM;
+
+	if (old->gen != p->trainings || old->trees != T)
+		row_memo_free(old);
+	m.trees = T;
+	m.gen = p->trainings;
+	for (m.nslots = 64; m.nslots < 2 * n; m.nslots *= 2)
+		;
+	m.x = malloc(n * F_COUNT * sizeof(*m.x));
+	m.leaf = malloc(n * T * sizeof(*m.leaf));
+	m.total = malloc(n * sizeof(*m.total));
+	m.slot = calloc(m.nslots, sizeof(*m.slot));
+	miss = malloc(n * sizeof(*miss));
+	if (!m.x || !m.leaf || !m.total || !m.slot || !miss)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const float *x = &rows[i * F_COUNT];
+		long u = row_memo_find(&m, x), o;
+		if (u >= 0) {
+			row[i] = (size_t)u;
+			continue;
+		}
+		row[i] = m.n++;
+		memcpy(&m.x[row[i] * F_COUNT], x, F_COUNT * sizeof(*x));
+		size_t k = hash_bytes(x, F_COUNT * sizeof(*x)) &
+			   (m.nslots - 1);
+		while (m.slot[k] != 0)
+			k = (k + 1) & (m.nslots - 1);
+		m.slot[k] = row[i] + 1;
+		if ((o = row_memo_find(old, x)) >= 0) {
+			memcpy(&m.leaf[row[i] * T], &old->leaf[(size_t)o * T],
+			       T * sizeof(*m.leaf));
+			m.total[row[i]] = old->total[o];
+		} else {
+			m.total[row[i]] = NAN;
+			miss[nmiss++] = row[i];
+		}
+	}
+	if (nmiss > 0) {
+		mx = malloc(nmiss * F_COUNT * sizeof(*mx));
+		leaf = malloc(nmiss * T * sizeof(*leaf));
+		if (!mx || !leaf)
+			goto out;
+		for (size_t i = 0; i < nmiss; i++)
+			memcpy(&mx[i * F_COUNT], &m.x[miss[i] * F_COUNT],
+			       F_COUNT * sizeof(*mx));
+		rc = forest_predict(p->booster, mx, nmiss, true, leaf, &trees);
+		if (rc == COPUS_OK && trees != T)
+			rc = COPUS_EFIT;
+		if (rc != COPUS_OK)
+			goto out;
+		for (size_t i = 0; i < nmiss; i++)
+			for (size_t t = 0; t < T; t++)
+				m.leaf[miss[i] * T + t] = (float)leaf[i * T + t];
+	}
+	row_memo_free(old);
+	*old = m;
+	memset(&m, 0, sizeof(m));
+	rc = COPUS_OK;
+out:
+	row_memo_free(&m);
+	free(miss);
+	free(mx);
+	free(leaf);
+	return rc;
+}
+
+/*
+ * The log totals of the distinct rows rows[0..n) of p->memo that have
+ * none yet, into it.
+ */
+static int rows_totals(copus_predictor *p, const size_t *rows, size_t n)
+{
+	struct row_memo *m = &p->memo;
+	float *x = malloc((n + 1) * F_COUNT * sizeof(*x));
+	double *total = malloc((n + 1) * sizeof(*total));
+	size_t *which = malloc((n + 1) * sizeof(*which)), k = 0;
+	int rc = COPUS_ENOMEM;
+
+	if (!x || !total || !which)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (!isnan(m->total[rows[i]]))
+			continue;
+		/* Asked once, even when several jobs share the row. */
+		m->total[rows[i]] = INFINITY;
+		memcpy(&x[k * F_COUNT], &m->x[rows[i] * F_COUNT],
+		       F_COUNT * sizeof(*x));
+		which[k++] = rows[i];
+	}
+	rc = k > 0 ? forest_predict(p->booster, x, k, false, total, NULL)
+		   : COPUS_OK;
+	for (size_t i = 0; i < k; i++)
+		m->total[which[i]] = rc == COPUS_OK ? total[i] : NAN;
+out:
+	free(x);
+	free(total);
+	free(which);
+	return rc;
+}
+
+/*
+ * The remaining work of n running jobs (the distinct rows row[i] of
+ * p->memo, work done done), as a quantile regression forest answers
  * (Meinshausen, 2006): the finished jobs that share a leaf with a job in a
  * tree of the forest form its sample, each weighted by 1 / the leaf's size
  * in that tree, summed over trees. The running jobs in the same leaves
@@ -571,46 +766,50 @@ static size_t first_point_above(const struct wpoint *pt, size_t m, double c)
  * jobs that recur exactly, one past its prediction is nearly done; where
  * totals are heavy-tailed, the longer a job has run the longer it will
  * run (least attained service first). A job whose sample holds no total
- * above what it has done keeps the rule of remaining_many.
+ * above what it has done is left out (have[i] false): it keeps the rule
+ * of remaining_many.
  */
-static int forest_left(copus_predictor *p, const float *rows,
-		       const double *done, size_t n, double *remaining)
+static int forest_left(copus_predictor *p, const size_t *row,
+		       const double *done, size_t n, double *remaining,
+		       bool *have)
 {
-	size_t T = p->trees, N = p->trained, kept = 0, trees = 0;
-	double *leaf = malloc(n * T * sizeof(*leaf));
+	size_t T = p->trees, N = p->trained, kept = 0;
+	const float *leaf = p->memo.leaf;
 	double *w = calloc(N + n, sizeof(*w));
 	uint32_t *touched = malloc((N + n) * sizeof(*touched));
 	struct wpoint *pt = malloc((N + n) * sizeof(*pt));
 	struct lrow *run = malloc(T * n * sizeof(*run));
-	bool *use = malloc(n * sizeof(*use));
 	size_t *ord = malloc(n * sizeof(*ord));
 	int rc = COPUS_ENOMEM;
 
-	if (!leaf || !w || !touched || !pt || !run || !use || !ord)
+	if (!w || !touched || !pt || !run || !ord)
 		goto out;
-	if ((rc = forest_predict(p->booster, rows, n, true, leaf, &trees)) !=
-	    COPUS_OK)
-		goto out;
-	if (trees != T) {
-		rc = COPUS_EFIT;
-		goto out;
+	/* The running jobs in each tree's leaves, sorted by leaf. */
+	for (size_t t = 0; t < T; t++) {
+		struct lrow *o = &run[t * n];
+		kept = 0;
+		for (size_t i = 0; i < n; i++)
+			if (done[i] > 0.0)
+				o[kept++] = (struct lrow){
+					(uint32_t)leaf[row[i] * T + t],
+					(uint32_t)i };
+		qsort(o, kept, sizeof(*o), lrow_cmp);
 	}
-	for (size_t i = 0; i < n; i++) {
-		use[i] = done[i] > 0.0;
+	for (size_t i = 0; i < n; i++)
 		ord[i] = i;
-	}
-	leaves_sort(leaf, n, T, use, run, &kept);
 	/* Jobs in the same leaves of every tree share one sample. */
-	struct leafvec lv = { leaf, T };
+	struct leafvec lv = { leaf, row, T };
 	qsort_r(ord, n, sizeof(*ord), leafvec_cmp, &lv);
 	for (size_t g = 0, e; g < n; g = e) {
 		size_t q0 = ord[g], nt = 0, m = 0;
+		const float *lq = &leaf[row[q0] * T];
 		for (e = g + 1; e < n; e++)
-			if (memcmp(&leaf[ord[e] * T], &leaf[q0 * T],
+			if (row[ord[e]] != row[q0] &&
+			    memcmp(&leaf[row[ord[e]] * T], lq,
 				   T * sizeof(*leaf)) != 0)
 				break;
 		for (size_t t = 0; t < T; t++) {
-			uint32_t l = (uint32_t)leaf[q0 * T + t];
+			uint32_t l = (uint32_t)lq[t];
 			size_t lo, hi, rlo, rhi;
 			leaf_range(&p->leaves[t * N], N, l, &lo, &hi);
 			leaf_range(&run[t * n], kept, l, &rlo, &rhi);
@@ -638,22 +837,32 @@ static int forest_left(copus_predictor *p, const float *rows,
 			w[r] = 0.0;
 		}
 		qsort(pt, m, sizeof(*pt), wpoint_cmp);
+		/* The median depends only on the first point above what a
+		 * job has done: jobs that share it share the estimate. */
+		size_t last_a = SIZE_MAX;
+		long at = -1;
 		for (size_t i = g; i < e; i++) {
 			size_t q = ord[i], a;
-			double c = done[q] > 0.0 ? log(done[q]) : -INFINITY, left;
+			double c = done[q] > 0.0 ? log(done[q]) : -INFINITY;
 			a = first_point_above(pt, m, c);
-			if (km_median_left(pt + a, m - a, done[q], &left))
-				remaining[q] = fmax(left, 0.0);
+			if (a != last_a) {
+				at = km_median(pt + a, m - a);
+				last_a = a;
+			}
+			if (at >= 0) {
+				remaining[q] = fmax(exp(pt[a + (size_t)at].v) -
+							    done[q],
+						    0.0);
+				have[q] = true;
+			}
 		}
 	}
 	rc = COPUS_OK;
 out:
-	free(leaf);
 	free(w);
 	free(touched);
 	free(pt);
 	free(run);
-	free(use);
 	free(ord);
 	return rc;
 }
@@ -686,21 +895,53 @@ int copus_predictor_remaining_many(copus_predictor *p,
 	for (size_t i = 0; i < n; i++)
 		if (!isfinite(done[i]) || done[i] < 0.0)
 			return COPUS_EINVAL;
-	/* The totals go into remaining, then become what is left. */
-	if ((rc = copus_predictor_total_many(p, jobs, n, remaining)) !=
-	    COPUS_OK || n == 0)
-		return rc;
-	for (size_t i = 0; i < n; i++)
-		remaining[i] = remaining[i] > done[i] ? remaining[i] - done[i]
-						      : done[i];
-	if (p->booster == NULL || p->leaves == NULL)
+	/*
+	 * Without the forest's leaves, the totals go into remaining, then
+	 * become what is left (more than done, else as much again).
+	 */
+	if (p == NULL || p->booster == NULL || p->leaves == NULL || n == 0) {
+		if ((rc = copus_predictor_total_many(p, jobs, n, remaining)) !=
+		    COPUS_OK)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			remaining[i] = remaining[i] > done[i] ?
+					       remaining[i] - done[i] : done[i];
 		return COPUS_OK;
-	if ((rows = malloc(n * F_COUNT * sizeof(*rows))) == NULL)
-		return COPUS_ENOMEM;
+	}
+	if (jobs == NULL)
+		return COPUS_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = attrs_check(&jobs[i])) != COPUS_OK)
+			return rc;
+	/* With them, the sample's median; the rule only where it has
+	 * none, so only those jobs' totals are asked for. */
+	size_t *row = malloc(n * sizeof(*row)), nleft = 0;
+	bool *have = calloc(n, sizeof(*have));
+	if ((rows = malloc(n * F_COUNT * sizeof(*rows))) == NULL || !row ||
+	    !have) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < n && rc == COPUS_OK; i++)
 		rc = features(p, &jobs[i], false, &rows[i * F_COUNT]);
 	if (rc == COPUS_OK)
-		rc = forest_left(p, rows, done, n, remaining);
+		rc = rows_leaves(p, rows, n, row);
+	if (rc == COPUS_OK)
+		rc = forest_left(p, row, done, n, remaining, have);
+	for (size_t i = 0; rc == COPUS_OK && i < n; i++)
+		if (!have[i])
+			row[nleft++] = row[i];
+	if (rc == COPUS_OK && nleft > 0)
+		rc = rows_totals(p, row, nleft);
+	for (size_t i = 0, k = 0; rc == COPUS_OK && i < n; i++) {
+		if (have[i])
+			continue;
+		double total = exp(p->memo.total[row[k++]]);
+		remaining[i] = total > done[i] ? total - done[i] : done[i];
+	}
+out:
 	free(rows);
+	free(row);
+	free(have);
 	return rc;
 }
