@@ -9,8 +9,9 @@ contrib_trainer_copus_trainer_SOURCES = contrib/trainer/copus-trainer.c \
 contrib_trainer_copus_trainer_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 contrib_trainer_copus_trainer_LDADD = sim/libsim.la runtime/libcopus.la \
 	core/libcopus-core.la $(JSONC_LIBS) -lm
-TESTS += tests/test-trainer.sh
-EXTRA_DIST += tests/test-trainer.sh
+TESTS += tests/test-trainer.sh tests/test-testbed.sh
+EXTRA_DIST += tests/test-trainer.sh tests/test-testbed.sh \
+	contrib/testbed.sh contrib/testbed.py
 dist_man_MANS += etc/copus-trainer.1
 
 # ---------------------------------------------------------------------------

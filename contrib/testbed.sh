@@ -1,0 +1,333 @@
+#!/usr/bin/env bash
+# The testbed: a workload trace replayed on a real Slurm cluster on this
+# machine, scheduled by sched/backfill or by sched/copus with one of its
+# policies, measured from Slurm's accounting, and set beside copus-sim's run
+# of the same workload on the same cluster.
+#
+#   contrib/testbed.sh --policy backfill|pollux|copus --out DIR
+#                      [--cluster SPEC] [--scale F] [--profiles DIR]
+#                      [--sample N] [--build DIR] [--limit SECONDS]
+#                      WORKLOAD.csv
+#   contrib/testbed.sh compare DIR...
+#
+# WORKLOAD.csv is in copus-sim's format (name,time,application,num_replicas,
+# batch_size); its first N jobs are replayed (--sample, default 40; 0: all).
+# --profiles (default ../shared/data/sia/traces beside the source tree) holds
+# the jobs' measured profiles in Pollux's layout: every job is a
+# copus-trainer --profile that trains as copus-sim's job of the same model
+# does. SPEC is copus-sim's --cluster: "16x4" (one GPU type, named t4 on the
+# cluster) or TYPE:NODESxGPUS,... with the same NODES for every type (default
+# aws:8x4,dgx-ext:8x4 for typed profiles, 16x4 for untyped ones). Trace time
+# runs F times faster than the trace (--scale; default: the F that fits
+# copus-sim's backfill makespan of the sample into 12 minutes).
+#
+# The cluster is contrib/loopback-cluster.sh's, with slurmdbd on a MariaDB
+# server of its own (127.0.0.1 only, under DIR) and priority/multifactor;
+# sched/backfill runs with Slurm's default SchedulerParameters; sched/copus
+# with the example's settings, the policy named and a round every 60 trace
+# seconds. Jobs ask for their workload request (equal GPUs per node); under
+# copus they are elastic from 1 GPU to what their batch allows.
+#
+# It writes, in trace seconds:
+#   DIR/testbed.json  mean, p99, makespan, finished, restarts per job,
+#                     GPU-seconds, the overheads (restart gap, idle GPUs
+#                     while jobs waited, rounds per minute), jcts per job
+#   DIR/sim.json      copus-sim's --summary of the same workload, cluster,
+#                     policy, round interval and measured restart cost
+#   DIR/jobs.csv      sacct's records (one per run of a job)
+#   DIR/timeline.csv  GPUs per job every few seconds; DIR/testbed.png the
+#                     timeline and the JCT CDF of testbed and simulator
+# "compare" prints per run: policy, testbed mean JCT, simulated mean JCT and
+# their ratio, and the other figures side by side.
+set -euo pipefail
+
+PROG=testbed.sh
+die() { echo "$PROG: $*" >&2; exit 1; }
+say() { echo "== $*"; }
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+py=$top/contrib/testbed.py
+
+if [ "${1:-}" = compare ]; then
+	shift
+	[ $# -gt 0 ] || die "usage: $PROG compare DIR..."
+	exec python3 "$py" compare "$@"
+fi
+
+policy="" out="" spec="" scale="" profiles="" sample=40 build="" limit=900
+workload=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--policy) policy=${2:?}; shift 2 ;;
+	--out) out=${2:?}; shift 2 ;;
+	--cluster) spec=${2:?}; shift 2 ;;
+	--scale) scale=${2:?}; shift 2 ;;
+	--profiles) profiles=${2:?}; shift 2 ;;
+	--sample) sample=${2:?}; shift 2 ;;
+	--build) build=${2:?}; shift 2 ;;
+	--limit) limit=${2:?}; shift 2 ;;
+	-h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) die "unknown option '$1' (--help lists them)" ;;
+	*) [ -z "$workload" ] || die "one workload only ('$workload', then '$1')"
+	   workload=$1; shift ;;
+	esac
+done
+case $policy in
+backfill | pollux | copus) ;;
+"") die "--policy is required: backfill, pollux or copus" ;;
+*) die "--policy '$policy': not backfill, pollux or copus" ;;
+esac
+[ -n "$out" ] || die "--out DIR is required"
+[ -n "$workload" ] || die "a workload CSV is required"
+[ -r "$workload" ] || die "$workload: cannot read"
+case $sample in '' | *[!0-9]*) die "--sample '$sample': not a number of jobs" ;; esac
+case $limit in '' | *[!0-9]*) die "--limit '$limit': not a number of seconds" ;; esac
+[ "$(id -u)" -eq 0 ] || die "must run as root (slurmd starts the jobs, mariadbd and slurmdbd run as root)"
+profiles=${profiles:-$top/../shared/data/sia/traces}
+[ -d "$profiles" ] || die "--profiles $profiles: no such directory"
+profiles=$(cd "$profiles" && pwd)
+build=${build:-$top/build}
+[ -d "$build" ] || die "--build $build: no such directory (a configured and built build tree)"
+build=$(cd "$build" && pwd)
+trainer=$build/contrib/trainer/copus-trainer
+sim=$build/sim/copus-sim
+plugins=$build/plugin/.libs
+for f in "$trainer" "$sim"; do
+	[ -x "$f" ] || die "$f not built (make in $build)"
+done
+[ "$policy" = backfill ] || [ -f "$plugins/sched_copus.so" ] ||
+	die "$plugins/sched_copus.so not built (configure with Slurm's source, then make)"
+for c in mariadbd mariadb-install-db mariadb /usr/sbin/slurmdbd sacct gnuplot; do
+	command -v "$c" >/dev/null ||
+		die "$c not found (Debian packages: mariadb-server, slurmdbd, slurm-client, gnuplot-nox)"
+done
+
+# The cluster: one GPU type per group of nodes, the same count in each.
+if [ -z "$spec" ]; then
+	if ls "$profiles"/*/placements-*.csv >/dev/null 2>&1; then
+		spec=aws:8x4,dgx-ext:8x4
+	else
+		spec=16x4
+	fi
+fi
+nodes=0 gpus_arg="" per="" types=()
+IFS=, read -ra groups <<<"$spec"
+for g in "${groups[@]}"; do
+	if [[ $g =~ ^([A-Za-z0-9_.-]+):([0-9]+)x([0-9]+)$ ]]; then
+		t=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]} c=${BASH_REMATCH[3]}
+	elif [[ $g =~ ^([0-9]+)x([0-9]+)$ ]] && [ ${#groups[@]} -eq 1 ]; then
+		t=t4 n=${BASH_REMATCH[1]} c=${BASH_REMATCH[2]}
+	else
+		die "--cluster '$spec': '$g' is not NODESxGPUS or TYPE:NODESxGPUS"
+	fi
+	[ -z "$per" ] || [ "$per" = "$n" ] ||
+		die "--cluster '$spec': the loopback cluster gives every GPU type the same number of nodes"
+	[ "$c" -ge 1 ] && [ "$c" -le 8 ] || die "--cluster '$spec': $c GPUs a node (1 to 8)"
+	per=$n
+	nodes=$((nodes + n))
+	gpus_arg+="${gpus_arg:+,}$t:$c"
+	types+=("$t")
+done
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || die "--cluster '$spec': $nodes nodes (1 to 64)"
+gpn=${gpus_arg##*:}
+
+rm -rf "$out"
+mkdir -p "$out"/{logs,ckpt,db,run,etc}
+out=$(cd "$out" && pwd)
+log=$out/testbed.log
+
+# The sample, in copus-sim's format.
+python3 "$py" sample "$workload" "$sample" "$out/workload.csv"
+njobs=$(($(wc -l <"$out/workload.csv") - 1))
+[ "$njobs" -ge 1 ] || die "$workload: no job to replay"
+
+# The time scale: copus-sim's backfill makespan of the sample in 12 minutes.
+if [ -z "$scale" ]; then
+	"$sim" --cluster "$spec" --profiles "$profiles" --policy backfill \
+		--summary "$out/scale.json" "$out/workload.csv" >/dev/null ||
+		die "copus-sim could not run the sample (see above)"
+	scale=$(python3 "$py" scale "$out/scale.json" 720)
+fi
+[[ $scale =~ ^[0-9]+(\.[0-9]+)?$ ]] && python3 -c "import sys; sys.exit(not float('$scale') >= 1)" ||
+	die "--scale '$scale': not a number of 1 or more"
+# A round every 60 trace seconds, at least one a second.
+interval=$(python3 -c "print(max(1, round(60 / $scale)))")
+say "$njobs jobs of $workload on $spec ($nodes nodes), policy $policy, trace time x $scale, a round every ${interval}s"
+
+ports=($(python3 -c "
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(('127.0.0.1', 0))
+print(' '.join(str(x.getsockname()[1]) for x in s))"))
+dbport=${ports[0]} dbdport=${ports[1]}
+cdir=$out/cluster
+export SLURM_CONF=$cdir/etc/slurm.conf
+
+teardown() {
+	trap - EXIT INT TERM HUP
+	if [ -f "$SLURM_CONF" ]; then
+		scancel --quiet --full --signal=KILL -u root 2>/dev/null || true
+		sleep 1
+		QUIET=1 "$top/contrib/loopback-cluster.sh" down "$cdir" >/dev/null 2>&1 || true
+	fi
+	local f p
+	for f in "$out/run/slurmdbd.pid" "$out/run/mariadb.pid"; do
+		p=$(cat "$f" 2>/dev/null) || continue
+		kill "$p" 2>/dev/null || continue
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+	done
+}
+trap teardown EXIT
+trap 'echo; say interrupted; exit 130' INT TERM HUP
+
+# MariaDB on 127.0.0.1, its data under DIR, and slurmdbd on it.
+say "MariaDB and slurmdbd on 127.0.0.1:$dbport and :$dbdport"
+mariadb-install-db --no-defaults --datadir="$out/db" --user=root \
+	--auth-root-authentication-method=socket --skip-test-db >>"$log" 2>&1 ||
+	die "mariadb-install-db failed (see $log)"
+mariadbd --no-defaults --datadir="$out/db" --socket="$out/run/mariadb.sock" \
+	--port="$dbport" --bind-address=127.0.0.1 --user=root \
+	--pid-file="$out/run/mariadb.pid" --log-error="$out/logs/mariadb.log" \
+	--innodb-buffer-pool-size=128M --innodb-lock-wait-timeout=900 \
+	--skip-name-resolve >>"$log" 2>&1 &
+for _ in $(seq 100); do
+	mariadb --socket="$out/run/mariadb.sock" -e 'select 1' >/dev/null 2>&1 && break
+	sleep 0.2
+done
+mariadb --socket="$out/run/mariadb.sock" -e "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'testbed'; GRANT ALL ON *.* TO 'slurm'@'127.0.0.1';" ||
+	die "MariaDB did not start (see $out/logs/mariadb.log)"
+mkdir -p "$out/dbd"
+cat >"$out/dbd/slurmdbd.conf" <<EOF
+AuthType=auth/none
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$dbdport
+SlurmUser=root
+DebugLevel=info
+LogFile=$out/logs/slurmdbd.log
+PidFile=$out/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$dbport
+StorageUser=slurm
+StoragePass=testbed
+StorageLoc=testbed
+EOF
+chmod 600 "$out/dbd/slurmdbd.conf"
+# slurmdbd reads slurmdbd.conf beside the SLURM_CONF it is given.
+SLURM_CONF=$out/dbd/slurm.conf /usr/sbin/slurmdbd >>"$log" 2>&1 || die "slurmdbd did not start"
+for _ in $(seq 100); do
+	grep -q 'slurmdbd version .* started' "$out/logs/slurmdbd.log" 2>/dev/null && break
+	sleep 0.2
+done
+grep -q 'started' "$out/logs/slurmdbd.log" || die "slurmdbd did not start (see $out/logs/slurmdbd.log)"
+
+extra="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$dbdport
+AccountingStorageTRES=gres/gpu
+PriorityType=priority/multifactor
+MaxJobCount=100000"
+args=(--nodes "$nodes" --gpus "$gpus_arg" --cpus 8 --mem 64000 --conf-extra "$extra")
+if [ "$policy" = backfill ]; then
+	args+=(--sched backfill)
+else
+	# The example's settings, with the policy and its round in trace time.
+	restart=$(python3 -c "print(max(1, round(30 / $scale)))")
+	args+=(--sched copus --plugin-dir "$plugins" --spank "$plugins/spank_copus.so"
+		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=$restart,copus_checkpoint_deadline=60")
+fi
+say "the cluster: ${args[*]}"
+QUIET=1 "$top/contrib/loopback-cluster.sh" up "$cdir" "${args[@]}" >>"$log" 2>&1 ||
+	die "the cluster did not come up (logs in $cdir/log)"
+
+# The batch script: the node's GPU type, then the trainer in place of the
+# shell, so that the rescale signal reaches libcopus.
+fixed=""
+[ "$policy" = backfill ] && fixed=1
+cat >"$out/job.sh" <<EOF
+#!/bin/bash
+t=\$(scontrol -o show node "\$SLURMD_NODENAME" | sed -n 's/.* Gres=gpu:\([A-Za-z0-9_.-]*\):.*/\1/p')
+export COPUS_GPU_TYPE=\${t:-default}
+app=\$1 batch=\$2
+exec "$trainer" --profile "$profiles/\$app" --speedup $scale \\
+	--checkpoint "$out/ckpt/\$SLURM_JOB_NAME" --checkpoint-interval 3600 \\
+	--print-every 100000 --stamp ${fixed:+--fixed-batch "\$batch"}
+EOF
+chmod +x "$out/job.sh"
+
+# One job: its request as equal GPUs on as few nodes as hold it.
+submit() {
+	local name=$1 app=$2 gpus=$3 batch=$4 k per id el=()
+	for ((k = 1; k <= nodes; k++)); do
+		((gpus % k == 0 && gpus / k <= gpn)) && break
+	done
+	((k <= nodes)) || die "job $name asks for $gpus GPUs, which $spec cannot hold with equal GPUs per node"
+	per=$((gpus / k))
+	[ "$policy" = backfill ] || el=(--elastic=1-$((nodes * gpn)))
+	id=$(sbatch --parsable -J "$name" -o "$out/logs/$name.out" --open-mode=append \
+		-N "$k" --gres=gpu:"$per" "${el[@]}" "$out/job.sh" "$app" "$batch") ||
+		die "sbatch refused $name"
+	echo "$id,$name,$(python3 -c 'import time; print(f"{time.time():.3f}")')" >>"$out/submitted.csv"
+}
+
+say "replaying (at most ${limit}s)"
+echo "id,name,submit_wall" >"$out/submitted.csv"
+echo "wall,job,name,gpus,type,pending" >"$out/timeline.csv"
+declare -A nodetype
+while read -r n g; do
+	nodetype[$n]=$(sed -n 's/^gpu:\([A-Za-z0-9_.-]*\):.*/\1/p' <<<"$g")
+done < <(sinfo -h -N -o '%N %G')
+t0=$(python3 -c 'import time; print(f"{time.time():.3f}")')
+echo "$t0" >"$out/start"
+mapfile -t rows < <(tail -n +2 "$out/workload.csv")
+next=0
+while :; do
+	now=$(python3 -c "import time; print(f'{time.time() - $t0:.3f}')")
+	# Arrivals due by now (trace time / F).
+	while [ $next -lt ${#rows[@]} ]; do
+		IFS=, read -r name at app reps batch <<<"${rows[$next]}"
+		python3 -c "import sys; sys.exit(not $at / $scale <= $now)" || break
+		submit "$name" "$app" "$reps" "$batch"
+		next=$((next + 1))
+	done
+	# A sample: GPUs per running job and its type, and the pending count.
+	pend=$(squeue -h -t PENDING 2>/dev/null | wc -l)
+	while IFS='|' read -r id name tres nn nl; do
+		[ -n "$id" ] || continue
+		per=${tres##*:}
+		case $per in '' | *[!0-9]*) per=0 ;; esac
+		first=$(scontrol show hostnames "$nl" 2>/dev/null | head -n 1)
+		echo "$now,$id,$name,$((per * nn)),${nodetype[$first]:-},$pend" >>"$out/timeline.csv"
+	done < <(squeue -h -t RUNNING -o '%i|%j|%b|%D|%N' 2>/dev/null)
+	[ "$pend" -gt 0 ] && ! grep -q ",$pend\$" <<<"$(tail -n 1 "$out/timeline.csv")" &&
+		echo "$now,,,0,,$pend" >>"$out/timeline.csv"
+	live=$(squeue -h 2>/dev/null | wc -l)
+	if [ "$live" -eq 0 ] && [ $next -ge ${#rows[@]} ]; then
+		say "every job finished after $(printf %.0f "$now")s"
+		break
+	fi
+	if python3 -c "import sys; sys.exit(not $now >= $limit)"; then
+		say "${limit}s are up: $live job(s) left unfinished"
+		break
+	fi
+	sleep 2
+done
+
+# Let accounting catch up, then read it.
+sleep 3
+sacct -X -P -D -n --starttime=now-1days -o JobIDRaw,JobName,Submit,Start,End,State,AllocTRES,ExitCode,NodeList \
+	>"$out/sacct.txt" || die "sacct failed"
+[ "$policy" = backfill ] || "$build/plugin/copusctl" stats --state-dir "$cdir/state" >"$out/copus-stats.txt" 2>&1 || true
+cp "$cdir/log/slurmctld.log" "$out/logs/" 2>/dev/null || true
+
+# What copus-sim says of the same workload, with the measured restart cost.
+python3 "$py" report --out "$out" --scale "$scale" --policy "$policy" \
+	--interval "$interval" --ctld-log "$cdir/log/slurmctld.log"
+rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['sim_restart_delay'])")
+"$sim" --cluster "$spec" --profiles "$profiles" --policy "$policy" \
+	--interval "$(python3 -c "print($interval * $scale)")" \
+	--restart-delay "$rdelay" --summary "$out/sim.json" "$out/workload.csv" \
+	>"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"
+python3 "$py" plot --out "$out"
+python3 "$py" compare "$out"

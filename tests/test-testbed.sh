@@ -1,0 +1,55 @@
+#!/bin/bash
+# contrib/testbed.sh end to end, small: four jobs of a Sia workload replayed
+# on a loopback cluster with slurmdbd under sched/copus, then the report:
+# every job finished once, none lost or run twice (from sacct), and the
+# summary, copus-sim's run and the comparison are written. Run from the build
+# directory (srcdir: the source tree); needs ../shared/data beside the
+# source tree, MariaDB and slurmdbd.
+set -u
+. "${srcdir:-$(dirname "$0")/..}/tests/slurm-common.sh"
+
+data=$TOP/../shared/data
+[ -d "$data/sia/traces" ] || skip "$data/sia not found (the reference data beside the source tree)"
+command -v mariadbd >/dev/null || skip "mariadbd not installed (Debian package mariadb-server)"
+[ -x /usr/sbin/slurmdbd ] || skip "slurmdbd not installed (Debian package slurmdbd)"
+command -v gnuplot >/dev/null || skip "gnuplot not installed (Debian package gnuplot-nox)"
+need_plugin sched_copus
+need_plugin spank_copus
+
+# Four short cifar10 jobs, two at once, on 2 + 2 nodes of two types.
+cat >"$TMP/w.csv" <<W
+name,time,application,num_replicas,batch_size
+a,0,cifar10,4,512
+b,30,cifar10,2,256
+c,60,cifar10,4,512
+d,90,cifar10,1,128
+W
+out=$TMP/tb
+"$TOP/contrib/testbed.sh" --policy copus --out "$out" --build "$PWD" \
+	--cluster aws:2x4,dgx-ext:2x4 --scale 20 --limit 240 "$TMP/w.csv" >"$TMP/run.log" 2>&1 ||
+	{ cat "$TMP/run.log"; fail "testbed.sh failed"; }
+cat "$TMP/run.log"
+for f in testbed.json sim.json jobs.csv timeline.csv testbed.png; do
+	[ -s "$out/$f" ] || fail "$out/$f was not written"
+done
+python3 - "$out" <<'P' || fail "the report is not what the run did"
+import json, sys
+d = sys.argv[1]
+t = json.load(open(d + "/testbed.json"))
+s = json.load(open(d + "/sim.json"))
+assert t["jobs"] == 4, t["jobs"]
+assert t["finished"] == 4, f"{t['finished']} of 4 jobs finished"
+assert not t["problems"], t["problems"]
+assert set(t["jcts"]) == {"a", "b", "c", "d"}, t["jcts"]
+assert all(v > 0 for v in t["jcts"].values()), t["jcts"]
+assert t["mean"] > 0 and t["makespan"] >= max(t["jcts"].values()), t
+sim = next(iter(s["jcts"].values()))
+assert set(sim) == {"a", "b", "c", "d"}, sim
+# One line per run of a job in jobs.csv, each run of a finished job ended.
+rows = [l.split(",") for l in open(d + "/jobs.csv").read().split("\n")[1:] if l]
+assert {r[1] for r in rows} == {"a", "b", "c", "d"}, rows
+assert all(r[5] for r in rows), rows
+print("PASS: 4 of 4 finished, testbed mean %.0f s, copus-sim %.0f s" %
+      (t["mean"], s["mean"]))
+P
+grep -q "copus " "$TMP/run.log" || fail "compare printed no copus line"
