@@ -4,7 +4,7 @@
  *   copus-plan predict --data DIR [--calibrate TRAIN.json] --query Q.csv
  *   copus-plan show MODEL BATCH CELL --data DIR [--calibrate TRAIN.json]
  *   copus-plan evaluate --data DIR --prof PROF.json [--seeds 1,2,3]
- *                       [--residuals OUT.csv]
+ *                       [--residuals OUT.csv] [--exclude-cell CELL,...]
  *   copus-plan calibrate --data DIR [--calibrate TRAIN.json] --out GPUS.json
  *
  * predict and show also take --gpus GPUS.json: constants that calibrate
@@ -37,13 +37,14 @@ static const char usage[] =
 	"[--calibrate TRAIN.json]\n"
 	"       copus-plan evaluate --data DIR --prof PROF.json "
 	"[--seeds 1,2,3] [--residuals OUT.csv]\n"
+	"                [--exclude-cell CELL[,CELL...]]\n"
 	"       copus-plan calibrate --data DIR [--calibrate TRAIN.json] "
 	"--out GPUS.json\n"
 	"predict and show also take --gpus GPUS.json.\n";
 
 struct args {
 	const char *data, *calibrate, *query, *prof, *seeds, *out, *gpus;
-	const char *residuals;
+	const char *residuals, *exclude;
 	int nargs;
 	char **args;
 };
@@ -59,6 +60,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "out", required_argument, NULL, 'o' },
 		{ "gpus", required_argument, NULL, 'g' },
 		{ "residuals", required_argument, NULL, 'r' },
+		{ "exclude-cell", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -76,6 +78,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'o': a->out = optarg; break;
 		case 'g': a->gpus = optarg; break;
 		case 'r': a->residuals = optarg; break;
+		case 'x': a->exclude = optarg; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: return -1;
 		}
@@ -321,13 +324,14 @@ static uint64_t rng_next(uint64_t *s)
 
 static void report(const char *what, struct plan_data *d,
 		   const struct plan_row *rows, size_t n, const bool *test,
-		   size_t n_train, FILE *res)
+		   size_t n_train, FILE *res, double *median, double *p90)
 {
 	static const char *arch[4] = { "", "transformer", "moe",
 				       "wide-resnet" };
 	double *e = malloc((n ? n : 1) * sizeof(*e) * 5);
 	size_t k = 0, none = 0, ka[4] = { 0 };
 
+	*median = *p90 = NAN;
 	if (e == NULL)
 		return;
 	for (size_t i = 0; i < n; i++) {
@@ -364,10 +368,11 @@ static void report(const char *what, struct plan_data *d,
 		if (a >= 1 && a <= 3)
 			e[n * (size_t)(a + 1) + ka[a]++] = err;
 	}
+	*median = sim_quantile(e, k, 0.5);
+	*p90 = sim_quantile(e, k, 0.9);
 	printf("%s: calibrated on %zu, predicted %zu: median %.1f%%, "
 	       "p90 %.1f%%, no plan for %zu (median",
-	       what, n_train, k, 100.0 * sim_quantile(e, k, 0.5),
-	       100.0 * sim_quantile(e, k, 0.9), none);
+	       what, n_train, k, 100.0 * *median, 100.0 * *p90, none);
 	for (int a = 1; a <= 3; a++)
 		if (ka[a])
 			printf(" %s %.1f%%", arch[a],
@@ -375,6 +380,51 @@ static void report(const char *what, struct plan_data *d,
 						0.5));
 	printf(")\n");
 	free(e);
+}
+
+/* Whether cell is one of the comma-separated names of list. */
+static bool listed(const char *list, const char *cell)
+{
+	size_t len = strlen(cell);
+
+	for (const char *s = list; s != NULL && *s;) {
+		const char *end = strchr(s, ',');
+		size_t k = end ? (size_t)(end - s) : strlen(s);
+		if (k == len && strncmp(s, cell, k) == 0)
+			return true;
+		s = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * The table of the random halves, one line a seed, and the worst of them:
+ * the targets hold for every split, not on average, so the worst median
+ * and the worst 90th percentile are what to read.
+ */
+static void split_table(const unsigned long *seed, const double *med,
+			const double *p90, size_t n)
+{
+	size_t wm = 0, wp = 0;
+	double sm = 0.0, sp = 0.0;
+
+	if (n == 0)
+		return;
+	printf("per split (relative error on the held-out half):\n"
+	       "  seed  median     p90\n");
+	for (size_t i = 0; i < n; i++) {
+		printf("  %4lu  %5.1f%%  %5.1f%%\n", seed[i], 100.0 * med[i],
+		       100.0 * p90[i]);
+		if (med[i] > med[wm])
+			wm = i;
+		if (p90[i] > p90[wp])
+			wp = i;
+		sm += med[i];
+		sp += p90[i];
+	}
+	printf("  mean  %5.1f%%  %5.1f%%\n", 100.0 * sm / n, 100.0 * sp / n);
+	printf("worst split: median %.1f%% (seed %lu), p90 %.1f%% (seed %lu)\n",
+	       100.0 * med[wm], seed[wm], 100.0 * p90[wp], seed[wp]);
 }
 
 static int cmd_evaluate(const struct args *a)
@@ -385,8 +435,10 @@ static int cmd_evaluate(const struct args *a)
 	copus_planner_gpu prior[PLAN_MAX_TYPES];
 	char err[ERR_LEN], path[4096], what[64];
 	const char *seeds = a->seeds ? a->seeds : "1,2,3,4,5";
-	bool *train = NULL, *test = NULL;
-	size_t *idx = NULL;
+	bool *train = NULL, *test = NULL, *out_cell = NULL;
+	size_t *idx = NULL, n_split = 0, n_out = 0;
+	unsigned long *split_seed = NULL;
+	double *split_med = NULL, *split_p90 = NULL, med, p90;
 	FILE *res = NULL;
 	int rc;
 
@@ -408,22 +460,37 @@ static int cmd_evaluate(const struct args *a)
 	}
 	train = calloc(n + 1, sizeof(*train));
 	test = calloc(n + 1, sizeof(*test));
+	out_cell = calloc(n + 1, sizeof(*out_cell));
 	idx = calloc(n + 1, sizeof(*idx));
-	if (!train || !test || !idx) {
+	/* At most one split a character of the list. */
+	split_seed = calloc(strlen(seeds) + 1, sizeof(*split_seed));
+	split_med = calloc(strlen(seeds) + 1, sizeof(*split_med));
+	split_p90 = calloc(strlen(seeds) + 1, sizeof(*split_p90));
+	if (!train || !test || !out_cell || !idx || !split_seed ||
+	    !split_med || !split_p90) {
 		fprintf(stderr, "copus-plan: out of memory\n");
 		rc = 1;
 		goto out;
 	}
 	for (int g = 0; g < d.n_gpus; g++)
 		prior[g] = d.gpus[g].gpu;
-	for (size_t i = 0; i < n; i++)
-		if (rows[i].seconds > 0.0)
+	/* The cells of --exclude-cell take no part: neither calibrated on
+	 * nor predicted. */
+	for (size_t i = 0; i < n; i++) {
+		out_cell[i] = listed(a->exclude, rows[i].cell_name);
+		n_out += out_cell[i];
+		if (rows[i].seconds > 0.0 && !out_cell[i])
 			idx[nv++] = i;
-	printf("%zu measured times (%zu entries with no plan)\n", nv, n - nv);
+	}
+	printf("%zu measured times (%zu entries with no plan)\n", nv,
+	       n - nv - n_out);
+	if (n_out)
+		printf("excluded: %zu entries of the cells %s\n", n_out,
+		       a->exclude);
 
 	/* Devices and collectives alone. */
 	for (size_t i = 0; i < n; i++)
-		test[i] = true;
+		test[i] = !out_cell[i];
 	if (a->residuals != NULL) {
 		res = fopen(a->residuals, "w");
 		if (res == NULL) {
@@ -434,7 +501,7 @@ static int cmd_evaluate(const struct args *a)
 		}
 		fputs(RESIDUALS_HEADER, res);
 	}
-	report("uncalibrated", &d, rows, n, test, 0, res);
+	report("uncalibrated", &d, rows, n, test, 0, res, &med, &p90);
 
 	/* Random halves. */
 	for (const char *s = seeds; *s;) {
@@ -467,16 +534,21 @@ static int cmd_evaluate(const struct args *a)
 			goto out;
 		}
 		snprintf(what, sizeof(what), "seed %lu, random half", seed);
-		report(what, &d, rows, n, test, nv / 2, res);
+		report(what, &d, rows, n, test, nv / 2, res, &med, &p90);
+		split_seed[n_split] = seed;
+		split_med[n_split] = med;
+		split_p90[n_split++] = p90;
 		s = *end == ',' ? end + 1 : end;
 	}
+
+	split_table(split_seed, split_med, split_p90, n_split);
 
 	/* 1-GPU and 2-GPU cells only. */
 	size_t small = 0;
 	for (size_t i = 0; i < n; i++) {
 		int w = rows[i].cell.nodes * rows[i].cell.gpus_per_node;
-		train[i] = w <= 2 && rows[i].seconds > 0.0;
-		test[i] = w > 2;
+		train[i] = w <= 2 && rows[i].seconds > 0.0 && !out_cell[i];
+		test[i] = w > 2 && !out_cell[i];
 		small += train[i];
 	}
 	for (int g = 0; g < d.n_gpus; g++)
@@ -487,7 +559,7 @@ static int cmd_evaluate(const struct args *a)
 		goto out;
 	}
 	report("1- and 2-GPU cells, predicting the larger", &d, rows, n, test,
-	       small, res);
+	       small, res, &med, &p90);
 
 	/* Crius's own estimator. */
 	snprintf(path, sizeof(path), "%s/crius-estimates.csv", a->data);
@@ -498,7 +570,8 @@ static int cmd_evaluate(const struct args *a)
 		double *e = calloc(n + 1, sizeof(*e));
 		size_t k = 0;
 		for (size_t i = 0; e && i < n; i++)
-			if (est[i] > 0.0 && rows[i].seconds > 0.0)
+			if (est[i] > 0.0 && rows[i].seconds > 0.0 &&
+			    !out_cell[i])
 				e[k++] = fabs(est[i] - rows[i].seconds) /
 					 rows[i].seconds;
 		printf("crius's estimator (%s): %zu model x cell pairs: median "
@@ -519,7 +592,11 @@ out:
 	}
 	free(train);
 	free(test);
+	free(out_cell);
 	free(idx);
+	free(split_seed);
+	free(split_med);
+	free(split_p90);
 	free(rows);
 	plan_data_free(&d);
 	return rc;

@@ -159,6 +159,28 @@ n=$(grep -c '^"1- and 2-GPU cells, predicting the larger",[A-Za-z_0-9.]*,[0-9]*,
 grep -q '^"uncalibrated",bert_1B,128,1_a40_1_n_1_d,190,[0-9.e+-]*,1,1,1,' "$tmp/res.csv" ||
 	fail "residuals: the 1-GPU row: $(grep 1_a40_1_n_1_d "$tmp/res.csv")"
 
+# evaluate prints one line a split and the worst split, its median and its
+# 90th percentile each with the seed that gave it.
+"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1,2 \
+	> "$tmp/eval2" 2> "$tmp/err" || { cat "$tmp/err"; fail "evaluate --seeds 1,2"; }
+grep -q '^per split' "$tmp/eval2" || fail "evaluate: no per-split table in $(cat "$tmp/eval2")"
+n=$(grep -Ec '^ +[12] +[0-9.]+% +[0-9.]+%$' "$tmp/eval2")
+[ "$n" -eq 2 ] || fail "evaluate: $n lines of the table for 2 seeds"
+grep -Eq '^worst split: median [0-9.]+% \(seed [12]\), p90 [0-9.]+% \(seed [12]\)$' "$tmp/eval2" ||
+	fail "evaluate: no worst split in $(cat "$tmp/eval2")"
+
+# --exclude-cell leaves a cell out of every split, said on the output;
+# without it every cell counts.
+"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1 \
+	--exclude-cell 2_a40_2_n_2_d --residuals "$tmp/res-x.csv" > "$tmp/eval3" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "evaluate --exclude-cell"; }
+grep -q '^excluded: 2 entries of the cells 2_a40_2_n_2_d$' "$tmp/eval3" ||
+	fail "evaluate --exclude-cell does not say so: $(cat "$tmp/eval3")"
+grep -q '^3 measured times' "$tmp/eval3" || fail "evaluate --exclude-cell: $(head -1 "$tmp/eval3")"
+grep -q 2_a40_2_n_2_d "$tmp/res-x.csv" && fail "an excluded cell was predicted"
+grep -q '^excluded' "$tmp/eval" && fail "evaluate excludes a cell by default"
+grep -q '^5 measured times' "$tmp/eval" || fail "evaluate: $(head -1 "$tmp/eval")"
+
 # show explains one plan.
 "$plan" show bert_1B 128 2_a40_2_n_2_d --data "$d" > "$tmp/show" 2>&1 ||
 	{ cat "$tmp/show"; fail "show failed"; }
