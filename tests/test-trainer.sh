@@ -117,4 +117,35 @@ COPUS_GPU_TYPE='a b' "$T" --max-steps 1 >/dev/null 2>&1
 out=$(COPUS_CKPT_INTERVAL=often "$T" --max-steps 1 2>&1)
 [ $? -ne 0 ] && grep -q COPUS_CKPT_INTERVAL <<<"$out" ||
 	fail "a bad COPUS_CKPT_INTERVAL was accepted or not named: $out"
+bad "--fixed-batch: '' needs --profile" --fixed-batch 64
+bad "--fixed-batch: '0'" --profile x/cifar10 --fixed-batch 0
+out=$("$T" --profile "$TMP/none/cifar10" --max-steps 1 2>&1)
+[ $? -eq 2 ] && grep -q "$TMP/none/cifar10/placements.csv" <<<"$out" ||
+	fail "a missing profile was accepted or its file not named: $out"
+
+# --profile: the job copus-sim replays. A rigid cifar10 job on 4 T4s trains
+# for as long as copus-sim says it does (its JCT less the 30-s start delay
+# copus-sim charges), within the stand-in's jitter and sleep overheads.
+data=${srcdir:-..}/../shared/data/pollux/traces
+sim=$PWD/sim/copus-sim
+if [ -d "$data/cifar10" ] && [ -x "$sim" ]; then
+	printf 'name,time,application,num_replicas,batch_size\nj,0,cifar10,4,512\n' >"$TMP/one.csv"
+	want=$("$sim" --cluster 1x4 --profiles "$data" --policy backfill "$TMP/one.csv" |
+		sed -n 's/^one *backfill avg_jct *\([0-9]*\) s.*/\1/p')
+	[ -n "$want" ] || fail "copus-sim gave no JCT for the one-job workload"
+	out=$("$T" --profile "$data/cifar10" --gpu-type t4 --gpus 4 --fixed-batch 512 \
+		--speedup 100 --print-every 100000 --stamp --checkpoint "$TMP/prof" 2>&1) ||
+		fail "the profiled job failed: $out"
+	echo "$out"
+	grep -q '^started job 0 restart 0: cifar10 on 4 t4 GPUs, 1 nodes; target progress 39062.9' <<<"$out" ||
+		fail "the profile's target is not copus-sim's: $out"
+	grep -q '^first step at [0-9]*\.[0-9]*$' <<<"$out" || fail "no --stamp line: $out"
+	got=$(sed -n 's/^done step .* after \([0-9.]*\) s in this run/\1/p' <<<"$out")
+	python3 -c "import sys; g = $got * 100; w = $want - 30
+print(f'trained {g:.0f} trace s, copus-sim {w} s')
+sys.exit(not 0.9 * w <= g <= 1.25 * w)" ||
+		fail "the profiled job trained ${got} s x 100, copus-sim says $want - 30 s"
+else
+	echo "skipped the --profile run: no $data/cifar10 or $sim"
+fi
 echo PASS

@@ -220,11 +220,230 @@ static bool valid_type(const char *t)
 			 "0123456789_.-") == n;
 }
 
+/* The long options' ids (getopt_long's values). */
+enum opt_id {
+	O_APP = 256, O_PERF, O_TYPE, O_BATCH, O_MAXB, O_LOCAL, O_TARGET,
+	O_NOISE, O_SPEED, O_CKPT, O_CKPT_INT, O_GPUS, O_NODES, O_PRINT, O_MAXS,
+	O_SEED, O_PROFILE, O_FIXED, O_STAMP, O_HELP
+};
+
+/*
+ * The values given for what the app also sets (0: not given), kept apart
+ * so that explicit values win over the app's, whatever the order.
+ */
+struct explicit_vals {
+	double batch, maxb, target, phi0, growth;
+	long lmin, lmax;
+};
+
+/* --perf [TYPE=]PARAMS: one GPU type's true parameters, or every type's. */
+static int parse_perf_opt(char *arg, struct opts *o)
+{
+	char *eq = strchr(arg, '=');
+
+	if (eq == NULL) {
+		if (!parse_perf(arg, &o->default_perf))
+			goto bad_perf;
+		o->have_default_perf = true;
+		return 0;
+	}
+	if (o->n_perf == MAX_TYPES)
+		return bad("--perf", arg, "is one GPU type too many (at most 8)");
+	*eq = '\0';
+	if (!valid_type(arg)) {
+		*eq = '=';
+		return bad("--perf", arg,
+			   "does not start with a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
+	}
+	snprintf(o->perf[o->n_perf].type, sizeof(o->perf[0].type), "%s", arg);
+	*eq = '=';
+	if (!parse_perf(eq + 1, &o->perf[o->n_perf].p))
+		goto bad_perf;
+	o->n_perf++;
+	return 0;
+bad_perf:
+	return bad("--perf", arg,
+		   "is not seven comma-separated numbers a_c,b_c,a_n,b_n,a_r,b_r,gamma (a_c, b_c > 0, others >= 0, 1 <= gamma <= 10)");
+}
+
+/*
+ * Option c with its value arg if it says what is trained (the app, its
+ * throughput, batches, target and noise, or the profile): 0 when taken, 2
+ * on a bad value (the message printed), -1 when c is not one of these.
+ */
+static int parse_model_opt(int c, char *arg, struct opts *o,
+			   struct explicit_vals *x)
+{
+	char *dash, *comma;
+
+	switch (c) {
+	case O_APP:
+		o->app = NULL;
+		for (size_t i = 0; i < sizeof(apps) / sizeof(*apps); i++)
+			if (strcmp(apps[i].name, arg) == 0)
+				o->app = &apps[i];
+		if (o->app == NULL)
+			return bad("--app", arg,
+				   "is not one of cifar10, imagenet, bert, deepspeech2, yolov3");
+		return 0;
+	case O_PERF:
+		return parse_perf_opt(arg, o);
+	case O_TYPE:
+		if (!valid_type(arg))
+			return bad("--gpu-type", arg,
+				   "is not a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
+		o->gpu_type = arg;
+		return 0;
+	case O_BATCH:
+		if (!parse_num(arg, 1, 1e7, &x->batch))
+			return bad("--batch", arg,
+				   "is not a batch size between 1 and 1e7");
+		return 0;
+	case O_MAXB:
+		if (!parse_num(arg, 1, 1e7, &x->maxb))
+			return bad("--max-batch", arg,
+				   "is not a batch size between 1 and 1e7");
+		return 0;
+	case O_LOCAL:
+		dash = strchr(arg, '-');
+		if (dash == NULL)
+			return bad("--local", arg,
+				   "is not MIN-MAX (micro-batch per GPU)");
+		*dash = '\0';
+		if (!parse_int(arg, 1, 1000000, &x->lmin) ||
+		    !parse_int(dash + 1, 1, 1000000, &x->lmax) ||
+		    x->lmax < x->lmin) {
+			*dash = '-';
+			return bad("--local", arg,
+				   "is not MIN-MAX with 1 <= MIN <= MAX <= 1000000");
+		}
+		*dash = '-';
+		return 0;
+	case O_TARGET:
+		if (!parse_num(arg, 1e-3, 1e15, &x->target))
+			return bad("--target", arg,
+				   "is not a progress between 0.001 and 1e15");
+		return 0;
+	case O_NOISE:
+		comma = strchr(arg, ',');
+		if (comma == NULL)
+			return bad("--noise", arg, "is not PHI0,GROWTH");
+		*comma = '\0';
+		if (!parse_num(arg, 1e-6, 1e12, &x->phi0) ||
+		    !parse_num(comma + 1, 1, 1e6, &x->growth)) {
+			*comma = ',';
+			return bad("--noise", arg,
+				   "is not PHI0,GROWTH with PHI0 > 0 and GROWTH >= 1");
+		}
+		*comma = ',';
+		return 0;
+	case O_PROFILE:
+		if (*arg == '\0')
+			return bad("--profile", arg, "is not DIR/MODEL");
+		o->profile = arg;
+		return 0;
+	case O_FIXED:
+		if (!parse_num(arg, 1, 1e9, &o->fixed_batch))
+			return bad("--fixed-batch", arg,
+				   "is not a batch size (1 or more)");
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * Option c with its value arg if it says how the run goes (its speed,
+ * checkpoints, allocation, output, length and seed): 0 when taken, 2 on a
+ * bad value (the message printed), -1 when c is not one of these.
+ */
+static int parse_run_opt(int c, char *arg, struct opts *o)
+{
+	long v;
+
+	switch (c) {
+	case O_SPEED:
+		if (!parse_num(arg, 1e-3, 1e6, &o->speedup))
+			return bad("--speedup", arg,
+				   "is not a factor between 0.001 and 1e6");
+		return 0;
+	case O_CKPT:
+		if (*arg == '\0')
+			return bad("--checkpoint", arg,
+				   "is not a directory name");
+		o->ckpt_dir = arg;
+		return 0;
+	case O_CKPT_INT:
+		if (!parse_num(arg, 1e-3, 30 * 86400.0, &o->ckpt_interval))
+			return bad("--checkpoint-interval", arg,
+				   "is not a number of seconds between 0.001 and 30 days");
+		return 0;
+	case O_GPUS:
+		if (!parse_int(arg, 1, 4096, &v))
+			return bad("--gpus", arg,
+				   "is not a GPU count between 1 and 4096");
+		o->gpus = (int)v;
+		return 0;
+	case O_NODES:
+		if (!parse_int(arg, 1, 4096, &v))
+			return bad("--nodes", arg,
+				   "is not a node count between 1 and 4096");
+		o->nodes = (int)v;
+		return 0;
+	case O_PRINT:
+		if (!parse_int(arg, 1, 1000000000, &o->print_every))
+			return bad("--print-every", arg,
+				   "is not a positive step count");
+		return 0;
+	case O_MAXS:
+		if (!parse_int(arg, 1, 1000000000000L, &o->max_steps))
+			return bad("--max-steps", arg,
+				   "is not a positive step count");
+		return 0;
+	case O_SEED:
+		if (!parse_int(arg, 0, 4294967295L, &v))
+			return bad("--seed", arg,
+				   "is not a number between 0 and 4294967295");
+		o->seed = (unsigned)v;
+		return 0;
+	case O_STAMP:
+		o->stamp = true;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * What the options leave to the app (its batches, micro-batches, target
+ * and noise) and the checks across options: 0, or 2 with the message
+ * printed.
+ */
+static int finish_args(struct opts *o, const struct explicit_vals *x)
+{
+	if (o->fixed_batch > 0 && o->profile == NULL)
+		return bad("--fixed-batch", "", "needs --profile");
+	o->init_batch = x->batch > 0 ? x->batch : o->app->init_batch;
+	o->max_batch = x->maxb > 0 ? x->maxb
+				   : fmax(o->app->max_batch, o->init_batch);
+	o->min_local = x->lmin > 0 ? (int)x->lmin : o->app->min_local;
+	o->max_local = x->lmax > 0 ? (int)x->lmax : o->app->max_local;
+	o->target = x->target > 0 ? x->target : o->app->target;
+	o->phi0 = x->phi0 > 0 ? x->phi0 : o->app->phi0;
+	o->growth = x->growth > 0 ? x->growth : o->app->growth;
+	if (o->max_batch < o->init_batch) {
+		char b[64];
+		snprintf(b, sizeof(b), "%g", o->max_batch);
+		return bad("--max-batch", b, "is smaller than the initial batch");
+	}
+	return 0;
+}
+
+/*
+ * The command line into o: the defaults, each option in turn (--help
+ * prints the usage and exits 0), then what the app fills in. 0, or 2 on a
+ * bad argument with the message printed.
+ */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { O_APP = 256, O_PERF, O_TYPE, O_BATCH, O_MAXB, O_LOCAL, O_TARGET,
-	       O_NOISE, O_SPEED, O_CKPT, O_CKPT_INT, O_GPUS, O_NODES, O_PRINT, O_MAXS,
-	       O_SEED, O_PROFILE, O_FIXED, O_STAMP, O_HELP };
 	static const struct option lo[] = {
 		{ "app", required_argument, NULL, O_APP },
 		{ "perf", required_argument, NULL, O_PERF },
@@ -248,10 +467,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	/* Explicit values win over the app's, whatever the order. */
-	double batch = 0, maxb = 0, target = 0, phi0 = 0, growth = 0;
-	long lmin = 0, lmax = 0, v;
-	int c;
+	struct explicit_vals x = { 0 };
+	int c, rc;
 
 	o->app = &apps[0];
 	o->speedup = 1;
@@ -259,186 +476,29 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		char *eq, *dash, *comma;
-
-		switch (c) {
-		case O_APP:
-			o->app = NULL;
-			for (size_t i = 0; i < sizeof(apps) / sizeof(*apps); i++)
-				if (strcmp(apps[i].name, optarg) == 0)
-					o->app = &apps[i];
-			if (o->app == NULL)
-				return bad("--app", optarg,
-					   "is not one of cifar10, imagenet, bert, deepspeech2, yolov3");
-			break;
-		case O_PERF:
-			eq = strchr(optarg, '=');
-			if (eq == NULL) {
-				if (!parse_perf(optarg, &o->default_perf))
-					goto bad_perf;
-				o->have_default_perf = true;
-				break;
-			}
-			if (o->n_perf == MAX_TYPES)
-				return bad("--perf", optarg,
-					   "is one GPU type too many (at most 8)");
-			*eq = '\0';
-			if (!valid_type(optarg)) {
-				*eq = '=';
-				return bad("--perf", optarg,
-					   "does not start with a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
-			}
-			snprintf(o->perf[o->n_perf].type,
-				 sizeof(o->perf[0].type), "%s", optarg);
-			*eq = '=';
-			if (!parse_perf(eq + 1, &o->perf[o->n_perf].p))
-				goto bad_perf;
-			o->n_perf++;
-			break;
-bad_perf:
-			return bad("--perf", optarg,
-				   "is not seven comma-separated numbers a_c,b_c,a_n,b_n,a_r,b_r,gamma (a_c, b_c > 0, others >= 0, 1 <= gamma <= 10)");
-		case O_TYPE:
-			if (!valid_type(optarg))
-				return bad("--gpu-type", optarg,
-					   "is not a GPU type name (1..15 of A-Z a-z 0-9 _ . -)");
-			o->gpu_type = optarg;
-			break;
-		case O_BATCH:
-			if (!parse_num(optarg, 1, 1e7, &batch))
-				return bad("--batch", optarg,
-					   "is not a batch size between 1 and 1e7");
-			break;
-		case O_MAXB:
-			if (!parse_num(optarg, 1, 1e7, &maxb))
-				return bad("--max-batch", optarg,
-					   "is not a batch size between 1 and 1e7");
-			break;
-		case O_LOCAL:
-			dash = strchr(optarg, '-');
-			if (dash == NULL)
-				return bad("--local", optarg,
-					   "is not MIN-MAX (micro-batch per GPU)");
-			*dash = '\0';
-			if (!parse_int(optarg, 1, 1000000, &lmin) ||
-			    !parse_int(dash + 1, 1, 1000000, &lmax) ||
-			    lmax < lmin) {
-				*dash = '-';
-				return bad("--local", optarg,
-					   "is not MIN-MAX with 1 <= MIN <= MAX <= 1000000");
-			}
-			*dash = '-';
-			break;
-		case O_TARGET:
-			if (!parse_num(optarg, 1e-3, 1e15, &target))
-				return bad("--target", optarg,
-					   "is not a progress between 0.001 and 1e15");
-			break;
-		case O_NOISE:
-			comma = strchr(optarg, ',');
-			if (comma == NULL)
-				return bad("--noise", optarg,
-					   "is not PHI0,GROWTH");
-			*comma = '\0';
-			if (!parse_num(optarg, 1e-6, 1e12, &phi0) ||
-			    !parse_num(comma + 1, 1, 1e6, &growth)) {
-				*comma = ',';
-				return bad("--noise", optarg,
-					   "is not PHI0,GROWTH with PHI0 > 0 and GROWTH >= 1");
-			}
-			*comma = ',';
-			break;
-		case O_SPEED:
-			if (!parse_num(optarg, 1e-3, 1e6, &o->speedup))
-				return bad("--speedup", optarg,
-					   "is not a factor between 0.001 and 1e6");
-			break;
-		case O_CKPT:
-			if (*optarg == '\0')
-				return bad("--checkpoint", optarg,
-					   "is not a directory name");
-			o->ckpt_dir = optarg;
-			break;
-		case O_CKPT_INT:
-			if (!parse_num(optarg, 1e-3, 30 * 86400.0,
-				       &o->ckpt_interval))
-				return bad("--checkpoint-interval", optarg,
-					   "is not a number of seconds between 0.001 and 30 days");
-			break;
-		case O_GPUS:
-			if (!parse_int(optarg, 1, 4096, &v))
-				return bad("--gpus", optarg,
-					   "is not a GPU count between 1 and 4096");
-			o->gpus = (int)v;
-			break;
-		case O_NODES:
-			if (!parse_int(optarg, 1, 4096, &v))
-				return bad("--nodes", optarg,
-					   "is not a node count between 1 and 4096");
-			o->nodes = (int)v;
-			break;
-		case O_PRINT:
-			if (!parse_int(optarg, 1, 1000000000, &o->print_every))
-				return bad("--print-every", optarg,
-					   "is not a positive step count");
-			break;
-		case O_MAXS:
-			if (!parse_int(optarg, 1, 1000000000000L, &o->max_steps))
-				return bad("--max-steps", optarg,
-					   "is not a positive step count");
-			break;
-		case O_SEED:
-			if (!parse_int(optarg, 0, 4294967295L, &v))
-				return bad("--seed", optarg,
-					   "is not a number between 0 and 4294967295");
-			o->seed = (unsigned)v;
-			break;
-		case O_PROFILE:
-			if (*optarg == '\0')
-				return bad("--profile", optarg,
-					   "is not DIR/MODEL");
-			o->profile = optarg;
-			break;
-		case O_FIXED:
-			if (!parse_num(optarg, 1, 1e9, &o->fixed_batch))
-				return bad("--fixed-batch", optarg,
-					   "is not a batch size (1 or more)");
-			break;
-		case O_STAMP:
-			o->stamp = true;
-			break;
-		case O_HELP:
+		if ((rc = parse_model_opt(c, optarg, o, &x)) >= 0 ||
+		    (rc = parse_run_opt(c, optarg, o)) >= 0) {
+			if (rc != 0)
+				return rc;
+			continue;
+		}
+		if (c == O_HELP) {
 			usage(stdout);
 			exit(0);
-		default:
-			if (optopt != 0)
-				fprintf(stderr, PROG ": option '%s' needs a value\n",
-					argv[optind - 1]);
-			else
-				fprintf(stderr, PROG ": unknown option '%s'\n",
-					argv[optind - 1]);
-			usage(stderr);
-			return 2;
 		}
+		if (optopt != 0)
+			fprintf(stderr, PROG ": option '%s' needs a value\n",
+				argv[optind - 1]);
+		else
+			fprintf(stderr, PROG ": unknown option '%s'\n",
+				argv[optind - 1]);
+		usage(stderr);
+		return 2;
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind],
 			   "is not an option (copus-trainer takes no operands)");
-	if (o->fixed_batch > 0 && o->profile == NULL)
-		return bad("--fixed-batch", "", "needs --profile");
-	o->init_batch = batch > 0 ? batch : o->app->init_batch;
-	o->max_batch = maxb > 0 ? maxb : fmax(o->app->max_batch, o->init_batch);
-	o->min_local = lmin > 0 ? (int)lmin : o->app->min_local;
-	o->max_local = lmax > 0 ? (int)lmax : o->app->max_local;
-	o->target = target > 0 ? target : o->app->target;
-	o->phi0 = phi0 > 0 ? phi0 : o->app->phi0;
-	o->growth = growth > 0 ? growth : o->app->growth;
-	if (o->max_batch < o->init_batch) {
-		char b[64];
-		snprintf(b, sizeof(b), "%g", o->max_batch);
-		return bad("--max-batch", b, "is smaller than the initial batch");
-	}
-	return 0;
+	return finish_args(o, &x);
 }
 
 /* The true parameters on this GPU type: --perf, then the app's table. */
@@ -477,25 +537,39 @@ static double grad_sqnorm(double sqr, double var, double m0, double samples,
 	return fmax(sqr + x, 1e-12);
 }
 
-/* Sleep s seconds, resuming after a signal so that the step keeps its time. */
-static void sleep_for(double s)
-{
-	struct timespec d, rem;
-
-	if (!(s > 0))
-		return;
-	d.tv_sec = (time_t)s;
-	d.tv_nsec = (long)((s - (double)d.tv_sec) * 1e9);
-	while (nanosleep(&d, &rem) != 0 && errno == EINTR)
-		d = rem;
-}
-
 static double now(void)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/*
+ * Sleep s seconds of modelled time. The sleeps run to deadlines on one
+ * clock (the sum of every modelled time since the run started), so the
+ * loop's own cost and a late wake-up on a busy machine are made up by the
+ * next steps instead of adding up: at a large --speedup a step's sleep is a
+ * millisecond, as long as that cost. A signal does not shorten a sleep.
+ */
+static double due = -1;
+
+static void sleep_for(double s)
+{
+	struct timespec d;
+	double t = now();
+
+	if (due < 0)
+		due = t;
+	if (!(s > 0))
+		return;
+	due += s;
+	if (due <= t)
+		return;
+	d.tv_sec = (time_t)due;
+	d.tv_nsec = (long)((due - (double)d.tv_sec) * 1e9);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &d, NULL) == EINTR)
+		;
 }
 
 /* Rescale decisions by several ranks: this one process stands for all. */
