@@ -17,8 +17,9 @@
 
 int copus__ckpt_setup(copus_ctx *ctx, const copus_config *cfg)
 {
-	const char *s = cfg->ckpt_dir != NULL ? cfg->ckpt_dir
-					      : getenv("COPUS_CKPT_DIR");
+	const char *s = cfg->ckpt_dir != NULL
+				? cfg->ckpt_dir
+				: copus__env_text(COPUS__ENV_CKPT_DIR);
 
 	if (s != NULL && *s != '\0' && (ctx->ckpt_dir = strdup(s)) == NULL)
 		return COPUS_ENOMEM;

@@ -1,14 +1,120 @@
 /*
  * What every file of the runtime uses: the context's error message, the
- * runtime's one logger, the monotonic clock, the agreement among ranks, and
- * the layers of a pipeline stage.
+ * runtime's one logger, the monotonic clock, the environment variables,
+ * the agreement among ranks, and the layers of a pipeline stage.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "internal.h"
+
+enum env_type { TEXT, INT, SECONDS, SIGNAL };
+
+/* One row of COPUS__ENV_VARS (its doc is for the reader of the table). */
+struct env_var {
+	const char *name;
+	enum env_type type;
+	const char *def;
+	double lo, hi;
+};
+
+static const struct env_var env_vars[COPUS__ENV_COUNT] = {
+#define COPUS__ENV_ROW(n, type, def, lo, hi, doc) \
+	[COPUS__ENV_##n] = { "COPUS_" #n, type, def, lo, hi },
+	COPUS__ENV_VARS(COPUS__ENV_ROW)
+#undef COPUS__ENV_ROW
+};
+
+const char *copus__env_name(enum copus__env_var v)
+{
+	return env_vars[v].name;
+}
+
+const char *copus__env_text(enum copus__env_var v)
+{
+	const char *s = getenv(env_vars[v].name);
+
+	return s != NULL && *s != '\0' ? s : env_vars[v].def;
+}
+
+/* s as an integer in [lo, hi]; an error naming the variable otherwise. */
+static int env_parse_int(copus_ctx *ctx, const char *name, const char *s,
+			 long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "environment variable %s=\"%.40s\" is not an integer in [%ld, %ld]",
+				   name, s, lo, hi);
+	*out = (int)v;
+	return COPUS_OK;
+}
+
+int copus__env_foreign_int(copus_ctx *ctx, const char *name, long lo,
+			   long hi, int *out, bool *found)
+{
+	const char *s = getenv(name);
+	int rc;
+
+	*found = false;
+	if (s == NULL || *s == '\0')
+		return COPUS_OK;
+	rc = env_parse_int(ctx, name, s, lo, hi, out);
+	*found = rc == COPUS_OK;
+	return rc;
+}
+
+int copus__env_int(copus_ctx *ctx, enum copus__env_var v, int *out)
+{
+	static const struct { const char *n; int s; } signals[] = {
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+		{ "TERM", SIGTERM }, { "INT", SIGINT },
+	};
+	const struct env_var *e = &env_vars[v];
+	const char *s = copus__env_text(v);
+
+	if (s == NULL)
+		return COPUS_OK;
+	if (e->type == SIGNAL) {
+		const char *n = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
+
+		for (size_t i = 0; i < sizeof(signals) / sizeof(*signals); i++)
+			if (strcmp(n, signals[i].n) == 0) {
+				*out = signals[i].s;
+				return COPUS_OK;
+			}
+	}
+	return env_parse_int(ctx, e->name, s, (long)e->lo, (long)e->hi, out);
+}
+
+int copus__env_seconds(copus_ctx *ctx, enum copus__env_var v, double *out)
+{
+	const struct env_var *e = &env_vars[v];
+	const char *s = copus__env_text(v);
+	char *end;
+	double x;
+
+	if (s == NULL)
+		return COPUS_OK;
+	errno = 0;
+	x = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !isfinite(x) ||
+	    x < e->lo || x > e->hi)
+		return copus__fail(ctx, COPUS_EINVAL,
+				   "environment variable %s=\"%.40s\" is not a number of seconds in [%g, %g]",
+				   e->name, s, e->lo, e->hi);
+	*out = x;
+	return COPUS_OK;
+}
 
 double copus__now(void)
 {

@@ -40,6 +40,53 @@
 /* Largest manifest read back (it holds at most COPUS_MAX_OBS entries). */
 #define COPUS_MANIFEST_MAX (256 * 1024)
 
+/* The longest interval between periodic checkpoints: 30 days. */
+#define COPUS__MAX_CKPT_INTERVAL (30 * 86400.0)
+
+#define COPUS__STR(x) COPUS__STR_(x)
+#define COPUS__STR_(x) #x
+
+/*
+ * The COPUS_* environment variables libcopus reads, all of them, in one
+ * table: X(NAME, TYPE, DEFAULT, LO, HI, DOC) for COPUS_<NAME>. TYPE is
+ * TEXT (any text), INT (an integer in [LO, HI]), SECONDS (a number of
+ * seconds in [LO, HI]) or SIGNAL (a signal number in [LO, HI], or USR1,
+ * USR2, TERM or INT, with or without SIG); DEFAULT is the text an unset or
+ * empty variable stands for (NULL: none). A field of copus_config, where
+ * there is one, stands over its variable. Files read them only through
+ * copus__env_*() (common.c), each time copus_init runs. Users find the
+ * list in include/copus/copus.h; tests/test-runtime-env.sh checks that the
+ * two agree and that nothing else in runtime/ reads a COPUS_ variable.
+ */
+#define COPUS__ENV_VARS(X)                                                    \
+	X(JOB_ID, TEXT, NULL, 0, 0,                                           \
+	  "the job id when SLURM_JOB_ID is unset (another resource manager)") \
+	X(CKPT_DIR, TEXT, NULL, 0, 0,                                         \
+	  "checkpoint directory when copus_config.ckpt_dir is NULL")          \
+	X(CKPT_INTERVAL, SECONDS, "0", 0, COPUS__MAX_CKPT_INTERVAL,           \
+	  "seconds between periodic checkpoints (0: none)")                   \
+	X(GPU_TYPE, TEXT, "default", 0, 0,                                    \
+	  "GPU type named in hints, whose constants plan the model")          \
+	X(PLANNER_GPUS, TEXT, NULL, 0, 0,                                     \
+	  "a file of calibrated GPU constants for planning the model")        \
+	X(SIGNAL, SIGNAL, COPUS__STR(COPUS_RESCALE_SIGNAL), 1, NSIG - 1,     \
+	  "the rescale signal, a number or a name")                           \
+	X(REQUEUE_EXIT, INT, COPUS__STR(COPUS_EXIT_REQUEUE), 1, 255,          \
+	  "exit code after a rescale checkpoint")                             \
+	X(HINTS, INT, "1", 0, 1, "0: publish no hints")                       \
+	X(SCONTROL, TEXT, "scontrol", 0, 0,                                   \
+	  "the scontrol program that publishes hints")                        \
+	X(NO_PMIX, INT, "0", 0, 1,                                            \
+	  "1: bootstrap through copus_config.bcast even under PMIx")          \
+	X(DEBUG, INT, "0", 0, 2, "log what the runtime does on stderr (0-2)")
+
+enum copus__env_var {
+#define COPUS__ENV_ENUM(name, type, def, lo, hi, doc) COPUS__ENV_##name,
+	COPUS__ENV_VARS(COPUS__ENV_ENUM)
+#undef COPUS__ENV_ENUM
+	COPUS__ENV_COUNT
+};
+
 /* One measured configuration: sums for the mean times. */
 struct copus__obs {
 	char type[COPUS_HINT_TYPE_LEN];
@@ -169,6 +216,24 @@ void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Seconds on the monotonic clock. */
 double copus__now(void);
+/* "COPUS_<NAME>" of a variable of COPUS__ENV_VARS. */
+const char *copus__env_name(enum copus__env_var v);
+/* Its text: the value when set and not empty, else its default (or NULL). */
+const char *copus__env_text(enum copus__env_var v);
+/*
+ * The value of an INT or SIGNAL variable (its default when unset), or of
+ * a SECONDS one; a malformed value is an error of ctx that names the
+ * variable, and leaves *out alone.
+ */
+int copus__env_int(copus_ctx *ctx, enum copus__env_var v, int *out);
+int copus__env_seconds(copus_ctx *ctx, enum copus__env_var v, double *out);
+/*
+ * An integer in [lo, hi] from a variable of another program (Slurm's,
+ * torchrun's): unset or empty, *found = false and COPUS_OK; malformed, an
+ * error naming it.
+ */
+int copus__env_foreign_int(copus_ctx *ctx, const char *name, long lo,
+			   long hi, int *out, bool *found);
 /*
  * In-place maximum of n values over all ranks (the application's agree
  * callback); trivial with one rank.

@@ -73,7 +73,7 @@ int copus__model_check(copus_ctx *ctx, const copus_planner_desc *d)
 static int _gpu_constants(copus_ctx *ctx, copus_planner_gpu *g,
 			  const char **source)
 {
-	const char *path = getenv("COPUS_PLANNER_GPUS");
+	const char *path = copus__env_text(COPUS__ENV_PLANNER_GPUS);
 	copus_planner_gpu_type *types = NULL;
 	const copus_planner_gpu_type *e;
 	char *text = NULL, why[256] = "";
@@ -101,7 +101,7 @@ static int _gpu_constants(copus_ctx *ctx, copus_planner_gpu *g,
 		e = copus_planner_gpus_find(types, n, ctx->gpu_type);
 		if (e != NULL) {
 			*g = e->gpu;
-			*source = "COPUS_PLANNER_GPUS";
+			*source = copus__env_name(COPUS__ENV_PLANNER_GPUS);
 			free(types);
 			return COPUS_OK;
 		}

@@ -125,7 +125,6 @@ static void *_run(void *arg)
 int copus__publisher_start(copus_ctx *ctx)
 {
 	struct copus__publisher *p;
-	const char *s;
 
 	ctx->hint_interval = ctx->cfg.hint_interval > 0 ? ctx->cfg.hint_interval
 						       : COPUS_HINT_INTERVAL;
@@ -154,9 +153,8 @@ int copus__publisher_start(copus_ctx *ctx)
 	/* Slurm's own rate: never more often than COPUS_HINT_INTERVAL. */
 	if (ctx->hint_interval < COPUS_HINT_INTERVAL)
 		ctx->hint_interval = COPUS_HINT_INTERVAL;
-	s = getenv("COPUS_SCONTROL");
 	snprintf(p->scontrol, sizeof(p->scontrol), "%s",
-		 s != NULL && *s != '\0' ? s : "scontrol");
+		 copus__env_text(COPUS__ENV_SCONTROL));
 	if (pthread_create(&p->thread, NULL, _run, p) != 0) {
 		ctx->pub = NULL;
 		pthread_mutex_destroy(&p->lock);

@@ -20,8 +20,6 @@
 #define DEFAULT_NOISE_DECAY 0.95
 /* Steps after init (or a change of batch shape) not used for the fit. */
 #define WARMUP_STEPS 2
-/* The longest interval between periodic checkpoints: 30 days. */
-#define MAX_CKPT_INTERVAL (30 * 86400.0)
 
 static double _elapsed(const struct timespec *a, const struct timespec *b)
 {
@@ -50,61 +48,13 @@ int copus_config_init(copus_config *cfg, size_t size)
 	return COPUS_OK;
 }
 
-/*
- * An integer from the environment. Absent: *found = false and COPUS_OK.
- * Present but not an integer in [lo, hi]: an error naming the variable.
- */
-static int _env_int(copus_ctx *ctx, const char *name, long lo, long hi,
-		    int *out, bool *found)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
-
-	*found = false;
-	if (s == NULL || *s == '\0')
-		return COPUS_OK;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < lo || v > hi)
-		return copus__fail(ctx, COPUS_EINVAL,
-				   "environment variable %s=\"%.40s\" is not an integer in [%ld, %ld]",
-				   name, s, lo, hi);
-	*out = (int)v;
-	*found = true;
-	return COPUS_OK;
-}
-
-/*
- * Seconds from the environment, as _env_int: absent leaves *out alone;
- * present but not a number in [0, max] is an error naming the variable.
- */
-static int _env_seconds(copus_ctx *ctx, const char *name, double max,
-			double *out)
-{
-	const char *s = getenv(name);
-	char *end;
-	double v;
-
-	if (s == NULL || *s == '\0')
-		return COPUS_OK;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < 0 ||
-	    v > max)
-		return copus__fail(ctx, COPUS_EINVAL,
-				   "environment variable %s=\"%.40s\" is not a number of seconds in [0, %g]",
-				   name, s, max);
-	*out = v;
-	return COPUS_OK;
-}
-
 /* The first of several variables that is set. */
 static int _env_first(copus_ctx *ctx, const char *const *names, long lo,
 		      long hi, int *out, bool *found)
 {
 	for (; *names != NULL; names++) {
-		int rc = _env_int(ctx, *names, lo, hi, out, found);
+		int rc = copus__env_foreign_int(ctx, *names, lo, hi, out,
+						found);
 		if (rc != COPUS_OK || *found)
 			return rc;
 	}
@@ -130,8 +80,6 @@ static int _read_env(copus_ctx *ctx)
 						  NULL };
 	static const char *const local_vars[] = { "LOCAL_RANK", "SLURM_LOCALID",
 						  NULL };
-	static const char *const id_vars[] = { "SLURM_JOB_ID", "COPUS_JOB_ID",
-					       NULL };
 	static const char *const node_vars[] = { "SLURM_JOB_NUM_NODES",
 						 "SLURM_NNODES", NULL };
 	copus_config *c = &ctx->cfg;
@@ -141,25 +89,32 @@ static int _read_env(copus_ctx *ctx)
 	const char *s;
 
 	/* Slurm's job id; another resource manager's in COPUS_JOB_ID. */
+	const char *id_vars[2][2] = {
+		{ "SLURM_JOB_ID", getenv("SLURM_JOB_ID") },
+		{ copus__env_name(COPUS__ENV_JOB_ID),
+		  copus__env_text(COPUS__ENV_JOB_ID) },
+	};
 	in->job_id = 0;
-	for (const char *const *name = id_vars; *name != NULL; name++) {
+	for (int i = 0; i < 2; i++) {
+		const char *name = id_vars[i][0];
 		char *end;
 		unsigned long id;
 
-		if ((s = getenv(*name)) == NULL || *s == '\0')
+		if ((s = id_vars[i][1]) == NULL || *s == '\0')
 			continue;
 		errno = 0;
 		id = strtoul(s, &end, 10);
 		if (errno != 0 || *end != '\0' || id == 0 || id > UINT32_MAX)
 			return copus__fail(ctx, COPUS_EINVAL,
 					   "environment variable %s=\"%.40s\" is not a job id",
-					   *name, s);
+					   name, s);
 		in->job_id = (uint32_t)id;
 		break;
 	}
 	in->restart_count = 0;
-	rc = _env_int(ctx, "SLURM_RESTART_COUNT", 0, COPUS_HINT_RESTART_MAX,
-		      &in->restart_count, &found);
+	rc = copus__env_foreign_int(ctx, "SLURM_RESTART_COUNT", 0,
+				    COPUS_HINT_RESTART_MAX, &in->restart_count,
+				    &found);
 	if (rc != COPUS_OK)
 		return rc;
 
@@ -194,7 +149,8 @@ static int _read_env(copus_ctx *ctx)
 	in->gpus_per_node = c->gpus_per_node;
 	if (in->gpus_per_node < 0) {
 		in->gpus_per_node = 0;
-		rc = _env_int(ctx, "SLURM_GPUS_ON_NODE", 0, 1 << 16, &v, &found);
+		rc = copus__env_foreign_int(ctx, "SLURM_GPUS_ON_NODE", 0,
+					    1 << 16, &v, &found);
 		if (rc != COPUS_OK)
 			return rc;
 		if (found)
@@ -337,7 +293,6 @@ static int _set_gpu_type(copus_ctx *ctx, const char *t, const char *what)
 	return COPUS_OK;
 }
 
-/* Environment parameters of the rescale, read once. */
 /*
  * The runtime's switches in the environment: COPUS_DEBUG (0, 1, 2),
  * COPUS_HINTS and COPUS_NO_PMIX (0 or 1). Any other value is an error that
@@ -345,72 +300,44 @@ static int _set_gpu_type(copus_ctx *ctx, const char *t, const char *what)
  */
 static int _switches(copus_ctx *ctx)
 {
-	bool found;
 	int rc, v;
 
-	rc = _env_int(ctx, "COPUS_DEBUG", 0, 2, &v, &found);
-	if (rc != COPUS_OK)
+	if ((rc = copus__env_int(ctx, COPUS__ENV_DEBUG, &v)) != COPUS_OK)
 		return rc;
-	ctx->verbose = found ? v : 0;
-	rc = _env_int(ctx, "COPUS_HINTS", 0, 1, &v, &found);
-	if (rc != COPUS_OK)
+	ctx->verbose = v;
+	if ((rc = copus__env_int(ctx, COPUS__ENV_HINTS, &v)) != COPUS_OK)
 		return rc;
-	ctx->no_hints = found && v == 0;
-	rc = _env_int(ctx, "COPUS_NO_PMIX", 0, 1, &v, &found);
-	if (rc != COPUS_OK)
+	ctx->no_hints = v == 0;
+	if ((rc = copus__env_int(ctx, COPUS__ENV_NO_PMIX, &v)) != COPUS_OK)
 		return rc;
-	ctx->no_pmix = found && v == 1;
+	ctx->no_pmix = v == 1;
 	return COPUS_OK;
 }
 
+/* The rescale's parameters: the config's, else the environment's. */
 static int _rescale_params(copus_ctx *ctx)
 {
-	const char *s;
-	bool found;
-	int rc, v;
+	int rc;
 
 	ctx->exit_code = ctx->cfg.exit_code;
 	if (ctx->exit_code == 0) {
-		ctx->exit_code = COPUS_EXIT_REQUEUE;
-		rc = _env_int(ctx, "COPUS_REQUEUE_EXIT", 1, 255, &v, &found);
+		rc = copus__env_int(ctx, COPUS__ENV_REQUEUE_EXIT,
+				    &ctx->exit_code);
 		if (rc != COPUS_OK)
 			return rc;
-		if (found)
-			ctx->exit_code = v;
 	}
 	ctx->signals[0] = ctx->cfg.rescale_signal;
 	if (ctx->signals[0] == 0) {
-		ctx->signals[0] = COPUS_RESCALE_SIGNAL;
-		s = getenv("COPUS_SIGNAL");
-		if (s != NULL && *s != '\0') {
-			static const struct { const char *n; int s; } names[] = {
-				{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
-				{ "SIGUSR1", SIGUSR1 }, { "SIGUSR2", SIGUSR2 },
-				{ "TERM", SIGTERM }, { "SIGTERM", SIGTERM },
-				{ "INT", SIGINT }, { "SIGINT", SIGINT },
-			};
-			found = false;
-			for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
-				if (strcmp(s, names[i].n) == 0) {
-					ctx->signals[0] = names[i].s;
-					found = true;
-				}
-			}
-			if (!found) {
-				rc = _env_int(ctx, "COPUS_SIGNAL", 1, NSIG - 1,
-					      &v, &found);
-				if (rc != COPUS_OK)
-					return rc;
-				ctx->signals[0] = v;
-			}
-		}
+		rc = copus__env_int(ctx, COPUS__ENV_SIGNAL, &ctx->signals[0]);
+		if (rc != COPUS_OK)
+			return rc;
 	}
 	/* Slurm's requeue and preemption signal asks for a checkpoint too. */
 	ctx->signals[1] = SIGTERM;
 	ctx->ckpt_interval = ctx->cfg.ckpt_interval;
 	if (ctx->ckpt_interval == 0) {
-		rc = _env_seconds(ctx, "COPUS_CKPT_INTERVAL", MAX_CKPT_INTERVAL,
-				  &ctx->ckpt_interval);
+		rc = copus__env_seconds(ctx, COPUS__ENV_CKPT_INTERVAL,
+					&ctx->ckpt_interval);
 		if (rc != COPUS_OK)
 			return rc;
 	}
@@ -428,7 +355,6 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 {
 	copus_config full;
 	copus_ctx *ctx = NULL;
-	const char *s;
 	int rc;
 
 	if (out != NULL)
@@ -450,8 +376,8 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	if (ctx == NULL)
 		return COPUS_ENOMEM;
 	ctx->info.rank = -1;
-	s = getenv("COPUS_DEBUG");
-	ctx->verbose = s != NULL ? atoi(s) : 0;
+	/* Checked later (_switches); logs the checks before it already. */
+	ctx->verbose = atoi(copus__env_text(COPUS__ENV_DEBUG));
 	rc = _check_config(ctx, cfg);
 	if (rc != COPUS_OK)
 		goto fail;
@@ -477,7 +403,7 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	ctx->cfg.layer_costs = ctx->layer_costs;
 	rc = cfg->gpu_type != NULL
 		? _set_gpu_type(ctx, cfg->gpu_type, "config: gpu_type")
-		: _set_gpu_type(ctx, getenv("COPUS_GPU_TYPE"),
+		: _set_gpu_type(ctx, copus__env_text(COPUS__ENV_GPU_TYPE),
 				"environment variable COPUS_GPU_TYPE");
 	if (rc != COPUS_OK)
 		goto fail;
