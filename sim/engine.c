@@ -317,359 +317,506 @@ out:
 	return rc;
 }
 
+/*
+ * A simulation: the cluster, the options and the result, the policy and
+ * the predictor, the jobs, the buffers each round fills for the policy,
+ * and the samples kept for the figures. sim_setup fills it, sim_round
+ * moves it on a round, sim_figures reads it once every job is done and
+ * sim_finish releases it.
+ */
+struct sim_state {
+	const struct sim_cluster *c;
+	const struct sim_opts *o;
+	struct sim_result *res;
+	char *err;
+	size_t len;
+	size_t n;                    /* jobs */
+	copus_policy *pol;
+	const struct copus_policy_traits *tr;
+	copus_predictor *pred;       /* NULL: no prediction asked */
+	const char *tnames[SIM_MAX_TYPES];
+	copus_cluster cl;            /* the policy's view of c */
+	int N, total_gpus;
+	int g0;                      /* GPUs per node of type 0's largest */
+	double t0;                   /* the CPU time at the start, seconds */
+	double now;
+	size_t done;                 /* jobs finished */
+	struct sjob *jobs;
+	/* A round's input and output: na jobs, idx[k] the index of the
+	 * k-th; the predictor's input and answer. */
+	copus_job *cj;
+	copus_decision *dec;
+	size_t *idx;
+	copus_job_attrs *attrs;
+	double *pdone, *pleft;
+	double *errs;                /* the predictions' relative errors */
+	size_t nerr, caperr;
+	double *dts;                 /* the decisions' CPU milliseconds */
+	size_t ndt, capdt;
+};
+
+/*
+ * The plugin's predictor for a policy that takes a prediction of the
+ * remaining time, unless o->remaining says the truth or nothing; it knows
+ * the history before the first round.
+ */
+static int sim_predictor(struct sim_state *s)
+{
+	int rc;
+
+	if (s->tr->remaining != COPUS_REMAINING_PREDICT ||
+	    s->o->remaining != SIM_REMAINING_PREDICT)
+		return COPUS_OK;
+	rc = copus_predictor_create(NULL, &s->pred);
+	if (rc != COPUS_OK) {
+		snprintf(s->err, s->len, "predictor: %s", copus_strerror(rc));
+		return rc;
+	}
+	rc = learn_history(s->pred, s->o->history, s->o->nhistory);
+	if (rc != COPUS_OK)
+		snprintf(s->err, s->len, "predictor: the history: %s",
+			 copus_strerror(rc));
+	return rc;
+}
+
+/*
+ * Everything but the policy: the predictor, the cluster as the policy
+ * sees it, the buffers and the results' arrays, and each job waiting for
+ * its submission, with the batch it trains at and its epochs alone on
+ * its request tabulated.
+ */
+static int sim_setup(struct sim_state *s, const struct app *apps,
+		     const struct sim_jobspec *specs)
+{
+	const struct sim_cluster *c = s->c;
+	struct sim_result *res = s->res;
+	size_t n = s->n;
+	int rc;
+
+	if ((rc = sim_predictor(s)) != COPUS_OK)
+		return rc;
+	for (int t = 0; t < c->ntypes; t++)
+		s->tnames[t] = c->type_names[t];
+	s->cl.num_nodes = s->N;
+	s->cl.nodes = c->nodes;
+	s->cl.num_types = c->ntypes;
+	s->cl.type_names = s->tnames;
+	for (int k = 0; k < s->N; k++) {
+		s->total_gpus += c->nodes[k].gpus;
+		if (c->nodes[k].gpu_type == 0 && c->nodes[k].gpus > s->g0)
+			s->g0 = c->nodes[k].gpus;
+	}
+	s->jobs = calloc(n + 1, sizeof(*s->jobs));
+	s->attrs = calloc(n + 1, sizeof(*s->attrs));
+	s->pdone = calloc(n + 1, sizeof(*s->pdone));
+	s->pleft = calloc(n + 1, sizeof(*s->pleft));
+	if (s->attrs == NULL || s->pdone == NULL || s->pleft == NULL)
+		return COPUS_ENOMEM;
+	s->cj = calloc(n + 1, sizeof(*s->cj));
+	s->dec = calloc(n + 1, sizeof(*s->dec));
+	s->idx = calloc(n + 1, sizeof(*s->idx));
+	res->names = calloc(n + 1, sizeof(*res->names));
+	res->jct = calloc(n + 1, sizeof(double));
+	res->ftf = calloc(n + 1, sizeof(double));
+	res->restarts_of = calloc(n + 1, sizeof(int));
+	res->finished = calloc(n + 1, sizeof(*res->finished));
+	if (!s->jobs || !s->cj || !s->dec || !s->idx || !res->names ||
+	    !res->jct || !res->ftf || !res->restarts_of || !res->finished)
+		return COPUS_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &s->jobs[i];
+
+		j->spec = &specs[i];
+		j->app = &apps[specs[i].app];
+		j->place = calloc((size_t)s->N, sizeof(int));
+		j->slots = calloc((size_t)s->N, sizeof(copus_slot));
+		if (j->place == NULL || j->slots == NULL)
+			return COPUS_ENOMEM;
+		j->restarts = -1;
+		j->completion = -1;
+		j->hint_type = -1;
+		j->learn = s->tr->models == COPUS_MODELS_LEARNED;
+		/* A policy that picks the batch does, unless the model keeps
+		 * its own; the others train with the workload's batch. */
+		if (s->tr->picks_batch)
+			j->target_batch = j->app->fixed_batch;
+		else
+			j->target_batch = specs[i].batch;
+		snprintf(res->names[i], sizeof(res->names[i]), "%s",
+			 specs[i].name);
+		if ((rc = copus__sim_solo_table(j, s->g0)) != COPUS_OK)
+			return rc;
+		res->jct[i] = -1;
+	}
+	return COPUS_OK;
+}
+
+/*
+ * The round that ends: every job progresses an interval from now, and a
+ * job that finishes gets its JCT, leaves its GPUs and teaches the
+ * predictor its total work, in seconds alone on its request (a unit that
+ * does not depend on how it was scheduled).
+ */
+static int round_progress(struct sim_state *s)
+{
+	struct sim_result *res = s->res;
+	clock_t pc;
+	int rc;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->jobs[i];
+		bool was = j->completion >= 0;
+		copus_job_attrs at;
+
+		copus__sim_job_step(j, s->now, s->o->interval, s->N);
+		if (was || j->completion < 0)
+			continue;
+		res->jct[i] = j->completion - j->spec->submit;
+		s->done++;
+		if (j->solo_tail[0] > 0.0)
+			record_finished(res, j);
+		if (s->pred != NULL && j->solo_tail[0] > 0.0) {
+			at = job_attrs(j);
+			pc = clock();
+			rc = copus_predictor_add(s->pred, &at, j->solo_tail[0]);
+			res->pred_seconds += (double)(clock() - pc) /
+					     CLOCKS_PER_SEC;
+			if (rc != COPUS_OK)
+				return rc;
+		}
+		memset(j->place, 0, (size_t)s->N * sizeof(int));
+		copus__sim_update_shape(j, s->N);
+	}
+	return COPUS_OK;
+}
+
+/*
+ * Job i as the policy sees it in q: its request and history, its models,
+ * what the policy is told of its work left (a prediction's error
+ * sampled) and its allocation.
+ */
+static int round_job_input(struct sim_state *s, size_t i, copus_job *q)
+{
+	const struct copus_policy_traits *tr = s->tr;
+	struct sjob *j = &s->jobs[i];
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	q->id = i;
+	q->req_gpus = j->spec->replicas;
+	q->req_batch = j->target_batch > 0 ? j->target_batch :
+		j->spec->batch;
+	q->fixed_batch = j->target_batch > 0;
+	q->submit_time = j->spec->submit;
+	q->restarts = j->restarts > 0 ? j->restarts : 0;
+	q->attained = j->attained;
+	q->remaining = -1;
+	q->min_gpus = 1;
+	q->max_gpus = q->req_gpus;
+	q->max_gpus_had = j->max_prof;
+	q->elastic = tr->elastic;
+	if (tr->elastic)
+		q->max_gpus = elastic_max_gpus(j, tr->picks_batch,
+					       s->total_gpus);
+	if (tr->models != COPUS_MODELS_NONE)
+		q->models = j->models;
+	if (tr->remaining == COPUS_REMAINING_PREDICT) {
+		q->remaining = copus_remaining(j, s->o->remaining);
+		if (s->pred != NULL && !j->predicted)
+			s->res->pred_unknown++;
+		if (s->pred != NULL && j->predicted &&
+		    (rc = sample_error(j, q->remaining, &s->errs, &s->nerr,
+				       &s->caperr)) != COPUS_OK)
+			return rc;
+	} else if (tr->remaining == COPUS_REMAINING_ORACLE) {
+		q->remaining = oracle_remaining(j, tr->models, s->g0);
+	}
+	q->alloc = j->slots;
+	q->alloc_slots = 0;
+	for (int k = 0; j->gpus > 0 && k < s->N; k++)
+		if (j->place[k] > 0)
+			j->slots[q->alloc_slots++] =
+				(copus_slot){ k, j->place[k] };
+	q->alloc_type = j->type;
+	return COPUS_OK;
+}
+
+/*
+ * The policy's input: the predictor's answers, the models, and each job
+ * the scheduler sees this round (submitted, not finished); their count in
+ * *na.
+ */
+static int round_input(struct sim_state *s, size_t *na)
+{
+	clock_t pc;
+	int rc;
+
+	if (s->pred != NULL) {
+		pc = clock();
+		rc = predict_left(s->pred, s->jobs, s->n, s->now, s->attrs,
+				  s->pdone, s->pleft);
+		s->res->pred_seconds += (double)(clock() - pc) /
+					CLOCKS_PER_SEC;
+		if (rc != COPUS_OK)
+			return rc;
+	}
+	if (s->tr->models != COPUS_MODELS_NONE &&
+	    (rc = round_models(s->jobs, s->n, s->now, s->c, s->tr->models,
+			       s->o->probes)) != COPUS_OK)
+		return rc;
+	*na = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->jobs[i];
+
+		if (j->spec->submit > s->now || j->completion >= 0)
+			continue;
+		if ((rc = round_job_input(s, i, &s->cj[*na])) != COPUS_OK)
+			return rc;
+		s->idx[(*na)++] = i;
+	}
+	return COPUS_OK;
+}
+
+/* The policy decides for the na jobs, its CPU time kept. */
+static int round_decide(struct sim_state *s, size_t na)
+{
+	struct timespec c0, c1;
+	int rc;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	rc = copus_policy_decide(s->pol, &s->cl, s->cj, na, s->now, s->dec);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	if (s->ndt == s->capdt) {
+		size_t nc = s->capdt ? 2 * s->capdt : 1024;
+		double *g = realloc(s->dts, nc * sizeof(*g));
+
+		if (g == NULL) {
+			snprintf(s->err, s->len, "out of memory");
+			return COPUS_ENOMEM;
+		}
+		s->dts = g;
+		s->capdt = nc;
+	}
+	s->dts[s->ndt++] = (double)(c1.tv_sec - c0.tv_sec) * 1e3 +
+			   (double)(c1.tv_nsec - c0.tv_nsec) * 1e-6;
+	if (rc != COPUS_OK)
+		snprintf(s->err, s->len, "%s: policy %s failed at t=%.0f: %s",
+			 s->o->workload_name, s->o->policy, s->now,
+			 copus_strerror(rc));
+	return rc;
+}
+
+/*
+ * The decisions applied: a job whose GPUs changed takes its new placement
+ * and pays its restart, or stops.
+ */
+static void round_apply(struct sim_state *s, size_t na)
+{
+	for (size_t q = 0; q < na; q++) {
+		struct sjob *j = &s->jobs[s->idx[q]];
+		const copus_decision *d = &s->dec[q];
+
+		if (!d->changed)
+			continue;
+		memset(j->place, 0, (size_t)s->N * sizeof(int));
+		for (int k = 0; k < d->num_slots; k++)
+			j->place[d->slots[k].node] = d->slots[k].gpus;
+		copus__sim_update_shape(j, s->N);
+		if (j->gpus > 0) {
+			j->type = d->gpu_type;
+			copus__sim_update_local(j);
+			j->rescale = j->app->restart_delay >= 0.0 ?
+					     j->app->restart_delay :
+					     s->o->restart_delay;
+			j->restarts++;
+		} else {
+			j->atomic = 0;
+			j->accum = 0;
+		}
+	}
+}
+
+/*
+ * The round's lines of the timeline and the series, and the check that
+ * the policy used no more GPUs than the cluster has.
+ */
+static int round_report(struct sim_state *s, size_t na)
+{
+	const struct sim_opts *o = s->o;
+	int used = 0, queued = 0;
+
+	for (size_t q = 0; q < na; q++) {
+		struct sjob *j = &s->jobs[s->idx[q]];
+
+		used += j->gpus;
+		queued += j->gpus == 0;
+		if (o->timeline)
+			fprintf(o->timeline,
+				"%s,%.0f,%s,%d,%d,%d,%.6g,%.6g,%d,%s\n",
+				o->workload_name, s->now, j->spec->name,
+				j->gpus, j->nodes,
+				j->gpus * j->atomic * (j->accum + 1),
+				j->gpus ? j->goodput : 0.0,
+				j->progress, j->epoch,
+				j->gpus > 0 && s->c->ntypes > 1 ?
+					s->tnames[j->type] : "");
+	}
+	if (used > s->total_gpus) {
+		snprintf(s->err, s->len, "internal error: %d GPUs used of %d",
+			 used, s->total_gpus);
+		return COPUS_ESTATE;
+	}
+	if (o->series)
+		fprintf(o->series, "%.0f %d %d %zu\n", s->now, used, queued,
+			na);
+	return COPUS_OK;
+}
+
+/*
+ * One round: the jobs progress an interval, then the policy decides for
+ * the jobs in the system and its decisions are applied. A simulation
+ * still running after SIM_MAX_TIME is given up.
+ */
+static int sim_round(struct sim_state *s)
+{
+	size_t na = 0;
+	int rc;
+
+	if (s->now > SIM_MAX_TIME) {
+		snprintf(s->err, s->len, "%s: jobs still running after %.0f "
+			 "simulated days", s->o->workload_name,
+			 SIM_MAX_TIME / 86400);
+		return COPUS_ERANGE;
+	}
+	if ((rc = round_progress(s)) != COPUS_OK)
+		return rc;
+	s->now += s->o->interval;
+	s->res->rounds++;
+	if ((rc = round_input(s, &na)) != COPUS_OK)
+		return rc;
+	if (na > 0 && (rc = round_decide(s, na)) != COPUS_OK)
+		return rc;
+	round_apply(s, na);
+	return round_report(s, na);
+}
+
+/*
+ * The figures once every job is done: per job its finish-time fairness
+ * (its JCT over its time alone on its request) and restarts; the mean and
+ * p99 JCT, the makespan, the GPU-hours and the decision times.
+ */
+static int sim_figures(struct sim_state *s)
+{
+	struct sim_result *res = s->res;
+	size_t n = s->n;
+	double sum = 0, *tmp = calloc(n + 1, sizeof(double));
+
+	if (tmp == NULL)
+		return COPUS_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = &s->jobs[i];
+		double solo = sim_solo_time(j->app, 0, s->g0,
+					    j->spec->replicas,
+					    j->target_batch > 0 ?
+					    j->target_batch :
+					    j->spec->batch, 0, 0) +
+			      s->o->restart_delay;
+
+		sum += res->jct[i];
+		tmp[i] = res->jct[i];
+		res->ftf[i] = res->jct[i] / solo;
+		if (res->ftf[i] > res->max_ftf)
+			res->max_ftf = res->ftf[i];
+		if (j->completion > res->makespan)
+			res->makespan = j->completion;
+		res->gpu_hours += j->attained / 3600.0;
+		res->restarts_of[i] = j->restarts > 0 ? j->restarts : 0;
+		res->restarts += res->restarts_of[i];
+	}
+	res->njobs = n;
+	res->avg_jct = n ? sum / (double)n : 0;
+	res->p99_jct = sim_quantile(tmp, n, 0.99);
+	free(tmp);
+	if (s->ndt > 0) {
+		res->decide_ms_median = sim_quantile(s->dts, s->ndt, 0.5);
+		res->decide_ms_p95 = sim_quantile(s->dts, s->ndt, 0.95);
+		res->decide_ms_max = s->dts[s->ndt - 1];
+	}
+	return COPUS_OK;
+}
+
+/*
+ * The end, whatever rc: the wall time and the predictor's figures go to
+ * the result, which is released on an error, and the state is released.
+ */
+static void sim_finish(struct sim_state *s, int rc)
+{
+	struct sim_result *res = s->res;
+
+	free(s->dts);
+	res->wall = (double)clock() / CLOCKS_PER_SEC - s->t0;
+	if (s->jobs)
+		for (size_t i = 0; i < s->n; i++) {
+			free(s->jobs[i].place);
+			free(s->jobs[i].slots);
+			for (int t = 0; t < SIM_MAX_TYPES; t++)
+				free(s->jobs[i].obs[t]);
+			free(s->jobs[i].solo_rate);
+			free(s->jobs[i].solo_tail);
+		}
+	free(s->jobs);
+	free(s->cj);
+	free(s->dec);
+	free(s->idx);
+	copus_policy_destroy(s->pol);
+	res->pred_trainings = (long)copus_predictor_trainings(s->pred);
+	copus_predictor_destroy(s->pred);
+	res->pred_samples = (long)s->nerr;
+	if (s->nerr > 0) {
+		res->pred_err_median = sim_quantile(s->errs, s->nerr, 0.5);
+		res->pred_err_p90 = sim_quantile(s->errs, s->nerr, 0.9);
+	}
+	free(s->errs);
+	free(s->attrs);
+	free(s->pdone);
+	free(s->pleft);
+	if (rc != COPUS_OK)
+		sim_result_free(res);
+}
+
+/*
+ * The simulation (sim.h): the policy, the setup, rounds until every job
+ * is done, then the figures; on an error, res is released and err says
+ * why.
+ */
 int sim_run(const struct sim_cluster *c, const struct app *apps,
 	    const struct sim_jobspec *specs, size_t n,
 	    const struct sim_opts *o, struct sim_result *res, char *err,
 	    size_t len)
 {
 	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
-	copus_policy *pol = NULL;
-	struct sjob *jobs = NULL;
-	copus_job *cj = NULL;
-	copus_decision *dec = NULL;
-	size_t *idx = NULL;
-	copus_predictor *pred = NULL;
-	copus_job_attrs *attrs = NULL;
-	double *pdone = NULL, *pleft = NULL, *errs = NULL;
-	size_t nerr = 0, caperr = 0;
-	clock_t pc;
-	const char *tnames[SIM_MAX_TYPES];
-	copus_cluster cl;
-	int N = c->nnodes, total_gpus = 0, g0 = 0, rc;
-	const struct copus_policy_traits *tr;
-	double now = 0.0, t0 = (double)clock() / CLOCKS_PER_SEC;
-	double *dts = NULL; /* the decisions' CPU milliseconds */
-	size_t ndt = 0, capdt = 0;
-	size_t done = 0;
+	struct sim_state s = { .c = c, .o = o, .res = res, .err = err,
+			       .len = len, .n = n, .N = c->nnodes };
+	int rc;
 
+	s.t0 = (double)clock() / CLOCKS_PER_SEC;
 	memset(res, 0, sizeof(*res));
 	prm.interval = o->interval;
 	prm.restart_delay = o->restart_delay;
-	rc = copus_policy_create(o->policy, &prm, &pol);
+	rc = copus_policy_create(o->policy, &prm, &s.pol);
 	if (rc != COPUS_OK) {
 		unknown_policy(err, len, o->policy);
 		return rc;
 	}
-	tr = copus_policy_traits(pol);
+	s.tr = copus_policy_traits(s.pol);
 	res->pred_err_median = res->pred_err_p90 = NAN;
-	/* A policy that takes a prediction of the remaining time gets the
-	 * plugin's predictor, unless o->remaining says the truth or nothing. */
-	if (tr->remaining == COPUS_REMAINING_PREDICT &&
-	    o->remaining == SIM_REMAINING_PREDICT) {
-		rc = copus_predictor_create(NULL, &pred);
-		if (rc != COPUS_OK) {
-			snprintf(err, len, "predictor: %s", copus_strerror(rc));
-			goto out;
-		}
-		rc = learn_history(pred, o->history, o->nhistory);
-		if (rc != COPUS_OK) {
-			snprintf(err, len, "predictor: the history: %s",
-				 copus_strerror(rc));
-			goto out;
-		}
-	}
-	for (int t = 0; t < c->ntypes; t++)
-		tnames[t] = c->type_names[t];
-	cl.num_nodes = N;
-	cl.nodes = c->nodes;
-	cl.num_types = c->ntypes;
-	cl.type_names = tnames;
-	for (int k = 0; k < N; k++) {
-		total_gpus += c->nodes[k].gpus;
-		if (c->nodes[k].gpu_type == 0 && c->nodes[k].gpus > g0)
-			g0 = c->nodes[k].gpus;
-	}
-	jobs = calloc(n + 1, sizeof(*jobs));
-	attrs = calloc(n + 1, sizeof(*attrs));
-	pdone = calloc(n + 1, sizeof(*pdone));
-	pleft = calloc(n + 1, sizeof(*pleft));
-	if (attrs == NULL || pdone == NULL || pleft == NULL) {
-		rc = COPUS_ENOMEM;
+	if ((rc = sim_setup(&s, apps, specs)) != COPUS_OK)
 		goto out;
-	}
-	cj = calloc(n + 1, sizeof(*cj));
-	dec = calloc(n + 1, sizeof(*dec));
-	idx = calloc(n + 1, sizeof(*idx));
-	res->names = calloc(n + 1, sizeof(*res->names));
-	res->jct = calloc(n + 1, sizeof(double));
-	res->ftf = calloc(n + 1, sizeof(double));
-	res->restarts_of = calloc(n + 1, sizeof(int));
-	res->finished = calloc(n + 1, sizeof(*res->finished));
-	if (!jobs || !cj || !dec || !idx || !res->names || !res->jct ||
-	    !res->ftf || !res->restarts_of || !res->finished) {
-		rc = COPUS_ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct sjob *j = &jobs[i];
-
-		j->spec = &specs[i];
-		j->app = &apps[specs[i].app];
-		j->place = calloc((size_t)N, sizeof(int));
-		j->slots = calloc((size_t)N, sizeof(copus_slot));
-		if (j->place == NULL || j->slots == NULL) {
-			rc = COPUS_ENOMEM;
+	while (s.done < n)
+		if ((rc = sim_round(&s)) != COPUS_OK)
 			goto out;
-		}
-		j->restarts = -1;
-		j->completion = -1;
-		j->hint_type = -1;
-		j->learn = tr->models == COPUS_MODELS_LEARNED;
-		/* A policy that picks the batch does, unless the model keeps
-		 * its own; the others train with the workload's batch. */
-		if (tr->picks_batch)
-			j->target_batch = j->app->fixed_batch;
-		else
-			j->target_batch = specs[i].batch;
-		snprintf(res->names[i], sizeof(res->names[i]), "%s",
-			 specs[i].name);
-		if ((rc = copus__sim_solo_table(j, g0)) != COPUS_OK)
-			goto out;
-		res->jct[i] = -1;
-	}
-	while (done < n) {
-		size_t na = 0;
-		int used = 0, queued = 0;
-
-		if (now > SIM_MAX_TIME) {
-			snprintf(err, len, "%s: jobs still running after %.0f "
-				 "simulated days", o->workload_name,
-				 SIM_MAX_TIME / 86400);
-			rc = COPUS_ERANGE;
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++) {
-			struct sjob *j = &jobs[i];
-			bool was = j->completion >= 0;
-
-			copus__sim_job_step(j, now, o->interval, N);
-			if (!was && j->completion >= 0) {
-				res->jct[i] = j->completion - j->spec->submit;
-				done++;
-				/* The predictor learns the job's total work, in
-				 * seconds alone on its request (a unit that does
-				 * not depend on how it was scheduled). */
-				if (j->solo_tail[0] > 0.0)
-					record_finished(res, j);
-				if (pred != NULL && j->solo_tail[0] > 0.0) {
-					copus_job_attrs at = job_attrs(j);
-					pc = clock();
-					rc = copus_predictor_add(pred, &at,
-								 j->solo_tail[0]);
-					res->pred_seconds += (double)(clock() - pc) /
-							     CLOCKS_PER_SEC;
-					if (rc != COPUS_OK)
-						goto out;
-				}
-				memset(j->place, 0, (size_t)N * sizeof(int));
-				copus__sim_update_shape(j, N);
-			}
-		}
-		now += o->interval;
-		res->rounds++;
-		/* The jobs the scheduler sees this round. */
-		if (pred != NULL) {
-			pc = clock();
-			rc = predict_left(pred, jobs, n, now, attrs, pdone,
-					  pleft);
-			res->pred_seconds += (double)(clock() - pc) /
-					     CLOCKS_PER_SEC;
-			if (rc != COPUS_OK)
-				goto out;
-		}
-		if (tr->models != COPUS_MODELS_NONE &&
-		    (rc = round_models(jobs, n, now, c, tr->models,
-				       o->probes)) != COPUS_OK)
-			goto out;
-		for (size_t i = 0; i < n; i++) {
-			struct sjob *j = &jobs[i];
-			copus_job *q = &cj[na];
-
-			if (j->spec->submit > now || j->completion >= 0)
-				continue;
-			memset(q, 0, sizeof(*q));
-			q->id = i;
-			q->req_gpus = j->spec->replicas;
-			q->req_batch = j->target_batch > 0 ? j->target_batch :
-				j->spec->batch;
-			q->fixed_batch = j->target_batch > 0;
-			q->submit_time = j->spec->submit;
-			q->restarts = j->restarts > 0 ? j->restarts : 0;
-			q->attained = j->attained;
-			q->remaining = -1;
-			q->min_gpus = 1;
-			q->max_gpus = q->req_gpus;
-			q->max_gpus_had = j->max_prof;
-			q->elastic = tr->elastic;
-			if (tr->elastic)
-				q->max_gpus = elastic_max_gpus(j, tr->picks_batch,
-							       total_gpus);
-			if (tr->models != COPUS_MODELS_NONE)
-				q->models = j->models;
-			if (tr->remaining == COPUS_REMAINING_PREDICT) {
-				q->remaining = copus_remaining(j, o->remaining);
-				if (pred != NULL && !j->predicted)
-					res->pred_unknown++;
-				if (pred != NULL && j->predicted &&
-				    (rc = sample_error(j, q->remaining, &errs,
-						       &nerr, &caperr)) != COPUS_OK)
-					goto out;
-			} else if (tr->remaining == COPUS_REMAINING_ORACLE) {
-				q->remaining = oracle_remaining(j, tr->models,
-								g0);
-			}
-			q->alloc = j->slots;
-			q->alloc_slots = 0;
-			for (int k = 0; j->gpus > 0 && k < N; k++)
-				if (j->place[k] > 0)
-					j->slots[q->alloc_slots++] =
-						(copus_slot){ k, j->place[k] };
-			q->alloc_type = j->type;
-			idx[na++] = i;
-		}
-		if (na > 0) {
-			struct timespec c0, c1;
-
-			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-			rc = copus_policy_decide(pol, &cl, cj, na, now, dec);
-			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-			if (ndt == capdt) {
-				size_t nc = capdt ? 2 * capdt : 1024;
-				double *g = realloc(dts, nc * sizeof(*g));
-
-				if (g == NULL) {
-					rc = COPUS_ENOMEM;
-					snprintf(err, len, "out of memory");
-					goto out;
-				}
-				dts = g;
-				capdt = nc;
-			}
-			dts[ndt++] = (double)(c1.tv_sec - c0.tv_sec) * 1e3 +
-				     (double)(c1.tv_nsec - c0.tv_nsec) * 1e-6;
-			if (rc != COPUS_OK) {
-				snprintf(err, len, "%s: policy %s failed at "
-					 "t=%.0f: %s", o->workload_name,
-					 o->policy, now, copus_strerror(rc));
-				goto out;
-			}
-		}
-		for (size_t q = 0; q < na; q++) {
-			struct sjob *j = &jobs[idx[q]];
-			const copus_decision *d = &dec[q];
-
-			if (!d->changed)
-				continue;
-			memset(j->place, 0, (size_t)N * sizeof(int));
-			for (int s = 0; s < d->num_slots; s++)
-				j->place[d->slots[s].node] = d->slots[s].gpus;
-			copus__sim_update_shape(j, N);
-			if (j->gpus > 0) {
-				j->type = d->gpu_type;
-				copus__sim_update_local(j);
-				j->rescale = j->app->restart_delay >= 0.0 ?
-						     j->app->restart_delay :
-						     o->restart_delay;
-				j->restarts++;
-			} else {
-				j->atomic = 0;
-				j->accum = 0;
-			}
-		}
-		for (size_t q = 0; q < na; q++) {
-			struct sjob *j = &jobs[idx[q]];
-
-			used += j->gpus;
-			queued += j->gpus == 0;
-			if (o->timeline)
-				fprintf(o->timeline,
-					"%s,%.0f,%s,%d,%d,%d,%.6g,%.6g,%d,%s\n",
-					o->workload_name, now, j->spec->name,
-					j->gpus, j->nodes,
-					j->gpus * j->atomic * (j->accum + 1),
-					j->gpus ? j->goodput : 0.0,
-					j->progress, j->epoch,
-					j->gpus > 0 && c->ntypes > 1 ?
-						tnames[j->type] : "");
-		}
-		if (used > total_gpus) {
-			snprintf(err, len, "internal error: %d GPUs used of "
-				 "%d", used, total_gpus);
-			rc = COPUS_ESTATE;
-			goto out;
-		}
-		if (o->series)
-			fprintf(o->series, "%.0f %d %d %zu\n", now, used,
-				queued, na);
-	}
-	/* Summary figures. */
-	{
-		double sum = 0, *tmp = calloc(n + 1, sizeof(double));
-
-		if (tmp == NULL) {
-			rc = COPUS_ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++) {
-			struct sjob *j = &jobs[i];
-			double solo = sim_solo_time(j->app, 0, g0,
-						    j->spec->replicas,
-						    j->target_batch > 0 ?
-						    j->target_batch :
-						    j->spec->batch, 0, 0) +
-				      o->restart_delay;
-
-			sum += res->jct[i];
-			tmp[i] = res->jct[i];
-			res->ftf[i] = res->jct[i] / solo;
-			if (res->ftf[i] > res->max_ftf)
-				res->max_ftf = res->ftf[i];
-			if (j->completion > res->makespan)
-				res->makespan = j->completion;
-			res->gpu_hours += j->attained / 3600.0;
-			res->restarts_of[i] = j->restarts > 0 ? j->restarts : 0;
-			res->restarts += res->restarts_of[i];
-		}
-		res->njobs = n;
-		res->avg_jct = n ? sum / (double)n : 0;
-		res->p99_jct = sim_quantile(tmp, n, 0.99);
-		free(tmp);
-	}
-	if (ndt > 0) {
-		res->decide_ms_median = sim_quantile(dts, ndt, 0.5);
-		res->decide_ms_p95 = sim_quantile(dts, ndt, 0.95);
-		res->decide_ms_max = dts[ndt - 1];
-	}
-	rc = COPUS_OK;
+	rc = sim_figures(&s);
 out:
-	free(dts);
-	res->wall = (double)clock() / CLOCKS_PER_SEC - t0;
-	if (jobs)
-		for (size_t i = 0; i < n; i++) {
-			free(jobs[i].place);
-			free(jobs[i].slots);
-			for (int t = 0; t < SIM_MAX_TYPES; t++)
-				free(jobs[i].obs[t]);
-			free(jobs[i].solo_rate);
-			free(jobs[i].solo_tail);
-		}
-	free(jobs);
-	free(cj);
-	free(dec);
-	free(idx);
-	copus_policy_destroy(pol);
-	res->pred_trainings = (long)copus_predictor_trainings(pred);
-	copus_predictor_destroy(pred);
-	res->pred_samples = (long)nerr;
-	if (nerr > 0) {
-		res->pred_err_median = sim_quantile(errs, nerr, 0.5);
-		res->pred_err_p90 = sim_quantile(errs, nerr, 0.9);
-	}
-	free(errs);
-	free(attrs);
-	free(pdone);
-	free(pleft);
-	if (rc != COPUS_OK)
-		sim_result_free(res);
+	sim_finish(&s, rc);
 	return rc;
 }
