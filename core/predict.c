@@ -6,7 +6,6 @@
  * running job a sample of totals like its own, from which its remaining
  * work is read (forest_left).
  */
-#define _GNU_SOURCE /* qsort_r */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -551,6 +550,75 @@ static int wpoint_cmp(const void *a, const void *b)
 	return (int)y->ended - (int)x->ended; /* ends first at a tie */
 }
 
+/* A double as an unsigned integer of the same order (0 and -0 alike). */
+static uint64_t order_key(double v)
+{
+	uint64_t b;
+
+	if (v == 0.0)
+		v = 0.0;
+	memcpy(&b, &v, sizeof(b));
+	return b >> 63 ? ~b : b | (1ull << 63);
+}
+
+/*
+ * Sorts pt[0..m) as qsort with wpoint_cmp would, the points that compare
+ * equal in the order they came (a stable merge sort's, which the sums
+ * over the sorted points depend on): by radix, ends first then the values
+ * byte by byte, each pass stable; tmp holds m points, hist is scratch.
+ */
+static void wpoints_sort(struct wpoint *pt, struct wpoint *tmp, size_t m,
+			 size_t (*hist)[256])
+{
+	struct wpoint *src = pt, *dst = tmp;
+	size_t ends = 0;
+
+	if (m < 32) {
+		for (size_t i = 1; i < m; i++) {
+			struct wpoint x = pt[i];
+			size_t j = i;
+			for (; j > 0 && wpoint_cmp(&pt[j - 1], &x) > 0; j--)
+				pt[j] = pt[j - 1];
+			pt[j] = x;
+		}
+		return;
+	}
+	memset(hist, 0, 8 * sizeof(*hist));
+	for (size_t i = 0; i < m; i++) {
+		if (isnan(pt[i].v)) {
+			wpoints_sort(pt, tmp, m, hist);
+			return;
+		}
+		uint64_t k = order_key(pt[i].v);
+		for (int b = 0; b < 8; b++)
+			hist[b][(k >> (8 * b)) & 0xff]++;
+		ends += pt[i].ended;
+	}
+	/* The ends first, each part in its order. */
+	for (size_t i = 0, e = 0, c = ends; i < m; i++)
+		dst[pt[i].ended ? e++ : c++] = pt[i];
+	src = tmp;
+	dst = pt;
+	for (int b = 0; b < 8; b++) {
+		size_t at = 0, *h = hist[b];
+		if (h[(order_key(src[0].v) >> (8 * b)) & 0xff] == m)
+			continue; /* one value of this byte: nothing moves */
+		for (int d = 0; d < 256; d++) {
+			size_t c = h[d];
+			h[d] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < m; i++)
+			dst[h[(order_key(src[i].v) >> (8 * b)) & 0xff]++] =
+				src[i];
+		struct wpoint *x = src;
+		src = dst;
+		dst = x;
+	}
+	if (src != pt)
+		memcpy(pt, src, m * sizeof(*pt));
+}
+
 /* [*lo, *hi): the rows of a[0..n) (sorted by leaf) in leaf. */
 static void leaf_range(const struct lrow *a, size_t n, uint32_t leaf,
 		       size_t *lo, size_t *hi)
@@ -604,25 +672,42 @@ static long km_median(const struct wpoint *pt, size_t m)
 	return -1;
 }
 
-/* Orders jobs by their leaves in every tree (ctx: struct leafvec): job
- * i's leaves are those of the distinct row row[i]. */
-struct leafvec {
-	const float *leaf;
-	const size_t *row;
-	size_t trees;
-};
-
-static int leafvec_cmp(const void *a, const void *b, void *ctx)
+/*
+ * The groups of the distinct rows of p->memo whose leaves are the same in
+ * every tree: group[u] for row u, numbered from 0; returns their number,
+ * or 0 without memory.
+ */
+static size_t leaf_groups(const copus_predictor *p, size_t *group)
 {
-	const struct leafvec *c = ctx;
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-	const float *lx = &c->leaf[c->row[x] * c->trees];
-	const float *ly = &c->leaf[c->row[y] * c->trees];
+	const struct row_memo *m = &p->memo;
+	size_t T = m->trees, nslots = 64, ng = 0;
+	size_t *slot, *first;
 
-	for (size_t t = 0; lx != ly && t < c->trees; t++)
-		if (lx[t] != ly[t])
-			return lx[t] < ly[t] ? -1 : 1;
-	return (x > y) - (x < y);
+	while (nslots < 2 * m->n)
+		nslots *= 2;
+	slot = calloc(nslots, sizeof(*slot));
+	first = malloc((m->n + 1) * sizeof(*first));
+	if (slot == NULL || first == NULL) {
+		free(slot);
+		free(first);
+		return 0;
+	}
+	for (size_t u = 0; u < m->n; u++) {
+		const float *lu = &m->leaf[u * T];
+		size_t k = hash_bytes(lu, T * sizeof(*lu)) & (nslots - 1);
+		for (; slot[k] != 0; k = (k + 1) & (nslots - 1))
+			if (memcmp(&m->leaf[first[slot[k] - 1] * T], lu,
+				   T * sizeof(*lu)) == 0)
+				break;
+		if (slot[k] == 0) {
+			first[ng] = u;
+			slot[k] = ++ng;
+		}
+		group[u] = slot[k] - 1;
+	}
+	free(slot);
+	free(first);
+	return ng;
 }
 
 /* The first of the m points pt (sorted) above c (m when none is). */
@@ -778,36 +863,67 @@ static int forest_left(copus_predictor *p, const size_t *row,
 	double *w = calloc(N + n, sizeof(*w));
 	uint32_t *touched = malloc((N + n) * sizeof(*touched));
 	struct wpoint *pt = malloc((N + n) * sizeof(*pt));
+	struct wpoint *tmp = malloc((N + n) * sizeof(*tmp));
+	size_t (*hist)[256] = malloc(8 * sizeof(*hist));
 	struct lrow *run = malloc(T * n * sizeof(*run));
-	size_t *ord = malloc(n * sizeof(*ord));
+	size_t *ord = malloc(n * sizeof(*ord)), *at_leaf = NULL, *start = NULL;
+	size_t *group = malloc((p->memo.n + 1) * sizeof(*group));
 	int rc = COPUS_ENOMEM;
 
-	if (!w || !touched || !pt || !run || !ord)
+	if (!w || !touched || !pt || !tmp || !hist || !run || !ord || !group)
 		goto out;
-	/* The running jobs in each tree's leaves, sorted by leaf. */
+	/*
+	 * The running jobs in each tree's leaves, sorted by leaf and job: by
+	 * counting, the jobs taken in order (the leaves are node numbers,
+	 * fewer than 2^(max_depth + 1)).
+	 */
+	uint32_t nleaf = 0;
+	for (size_t k = 0; k < p->memo.n * T; k++)
+		if ((uint32_t)leaf[k] + 1 > nleaf)
+			nleaf = (uint32_t)leaf[k] + 1;
+	if ((at_leaf = malloc((nleaf + 1) * sizeof(*at_leaf))) == NULL)
+		goto out;
 	for (size_t t = 0; t < T; t++) {
 		struct lrow *o = &run[t * n];
+		memset(at_leaf, 0, (nleaf + 1) * sizeof(*at_leaf));
 		kept = 0;
 		for (size_t i = 0; i < n; i++)
-			if (done[i] > 0.0)
-				o[kept++] = (struct lrow){
-					(uint32_t)leaf[row[i] * T + t],
-					(uint32_t)i };
-		qsort(o, kept, sizeof(*o), lrow_cmp);
+			if (done[i] > 0.0) {
+				at_leaf[(uint32_t)leaf[row[i] * T + t] + 1]++;
+				kept++;
+			}
+		for (uint32_t l = 0; l < nleaf; l++)
+			at_leaf[l + 1] += at_leaf[l];
+		for (size_t i = 0; i < n; i++)
+			if (done[i] > 0.0) {
+				uint32_t l = (uint32_t)leaf[row[i] * T + t];
+				o[at_leaf[l]++] = (struct lrow){ l,
+								 (uint32_t)i };
+			}
 	}
+	/*
+	 * Jobs in the same leaves of every tree share one sample: ord holds
+	 * them group by group (each group's in their order), a group's from
+	 * start[g] to start[g + 1]. The groups do not depend on each other.
+	 */
+	size_t ng = p->memo.n > 0 ? leaf_groups(p, group) : 0;
+	if (ng == 0 && n > 0)
+		goto out;
+	if ((start = calloc(ng + 1, sizeof(*start))) == NULL)
+		goto out;
 	for (size_t i = 0; i < n; i++)
-		ord[i] = i;
-	/* Jobs in the same leaves of every tree share one sample. */
-	struct leafvec lv = { leaf, row, T };
-	qsort_r(ord, n, sizeof(*ord), leafvec_cmp, &lv);
-	for (size_t g = 0, e; g < n; g = e) {
+		start[group[row[i]] + 1]++;
+	for (size_t g = 1; g <= ng; g++)
+		start[g] += start[g - 1];
+	for (size_t i = 0; i < n; i++)
+		ord[start[group[row[i]]]++] = i;
+	for (size_t g = ng; g > 0; g--)
+		start[g] = start[g - 1];
+	start[0] = 0;
+	for (size_t gi = 0; gi < ng; gi++) {
+		size_t g = start[gi], e = start[gi + 1];
 		size_t q0 = ord[g], nt = 0, m = 0;
 		const float *lq = &leaf[row[q0] * T];
-		for (e = g + 1; e < n; e++)
-			if (row[ord[e]] != row[q0] &&
-			    memcmp(&leaf[row[ord[e]] * T], lq,
-				   T * sizeof(*leaf)) != 0)
-				break;
 		for (size_t t = 0; t < T; t++) {
 			uint32_t l = (uint32_t)lq[t];
 			size_t lo, hi, rlo, rhi;
@@ -836,7 +952,7 @@ static int forest_left(copus_predictor *p, const size_t *row,
 							   false };
 			w[r] = 0.0;
 		}
-		qsort(pt, m, sizeof(*pt), wpoint_cmp);
+		wpoints_sort(pt, tmp, m, hist);
 		/* The median depends only on the first point above what a
 		 * job has done: jobs that share it share the estimate. */
 		size_t last_a = SIZE_MAX;
@@ -862,8 +978,13 @@ out:
 	free(w);
 	free(touched);
 	free(pt);
+	free(tmp);
+	free(hist);
 	free(run);
 	free(ord);
+	free(at_leaf);
+	free(start);
+	free(group);
 	return rc;
 }
 

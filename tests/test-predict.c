@@ -284,6 +284,71 @@ static void running_jobs_count_as_censored_totals(void)
 	copus_predictor_destroy(p);
 }
 
+/*
+ * The forest's answers for a feature row are kept between calls of
+ * remaining_many: asked again, the answers are the same; after the forest
+ * learned more, they are those of a predictor that kept none (q, fed the
+ * same jobs in the same order, asked for the first time).
+ */
+static void remaining_work_is_the_same_asked_again_or_after_learning(void)
+{
+	copus_predictor *p = NULL, *q = NULL;
+	copus_job_attrs jobs[120], more[100];
+	double done[120], a[120], b[120], work[100];
+	int differ = 0;
+
+	ASSERT_STATUS(copus_predictor_create(NULL, &p), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_create(NULL, &q), COPUS_OK);
+	for (int i = 0; i < 200; i++) {
+		double w = draw(&jobs[0]);
+		ASSERT_STATUS(copus_predictor_add(p, &jobs[0], w), COPUS_OK);
+		ASSERT_STATUS(copus_predictor_add(q, &jobs[0], w), COPUS_OK);
+	}
+	/* Jobs that share rows, queued (0 done), running, and past any
+	 * total (the rule of remaining_many). */
+	for (int i = 0; i < 120; i++) {
+		double w = draw(&jobs[i]);
+		done[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 0.4 * w : 50.0 * w;
+	}
+	ASSERT_STATUS(copus_predictor_remaining_many(p, jobs, done, 120, a),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_predictor_remaining_many(p, jobs, done, 120, b),
+		      COPUS_OK);
+	CU_ASSERT(memcmp(a, b, sizeof(a)) == 0);
+	/* A retraining on jobs that split the rows anew: p's kept answers
+	 * are of the old forest. */
+	for (int i = 0; i < 100; i++) {
+		work[i] = draw(&more[i]) * (i % 2 ? 30.0 : 0.1);
+		more[i].user = i % 2 ? "new" : more[i].user;
+	}
+	size_t before = copus_predictor_trainings(p);
+	ASSERT_STATUS(copus_predictor_add_many(p, more, work, 100), COPUS_OK);
+	ASSERT_STATUS(copus_predictor_add_many(q, more, work, 100), COPUS_OK);
+	CU_ASSERT(copus_predictor_trainings(p) > before);
+	/* Half of the rows again, in another order. */
+	for (int i = 0; i < 60; i++) {
+		copus_job_attrs j = jobs[i];
+		double d = done[i];
+		jobs[i] = jobs[119 - i];
+		done[i] = done[119 - i];
+		jobs[119 - i] = j;
+		done[119 - i] = d;
+	}
+	ASSERT_STATUS(copus_predictor_remaining_many(p, jobs, done, 60, a),
+		      COPUS_OK);
+	ASSERT_STATUS(copus_predictor_remaining_many(q, jobs, done, 60, b),
+		      COPUS_OK);
+	for (int i = 0; i < 60; i++)
+		if (a[i] != b[i]) {
+			printf("job %d: %.17g kept, %.17g fresh\n", i, a[i],
+			       b[i]);
+			differ++;
+		}
+	CU_ASSERT_EQUAL(differ, 0);
+	copus_predictor_destroy(p);
+	copus_predictor_destroy(q);
+}
+
 static void unseen_attributes_still_get_an_answer(void)
 {
 	copus_predictor *p = NULL;
@@ -503,6 +568,7 @@ int main(void)
 		TEST(recurring_job_past_its_prediction_is_nearly_done),
 		TEST(heavy_tailed_jobs_need_more_the_longer_they_run),
 		TEST(running_jobs_count_as_censored_totals),
+		TEST(remaining_work_is_the_same_asked_again_or_after_learning),
 		TEST(unseen_attributes_still_get_an_answer),
 		TEST(history_keeps_the_most_recent_jobs),
 		TEST(saved_history_is_restored_at_once),
