@@ -43,7 +43,8 @@ static int _pmix_share(copus_ctx *ctx, void *blob, size_t len)
 		if (st == PMIX_SUCCESS)
 			st = PMIx_Commit();
 		if (st != PMIX_SUCCESS) {
-			rc = copus__fail(ctx, COPUS_EIO, "PMIx_Put/Commit of %s failed: %s",
+			rc = copus__fail(ctx, COPUS_EIO,
+					 "PMIx_Put/Commit of %s failed: %s",
 					 key, PMIx_Error_string(st));
 			goto out;
 		}
@@ -81,9 +82,10 @@ int copus_bootstrap(copus_ctx *ctx, void *blob, size_t len)
 	int rc;
 
 	if (ctx == NULL || blob == NULL || len == 0)
-		return ctx == NULL ? COPUS_EINVAL
-			: copus__fail(ctx, COPUS_EINVAL,
-				      "bootstrap: NULL or empty blob");
+		return ctx == NULL
+			       ? COPUS_EINVAL
+			       : copus__fail(ctx, COPUS_EINVAL,
+					     "bootstrap: NULL or empty blob");
 	if (ctx->info.world == 1)
 		return COPUS_OK;
 	ns = getenv("PMIX_NAMESPACE");

@@ -62,7 +62,7 @@ int copus__ckpt_mkdirs(copus_ctx *ctx, const char *dir)
 
 	if (p == NULL)
 		return COPUS_ENOMEM;
-	for (char *s = p + 1; ; s++) {
+	for (char *s = p + 1;; s++) {
 		if (*s == '/' || *s == '\0') {
 			char c = *s;
 			*s = '\0';
@@ -105,10 +105,11 @@ int copus__ckpt_dir_check(copus_ctx *ctx)
 		return copus__fail(ctx, COPUS_EIO,
 				   "checkpoint directory %s is not writable: cannot create a file in it: %s",
 				   ctx->ckpt_dir, strerror(errno));
-	rc = write(fd, "copus\n", 6) == 6 ? COPUS_OK
-		: copus__fail(ctx, COPUS_EIO,
-			      "checkpoint directory %s is not writable: cannot write %s: %s",
-			      ctx->ckpt_dir, path, strerror(errno));
+	rc = write(fd, "copus\n", 6) == 6
+		     ? COPUS_OK
+		     : copus__fail(ctx, COPUS_EIO,
+				   "checkpoint directory %s is not writable: cannot write %s: %s",
+				   ctx->ckpt_dir, path, strerror(errno));
 	close(fd);
 	if (unlink(path) != 0 && rc == COPUS_OK)
 		rc = copus__fail(ctx, COPUS_EIO,
@@ -133,8 +134,9 @@ const char *copus__layout_name(char *buf, size_t len,
 {
 	snprintf(buf, len, "data %d x tensor %d x pipeline %d%s", d->data,
 		 d->tensor, d->pipeline,
-		 data_inner < 0 ? "" : data_inner ? " (data inner)"
-						  : " (data outer)");
+		 data_inner < 0 ? ""
+		 : data_inner	? " (data inner)"
+				: " (data outer)");
 	return buf;
 }
 
@@ -167,11 +169,13 @@ void copus__resume_log(const copus_ctx *ctx)
 	 */
 	if (memcmp(&o->layout, &ctx->degrees, sizeof(o->layout)) == 0 &&
 	    o->world == ctx->info.world)
-		copus__log(ctx, 0, "resuming from checkpoint %s at step %lld (layout %s, %d rank%s), %s%s",
+		copus__log(ctx, 0,
+			   "resuming from checkpoint %s at step %lld (layout %s, %d rank%s), %s%s",
 			   ctx->ckpt_dir, (long long)o->step, old, o->world,
 			   o->world == 1 ? "" : "s", when, by);
 	else
-		copus__log(ctx, 0, "resuming from checkpoint %s at step %lld (layout %s, %d rank%s), %s%s, into layout %s, %d rank%s",
+		copus__log(ctx, 0,
+			   "resuming from checkpoint %s at step %lld (layout %s, %d rank%s), %s%s, into layout %s, %d rank%s",
 			   ctx->ckpt_dir, (long long)o->step, old, o->world,
 			   o->world == 1 ? "" : "s", when, by,
 			   copus__layout_name(now, sizeof(now), &ctx->degrees,

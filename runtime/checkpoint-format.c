@@ -154,7 +154,8 @@ char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 		return NULL;
 	json_object_object_add(o, "copus_ckpt",
 			       json_object_new_int(COPUS_MANIFEST_VERSION));
-	json_object_object_add(o, "job", json_object_new_int64(ctx->info.job_id));
+	json_object_object_add(o, "job",
+			       json_object_new_int64(ctx->info.job_id));
 	json_object_object_add(o, "restart",
 			       json_object_new_int(ctx->info.restart_count));
 	json_object_object_add(o, "step", json_object_new_int64(step));
@@ -162,9 +163,11 @@ char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 			       json_object_new_int64(ctx->info.samples));
 	json_object_object_add(o, "progress",
 			       json_object_new_double(ctx->info.progress));
-	json_object_object_add(o, "world", json_object_new_int(ctx->info.world));
+	json_object_object_add(o, "world",
+			       json_object_new_int(ctx->info.world));
 	json_object_object_add(o, "save_all_ranks",
-			       json_object_new_int(ctx->cfg.save_all_ranks ? 1 : 0));
+			       json_object_new_int(
+				       ctx->cfg.save_all_ranks ? 1 : 0));
 	a = json_object_new_array();
 	json_object_array_add(a, json_object_new_int(ctx->degrees.data));
 	json_object_array_add(a, json_object_new_int(ctx->degrees.tensor));
@@ -176,7 +179,8 @@ char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 			       json_object_new_int64((int64_t)time(NULL)));
 	if (ctx->fingerprint != NULL)
 		json_object_object_add(o, "fingerprint",
-				       json_object_new_string(ctx->fingerprint));
+				       json_object_new_string(
+					       ctx->fingerprint));
 	json_object_object_add(o, "layers",
 			       json_object_new_int(ctx->cfg.n_layers));
 	/*
@@ -193,7 +197,8 @@ char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 					    &first, &count);
 			json_object_array_add(a, json_object_new_int(first));
 		}
-		json_object_array_add(a, json_object_new_int(ctx->cfg.n_layers));
+		json_object_array_add(a,
+				      json_object_new_int(ctx->cfg.n_layers));
 		json_object_object_add(o, "stages", a);
 	}
 	a = json_object_new_array();
@@ -221,14 +226,15 @@ char *copus__manifest_text(copus_ctx *ctx, int64_t step, char **files,
 		json_object_array_add(e, json_object_new_int(ob->replicas));
 		json_object_array_add(e, json_object_new_int(ob->local));
 		json_object_array_add(e, json_object_new_int(ob->accum_steps));
-		json_object_array_add(e, json_object_new_double(ob->sum_compute));
+		json_object_array_add(e,
+				      json_object_new_double(ob->sum_compute));
 		json_object_array_add(e, json_object_new_double(ob->sum_step));
 		json_object_array_add(e, json_object_new_int64(ob->n));
 		json_object_array_add(a, e);
 	}
 	json_object_object_add(o, "obs", a);
-	text = _with_checksum(json_object_to_json_string_ext(o,
-						JSON_C_TO_STRING_PLAIN));
+	text = _with_checksum(
+		json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return text;
 }
@@ -243,8 +249,9 @@ int copus__manifest_read(copus_ctx *ctx, const char *path, char **out)
 	*out = NULL;
 	if (f == NULL)
 		return errno == ENOENT ? COPUS_ENODATA
-			: copus__fail(ctx, COPUS_EIO, "cannot open %s: %s",
-				      path, strerror(errno));
+				       : copus__fail(ctx, COPUS_EIO,
+						     "cannot open %s: %s", path,
+						     strerror(errno));
 	buf = malloc(COPUS_MANIFEST_MAX + 1);
 	if (buf == NULL) {
 		rc = COPUS_ENOMEM;
@@ -266,8 +273,7 @@ out:
 	return rc;
 }
 
-bool copus__manifest_num(struct json_object *o, const char *key,
-			 double *out)
+bool copus__manifest_num(struct json_object *o, const char *key, double *out)
 {
 	struct json_object *v;
 
@@ -376,7 +382,7 @@ static bool _parse_v4(struct json_object *o, struct copus__manifest *m,
  */
 struct manifest_top {
 	double version, step, samples, progress, world;
-	double all;        /* save_all_ranks: 0 or 1 (0 before version 2) */
+	double all; /* save_all_ranks: 0 or 1 (0 before version 2) */
 };
 
 /*
@@ -392,8 +398,8 @@ static bool _parse_counts(struct json_object *o, struct manifest_top *t,
 	    t->step > COPUS_HINT_STEP_MAX)
 		return false;
 	*field = "samples";
-	if (!copus__manifest_num(o, "samples", &t->samples) ||
-	    t->samples < 0 || t->samples > MANIFEST_COUNT_MAX)
+	if (!copus__manifest_num(o, "samples", &t->samples) || t->samples < 0 ||
+	    t->samples > MANIFEST_COUNT_MAX)
 		return false;
 	*field = "progress";
 	if (!copus__manifest_num(o, "progress", &t->progress) ||
@@ -450,7 +456,8 @@ static bool _parse_layout(struct json_object *o, const struct manifest_top *t,
 	double d[3], x;
 
 	*field = "layout";
-	m->layout = (copus_plan_degrees){ .data = (int)t->world, .pipeline = 1,
+	m->layout = (copus_plan_degrees){ .data = (int)t->world,
+					  .pipeline = 1,
 					  .tensor = 1 };
 	if (t->version < 3)
 		return true;
@@ -508,10 +515,10 @@ static int _parse_files(struct json_object *o, struct manifest_top *t,
 		return COPUS_EPARSE;
 	f->n = (int)json_object_array_length(a);
 	if (f->n > 0 &&
-	    (t->version >= 2 ? f->n != (t->all ? world
-					       : m->layout.pipeline *
-							 m->layout.tensor)
-			     : (f->n > 1 && f->n != world)))
+	    (t->version >= 2
+		     ? f->n != (t->all ? world
+				       : m->layout.pipeline * m->layout.tensor)
+		     : (f->n > 1 && f->n != world)))
 		return COPUS_EPARSE;
 	if (t->version == 1)
 		t->all = f->n > 1;
@@ -562,10 +569,9 @@ static bool _parse_noise(copus_ctx *ctx, struct json_object *o,
 	    !json_object_is_type(a, json_type_array) ||
 	    json_object_array_length(a) != 5)
 		return false;
-	if (!_arr_num(a, 0, &d) || !_arr_num(a, 1, &s) ||
-	    !_arr_num(a, 2, &v) || !_arr_num(a, 3, &b) ||
-	    !_arr_num(a, 4, &c) || c < 0 || c > MANIFEST_COUNT_MAX ||
-	    b < 0 || b > 1)
+	if (!_arr_num(a, 0, &d) || !_arr_num(a, 1, &s) || !_arr_num(a, 2, &v) ||
+	    !_arr_num(a, 3, &b) || !_arr_num(a, 4, &c) || c < 0 ||
+	    c > MANIFEST_COUNT_MAX || b < 0 || b > 1)
 		return false;
 	ctx->noise.sqr = s;
 	ctx->noise.var = v;
@@ -606,7 +612,8 @@ static bool _parse_obs(copus_ctx *ctx, struct json_object *o,
 			    (k == 6 && v[k] > MANIFEST_COUNT_MAX))
 				return false;
 		snprintf(ob->type, sizeof(ob->type), "%s",
-			 json_object_get_string(json_object_array_get_idx(e, 0)));
+			 json_object_get_string(
+				 json_object_array_get_idx(e, 0)));
 		ob->nodes = (int)v[0];
 		ob->replicas = (int)v[1];
 		ob->local = (int)v[2];

@@ -63,7 +63,7 @@ int copus__ckpt_reshard(copus_ctx *ctx, const struct copus__manifest *m)
 	copus_ckpt_layout old = { o->data, o->tensor, o->pipeline };
 	copus_ckpt_layout now = { d->data, d->tensor, d->pipeline };
 	copus_ckpt_shard *shards;
-	char (*paths)[4096];
+	char(*paths)[4096];
 	copus_plan_coords at;
 
 	if (m->n_layers != ctx->cfg.n_layers)
@@ -134,7 +134,8 @@ int copus__ckpt_reshard(copus_ctx *ctx, const struct copus__manifest *m)
 					 o->tensor, d->pipeline, d->tensor);
 	}
 	if (rc == COPUS_OK)
-		copus__log(ctx, 1, "resharded step %lld from data %d x pipeline %d x tensor %d to data %d x pipeline %d x tensor %d",
+		copus__log(ctx, 1,
+			   "resharded step %lld from data %d x pipeline %d x tensor %d to data %d x pipeline %d x tensor %d",
 			   (long long)m->step, o->data, o->pipeline, o->tensor,
 			   d->data, d->pipeline, d->tensor);
 	free(shards);

@@ -28,8 +28,7 @@
 #include "internal.h"
 
 /* Removing leftovers (below the writing). */
-static void _remove_leftovers(copus_ctx *ctx,
-			      const struct copus__manifest *m);
+static void _remove_leftovers(copus_ctx *ctx, const struct copus__manifest *m);
 
 void copus__ckpt_files_free(copus_ctx *ctx)
 {
@@ -47,15 +46,15 @@ int copus__ckpt_slot(const copus_ctx *ctx, int rank, int *nslots)
 		return rank;
 	}
 	*nslots = ctx->degrees.pipeline * ctx->degrees.tensor;
-	if (copus__coords(ctx, rank, &at) != COPUS_OK ||
-	    at.data_rank != 0)
+	if (copus__coords(ctx, rank, &at) != COPUS_OK || at.data_rank != 0)
 		return -1;
 	return at.data_group;
 }
 
 static int _fsync_path(const char *path, bool dir)
 {
-	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+	int fd = open(path,
+		      (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
 	int rc;
 
 	if (fd < 0)
@@ -75,11 +74,11 @@ static int _commit_file(copus_ctx *ctx, const char *tmp, const char *final)
 		return copus__fail(ctx, COPUS_EIO, "cannot rename %s to %s: %s",
 				   tmp, final, strerror(errno));
 	if (_fsync_path(ctx->ckpt_dir, true) != 0)
-		return copus__fail(ctx, COPUS_EIO, "cannot fsync directory %s: %s",
+		return copus__fail(ctx, COPUS_EIO,
+				   "cannot fsync directory %s: %s",
 				   ctx->ckpt_dir, strerror(errno));
 	return COPUS_OK;
 }
-
 
 /* The application's file of this rank: write, make durable; its size. */
 static int _save_app(copus_ctx *ctx, int64_t step, char *name, size_t nlen,
@@ -123,7 +122,6 @@ static void _unlink_uncommitted(copus_ctx *ctx, int64_t step)
 		 (long long)step, ctx->info.rank);
 	unlink(path);
 }
-
 
 static int _write_manifest(copus_ctx *ctx, const char *text)
 {
@@ -181,7 +179,8 @@ static int _check_current(copus_ctx *ctx)
 	    restart > ctx->info.restart_count)
 		rc = copus__fail(ctx, COPUS_ESTATE,
 				 "the checkpoint in %s belongs to restart %.0f of this job; this run is restart %d, an old run: it does not overwrite it",
-				 ctx->ckpt_dir, restart, ctx->info.restart_count);
+				 ctx->ckpt_dir, restart,
+				 ctx->info.restart_count);
 	if (o != NULL)
 		json_object_put(o);
 	return rc;
@@ -283,7 +282,8 @@ int copus_checkpoint(copus_ctx *ctx)
 					break;
 				}
 				files[nfiles] = strdup(f);
-				sizes[nfiles] = q == 0 ? size : (long long)st.st_size;
+				sizes[nfiles] =
+					q == 0 ? size : (long long)st.st_size;
 				crcs[nfiles] = (uint32_t)(got[1 + r] - 1);
 				if (files[nfiles++] == NULL)
 					rc = COPUS_ENOMEM;
@@ -293,8 +293,8 @@ int copus_checkpoint(copus_ctx *ctx)
 		if (rc == COPUS_OK)
 			rc = _check_current(ctx);
 		if (rc == COPUS_OK) {
-			text = copus__manifest_text(ctx, step, files, sizes, crcs,
-						    nfiles);
+			text = copus__manifest_text(ctx, step, files, sizes,
+						    crcs, nfiles);
 			rc = text == NULL ? COPUS_ENOMEM
 					  : _write_manifest(ctx, text);
 		}
@@ -315,7 +315,8 @@ int copus_checkpoint(copus_ctx *ctx)
 
 			for (int k = 0; k < nfiles; k++)
 				reused = reused ||
-					 strcmp(files[k], ctx->ckpt_files[i]) == 0;
+					 strcmp(files[k], ctx->ckpt_files[i]) ==
+						 0;
 			snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir,
 				 ctx->ckpt_files[i]);
 			if (!reused)
@@ -393,8 +394,7 @@ static bool _ckpt_name(const char *name, int *rank, bool *tmp)
  * own (rank 0 also those of ranks the job no longer has), so that ranks on
  * other nodes never race for a file.
  */
-static void _remove_leftovers(copus_ctx *ctx,
-			      const struct copus__manifest *m)
+static void _remove_leftovers(copus_ctx *ctx, const struct copus__manifest *m)
 {
 	DIR *d = opendir(ctx->ckpt_dir);
 	struct dirent *e;
@@ -417,12 +417,12 @@ static void _remove_leftovers(copus_ctx *ctx,
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", ctx->ckpt_dir, e->d_name);
 		if (unlink(path) == 0)
-			copus__log(ctx, 1, "removed %s, left by a checkpoint that did not commit",
+			copus__log(ctx, 1,
+				   "removed %s, left by a checkpoint that did not commit",
 				   path);
 	}
 	closedir(d);
 }
-
 
 /*
  * A checkpoint of another layout and no reshard callback: refused on every
@@ -443,7 +443,8 @@ static int _refuse_layout(copus_ctx *ctx, const struct copus__manifest *m,
 					: "by the first replica of each shard",
 			   old, m->world,
 			   copus__ckpt_stages_differ(ctx, m)
-				   ? ", with stages of other layers" : "",
+				   ? ", with stages of other layers"
+				   : "",
 			   now, ctx->info.world);
 }
 
@@ -460,7 +461,8 @@ static int _load_own(copus_ctx *ctx, const struct copus__manifest *m)
 
 	rc = copus__coords(ctx, ctx->info.rank, &at);
 	if (rc != COPUS_OK)
-		return copus__fail(ctx, rc, "rank %d has no coordinates in the job's layout",
+		return copus__fail(ctx, rc,
+				   "rank %d has no coordinates in the job's layout",
 				   ctx->info.rank);
 	idx = copus__ckpt_file_at(m, at.data_rank, at.pipeline_rank,
 				  at.tensor_rank);
@@ -489,9 +491,14 @@ static void _keep_origin(copus_ctx *ctx, const struct copus__manifest *m,
 			 int data_inner)
 {
 	ctx->origin = (struct copus__origin){
-		.restored = true, .step = m->step, .world = m->world,
-		.layout = m->layout, .data_inner = data_inner,
-		.written = m->written, .job = m->job, .restart = m->restart,
+		.restored = true,
+		.step = m->step,
+		.world = m->world,
+		.layout = m->layout,
+		.data_inner = data_inner,
+		.written = m->written,
+		.job = m->job,
+		.restart = m->restart,
 	};
 }
 
@@ -508,7 +515,8 @@ int copus__restore(copus_ctx *ctx)
 	rc = copus__manifest_read(ctx, path, &text);
 	if (rc == COPUS_ENODATA) {
 		if (ctx->info.restart_count > 0)
-			copus__log(ctx, 0, "restart %d but no checkpoint in %s: starting from scratch",
+			copus__log(ctx, 0,
+				   "restart %d but no checkpoint in %s: starting from scratch",
 				   ctx->info.restart_count, ctx->ckpt_dir);
 		_remove_leftovers(ctx, &m);
 		return COPUS_OK;
@@ -538,11 +546,10 @@ int copus__restore(copus_ctx *ctx)
 	 * layout go through the reshard callback, or are refused: every rank
 	 * reads the same manifest and decides alike.
 	 */
-	other = m.nfiles > 0 &&
-		(m.layout.pipeline != ctx->degrees.pipeline ||
-		 m.layout.tensor != ctx->degrees.tensor ||
-		 (m.all_ranks && m.world != ctx->info.world) ||
-		 copus__ckpt_stages_differ(ctx, &m));
+	other = m.nfiles > 0 && (m.layout.pipeline != ctx->degrees.pipeline ||
+				 m.layout.tensor != ctx->degrees.tensor ||
+				 (m.all_ranks && m.world != ctx->info.world) ||
+				 copus__ckpt_stages_differ(ctx, &m));
 	if (other && ctx->cfg.reshard != NULL)
 		rc = copus__ckpt_reshard(ctx, &m);
 	else if (other)

@@ -13,7 +13,12 @@
 
 #include "internal.h"
 
-enum env_type { TEXT, INT, SECONDS, SIGNAL };
+enum env_type {
+	TEXT,
+	INT,
+	SECONDS,
+	SIGNAL
+};
 
 /* One row of COPUS__ENV_VARS (its doc is for the reader of the table). */
 struct env_var {
@@ -59,8 +64,8 @@ static int env_parse_int(copus_ctx *ctx, const char *name, const char *s,
 	return COPUS_OK;
 }
 
-int copus__env_foreign_int(copus_ctx *ctx, const char *name, long lo,
-			   long hi, int *out, bool *found)
+int copus__env_foreign_int(copus_ctx *ctx, const char *name, long lo, long hi,
+			   int *out, bool *found)
 {
 	const char *s = getenv(name);
 	int rc;
@@ -75,9 +80,14 @@ int copus__env_foreign_int(copus_ctx *ctx, const char *name, long lo,
 
 int copus__env_int(copus_ctx *ctx, enum copus__env_var v, int *out)
 {
-	static const struct { const char *n; int s; } signals[] = {
-		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
-		{ "TERM", SIGTERM }, { "INT", SIGINT },
+	static const struct {
+		const char *n;
+		int s;
+	} signals[] = {
+		{ "USR1", SIGUSR1 },
+		{ "USR2", SIGUSR2 },
+		{ "TERM", SIGTERM },
+		{ "INT", SIGINT },
 	};
 	const struct env_var *e = &env_vars[v];
 	const char *s = copus__env_text(v);
@@ -131,7 +141,7 @@ void copus__init_failed(const copus_ctx *ctx)
 {
 	snprintf(init_error, sizeof(init_error), "%s",
 		 ctx != NULL && ctx->err[0] != '\0' ? ctx->err
-						   : "copus_init failed");
+						    : "copus_init failed");
 }
 
 int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
@@ -156,8 +166,8 @@ void copus__log(const copus_ctx *ctx, int level, const char *fmt, ...)
 	/* Level 0: errors; 1: what a user wants to see; 2: debugging. */
 	if (ctx != NULL && level > ctx->verbose)
 		return;
-	n = snprintf(line, sizeof(line), "copus[%d]: ",
-		     ctx != NULL ? ctx->info.rank : -1);
+	n = snprintf(line, sizeof(line),
+		     "copus[%d]: ", ctx != NULL ? ctx->info.rank : -1);
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
@@ -199,8 +209,8 @@ int copus__coords(const copus_ctx *ctx, int rank, copus_plan_coords *out)
 	 * the coordinates (and group colours) of the rank of copus/plan.h's
 	 * layout that has the same ones.
 	 */
-	if (ctx->planned && ctx->plan.data_inner && rank >= 0 &&
-	    d->data > 0 && d->tensor > 0) {
+	if (ctx->planned && ctx->plan.data_inner && rank >= 0 && d->data > 0 &&
+	    d->tensor > 0) {
 		int t = rank % d->tensor;
 		int dr = (rank / d->tensor) % d->data;
 		int p = rank / d->tensor / d->data;
@@ -227,8 +237,8 @@ void copus__stage_layers(const copus_ctx *ctx, int stages, int stage,
 		return;
 	}
 	bounds = malloc(sizeof(int) * ((size_t)stages + 1));
-	if (bounds != NULL &&
-	    copus_plan_stages(ctx->layer_costs, n, stages, bounds) == COPUS_OK) {
+	if (bounds != NULL && copus_plan_stages(ctx->layer_costs, n, stages,
+						bounds) == COPUS_OK) {
 		*first = bounds[stage];
 		*count = bounds[stage + 1] - bounds[stage];
 	} else {

@@ -42,8 +42,8 @@ int copus__file_read(const char *path, char **text, size_t *len, char *err,
 		n += got;
 	} while (got > 0 && n <= COPUS__FILE_MAX);
 	if (ferror(f) || n > COPUS__FILE_MAX) {
-		snprintf(err, errlen, "%s: %s", path, ferror(f) ?
-			 "cannot read" : "larger than 64 MiB");
+		snprintf(err, errlen, "%s: %s", path,
+			 ferror(f) ? "cannot read" : "larger than 64 MiB");
 		free(buf);
 		fclose(f);
 		return COPUS_EIO;

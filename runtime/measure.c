@@ -48,7 +48,8 @@ int copus_grad_dot(copus_ctx *ctx, double dot)
 		return COPUS_EINVAL;
 	if (!isfinite(dot))
 		return copus__fail(ctx, COPUS_EINVAL,
-				   "grad_dot: dot product %g is not finite", dot);
+				   "grad_dot: dot product %g is not finite",
+				   dot);
 	if (!ctx->in_step)
 		return copus__fail(ctx, COPUS_ESTATE,
 				   "grad_dot outside a step");
@@ -80,7 +81,7 @@ static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
 {
 	struct copus__obs *o = NULL;
 	int nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
-							 : ctx->degrees.data;
+							: ctx->degrees.data;
 
 	for (int i = 0; i < ctx->n_obs && o == NULL; i++) {
 		struct copus__obs *c = &ctx->obs[i];
@@ -126,7 +127,8 @@ void copus__measure_step(copus_ctx *ctx, int local, int accum_steps,
 	 * gradient, |mean|^2 = (|a|^2 + |b|^2 + 2 a.b) / 4.
 	 */
 	if (ctx->degrees.data == 1 && ctx->local_count == 1 && ctx->have_dot &&
-	    ctx->prev_sqr >= 0 && ctx->prev_local == local && accum_steps == 0) {
+	    ctx->prev_sqr >= 0 && ctx->prev_local == local &&
+	    accum_steps == 0) {
 		double cur = ctx->local_sum;
 
 		ctx->local_sum = ctx->prev_sqr + cur;
@@ -157,7 +159,8 @@ void copus__measure_step(copus_ctx *ctx, int local, int accum_steps,
 	ctx->info.step++;
 	ctx->info.samples += (int64_t)batch;
 	/* Scale-invariant progress: the step counts as gain steps at M0. */
-	if (copus_gain(&g, ctx->cfg.limits.init_batch, batch, &gain) != COPUS_OK)
+	if (copus_gain(&g, ctx->cfg.limits.init_batch, batch, &gain) !=
+	    COPUS_OK)
 		gain = 1.0;
 	ctx->info.progress += gain;
 
@@ -187,8 +190,10 @@ static int _fit_type(const copus_ctx *ctx, const char *type,
 		if (strcmp(o->type, type) != 0 || o->n == 0)
 			continue;
 		obs[n++] = (copus_observation){
-			.nodes = o->nodes, .replicas = o->replicas,
-			.local = o->local, .accum_steps = o->accum_steps,
+			.nodes = o->nodes,
+			.replicas = o->replicas,
+			.local = o->local,
+			.accum_steps = o->accum_steps,
 			.compute_time = fmax(o->sum_compute / o->n, 1e-9),
 			.step_time = fmax(o->sum_step / o->n, 1e-9),
 		};
@@ -226,14 +231,15 @@ int copus__fit(copus_ctx *ctx)
 
 	if (!ctx->obs_dirty)
 		return copus__perf_of_type(ctx) != NULL ? COPUS_OK
-							 : COPUS_ENODATA;
+							: COPUS_ENODATA;
 	memset(perf, 0, sizeof(perf));
 	rc = _fit_type(ctx, ctx->gpu_type, &perf[0].perf, &n);
 	if (rc == COPUS_ENODATA)
 		return rc;
 	if (rc != COPUS_OK)
-		return copus__fail(ctx, rc, "fit of %zu observations failed: %s",
-				   n, copus_strerror(rc));
+		return copus__fail(ctx, rc,
+				   "fit of %zu observations failed: %s", n,
+				   copus_strerror(rc));
 	snprintf(perf[0].type, sizeof(perf[0].type), "%s", ctx->gpu_type);
 	nperf = 1;
 	for (int i = 0; i < ctx->n_obs && nperf < COPUS_HINT_MAX_TYPES; i++) {
@@ -290,8 +296,9 @@ int copus_hint_get(const copus_ctx *ctx, copus_hint *out)
 	 * of them, or only tensor when a reshard callback lets its stages be
 	 * split again on any count.
 	 */
-	out->granularity = ctx->cfg.tensor_degree *
-			   (ctx->cfg.reshard != NULL ? 1 : ctx->cfg.pipeline_degree);
+	out->granularity =
+		ctx->cfg.tensor_degree *
+		(ctx->cfg.reshard != NULL ? 1 : ctx->cfg.pipeline_degree);
 	if (out->granularity <= 1)
 		out->granularity = 0;
 	if (out->granularity > COPUS_HINT_GRAN_MAX)
@@ -308,8 +315,8 @@ int copus_hint_get(const copus_ctx *ctx, copus_hint *out)
 	/* Keep fitted values within what the receiver accepts unclamped. */
 	for (int i = 0; i < out->n_perf; i++) {
 		copus_perf_params *p = &out->perf[i].perf;
-		double *v[6] = { &p->alpha_c, &p->beta_c, &p->alpha_n,
-				 &p->beta_n, &p->alpha_r, &p->beta_r };
+		double *v[6] = { &p->alpha_c, &p->beta_c,  &p->alpha_n,
+				 &p->beta_n,  &p->alpha_r, &p->beta_r };
 		for (int k = 0; k < 6; k++)
 			*v[k] = fmin(fmax(*v[k], COPUS_HINT_TIME_MIN),
 				     COPUS_HINT_TIME_MAX);

@@ -22,14 +22,14 @@
 
 #include "internal.h"
 
-#define NCCLCHECK(call, what)                                                 \
-	do {                                                                  \
-		ncclResult_t r_ = (call);                                     \
-		if (r_ != ncclSuccess) {                                      \
-			rc = copus__fail(ctx, COPUS_EIO, "%s: %s", (what),    \
-					 ncclGetErrorString(r_));             \
-			goto fail;                                            \
-		}                                                             \
+#define NCCLCHECK(call, what)                                              \
+	do {                                                               \
+		ncclResult_t r_ = (call);                                  \
+		if (r_ != ncclSuccess) {                                   \
+			rc = copus__fail(ctx, COPUS_EIO, "%s: %s", (what), \
+					 ncclGetErrorString(r_));          \
+			goto fail;                                         \
+		}                                                          \
 	} while (0)
 
 /*
@@ -45,11 +45,14 @@ static int split_groups(copus_ctx *ctx, ncclComm_t world,
 
 	/* Same (pipeline, tensor) coordinates: one data-parallel group. */
 	NCCLCHECK(ncclCommSplit(world, at->data_group, at->data_rank, &data,
-				NULL), "ncclCommSplit (data)");
+				NULL),
+		  "ncclCommSplit (data)");
 	NCCLCHECK(ncclCommSplit(world, at->pipeline_group, at->pipeline_rank,
-				&pipe, NULL), "ncclCommSplit (pipeline)");
+				&pipe, NULL),
+		  "ncclCommSplit (pipeline)");
 	NCCLCHECK(ncclCommSplit(world, at->tensor_group, at->tensor_rank,
-				&tensor, NULL), "ncclCommSplit (tensor)");
+				&tensor, NULL),
+		  "ncclCommSplit (tensor)");
 	out->world = world;
 	out->data = data;
 	out->pipeline = pipe;
@@ -73,9 +76,9 @@ fail:
  * the result into the groups of the new plan nd; a leaving rank takes no
  * part and gets an empty out.
  */
-static int shrink_world(copus_ctx *ctx, copus_comms *comms,
-			const int *new_rank, const copus_plan_degrees *nd,
-			int inner, copus_comms *out)
+static int shrink_world(copus_ctx *ctx, copus_comms *comms, const int *new_rank,
+			const copus_plan_degrees *nd, int inner,
+			copus_comms *out)
 {
 	ncclComm_t world = NULL;
 	ncclResult_t r;
@@ -92,8 +95,8 @@ static int shrink_world(copus_ctx *ctx, copus_comms *comms,
 	for (int i = 0; i < ctx->info.world; i++)
 		if (new_rank[i] < 0)
 			exclude[n_exclude++] = i;
-	r = ncclCommShrink((ncclComm_t)comms->world, exclude, n_exclude,
-			   &world, NULL, NCCL_SHRINK_DEFAULT);
+	r = ncclCommShrink((ncclComm_t)comms->world, exclude, n_exclude, &world,
+			   NULL, NCCL_SHRINK_DEFAULT);
 	free(exclude);
 	if (r != ncclSuccess)
 		return copus__fail(ctx, COPUS_EIO, "ncclCommShrink (world): %s",
@@ -119,9 +122,9 @@ static int shrink_world(copus_ctx *ctx, copus_comms *comms,
 	return split_groups(ctx, world, &at, out);
 }
 #else
-static int shrink_world(copus_ctx *ctx, copus_comms *comms,
-			const int *new_rank, const copus_plan_degrees *nd,
-			int inner, copus_comms *out)
+static int shrink_world(copus_ctx *ctx, copus_comms *comms, const int *new_rank,
+			const copus_plan_degrees *nd, int inner,
+			copus_comms *out)
 {
 	(void)comms;
 	(void)new_rank;

@@ -37,8 +37,7 @@ static void _describe(const copus_planner_desc *d, char *buf, size_t len)
 			 d->depth, d->width_factor, d->channels, d->classes,
 			 d->image_size, d->dtype_bytes);
 		break;
-	default:
-		snprintf(buf, len, "architecture %d", (int)d->arch);
+	default: snprintf(buf, len, "architecture %d", (int)d->arch);
 	}
 }
 
@@ -95,7 +94,8 @@ static int _gpu_constants(copus_ctx *ctx, copus_planner_gpu *g,
 		free(text);
 		if (rc != COPUS_OK) {
 			free(types);
-			return copus__fail(ctx, rc, "COPUS_PLANNER_GPUS=%.200s: %s",
+			return copus__fail(ctx, rc,
+					   "COPUS_PLANNER_GPUS=%.200s: %s",
 					   path, why);
 		}
 		e = copus_planner_gpus_find(types, n, ctx->gpu_type);
@@ -106,7 +106,8 @@ static int _gpu_constants(copus_ctx *ctx, copus_planner_gpu *g,
 			return COPUS_OK;
 		}
 		free(types);
-		copus__log(ctx, 1, "COPUS_PLANNER_GPUS=%s lists no GPU type %s: its defaults plan the model",
+		copus__log(ctx, 1,
+			   "COPUS_PLANNER_GPUS=%s lists no GPU type %s: its defaults plan the model",
 			   path, ctx->gpu_type);
 	}
 	rc = copus_planner_gpu_default(ctx->gpu_type, g);
@@ -145,8 +146,8 @@ int copus__plan_model(copus_ctx *ctx)
 				  &n);
 	if (rc != COPUS_OK) {
 		free(layers);
-		return copus__fail(ctx, rc, "the planner builds no layers of %s",
-				   what);
+		return copus__fail(ctx, rc,
+				   "the planner builds no layers of %s", what);
 	}
 	m = (copus_planner_model){ layers, n, ctx->model.dtype_bytes,
 				   (int)ctx->model.arch - 1 };
@@ -185,7 +186,8 @@ int copus__plan_model(copus_ctx *ctx)
 	ctx->cfg.n_layers = n;
 	ctx->degrees = ctx->plan.degrees;
 	ctx->planned = true;
-	copus__log(ctx, 2, "planned %s at batch %d on %d x %d %s GPUs (%s): %.4g s per iteration",
+	copus__log(ctx, 2,
+		   "planned %s at batch %d on %d x %d %s GPUs (%s): %.4g s per iteration",
 		   what, (int)l->init_batch, cell.nodes, cell.gpus_per_node,
 		   ctx->gpu_type, source, ctx->plan.seconds);
 	return COPUS_OK;
@@ -202,7 +204,8 @@ void copus__plan_log(const copus_ctx *ctx)
 	 * with, for its user and for a test that compares it with the
 	 * scheduler's plan of the same cell.
 	 */
-	copus__log(ctx, 0, "plan type=%s gpus=%d nodes=%d dp=%d tp=%d pp=%d mb=%d",
+	copus__log(ctx, 0,
+		   "plan type=%s gpus=%d nodes=%d dp=%d tp=%d pp=%d mb=%d",
 		   ctx->gpu_type, ctx->info.world, ctx->info.nodes,
 		   p->degrees.data, p->degrees.tensor, p->degrees.pipeline,
 		   p->micro_batches);

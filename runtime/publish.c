@@ -33,8 +33,8 @@ struct copus__publisher {
 	bool stop;
 	bool started;
 	char pending[COPUS_HINT_MAX_LEN + 1];
-	uint64_t queued;   /* sequence number of the latest queued hint */
-	uint64_t done;     /* sequence number of the latest delivered one */
+	uint64_t queued; /* sequence number of the latest queued hint */
+	uint64_t done;	 /* sequence number of the latest delivered one */
 	int last_rc;
 	char scontrol[256];
 	uint32_t job_id;
@@ -76,7 +76,8 @@ static int _scontrol(struct copus__publisher *p, const char *hint)
 		if (copus__now() - t0 > SCONTROL_TIMEOUT) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
-			copus__log(p->ctx, 0, "%s update took over %.0f s; killed",
+			copus__log(p->ctx, 0,
+				   "%s update took over %.0f s; killed",
 				   p->scontrol, SCONTROL_TIMEOUT);
 			goto out;
 		}
@@ -127,7 +128,7 @@ int copus__publisher_start(copus_ctx *ctx)
 	struct copus__publisher *p;
 
 	ctx->hint_interval = ctx->cfg.hint_interval > 0 ? ctx->cfg.hint_interval
-						       : COPUS_HINT_INTERVAL;
+							: COPUS_HINT_INTERVAL;
 	if (ctx->info.rank != 0)
 		return COPUS_OK;
 	if (ctx->no_hints)
@@ -204,7 +205,8 @@ int copus__publish_text(copus_ctx *ctx, const char *text, uint64_t *seq)
 		*seq = p->queued;
 		if (rc != 0)
 			return copus__fail(ctx, COPUS_EIO,
-					   "the publish callback failed (%d)", rc);
+					   "the publish callback failed (%d)",
+					   rc);
 		return COPUS_OK;
 	}
 	pthread_mutex_lock(&p->lock);

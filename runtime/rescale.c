@@ -18,7 +18,6 @@ static void _on_signal(int sig)
 	rescale_requested = 1;
 }
 
-
 int copus__signals_install(copus_ctx *ctx)
 {
 	struct sigaction sa;

@@ -39,9 +39,9 @@ int copus_config_init(copus_config *cfg, size_t size)
 {
 	copus_config def = COPUS_CONFIG_INITIALIZER;
 
-	if (cfg == NULL || (size != sizeof(copus_config) &&
-			    size != CONFIG_SIZE_NO_MODEL &&
-			    size != CONFIG_SIZE_NO_FINGERPRINT))
+	if (cfg == NULL ||
+	    (size != sizeof(copus_config) && size != CONFIG_SIZE_NO_MODEL &&
+	     size != CONFIG_SIZE_NO_FINGERPRINT))
 		return COPUS_EINVAL;
 	def.size = size;
 	memcpy(cfg, &def, size);
@@ -53,8 +53,8 @@ static int _env_first(copus_ctx *ctx, const char *const *names, long lo,
 		      long hi, int *out, bool *found)
 {
 	for (; *names != NULL; names++) {
-		int rc = copus__env_foreign_int(ctx, *names, lo, hi, out,
-						found);
+		int rc =
+			copus__env_foreign_int(ctx, *names, lo, hi, out, found);
 		if (rc != COPUS_OK || *found)
 			return rc;
 	}
@@ -222,9 +222,11 @@ static int _check_config(copus_ctx *ctx, const copus_config *cfg)
 				   "config: pipeline_degree %d and tensor_degree %d must be >= 1 (both 0, with a model: the planner chooses)",
 				   cfg->pipeline_degree, cfg->tensor_degree);
 	}
-	if (cfg->model != NULL && copus__model_check(ctx, cfg->model) != COPUS_OK)
+	if (cfg->model != NULL &&
+	    copus__model_check(ctx, cfg->model) != COPUS_OK)
 		return COPUS_EINVAL;
-	if (cfg->n_layers < 0 || (cfg->n_layers > 0 && cfg->layer_costs == NULL))
+	if (cfg->n_layers < 0 ||
+	    (cfg->n_layers > 0 && cfg->layer_costs == NULL))
 		return copus__fail(ctx, COPUS_EINVAL,
 				   "config: n_layers %d without layer_costs",
 				   cfg->n_layers);
@@ -254,8 +256,9 @@ static int _check_config(copus_ctx *ctx, const copus_config *cfg)
 		return copus__fail(ctx, COPUS_EINVAL,
 				   "config: rescale_signal %d is not a signal",
 				   cfg->rescale_signal);
-	if (cfg->gpu_type != NULL && (strlen(cfg->gpu_type) == 0 ||
-	    strlen(cfg->gpu_type) >= COPUS_HINT_TYPE_LEN))
+	if (cfg->gpu_type != NULL &&
+	    (strlen(cfg->gpu_type) == 0 ||
+	     strlen(cfg->gpu_type) >= COPUS_HINT_TYPE_LEN))
 		return copus__fail(ctx, COPUS_EINVAL,
 				   "config: gpu_type \"%.32s\" is not 1..%d characters",
 				   cfg->gpu_type, COPUS_HINT_TYPE_LEN - 1);
@@ -344,7 +347,8 @@ static int _rescale_params(copus_ctx *ctx)
 	if (ctx->ckpt_interval < 0)
 		ctx->ckpt_interval = 0;
 	if (ctx->ckpt_interval > 0 && ctx->ckpt_dir == NULL) {
-		copus__log(ctx, 0, "no checkpoint directory: no periodic checkpoints every %g s",
+		copus__log(ctx, 0,
+			   "no checkpoint directory: no periodic checkpoints every %g s",
 			   ctx->ckpt_interval);
 		ctx->ckpt_interval = 0;
 	}
@@ -392,7 +396,8 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	if (rc != COPUS_OK)
 		goto fail;
 	if (cfg->n_layers > 0) {
-		ctx->layer_costs = malloc(sizeof(double) * (size_t)cfg->n_layers);
+		ctx->layer_costs =
+			malloc(sizeof(double) * (size_t)cfg->n_layers);
 		if (ctx->layer_costs == NULL) {
 			rc = COPUS_ENOMEM;
 			goto fail;
@@ -402,9 +407,9 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 	}
 	ctx->cfg.layer_costs = ctx->layer_costs;
 	rc = cfg->gpu_type != NULL
-		? _set_gpu_type(ctx, cfg->gpu_type, "config: gpu_type")
-		: _set_gpu_type(ctx, copus__env_text(COPUS__ENV_GPU_TYPE),
-				"environment variable COPUS_GPU_TYPE");
+		     ? _set_gpu_type(ctx, cfg->gpu_type, "config: gpu_type")
+		     : _set_gpu_type(ctx, copus__env_text(COPUS__ENV_GPU_TYPE),
+				     "environment variable COPUS_GPU_TYPE");
 	if (rc != COPUS_OK)
 		goto fail;
 	ctx->cfg.gpu_type = ctx->gpu_type;
@@ -478,9 +483,9 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		 * the same plan.
 		 */
 		const copus_planner_plan *p = &ctx->plan;
-		int64_t v[9] = { rc != COPUS_OK, p->degrees.data,
-				 -p->degrees.data, p->degrees.tensor,
-				 -p->degrees.tensor, p->degrees.pipeline,
+		int64_t v[9] = { rc != COPUS_OK,       p->degrees.data,
+				 -p->degrees.data,     p->degrees.tensor,
+				 -p->degrees.tensor,   p->degrees.pipeline,
 				 -p->degrees.pipeline, p->micro_batches,
 				 -p->micro_batches };
 		int arc = copus__agree(ctx, v, ctx->planned ? 9 : 1);
@@ -503,7 +508,8 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		goto fail;
 	copus__plan_log(ctx);
 	copus__resume_log(ctx);
-	copus__log(ctx, 1, "job %u restart %d: rank %d of %d on %d nodes, %d GPUs per node (%s), step %lld",
+	copus__log(ctx, 1,
+		   "job %u restart %d: rank %d of %d on %d nodes, %d GPUs per node (%s), step %lld",
 		   ctx->info.job_id, ctx->info.restart_count, ctx->info.rank,
 		   ctx->info.world, ctx->info.nodes, ctx->info.gpus_per_node,
 		   ctx->gpu_type, (long long)ctx->info.step);
@@ -613,7 +619,7 @@ static bool _hint_due(copus_ctx *ctx)
 		return false;
 	rc = copus__fit(ctx);
 	if (rc != COPUS_OK && rc != COPUS_ENODATA)
-		ctx->hint_modelled = true;	/* logged; the interval rules */
+		ctx->hint_modelled = true; /* logged; the interval rules */
 	return rc == COPUS_OK && copus__perf_of_type(ctx) != NULL;
 }
 
@@ -711,7 +717,7 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 		p = &ctx->cfg.prior;
 	m.limits = *l;
 	nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
-						     : ctx->degrees.data;
+						    : ctx->degrees.data;
 	if (p != NULL) {
 		m.perf = *p;
 		rc = copus_best_batch(&m, nodes, ctx->degrees.data, &bp);
@@ -750,7 +756,8 @@ int copus_plan_get(copus_ctx *ctx, copus_plan *out)
 			per = l->min_local;
 		out->local = (int)per;
 		out->accum_steps = accum;
-		out->batch = (double)ctx->degrees.data * out->local * (accum + 1);
+		out->batch =
+			(double)ctx->degrees.data * out->local * (accum + 1);
 		copus_efficiency(&m.grad, l->init_batch, out->batch,
 				 &out->efficiency);
 		out->lr_gain = _lr_gain(ctx, &m.grad, out->batch);

@@ -22,18 +22,22 @@
 
 /* A job's life in the replay. */
 struct ajob {
-	enum { WAITING, IN, DONE } state;
-	double submit;     /* the start of its round of arrival */
+	enum {
+		WAITING,
+		IN,
+		DONE
+	} state;
+	double submit; /* the start of its round of arrival */
 	copus_slot alloc[ARENA_MAX_GPUS];
 	int nslots, gpus, type;
-	int nodes;         /* of the cell it is valued at */
-	double it;         /* seconds per iteration on its cell; 0 never ran */
-	double exec;       /* Arena: seconds run so far */
-	double done;       /* honest: iterations done */
-	double remaining;  /* iterations left */
-	double reported;   /* the most iterations done it has reported */
-	bool skip_next;    /* Arena: the next round brings no progress */
-	double debt;       /* honest: restart seconds still to pay */
+	int nodes;	  /* of the cell it is valued at */
+	double it;	  /* seconds per iteration on its cell; 0 never ran */
+	double exec;	  /* Arena: seconds run so far */
+	double done;	  /* honest: iterations done */
+	double remaining; /* iterations left */
+	double reported;  /* the most iterations done it has reported */
+	bool skip_next;	  /* Arena: the next round brings no progress */
+	double debt;	  /* honest: restart seconds still to pay */
 	bool ran;
 	int restarts, max_gpus;
 	double attained;
@@ -53,7 +57,8 @@ static copus_job_attrs job_attrs(const struct arena_world *w, size_t i,
 	const struct arena_model *m = &w->models[tj->model];
 
 	return (copus_job_attrs){ .application = names[tj->model],
-				  .gpus = tj->gpus, .batch = m->batch };
+				  .gpus = tj->gpus,
+				  .batch = m->batch };
 }
 
 /*
@@ -140,8 +145,8 @@ static bool credit(const struct arena_world *w, const struct arena_opts *o,
 		return false;
 	}
 	{
-		double avail = ARENA_ROUND, pay = j->debt < avail ? j->debt :
-						  avail, need;
+		double avail = ARENA_ROUND,
+		       pay = j->debt < avail ? j->debt : avail, need;
 
 		j->debt -= pay;
 		avail -= pay;
@@ -187,7 +192,7 @@ static double told_seconds(const struct arena_world *w, const struct ajob *j,
 struct planner_view {
 	struct plan_data d;
 	int gpu_of_type[ARENA_MAX_TYPES]; /* index in d.gpus, -1: none */
-	copus_cell_time **cells;          /* per model, owned */
+	copus_cell_time **cells;	  /* per model, owned */
 	int *n;
 };
 
@@ -247,9 +252,11 @@ static int planner_view_make(const struct arena_world *w, const char *dir,
 			 f->sizes[e->size]);
 		if ((pm = plan_model_find(&v->d, name)) < 0)
 			continue;
-		rows[nrows++] = (struct plan_row){
-			.model = pm, .batch = e->batch, .gpu = g,
-			.cell = { e->nodes, e->per }, .seconds = e->seconds };
+		rows[nrows++] = (struct plan_row){ .model = pm,
+						   .batch = e->batch,
+						   .gpu = g,
+						   .cell = { e->nodes, e->per },
+						   .seconds = e->seconds };
 	}
 	if ((rc = plan_calibrate(&v->d, rows, nrows, NULL, err, len)) !=
 	    COPUS_OK)
@@ -275,10 +282,11 @@ static int planner_view_make(const struct arena_world *w, const char *dir,
 				cell.gpus_per_node = gpus / cell.nodes;
 				if (cell.nodes > w->node_num[t])
 					continue;
-				rc = copus_planner_best(
-					&v->d.models[model_of[m]].model,
-					w->models[m].batch, &v->d.gpus[g].gpu,
-					&cell, NULL, &p);
+				rc = copus_planner_best(&v->d.models[model_of[m]]
+								 .model,
+							w->models[m].batch,
+							&v->d.gpus[g].gpu,
+							&cell, NULL, &p);
 				if (rc == COPUS_ERANGE)
 					continue;
 				if (rc != COPUS_OK) {
@@ -286,10 +294,12 @@ static int planner_view_make(const struct arena_world *w, const char *dir,
 						 copus_strerror(rc));
 					goto out;
 				}
-				if (!(p.seconds > 0.0) || p.seconds > ARENA_ROUND)
+				if (!(p.seconds > 0.0) ||
+				    p.seconds > ARENA_ROUND)
 					continue;
-				v->cells[m][k++] = (copus_cell_time){
-					t, gpus, cell.nodes, p.seconds };
+				v->cells[m][k++] =
+					(copus_cell_time){ t, gpus, cell.nodes,
+							   p.seconds };
 			}
 		}
 		v->n[m] = k;
@@ -338,16 +348,16 @@ struct arena_state {
 	size_t len;
 	copus_policy *pol;
 	const struct copus_policy_traits *tr;
-	bool tell_remaining;         /* the policy is told the truth */
-	copus_predictor *pred;       /* or else predicts it; NULL: neither */
-	copus_cluster c;             /* over nodes and tnames */
+	bool tell_remaining;   /* the policy is told the truth */
+	copus_predictor *pred; /* or else predicts it; NULL: neither */
+	copus_cluster c;       /* over nodes and tnames */
 	copus_node *nodes;
 	const char **tnames;
-	struct ajob *jobs;           /* per job of the world */
-	size_t next;                 /* the first job yet to arrive */
-	size_t nin;                  /* jobs in the system */
-	char (*names)[48];           /* per model: the predictor's name */
-	struct planner_view pv;      /* --throughput planner */
+	struct ajob *jobs;	/* per job of the world */
+	size_t next;		/* the first job yet to arrive */
+	size_t nin;		/* jobs in the system */
+	char (*names)[48];	/* per model: the predictor's name */
+	struct planner_view pv; /* --throughput planner */
 	bool have_pv;
 	const copus_cell_time **view; /* per model: the cells a policy sees */
 	int *nview;
@@ -357,10 +367,10 @@ struct arena_state {
 	copus_decision *dec;
 	size_t *idx;
 	copus_job_attrs *pattrs;
-	double *pdone, *prem;        /* the predictor's input and answer */
-	double *dms;                 /* per round decided: its CPU ms */
+	double *pdone, *prem; /* the predictor's input and answer */
+	double *dms;	      /* per round decided: its CPU ms */
 	size_t ndms;
-	double *done_jct;            /* arena_figures' scratch */
+	double *done_jct; /* arena_figures' scratch */
 };
 
 /* Release what the replay holds; r stays the caller's. */
@@ -407,10 +417,12 @@ static int arena_policy(struct arena_state *s)
 	}
 	s->tr = copus_policy_traits(s->pol);
 	if (s->tr->models != COPUS_MODELS_NONE && !s->tr->picks_cells) {
-		snprintf(s->err, s->len, "policy '%s' needs a goodput model "
+		snprintf(s->err, s->len,
+			 "policy '%s' needs a goodput model "
 			 "of each job (throughput and statistical efficiency "
 			 "by batch size), which Arena's jobs do not have; on "
-			 "--arena use fifo, fifo:arena or tiresias", o->policy);
+			 "--arena use fifo, fifo:arena or tiresias",
+			 o->policy);
 		return COPUS_EINVAL;
 	}
 	/* Arena charges crius, which searches plans pruned by its profile,
@@ -498,8 +510,8 @@ static int arena_setup(struct arena_state *s)
 	for (int t = 0; t < w->ntypes; t++) {
 		s->tnames[t] = w->type_names[t];
 		for (int k = 0; k < w->node_num[t]; k++)
-			s->nodes[nnodes++] = (copus_node){ t, w->per_node[t],
-							   true };
+			s->nodes[nnodes++] =
+				(copus_node){ t, w->per_node[t], true };
 	}
 	s->c = (copus_cluster){ nnodes, s->nodes, w->ntypes, s->tnames };
 	return COPUS_OK;
@@ -621,9 +633,9 @@ static int round_input(struct arena_state *s, size_t *n)
 		struct ajob *j = &s->jobs[i];
 
 		if (j->state == IN)
-			j->reported = fmax(j->reported,
-					   (double)w->jobs[i].iters -
-						   j->remaining);
+			j->reported =
+				fmax(j->reported,
+				     (double)w->jobs[i].iters - j->remaining);
 	}
 	if (s->pred != NULL &&
 	    (rc = predict_remaining(s->pred, w, s->jobs, s->names, s->nin,
@@ -731,8 +743,8 @@ static int arena_round(struct arena_state *s, long round)
 	cpu = clock();
 	rc = copus_policy_decide(s->pol, &s->c, s->cj, n, now, s->dec);
 	if (n > 0)
-		s->dms[s->ndms++] = 1000.0 * (double)(clock() - cpu) /
-				    CLOCKS_PER_SEC;
+		s->dms[s->ndms++] =
+			1000.0 * (double)(clock() - cpu) / CLOCKS_PER_SEC;
 	if (rc != COPUS_OK) {
 		snprintf(s->err, s->len, "round %ld: policy %s: %s", round,
 			 s->o->policy, copus_strerror(rc));
@@ -776,8 +788,8 @@ static void arena_figures(struct arena_state *s)
 			sum_f += j->jct;
 			sum_a += j->jct;
 			if (j->submit + j->jct - w->first_submit > r->makespan)
-				r->makespan = j->submit + j->jct -
-					      w->first_submit;
+				r->makespan =
+					j->submit + j->jct - w->first_submit;
 		} else {
 			r->jct[i] = -1;
 			sum_a += end - j->submit;
@@ -800,16 +812,19 @@ static void arena_figures(struct arena_state *s)
 int arena_run(const struct arena_world *w, const struct arena_opts *o,
 	      struct arena_result *r, char *err, size_t len)
 {
-	struct arena_state s = { .w = w, .o = o, .r = r, .err = err,
-				 .len = len };
+	struct arena_state s = {
+		.w = w, .o = o, .r = r, .err = err, .len = len
+	};
 	struct timespec t0, t1;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(r, 0, sizeof(*r));
 	if (o->max_rounds < 1) {
-		snprintf(err, len, "--max-rounds: %ld is not a number of rounds "
-			 ">= 1", o->max_rounds);
+		snprintf(err, len,
+			 "--max-rounds: %ld is not a number of rounds "
+			 ">= 1",
+			 o->max_rounds);
 		return COPUS_EINVAL;
 	}
 	if ((rc = arena_policy(&s)) != COPUS_OK ||

@@ -31,8 +31,8 @@ void arena_bounds(const struct arena_world *w, const struct arena_opts *o,
 			continue;
 		for (int c = 0; c < m->ncells; c++)
 			best = fmin(best, m->cells[c].seconds);
-		b = ARENA_ROUND * ceil((double)w->jobs[i].iters * best /
-				       ARENA_ROUND);
+		b = ARENA_ROUND *
+		    ceil((double)w->jobs[i].iters * best / ARENA_ROUND);
 		all += fmin(b, end - submit);
 		if (r->jct[i] > 0)
 			these += b;
@@ -69,12 +69,16 @@ int arena_summary_write(const char *path, const struct arena_world *w,
 	for (size_t i = 0; i < r->njobs; i++)
 		if (!isnan(r->jct[i]))
 			json_object_object_add(jw, w->jobs[i].name,
-				json_object_new_double(r->jct[i]));
+					       json_object_new_double(
+						       r->jct[i]));
 	json_object_object_add(jcts, "arena", jw);
 	json_object_object_add(root, "policy",
 			       json_object_new_string(o->policy));
-	json_object_object_add(root, "rules", json_object_new_string(
-		o->rules == ARENA_RULES_ARENA ? "arena" : "honest"));
+	json_object_object_add(root, "rules",
+			       json_object_new_string(
+				       o->rules == ARENA_RULES_ARENA
+					       ? "arena"
+					       : "honest"));
 	json_object_object_add(root, "throughput",
 			       json_object_new_string("oracle"));
 	json_object_object_add(root, "rounds",
@@ -85,7 +89,8 @@ int arena_summary_write(const char *path, const struct arena_world *w,
 	json_object_object_add(root, "finished",
 			       json_object_new_int64((int64_t)r->finished));
 	json_object_object_add(root, "never_started",
-			       json_object_new_int64((int64_t)r->never_started));
+			       json_object_new_int64(
+				       (int64_t)r->never_started));
 	json_object_object_add(root, "mean_jct_finished",
 			       number(r->mean_jct_finished));
 	json_object_object_add(root, "mean_jct_all", number(r->mean_jct_all));

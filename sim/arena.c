@@ -20,9 +20,9 @@ static const struct {
 	const char *type;
 	int per_node;
 } known_nodes[] = {
-	{ "a100", 4 }, { "v100", 16 }, { "a40", 2 }, { "a10", 2 },
-	{ "p100", 8 }, { "1080ti", 8 }, { "3090", 8 }, { "h100", 8 },
-	{ "l20", 16 },
+	{ "a100", 4 }, { "v100", 16 }, { "a40", 2 },
+	{ "a10", 2 },  { "p100", 8 },  { "1080ti", 8 },
+	{ "3090", 8 }, { "h100", 8 },  { "l20", 16 },
 };
 
 static const int job_sizes[] = { 1, 2, 4, 8, 16 };
@@ -67,8 +67,10 @@ int arena_cluster_read(const char *path, struct arena_world *w, char *err,
 	    json_object_array_length(root) == 1)
 		spec = json_object_array_get_idx(root, 0);
 	if (!json_object_is_type(spec, json_type_object)) {
-		snprintf(err, len, "%s: expected an object of GPU types (or "
-			 "an array of one)", path);
+		snprintf(err, len,
+			 "%s: expected an object of GPU types (or "
+			 "an array of one)",
+			 path);
 		goto out;
 	}
 	w->ntypes = 0;
@@ -82,39 +84,49 @@ int arena_cluster_read(const char *path, struct arena_world *w, char *err,
 				 ARENA_MAX_TYPES);
 			goto out;
 		}
-		if (strlen(name) == 0 || strlen(name) >= sizeof(w->type_names[0]) ||
+		if (strlen(name) == 0 ||
+		    strlen(name) >= sizeof(w->type_names[0]) ||
 		    strchr(name, '_') != NULL) {
-			snprintf(err, len, "%s: GPU type '%s': not a name of 1 "
-				 "to %zu characters without '_'", path, name,
-				 sizeof(w->type_names[0]) - 1);
+			snprintf(err, len,
+				 "%s: GPU type '%s': not a name of 1 "
+				 "to %zu characters without '_'",
+				 path, name, sizeof(w->type_names[0]) - 1);
 			goto out;
 		}
 		if (!json_object_is_type(val, json_type_object) ||
 		    !json_object_object_get_ex(val, "node_num", &nn) ||
 		    !json_int(nn, 1, 1 << 20, &nodes)) {
-			snprintf(err, len, "%s: GPU type '%s': field node_num: "
+			snprintf(err, len,
+				 "%s: GPU type '%s': field node_num: "
 				 "'%s' is not a whole number of nodes >= 1",
-				 path, name, json_object_is_type(val,
-				 json_type_object) &&
-				 json_object_object_get_ex(val, "node_num", &nn) ?
-				 json_object_to_json_string(nn) : "(missing)");
+				 path, name,
+				 json_object_is_type(val, json_type_object) &&
+						 json_object_object_get_ex(val,
+									   "node_num",
+									   &nn)
+					 ? json_object_to_json_string(nn)
+					 : "(missing)");
 			goto out;
 		}
 		if (json_object_object_get_ex(val, "gpus_per_node", &pn)) {
 			if (!json_int(pn, 1, 1024, &per)) {
-				snprintf(err, len, "%s: GPU type '%s': field "
+				snprintf(err, len,
+					 "%s: GPU type '%s': field "
 					 "gpus_per_node: '%s' is not a whole "
-					 "number >= 1", path, name,
+					 "number >= 1",
+					 path, name,
 					 json_object_to_json_string(pn));
 				goto out;
 			}
 		} else {
-			for (size_t i = 0; i < sizeof(known_nodes) /
-						sizeof(known_nodes[0]); i++)
+			for (size_t i = 0;
+			     i < sizeof(known_nodes) / sizeof(known_nodes[0]);
+			     i++)
 				if (strcmp(known_nodes[i].type, name) == 0)
 					per = known_nodes[i].per_node;
 			if (per == 0) {
-				snprintf(err, len, "%s: GPU type '%s': GPUs per "
+				snprintf(err, len,
+					 "%s: GPU type '%s': GPUs per "
 					 "node unknown (give gpus_per_node)",
 					 path, name);
 				goto out;
@@ -166,13 +178,17 @@ int arena_family_size(struct arena_world *w, const char *family,
 	int i;
 
 	if (p < 0 || strlen(size) >= sizeof(f->sizes[0])) {
-		snprintf(err, len, "size '%s' is not a number of parameters "
-			 "with K, M, B or T", size);
+		snprintf(err, len,
+			 "size '%s' is not a number of parameters "
+			 "with K, M, B or T",
+			 size);
 		return -1;
 	}
 	if (strlen(family) == 0 || strlen(family) >= sizeof(f->name)) {
-		snprintf(err, len, "family '%s' is not a name of 1 to %zu "
-			 "characters", family, sizeof(f->name) - 1);
+		snprintf(err, len,
+			 "family '%s' is not a name of 1 to %zu "
+			 "characters",
+			 family, sizeof(f->name) - 1);
 		return -1;
 	}
 	for (i = 0; i < w->nfamilies; i++)
@@ -184,8 +200,8 @@ int arena_family_size(struct arena_world *w, const char *family,
 				 ARENA_MAX_FAMILIES);
 			return -1;
 		}
-		snprintf(w->families[i].name, sizeof(w->families[i].name),
-			 "%s", family);
+		snprintf(w->families[i].name, sizeof(w->families[i].name), "%s",
+			 family);
 		w->nfamilies++;
 	}
 	f = &w->families[i];
@@ -254,14 +270,15 @@ out:
 /* ----------------------------------------------------------- database */
 
 /* Parse a cell key "<n>_<type>_<n>_n_<m>_d". */
-static bool cell_parse(const struct arena_world *w, const char *key,
-		       int *type, int *nodes, int *per, bool *known)
+static bool cell_parse(const struct arena_world *w, const char *key, int *type,
+		       int *nodes, int *per, bool *known)
 {
 	char tname[32], canon[80];
 	int n1, n2, m, used = 0;
 
-	if (sscanf(key, "%d_%31[^_]_%d_n_%d_%n", &n1, tname, &n2, &m,
-		   &used) != 4 || used == 0 || strcmp(key + used, "d") != 0)
+	if (sscanf(key, "%d_%31[^_]_%d_n_%d_%n", &n1, tname, &n2, &m, &used) !=
+		    4 ||
+	    used == 0 || strcmp(key + used, "d") != 0)
 		return false;
 	if (n1 != n2 || n1 < 1 || m < 1 || m > 1024 || n1 > 1 << 20)
 		return false;
@@ -320,8 +337,10 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 	if (!json_object_is_type(root, json_type_object) ||
 	    !json_object_object_get_ex(root, "optimal", &opt) ||
 	    !json_object_is_type(opt, json_type_object)) {
-		snprintf(err, len, "%s: expected an object with an object "
-			 "\"optimal\"", path);
+		snprintf(err, len,
+			 "%s: expected an object with an object "
+			 "\"optimal\"",
+			 path);
 		goto out;
 	}
 	json_object_object_foreach(opt, mkey, cells) {
@@ -331,8 +350,10 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 
 		if (!model_key_parse(mkey, family, sizeof(family), size,
 				     sizeof(size), &batch)) {
-			snprintf(err, len, "%s: optimal key '%s' is not "
-				 "<family>_<size>_<batch>", path, mkey);
+			snprintf(err, len,
+				 "%s: optimal key '%s' is not "
+				 "<family>_<size>_<batch>",
+				 path, mkey);
 			goto out;
 		}
 		if ((sz = arena_family_size(w, family, size, &fam, why,
@@ -342,8 +363,10 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 			goto out;
 		}
 		if (!json_object_is_type(cells, json_type_object)) {
-			snprintf(err, len, "%s: optimal.%s: expected an object "
-				 "of cells", path, mkey);
+			snprintf(err, len,
+				 "%s: optimal.%s: expected an object "
+				 "of cells",
+				 path, mkey);
 			goto out;
 		}
 		json_object_object_foreach(cells, ckey, val) {
@@ -353,7 +376,8 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 			double v;
 
 			if (!cell_parse(w, ckey, &type, &nodes, &per, &known)) {
-				snprintf(err, len, "%s: optimal.%s: cell '%s' is "
+				snprintf(err, len,
+					 "%s: optimal.%s: cell '%s' is "
 					 "not <nodes>_<type>_<nodes>_n_<gpus>_d",
 					 path, mkey, ckey);
 				goto out;
@@ -362,9 +386,11 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 			      json_object_is_type(val, json_type_int)) ||
 			    !isfinite(v = json_object_get_double(val)) ||
 			    (v <= 0 && v != -1)) {
-				snprintf(err, len, "%s: optimal.%s.%s: '%s' is "
+				snprintf(err, len,
+					 "%s: optimal.%s.%s: '%s' is "
 					 "not seconds per iteration (> 0, or -1: "
-					 "does not fit)", path, mkey, ckey,
+					 "does not fit)",
+					 path, mkey, ckey,
 					 json_object_to_json_string(val));
 				goto out;
 			}
@@ -372,8 +398,9 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 			if (!known)
 				continue;
 			if (w->ndb == cap) {
-				struct arena_entry *g = realloc(w->db,
-					(cap = 2 * cap + 64) * sizeof(*g));
+				struct arena_entry *g =
+					realloc(w->db, (cap = 2 * cap + 64) *
+							       sizeof(*g));
 
 				if (g == NULL) {
 					rc = COPUS_ENOMEM;
@@ -383,7 +410,7 @@ int arena_db_read(const char *path, struct arena_world *w, char *err,
 				w->db = g;
 			}
 			e = &w->db[w->ndb++];
-			*e = (struct arena_entry){ fam, sz, (int)batch, type,
+			*e = (struct arena_entry){ fam,	  sz,  (int)batch, type,
 						   nodes, per, v };
 		}
 	}
@@ -498,8 +525,8 @@ static int model_cells(const struct arena_world *w, struct arena_model *m)
 						  m->batch, t, nodes, per,
 						  &sec))
 					continue;
-				m->cells[m->ncells++] = (copus_cell_time){
-					t, g, nodes, sec };
+				m->cells[m->ncells++] =
+					(copus_cell_time){ t, g, nodes, sec };
 			}
 	return COPUS_OK;
 }
@@ -508,8 +535,8 @@ static int model_cells(const struct arena_world *w, struct arena_model *m)
 
 /* A whole number in [lo, hi] from a field; err names file, line, column
  * and value. */
-static int field_long(const struct csv *c, size_t r, int col, long lo,
-		      long hi, long *out, char *err, size_t len)
+static int field_long(const struct csv *c, size_t r, int col, long lo, long hi,
+		      long *out, char *err, size_t len)
 {
 	const char *s = c->rows[r][col];
 	char *end;
@@ -518,9 +545,10 @@ static int field_long(const struct csv *c, size_t r, int col, long lo,
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (*s == '\0' || *end != '\0' || errno || v < lo || v > hi) {
-		snprintf(err, len, "%s:%ld: %s: '%s' is not a whole number in "
-			 "%ld..%ld", c->path, c->lines[r], c->header[col], s,
-			 lo, hi);
+		snprintf(err, len,
+			 "%s:%ld: %s: '%s' is not a whole number in "
+			 "%ld..%ld",
+			 c->path, c->lines[r], c->header[col], s, lo, hi);
 		return COPUS_EPARSE;
 	}
 	*out = v;
@@ -561,8 +589,10 @@ static int job_ids_unique(const char *path, const struct arena_world *w,
 			dup = by[i];
 		}
 	if (dup != NULL)
-		snprintf(err, len, "%s:%ld: job_id: '%s' is already the id of "
-			 "line %ld", path, dup->line, dup->name, first->line);
+		snprintf(err, len,
+			 "%s:%ld: job_id: '%s' is already the id of "
+			 "line %ld",
+			 path, dup->line, dup->name, first->line);
 	free(by);
 	return dup != NULL ? COPUS_EPARSE : COPUS_OK;
 }
@@ -571,8 +601,8 @@ int arena_trace_read(const char *path, struct arena_world *w, char *err,
 		     size_t len)
 {
 	static const char *const cols[] = {
-		"job_id", "submission_time", "num_iteration", "model_name",
-		"deadline", "batch_size", "num_gpu", "gpu_type",
+		"job_id",   "submission_time", "num_iteration", "model_name",
+		"deadline", "batch_size",      "num_gpu",	"gpu_type",
 	};
 	struct csv c;
 	int ci[8];
@@ -605,9 +635,11 @@ int arena_trace_read(const char *path, struct arena_world *w, char *err,
 
 		if (c.rows[r][ci[0]][0] == '\0' ||
 		    strlen(c.rows[r][ci[0]]) >= sizeof(j->name)) {
-			snprintf(err, len, "%s:%ld: job_id: '%s' is not an id of "
-				 "1 to %zu characters", path, c.lines[r],
-				 c.rows[r][ci[0]], sizeof(j->name) - 1);
+			snprintf(err, len,
+				 "%s:%ld: job_id: '%s' is not an id of "
+				 "1 to %zu characters",
+				 path, c.lines[r], c.rows[r][ci[0]],
+				 sizeof(j->name) - 1);
 			goto out;
 		}
 		if (field_long(&c, r, ci[1], 0, 1L << 50, &sub, err, len) ||
@@ -621,23 +653,27 @@ int arena_trace_read(const char *path, struct arena_world *w, char *err,
 		for (size_t i = 0; i < 5; i++)
 			pow2 |= gpus == job_sizes[i];
 		if (!pow2) {
-			snprintf(err, len, "%s:%ld: num_gpu: '%s' is not 1, 2, "
-				 "4, 8 or 16", path, c.lines[r],
-				 c.rows[r][ci[6]]);
+			snprintf(err, len,
+				 "%s:%ld: num_gpu: '%s' is not 1, 2, "
+				 "4, 8 or 16",
+				 path, c.lines[r], c.rows[r][ci[6]]);
 			goto out;
 		}
 		if ((t = type_index(w, c.rows[r][ci[7]])) < 0) {
-			snprintf(err, len, "%s:%ld: gpu_type: '%s' is not a type "
-				 "of the cluster", path, c.lines[r],
-				 c.rows[r][ci[7]]);
+			snprintf(err, len,
+				 "%s:%ld: gpu_type: '%s' is not a type "
+				 "of the cluster",
+				 path, c.lines[r], c.rows[r][ci[7]]);
 			goto out;
 		}
 		sep = strstr(model, "__");
 		if (sep == NULL || sep == model ||
 		    (size_t)(sep - model) >= sizeof(family) ||
 		    strlen(sep + 2) >= sizeof(size)) {
-			snprintf(err, len, "%s:%ld: model_name: '%s' is not "
-				 "<family>__<size>", path, c.lines[r], model);
+			snprintf(err, len,
+				 "%s:%ld: model_name: '%s' is not "
+				 "<family>__<size>",
+				 path, c.lines[r], model);
 			goto out;
 		}
 		memcpy(family, model, (size_t)(sep - model));
@@ -647,9 +683,10 @@ int arena_trace_read(const char *path, struct arena_world *w, char *err,
 			if (strcmp(w->families[fam].name, family) == 0)
 				break;
 		if (fam == w->nfamilies) {
-			snprintf(err, len, "%s:%ld: model_name: '%s': the "
-				 "database has no model of family '%s'", path,
-				 c.lines[r], model, family);
+			snprintf(err, len,
+				 "%s:%ld: model_name: '%s': the "
+				 "database has no model of family '%s'",
+				 path, c.lines[r], model, family);
 			goto out;
 		}
 		if ((sz = arena_family_size(w, family, size, &fam, why,
@@ -682,17 +719,17 @@ int arena_trace_read(const char *path, struct arena_world *w, char *err,
 			    w->models[m].batch == (int)batch)
 				break;
 		if (m == w->nmodels) {
-			struct arena_model *g = realloc(w->models,
-				(m + 1) * sizeof(*g));
+			struct arena_model *g =
+				realloc(w->models, (m + 1) * sizeof(*g));
 
 			if (g == NULL) {
 				rc = COPUS_ENOMEM;
 				goto out;
 			}
 			w->models = g;
-			w->models[m] = (struct arena_model){ fam, sz,
-							     (int)batch, NULL,
-							     0 };
+			w->models[m] =
+				(struct arena_model){ fam, sz, (int)batch, NULL,
+						      0 };
 			w->nmodels++;
 		}
 		j->model = (int)m;

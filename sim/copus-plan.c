@@ -99,7 +99,8 @@ static int load_gpus(const char *path, struct plan_data *d, char *err)
 	char *text, why[512];
 	int n = 0, rc;
 
-	if ((rc = copus__file_read(path, &text, NULL, err, ERR_LEN)) != COPUS_OK)
+	if ((rc = copus__file_read(path, &text, NULL, err, ERR_LEN)) !=
+	    COPUS_OK)
 		return rc;
 	t = calloc(COPUS_PLANNER_MAX_GPUS, sizeof(*t));
 	if (t == NULL) {
@@ -318,7 +319,7 @@ static uint64_t rng_next(uint64_t *s)
  * architecture follows on the same line. When res is not NULL, each
  * predicted row is also written to it as a line of CSV (see
  * RESIDUALS_HEADER), its first field what, quoted. */
-#define RESIDUALS_HEADER \
+#define RESIDUALS_HEADER                                          \
 	"split,model,batch,cell,measured_s,predicted_s,dp,tp,pp," \
 	"micro_batches,compute_s,tensor_s,pipeline_s,data_s,overhead_s\n"
 
@@ -376,8 +377,8 @@ static void report(const char *what, struct plan_data *d,
 	for (int a = 1; a <= 3; a++)
 		if (ka[a])
 			printf(" %s %.1f%%", arch[a],
-			       100.0 * sim_quantile(e + n * (size_t)(a + 1), ka[a],
-						0.5));
+			       100.0 * sim_quantile(e + n * (size_t)(a + 1),
+						    ka[a], 0.5));
 	printf(")\n");
 	free(e);
 }
@@ -466,8 +467,8 @@ static int cmd_evaluate(const struct args *a)
 	split_seed = calloc(strlen(seeds) + 1, sizeof(*split_seed));
 	split_med = calloc(strlen(seeds) + 1, sizeof(*split_med));
 	split_p90 = calloc(strlen(seeds) + 1, sizeof(*split_p90));
-	if (!train || !test || !out_cell || !idx || !split_seed ||
-	    !split_med || !split_p90) {
+	if (!train || !test || !out_cell || !idx || !split_seed || !split_med ||
+	    !split_p90) {
 		fprintf(stderr, "copus-plan: out of memory\n");
 		rc = 1;
 		goto out;
@@ -510,8 +511,9 @@ static int cmd_evaluate(const struct args *a)
 		uint64_t st = seed;
 
 		if (end == s) {
-			fprintf(stderr, "copus-plan: --seeds: '%s' is not a "
-					"list of integers\n",
+			fprintf(stderr,
+				"copus-plan: --seeds: '%s' is not a "
+				"list of integers\n",
 				seeds);
 			rc = 1;
 			goto out;
@@ -564,9 +566,8 @@ static int cmd_evaluate(const struct args *a)
 	/* Crius's own estimator. */
 	snprintf(path, sizeof(path), "%s/crius-estimates.csv", a->data);
 	double *est = calloc(n + 1, sizeof(*est));
-	if (est != NULL &&
-	    plan_crius_load(path, &d, rows, n, est, err, sizeof(err)) ==
-		    COPUS_OK) {
+	if (est != NULL && plan_crius_load(path, &d, rows, n, est, err,
+					   sizeof(err)) == COPUS_OK) {
 		double *e = calloc(n + 1, sizeof(*e));
 		size_t k = 0;
 		for (size_t i = 0; e && i < n; i++)
@@ -586,8 +587,7 @@ static int cmd_evaluate(const struct args *a)
 	rc = 0;
 out:
 	if (res != NULL && fclose(res) != 0 && rc == 0) {
-		fprintf(stderr, "copus-plan: %s: cannot write\n",
-			a->residuals);
+		fprintf(stderr, "copus-plan: %s: cannot write\n", a->residuals);
 		rc = 1;
 	}
 	free(train);
@@ -618,8 +618,7 @@ static int write_text(const char *path, const char *text, char *err)
 		return COPUS_EINVAL;
 	}
 	f = fopen(tmp, "w");
-	if (f == NULL || fputs(text, f) < 0 || fflush(f) != 0 ||
-	    ferror(f)) {
+	if (f == NULL || fputs(text, f) < 0 || fflush(f) != 0 || ferror(f)) {
 		snprintf(err, ERR_LEN, "%.900s: cannot write: %s", tmp,
 			 strerror(errno));
 		if (f != NULL)

@@ -90,8 +90,8 @@ int sim_csv_read(const char *path, struct csv *out, char *err, size_t errlen)
 		int n;
 
 		lineno++;
-		while (len > 0 && (line[len - 1] == '\n' ||
-				   line[len - 1] == '\r'))
+		while (len > 0 &&
+		       (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = '\0';
 		if (len == 0)
 			continue;
@@ -117,8 +117,8 @@ int sim_csv_read(const char *path, struct csv *out, char *err, size_t errlen)
 				free(fields[i]);
 			free(fields);
 			snprintf(err, errlen,
-				 "%s:%ld: %d fields, the header has %d",
-				 path, lineno, n, out->ncols);
+				 "%s:%ld: %d fields, the header has %d", path,
+				 lineno, n, out->ncols);
 			rc = COPUS_EPARSE;
 			goto out;
 		}
@@ -162,8 +162,7 @@ out:
 	return rc;
 }
 
-int sim_csv_col(const struct csv *c, const char *name, char *err,
-		size_t errlen)
+int sim_csv_col(const struct csv *c, const char *name, char *err, size_t errlen)
 {
 	for (int i = 0; i < c->ncols; i++)
 		if (strcmp(c->header[i], name) == 0)

@@ -40,7 +40,8 @@ int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
 			*colon = '\0';
 			shape = colon + 1;
 			if (*tok == '\0' || strlen(tok) >= 32 ||
-			    strspn(tok, "abcdefghijklmnopqrstuvwxyz"
+			    strspn(tok,
+				   "abcdefghijklmnopqrstuvwxyz"
 				   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
 				    strlen(tok)) {
 				snprintf(err, len,
@@ -52,11 +53,13 @@ int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
 		} else if (strchr(spec, ':') || out->ntypes > 0) {
 			snprintf(err, len,
 				 "--cluster: '%s': give every part a type "
-				 "(type:NODESxGPUS) or use one NODESxGPUS", tok);
+				 "(type:NODESxGPUS) or use one NODESxGPUS",
+				 tok);
 			goto out;
 		}
 		for (int u = 0; u < t; u++)
-			if (strcmp(out->type_names[u], out->type_names[t]) == 0) {
+			if (strcmp(out->type_names[u], out->type_names[t]) ==
+			    0) {
 				snprintf(err, len,
 					 "--cluster: GPU type '%s' twice",
 					 out->type_names[t]);
@@ -64,8 +67,8 @@ int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
 			}
 		nodes = strtol(shape, &end, 10);
 		if (end == shape || (*end != 'x' && *end != 'X')) {
-			snprintf(err, len,
-				 "--cluster: '%s' is not NODESxGPUS", shape);
+			snprintf(err, len, "--cluster: '%s' is not NODESxGPUS",
+				 shape);
 			goto out;
 		}
 		shape = end + 1;
@@ -74,11 +77,12 @@ int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
 		    nodes > 100000 || gpus < 1 || gpus > 9) {
 			snprintf(err, len,
 				 "--cluster: '%s': 1..100000 nodes of 1..9 GPUs "
-				 "expected", tok);
+				 "expected",
+				 tok);
 			goto out;
 		}
-		nn = realloc(out->nodes, (size_t)(out->nnodes + nodes) *
-					 sizeof(*nn));
+		nn = realloc(out->nodes,
+			     (size_t)(out->nnodes + nodes) * sizeof(*nn));
 		if (nn == NULL) {
 			rc = COPUS_ENOMEM;
 			goto out;
@@ -167,12 +171,11 @@ int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
 		    strpbrk(c.rows[i][ca], "/.") != NULL) {
 			snprintf(err, len,
 				 "%s:%ld: column %d (application): '%s' is "
-				 "not a model name", path, c.lines[i], ca + 1,
-				 c.rows[i][ca]);
+				 "not a model name",
+				 path, c.lines[i], ca + 1, c.rows[i][ca]);
 			goto out;
 		}
-		snprintf(j->app_name, sizeof(j->app_name), "%s",
-			 c.rows[i][ca]);
+		snprintf(j->app_name, sizeof(j->app_name), "%s", c.rows[i][ca]);
 		j->app = -1;
 		if (sim_csv_double(&c, i, ct, &j->submit, err, len) ||
 		    sim_csv_double(&c, i, cr, &r, err, len) ||
@@ -181,23 +184,23 @@ int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
 		if (j->submit < 0 || j->submit > SIM_MAX_TIME) {
 			snprintf(err, len,
 				 "%s:%ld: column %d (time): '%s' is out of "
-				 "range", path, c.lines[i], ct + 1,
-				 c.rows[i][ct]);
+				 "range",
+				 path, c.lines[i], ct + 1, c.rows[i][ct]);
 			goto out;
 		}
 		if (r < 1 || r > 4096 || r != floor(r)) {
 			snprintf(err, len,
 				 "%s:%ld: column %d (num_replicas): '%s' is "
-				 "not an integer in 1..4096", path, c.lines[i],
-				 cr + 1, c.rows[i][cr]);
+				 "not an integer in 1..4096",
+				 path, c.lines[i], cr + 1, c.rows[i][cr]);
 			goto out;
 		}
 		j->replicas = (int)r;
 		if (j->batch < 1 || j->batch > 1e8) {
 			snprintf(err, len,
 				 "%s:%ld: column %d (batch_size): '%s' is out "
-				 "of range", path, c.lines[i], cb + 1,
-				 c.rows[i][cb]);
+				 "of range",
+				 path, c.lines[i], cb + 1, c.rows[i][cb]);
 			goto out;
 		}
 	}

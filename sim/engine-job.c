@@ -79,8 +79,10 @@ double sim_solo_time(const struct app *a, int t, int g, int replicas,
 	nn = copus__sim_consolidated(replicas, g, pl);
 	sim_split_batch(a, batch, replicas, &atomic, &accum);
 	for (int e = from_epoch; e < a->max_epochs; e++) {
-		double gp = true_goodput(a, t, pl, nn, atomic, accum, e, &total);
-		double from = e == from_epoch ? progress : sim_app_progress(a, e);
+		double gp =
+			true_goodput(a, t, pl, nn, atomic, accum, e, &total);
+		double from =
+			e == from_epoch ? progress : sim_app_progress(a, e);
 
 		if (!(gp > 0))
 			return INFINITY;
@@ -107,15 +109,17 @@ int copus__sim_solo_table(struct sjob *j, int g)
 	if (j->solo_rate == NULL || j->solo_tail == NULL)
 		return COPUS_ENOMEM;
 	nn = copus__sim_consolidated(k, g, pl);
-	sim_split_batch(a, j->target_batch > 0 ? j->target_batch :
-			j->spec->batch, k, &atomic, &accum);
+	sim_split_batch(a,
+			j->target_batch > 0 ? j->target_batch : j->spec->batch,
+			k, &atomic, &accum);
 	for (int e = 0; e < E; e++)
-		j->solo_rate[e] = true_goodput(a, 0, pl, nn, atomic, accum, e,
-					       &total);
+		j->solo_rate[e] =
+			true_goodput(a, 0, pl, nn, atomic, accum, e, &total);
 	for (int e = E - 1; e >= 0; e--)
-		j->solo_tail[e] = j->solo_tail[e + 1] +
+		j->solo_tail[e] =
+			j->solo_tail[e + 1] +
 			(sim_app_progress(a, e + 1) - sim_app_progress(a, e)) /
-			j->solo_rate[e];
+				j->solo_rate[e];
 	return COPUS_OK;
 }
 
@@ -126,7 +130,8 @@ double copus__sim_solo_remaining(const struct sjob *j)
 	if (e >= j->app->max_epochs)
 		return 0.0;
 	return (sim_app_progress(j->app, e + 1) - j->progress) /
-	       j->solo_rate[e] + j->solo_tail[e + 1];
+		       j->solo_rate[e] +
+	       j->solo_tail[e + 1];
 }
 
 void copus__sim_update_shape(struct sjob *j, int N)
@@ -153,13 +158,13 @@ void copus__sim_update_local(struct sjob *j)
 		copus_batch_plan plan;
 
 		if (copus_best_batch(&j->model[j->type], j->nodes, j->gpus,
-				     &plan) ==
-		    COPUS_OK) {
+				     &plan) == COPUS_OK) {
 			j->atomic = plan.local;
 			j->accum = plan.accum_steps;
 		} else {
-			sim_split_batch(a, fmax(a->init_batch,
-						(double)a->min_local * j->gpus),
+			sim_split_batch(a,
+					fmax(a->init_batch,
+					     (double)a->min_local * j->gpus),
 					j->gpus, &j->atomic, &j->accum);
 		}
 	} else {
@@ -357,14 +362,13 @@ static const copus_model *hint_model(struct sjob *j, int t,
 	return carried < COPUS_HINT_MAX_TYPES ? &j->model[t] : NULL;
 }
 
-const copus_model *copus__sim_job_model(struct sjob *j,
-					copus_model_source src, int t,
-					bool probes,
+const copus_model *copus__sim_job_model(struct sjob *j, copus_model_source src,
+					int t, bool probes,
 					const char (*type_names)[32])
 {
 	if (src == COPUS_MODELS_LEARNED)
-		return probes ? probed_model(j, t) :
-				hint_model(j, t, type_names);
+		return probes ? probed_model(j, t)
+			      : hint_model(j, t, type_names);
 	if (src == COPUS_MODELS_ORACLE)
 		return j->app->has_oracle[t] ? &j->app->oracle[t] : NULL;
 	return NULL;

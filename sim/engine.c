@@ -49,11 +49,11 @@ void sim_result_free(struct sim_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-
 /* What the predictor knows of a job: its application, request, batch. */
 static copus_job_attrs job_attrs(const struct sjob *j)
 {
-	return (copus_job_attrs){ .application = j->app->name, .user = NULL,
+	return (copus_job_attrs){ .application = j->app->name,
+				  .user = NULL,
 				  .gpus = j->spec->replicas,
 				  .batch = j->spec->batch };
 }
@@ -238,7 +238,8 @@ static double oracle_remaining(const struct sjob *j, copus_model_source src,
 			return -1;
 		it = sim_app_iteration(a, j->target_batch, a->max_epochs - 1) -
 		     (j->epoch > 0 ? sim_app_iteration(a, j->target_batch,
-						       j->epoch - 1) : 0);
+						       j->epoch - 1)
+				   : 0);
 		return fmax(it, 1.0) * (st + (st - sy) * ac);
 	}
 	left = copus__sim_solo_remaining(j) + j->rescale;
@@ -330,17 +331,17 @@ struct sim_state {
 	struct sim_result *res;
 	char *err;
 	size_t len;
-	size_t n;                    /* jobs */
+	size_t n; /* jobs */
 	copus_policy *pol;
 	const struct copus_policy_traits *tr;
-	copus_predictor *pred;       /* NULL: no prediction asked */
+	copus_predictor *pred; /* NULL: no prediction asked */
 	const char *tnames[SIM_MAX_TYPES];
-	copus_cluster cl;            /* the policy's view of c */
+	copus_cluster cl; /* the policy's view of c */
 	int N, total_gpus;
-	int g0;                      /* GPUs per node of type 0's largest */
-	double t0;                   /* the CPU time at the start, seconds */
+	int g0;	   /* GPUs per node of type 0's largest */
+	double t0; /* the CPU time at the start, seconds */
 	double now;
-	size_t done;                 /* jobs finished */
+	size_t done; /* jobs finished */
 	struct sjob *jobs;
 	/* A round's input and output: na jobs, idx[k] the index of the
 	 * k-th; the predictor's input and answer. */
@@ -349,9 +350,9 @@ struct sim_state {
 	size_t *idx;
 	copus_job_attrs *attrs;
 	double *pdone, *pleft;
-	double *errs;                /* the predictions' relative errors */
+	double *errs; /* the predictions' relative errors */
 	size_t nerr, caperr;
-	double *dts;                 /* the decisions' CPU milliseconds */
+	double *dts; /* the decisions' CPU milliseconds */
 	size_t ndt, capdt;
 };
 
@@ -479,8 +480,8 @@ static int round_progress(struct sim_state *s)
 			at = job_attrs(j);
 			pc = clock();
 			rc = copus_predictor_add(s->pred, &at, j->solo_tail[0]);
-			res->pred_seconds += (double)(clock() - pc) /
-					     CLOCKS_PER_SEC;
+			res->pred_seconds +=
+				(double)(clock() - pc) / CLOCKS_PER_SEC;
 			if (rc != COPUS_OK)
 				return rc;
 		}
@@ -504,8 +505,7 @@ static int round_job_input(struct sim_state *s, size_t i, copus_job *q)
 	memset(q, 0, sizeof(*q));
 	q->id = i;
 	q->req_gpus = j->spec->replicas;
-	q->req_batch = j->target_batch > 0 ? j->target_batch :
-		j->spec->batch;
+	q->req_batch = j->target_batch > 0 ? j->target_batch : j->spec->batch;
 	q->fixed_batch = j->target_batch > 0;
 	q->submit_time = j->spec->submit;
 	q->restarts = j->restarts > 0 ? j->restarts : 0;
@@ -516,8 +516,8 @@ static int round_job_input(struct sim_state *s, size_t i, copus_job *q)
 	q->max_gpus_had = j->max_prof;
 	q->elastic = tr->elastic;
 	if (tr->elastic)
-		q->max_gpus = elastic_max_gpus(j, tr->picks_batch,
-					       s->total_gpus);
+		q->max_gpus =
+			elastic_max_gpus(j, tr->picks_batch, s->total_gpus);
 	if (tr->models != COPUS_MODELS_NONE)
 		q->models = j->models;
 	if (tr->remaining == COPUS_REMAINING_PREDICT) {
@@ -555,8 +555,7 @@ static int round_input(struct sim_state *s, size_t *na)
 		pc = clock();
 		rc = predict_left(s->pred, s->jobs, s->n, s->now, s->attrs,
 				  s->pdone, s->pleft);
-		s->res->pred_seconds += (double)(clock() - pc) /
-					CLOCKS_PER_SEC;
+		s->res->pred_seconds += (double)(clock() - pc) / CLOCKS_PER_SEC;
 		if (rc != COPUS_OK)
 			return rc;
 	}
@@ -625,9 +624,9 @@ static void round_apply(struct sim_state *s, size_t na)
 		if (j->gpus > 0) {
 			j->type = d->gpu_type;
 			copus__sim_update_local(j);
-			j->rescale = j->app->restart_delay >= 0.0 ?
-					     j->app->restart_delay :
-					     s->o->restart_delay;
+			j->rescale = j->app->restart_delay >= 0.0
+					     ? j->app->restart_delay
+					     : s->o->restart_delay;
 			j->restarts++;
 		} else {
 			j->atomic = 0;
@@ -656,10 +655,11 @@ static int round_report(struct sim_state *s, size_t na)
 				o->workload_name, s->now, j->spec->name,
 				j->gpus, j->nodes,
 				j->gpus * j->atomic * (j->accum + 1),
-				j->gpus ? j->goodput : 0.0,
-				j->progress, j->epoch,
-				j->gpus > 0 && s->c->ntypes > 1 ?
-					s->tnames[j->type] : "");
+				j->gpus ? j->goodput : 0.0, j->progress,
+				j->epoch,
+				j->gpus > 0 && s->c->ntypes > 1
+					? s->tnames[j->type]
+					: "");
 	}
 	if (used > s->total_gpus) {
 		snprintf(s->err, s->len, "internal error: %d GPUs used of %d",
@@ -683,9 +683,10 @@ static int sim_round(struct sim_state *s)
 	int rc;
 
 	if (s->now > SIM_MAX_TIME) {
-		snprintf(s->err, s->len, "%s: jobs still running after %.0f "
-			 "simulated days", s->o->workload_name,
-			 SIM_MAX_TIME / 86400);
+		snprintf(s->err, s->len,
+			 "%s: jobs still running after %.0f "
+			 "simulated days",
+			 s->o->workload_name, SIM_MAX_TIME / 86400);
 		return COPUS_ERANGE;
 	}
 	if ((rc = round_progress(s)) != COPUS_OK)
@@ -715,12 +716,12 @@ static int sim_figures(struct sim_state *s)
 		return COPUS_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = &s->jobs[i];
-		double solo = sim_solo_time(j->app, 0, s->g0,
-					    j->spec->replicas,
-					    j->target_batch > 0 ?
-					    j->target_batch :
-					    j->spec->batch, 0, 0) +
-			      s->o->restart_delay;
+		double solo =
+			sim_solo_time(j->app, 0, s->g0, j->spec->replicas,
+				      j->target_batch > 0 ? j->target_batch
+							  : j->spec->batch,
+				      0, 0) +
+			s->o->restart_delay;
 
 		sum += res->jct[i];
 		tmp[i] = res->jct[i];
@@ -790,13 +791,17 @@ static void sim_finish(struct sim_state *s, int rc)
  * why.
  */
 int sim_run(const struct sim_cluster *c, const struct app *apps,
-	    const struct sim_jobspec *specs, size_t n,
-	    const struct sim_opts *o, struct sim_result *res, char *err,
-	    size_t len)
+	    const struct sim_jobspec *specs, size_t n, const struct sim_opts *o,
+	    struct sim_result *res, char *err, size_t len)
 {
 	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
-	struct sim_state s = { .c = c, .o = o, .res = res, .err = err,
-			       .len = len, .n = n, .N = c->nnodes };
+	struct sim_state s = { .c = c,
+			       .o = o,
+			       .res = res,
+			       .err = err,
+			       .len = len,
+			       .n = n,
+			       .N = c->nnodes };
 	int rc;
 
 	s.t0 = (double)clock() / CLOCKS_PER_SEC;

@@ -33,7 +33,8 @@ int arena_main(const char *dir, struct arena_opts *o, const char *summary,
 			arena_world_free(&w);
 			return 2;
 		}
-		fprintf(o->timeline, "time,job,gpu_type,gpus,nodes,"
+		fprintf(o->timeline,
+			"time,job,gpu_type,gpus,nodes,"
 			"seconds_per_iteration,remaining_iterations\n");
 	}
 	if (arena_run(&w, o, &r, err, sizeof(err)) != COPUS_OK) {
@@ -46,24 +47,25 @@ int arena_main(const char *dir, struct arena_opts *o, const char *summary,
 	printf("arena %s (%s rules): %zu of %zu submitted jobs finished in "
 	       "%ld rounds, mean JCT %.2f h finished, %.2f h all (an "
 	       "unfinished job counted to the horizon); %zu never started, "
-	       "%ld restarts, %.0f GPU-hours\n", o->policy,
-	       o->rules == ARENA_RULES_ARENA ? "Arena's" : "honest",
+	       "%ld restarts, %.0f GPU-hours\n",
+	       o->policy, o->rules == ARENA_RULES_ARENA ? "Arena's" : "honest",
 	       r.finished, r.submitted, r.rounds, r.mean_jct_finished / 3600,
-	       r.mean_jct_all / 3600, r.never_started, r.restarts,
-	       r.gpu_hours);
+	       r.mean_jct_all / 3600, r.never_started, r.restarts, r.gpu_hours);
 	printf("arena %s bounds (each job alone on its fastest cell from its "
 	       "submission): mean JCT %.2f h all; %.2f h for the jobs "
-	       "finished here; %.2f h for any %zu finished\n", o->policy,
-	       r.bound_all / 3600, r.bound_these / 3600, r.bound_any / 3600,
-	       r.finished);
+	       "finished here; %.2f h for any %zu finished\n",
+	       o->policy, r.bound_all / 3600, r.bound_these / 3600,
+	       r.bound_any / 3600, r.finished);
 	printf("arena %s decisions: median %.2f ms, p95 %.2f ms, max %.2f ms "
-	       "of CPU; wall %.2f s\n", o->policy, r.decide_ms_median,
-	       r.decide_ms_p95, r.decide_ms_max, r.wall);
+	       "of CPU; wall %.2f s\n",
+	       o->policy, r.decide_ms_median, r.decide_ms_p95, r.decide_ms_max,
+	       r.wall);
 	if (r.refused > 0)
 		printf("arena %s: %ld decisions put a job on a cell it does "
-		       "not fit (left waiting)\n", o->policy, r.refused);
-	if (o->timeline != NULL && (fflush(o->timeline) != 0 ||
-				    ferror(o->timeline))) {
+		       "not fit (left waiting)\n",
+		       o->policy, r.refused);
+	if (o->timeline != NULL &&
+	    (fflush(o->timeline) != 0 || ferror(o->timeline))) {
 		fprintf(stderr, "copus-sim: --timeline: write error\n");
 		status = 1;
 	}

@@ -34,7 +34,8 @@ int read_history(const char *path, copus_history_entry **history,
 
 		if (++lineno == 1) {
 			if (strcmp(line, COPUS_HISTORY_MAGIC "\n") != 0) {
-				fprintf(stderr, "copus-sim: %s line 1: not a "
+				fprintf(stderr,
+					"copus-sim: %s line 1: not a "
 					"copus history (expected \"%s\")\n",
 					path, COPUS_HISTORY_MAGIC);
 				goto out;
@@ -43,8 +44,8 @@ int read_history(const char *path, copus_history_entry **history,
 		}
 		if (n == room) {
 			size_t nr = room ? 2 * room : 1024;
-			copus_history_entry *g = realloc(*history,
-							 nr * sizeof(*g));
+			copus_history_entry *g =
+				realloc(*history, nr * sizeof(*g));
 			if (g == NULL) {
 				rc = COPUS_ENOMEM;
 				goto out;

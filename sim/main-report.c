@@ -32,14 +32,9 @@ enum sim_remaining used_remaining(const char *policy, enum sim_remaining rem)
 	if (copus_policy_create(policy, NULL, &p) != COPUS_OK)
 		return used;
 	switch (copus_policy_traits(p)->remaining) {
-	case COPUS_REMAINING_PREDICT:
-		used = rem;
-		break;
-	case COPUS_REMAINING_ORACLE:
-		used = SIM_REMAINING_ORACLE;
-		break;
-	case COPUS_REMAINING_NONE:
-		break;
+	case COPUS_REMAINING_PREDICT: used = rem; break;
+	case COPUS_REMAINING_ORACLE: used = SIM_REMAINING_ORACLE; break;
+	case COPUS_REMAINING_NONE: break;
 	}
 	copus_policy_destroy(p);
 	return used;
@@ -64,9 +59,8 @@ static json_object *json_number(double v)
 	return isfinite(v) ? json_object_new_double(v) : NULL;
 }
 
-int write_summary(const char *path, const char *policy,
-		  enum sim_remaining rem, bool probes, struct wl *w, size_t nw,
-		  double mean)
+int write_summary(const char *path, const char *policy, enum sim_remaining rem,
+		  bool probes, struct wl *w, size_t nw, double mean)
 {
 	json_object *pe = json_object_new_object();
 	json_object *root = json_object_new_object();
@@ -88,9 +82,11 @@ int write_summary(const char *path, const char *policy,
 
 		for (size_t k = 0; k < r->njobs; k++) {
 			json_object_object_add(jw, r->names[k],
-				json_object_new_double(r->jct[k]));
+					       json_object_new_double(
+						       r->jct[k]));
 			json_object_object_add(jr, r->names[k],
-				json_object_new_int(r->restarts_of[k]));
+					       json_object_new_int(
+						       r->restarts_of[k]));
 		}
 		json_object_object_add(jcts, w[i].name, jw);
 		json_object_object_add(rj, w[i].name, jr);
@@ -110,27 +106,34 @@ int write_summary(const char *path, const char *policy,
 			json_object *e = json_object_new_object();
 
 			json_object_object_add(e, "median",
-				json_object_new_double(r->decide_ms_median));
+					       json_object_new_double(
+						       r->decide_ms_median));
 			json_object_object_add(e, "p95",
-				json_object_new_double(r->decide_ms_p95));
+					       json_object_new_double(
+						       r->decide_ms_p95));
 			json_object_object_add(e, "max",
-				json_object_new_double(r->decide_ms_max));
+					       json_object_new_double(
+						       r->decide_ms_max));
 			json_object_object_add(dm, w[i].name, e);
 		}
 		if (rem == SIM_REMAINING_PREDICT) {
 			json_object *e = json_object_new_object();
 			json_object_object_add(e, "median",
-				json_number(r->pred_err_median));
+					       json_number(r->pred_err_median));
 			json_object_object_add(e, "p90",
-				json_number(r->pred_err_p90));
+					       json_number(r->pred_err_p90));
 			json_object_object_add(e, "samples",
-				json_object_new_int64(r->pred_samples));
+					       json_object_new_int64(
+						       r->pred_samples));
 			json_object_object_add(e, "unknown",
-				json_object_new_int64(r->pred_unknown));
+					       json_object_new_int64(
+						       r->pred_unknown));
 			json_object_object_add(e, "trainings",
-				json_object_new_int64(r->pred_trainings));
+					       json_object_new_int64(
+						       r->pred_trainings));
 			json_object_object_add(e, "cpu_seconds",
-				json_object_new_double(r->pred_seconds));
+					       json_object_new_double(
+						       r->pred_seconds));
 			json_object_object_add(pe, w[i].name, e);
 		}
 	}
@@ -212,18 +215,20 @@ int print_results(const struct wl *w, size_t nw, const char *policy,
 		*mean += w[i].res.avg_jct / (double)nw;
 		printf("%-16s %-8s avg_jct %8.0f s  p99 %8.0f s  makespan "
 		       "%8.0f s  max_ftf %6.2f  gpu_hours %7.1f  restarts "
-		       "%5ld  (%.2f s)\n", w[i].name, policy, w[i].res.avg_jct,
-		       w[i].res.p99_jct, w[i].res.makespan, w[i].res.max_ftf,
-		       w[i].res.gpu_hours, w[i].res.restarts, w[i].res.wall);
+		       "%5ld  (%.2f s)\n",
+		       w[i].name, policy, w[i].res.avg_jct, w[i].res.p99_jct,
+		       w[i].res.makespan, w[i].res.max_ftf, w[i].res.gpu_hours,
+		       w[i].res.restarts, w[i].res.wall);
 		printf("%-16s %-8s decisions: median %.2f ms, p95 %.2f ms, max "
-		       "%.2f ms of CPU\n", w[i].name, policy,
-		       w[i].res.decide_ms_median, w[i].res.decide_ms_p95,
-		       w[i].res.decide_ms_max);
+		       "%.2f ms of CPU\n",
+		       w[i].name, policy, w[i].res.decide_ms_median,
+		       w[i].res.decide_ms_p95, w[i].res.decide_ms_max);
 		if (used_remaining(policy, rem) == SIM_REMAINING_PREDICT)
 			printf("%-16s %-8s remaining predicted with median error "
 			       "%.0f%%, 90th percentile %.0f%% (%ld job-rounds, "
-			       "%ld unknown); %ld trainings, %.2f s\n", w[i].name,
-			       policy, 100 * w[i].res.pred_err_median,
+			       "%ld unknown); %ld trainings, %.2f s\n",
+			       w[i].name, policy,
+			       100 * w[i].res.pred_err_median,
 			       100 * w[i].res.pred_err_p90,
 			       w[i].res.pred_samples, w[i].res.pred_unknown,
 			       w[i].res.pred_trainings, w[i].res.pred_seconds);
@@ -240,7 +245,7 @@ int write_timeline(const char *path, const struct wl *w, size_t nw)
 		return 1;
 	}
 	fprintf(out, "workload,time,job,gpus,nodes,batch,goodput,progress,"
-		"epoch,type\n");
+		     "epoch,type\n");
 	for (size_t i = 0; i < nw; i++) {
 		FILE *in = fopen(w[i].timeline, "r");
 		char buf[8192];
@@ -257,8 +262,7 @@ int write_timeline(const char *path, const struct wl *w, size_t nw)
 	return 0;
 }
 
-void draw_plots(const char *png, const struct wl *w, size_t nw,
-		int total_gpus)
+void draw_plots(const char *png, const struct wl *w, size_t nw, int total_gpus)
 {
 	for (size_t i = 0; i < nw; i++) {
 		char name[1024];

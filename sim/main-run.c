@@ -18,11 +18,14 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 		   struct wl *w, const struct cli_opts *co,
 		   const copus_history_entry *history, size_t nhistory)
 {
-	struct sim_opts o = { .policy = co->policy, .remaining = co->rem,
+	struct sim_opts o = { .policy = co->policy,
+			      .remaining = co->rem,
 			      .interval = co->interval,
 			      .restart_delay = co->delay,
-			      .workload_name = w->name, .history = history,
-			      .nhistory = nhistory, .probes = co->probes };
+			      .workload_name = w->name,
+			      .history = history,
+			      .nhistory = nhistory,
+			      .probes = co->probes };
 	bool want_timeline = co->timeline != NULL;
 	bool want_series = co->png != NULL;
 	FILE *tl = NULL, *se = NULL;
@@ -62,7 +65,8 @@ static void send_result(int fd, const struct wl *w)
 	} else {
 		const struct sim_result *r = &w->res;
 
-		fprintf(f, "OK\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%ld\t"
+		fprintf(f,
+			"OK\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%ld\t"
 			"%ld\t%.17g\t%.17g\t%.17g\t%ld\t%ld\t%ld\t%.17g\t"
 			"%.17g\t%.17g\t%.17g\n",
 			r->njobs, r->avg_jct, r->p99_jct, r->makespan,
@@ -112,14 +116,15 @@ static int recv_result(int fd, struct wl *w)
 		goto out;
 	}
 	/* The predictor's errors are "nan" when it did not run. */
-	if (sscanf(line, "OK\t%zu\t%lg\t%lg\t%lg\t%lg\t%lg\t%ld\t%ld\t%lg"
+	if (sscanf(line,
+		   "OK\t%zu\t%lg\t%lg\t%lg\t%lg\t%lg\t%ld\t%ld\t%lg"
 		   "\t%lg\t%lg\t%ld\t%ld\t%ld\t%lg\t%lg\t%lg\t%lg",
-		   &r->njobs, &r->avg_jct,
-		   &r->p99_jct, &r->makespan, &r->max_ftf, &r->gpu_hours,
-		   &r->restarts, &r->rounds, &r->wall, &r->pred_err_median,
-		   &r->pred_err_p90, &r->pred_samples, &r->pred_unknown,
-		   &r->pred_trainings, &r->pred_seconds, &r->decide_ms_median,
-		   &r->decide_ms_p95, &r->decide_ms_max) != 18 ||
+		   &r->njobs, &r->avg_jct, &r->p99_jct, &r->makespan,
+		   &r->max_ftf, &r->gpu_hours, &r->restarts, &r->rounds,
+		   &r->wall, &r->pred_err_median, &r->pred_err_p90,
+		   &r->pred_samples, &r->pred_unknown, &r->pred_trainings,
+		   &r->pred_seconds, &r->decide_ms_median, &r->decide_ms_p95,
+		   &r->decide_ms_max) != 18 ||
 	    r->njobs != w->n)
 		goto out;
 	r->names = calloc(r->njobs + 1, sizeof(*r->names));
@@ -158,7 +163,8 @@ static int recv_result(int fd, struct wl *w)
 		const char *why;
 
 		if (getline(&line, &cap, f) < 0 ||
-		    copus_history_parse(line, &r->finished[i], &why) != COPUS_OK)
+		    copus_history_parse(line, &r->finished[i], &why) !=
+			    COPUS_OK)
 			goto out;
 	}
 	rc = w->rc = COPUS_OK;
@@ -206,8 +212,8 @@ int run_workloads(const struct sim_cluster *c, const struct app *apps,
 				}
 				if (pid == 0) {
 					close(p[0]);
-					run_one(c, apps, &w[next], o,
-						history, nhistory);
+					run_one(c, apps, &w[next], o, history,
+						nhistory);
 					send_result(p[1], &w[next]);
 					_exit(0);
 				}
@@ -218,7 +224,8 @@ int run_workloads(const struct sim_cluster *c, const struct app *apps,
 				running++;
 			}
 			if (running == 0) {
-				fprintf(stderr, "copus-sim: cannot "
+				fprintf(stderr,
+					"copus-sim: cannot "
 					"start a process: %s\n",
 					strerror(errno));
 				free(pids);

@@ -85,8 +85,10 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 				const char *tn[SIM_MAX_TYPES];
 
 				if (napps == SIM_MAX_APPS) {
-					fprintf(stderr, "copus-sim: more than "
-						"%d models\n", SIM_MAX_APPS);
+					fprintf(stderr,
+						"copus-sim: more than "
+						"%d models\n",
+						SIM_MAX_APPS);
 					goto out;
 				}
 				for (int t = 0; t < c.ntypes; t++)
@@ -94,9 +96,10 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 				if (sim_app_load(&apps[a], o->profiles,
 						 j->app_name, tn, c.ntypes, err,
 						 sizeof(err)) != COPUS_OK) {
-					fprintf(stderr, "copus-sim: %s (model "
-						"of job %s in %s)\n", err,
-						j->name, w[i].path);
+					fprintf(stderr,
+						"copus-sim: %s (model "
+						"of job %s in %s)\n",
+						err, j->name, w[i].path);
 					goto out;
 				}
 				napps++;
@@ -116,13 +119,14 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &ts1);
 	printf("mean avg_jct %.0f s over %zu workloads, policy %s, wall %.2f "
-	       "s\n", mean, nw, o->policy, (double)(ts1.tv_sec - t0->tv_sec) +
-	       (double)(ts1.tv_nsec - t0->tv_nsec) * 1e-9);
-	if (o->summary &&
-	    write_summary(o->summary, o->policy,
-			  used_remaining(o->policy, o->rem),
-			  o->probes && learns_models(o->policy), w, nw,
-			  mean) != COPUS_OK)
+	       "s\n",
+	       mean, nw, o->policy,
+	       (double)(ts1.tv_sec - t0->tv_sec) +
+		       (double)(ts1.tv_nsec - t0->tv_nsec) * 1e-9);
+	if (o->summary && write_summary(o->summary, o->policy,
+					used_remaining(o->policy, o->rem),
+					o->probes && learns_models(o->policy),
+					w, nw, mean) != COPUS_OK)
 		status = 1;
 	if (o->history_out && write_history(o->history_out, w, nw) != COPUS_OK)
 		status = 1;

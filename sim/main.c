@@ -127,9 +127,12 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cli_opts o = { .cluster = "16x4", .policy = "pollux",
-			      .interval = 60, .delay = 30,
-			      .rem = SIM_REMAINING_PREDICT, .par = 2 };
+	struct cli_opts o = { .cluster = "16x4",
+			      .policy = "pollux",
+			      .interval = 60,
+			      .delay = 30,
+			      .rem = SIM_REMAINING_PREDICT,
+			      .par = 2 };
 	int opt;
 	struct timespec ts0;
 	const char *arena = NULL;
@@ -153,7 +156,8 @@ int main(int argc, char **argv)
 			} else if (strcmp(optarg, "none") == 0) {
 				o.rem = SIM_REMAINING_NONE;
 			} else {
-				fprintf(stderr, "copus-sim: --remaining: '%s' "
+				fprintf(stderr,
+					"copus-sim: --remaining: '%s' "
 					"is not predict, oracle or none\n",
 					optarg);
 				return 2;
@@ -173,10 +177,12 @@ int main(int argc, char **argv)
 
 				if (*end || errno || !(v >= (opt == 'i')) ||
 				    v > 86400 || v != floor(v)) {
-					fprintf(stderr, "copus-sim: --%s: '%s' "
+					fprintf(stderr,
+						"copus-sim: --%s: '%s' "
 						"is not a whole number of "
-						"seconds\n", opt == 'i' ?
-						"interval" : "restart-delay",
+						"seconds\n",
+						opt == 'i' ? "interval"
+							   : "restart-delay",
 						optarg);
 					return 2;
 				}
@@ -189,8 +195,10 @@ int main(int argc, char **argv)
 		case 'j':
 			o.par = strtol(optarg, &end, 10);
 			if (*end || o.par < 1 || o.par > 256) {
-				fprintf(stderr, "copus-sim: --jobs: '%s' is not "
-					"in 1..256\n", optarg);
+				fprintf(stderr,
+					"copus-sim: --jobs: '%s' is not "
+					"in 1..256\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -203,8 +211,10 @@ int main(int argc, char **argv)
 			} else if (strcmp(optarg, "honest") == 0) {
 				ao.rules = ARENA_RULES_HONEST;
 			} else {
-				fprintf(stderr, "copus-sim: --arena-rules: '%s' "
-					"is not arena or honest\n", optarg);
+				fprintf(stderr,
+					"copus-sim: --arena-rules: '%s' "
+					"is not arena or honest\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -214,8 +224,10 @@ int main(int argc, char **argv)
 			} else if (strcmp(optarg, "planner") == 0) {
 				ao.throughput = ARENA_THROUGHPUT_PLANNER;
 			} else {
-				fprintf(stderr, "copus-sim: --throughput: '%s' "
-					"is not oracle or planner\n", optarg);
+				fprintf(stderr,
+					"copus-sim: --throughput: '%s' "
+					"is not oracle or planner\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -227,8 +239,10 @@ int main(int argc, char **argv)
 			} else if (strcmp(optarg, "none") == 0) {
 				ao.choice = ARENA_CHOICE_NONE;
 			} else {
-				fprintf(stderr, "copus-sim: --cell-choice: '%s' "
-					"is not all, count or none\n", optarg);
+				fprintf(stderr,
+					"copus-sim: --cell-choice: '%s' "
+					"is not all, count or none\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -237,30 +251,30 @@ int main(int argc, char **argv)
 			ao.max_rounds = strtol(optarg, &end, 10);
 			if (*end || errno || ao.max_rounds < 1 ||
 			    ao.max_rounds > 10000000) {
-				fprintf(stderr, "copus-sim: --max-rounds: '%s' "
+				fprintf(stderr,
+					"copus-sim: --max-rounds: '%s' "
 					"is not a number of rounds >= 1\n",
 					optarg);
 				return 2;
 			}
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
 		}
 	}
 	if (arena != NULL) {
 		if (o.probes) {
-			fprintf(stderr, "copus-sim: --probes is for workloads; "
+			fprintf(stderr,
+				"copus-sim: --probes is for workloads; "
 				"with --arena, --throughput says what the "
 				"policy knows of each cell\n");
 			return 2;
 		}
 		if (optind < argc) {
-			fprintf(stderr, "copus-sim: --arena reads its own trace; "
-				"'%s' is not used\n", argv[optind]);
+			fprintf(stderr,
+				"copus-sim: --arena reads its own trace; "
+				"'%s' is not used\n",
+				argv[optind]);
 			return 2;
 		}
 		ao.policy = o.policy;

@@ -56,10 +56,10 @@ static void lsq_solve(const struct lsq *s, double *alpha, double *inv_beta)
 
 static int collective_of(const char *s)
 {
-	static const char *names[COPUS_COLL_COUNT] = {
-		"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-		"send"
-	};
+	static const char *names[COPUS_COLL_COUNT] = { "all-reduce",
+						       "all-gather",
+						       "reduce-scatter",
+						       "all-to-all", "send" };
 
 	for (int c = 0; c < COPUS_COLL_COUNT; c++)
 		if (strcmp(s, names[c]) == 0)
@@ -140,8 +140,8 @@ static int groups_of(const char *s, int nodes, int gpn,
 					return -1;
 				if (groups++ == 0) {
 					first_size = cur;
-					first_nodes = __builtin_popcountll(
-						touched);
+					first_nodes =
+						__builtin_popcountll(touched);
 				}
 				if (lo / gpn != hi / gpn) {
 					*across = 1;
@@ -365,7 +365,8 @@ static int fit_exponents(const struct shapes *t, struct plan_gpu *pg, int gpu,
 		if ((e == COPUS_SHAPE_PEERS) == !link)
 			pg->gpu.shape_exp[e] =
 				fmax(-COPUS_PLANNER_GPU_SHAPE_EXP_MAX,
-				     fmin(COPUS_PLANNER_GPU_SHAPE_EXP_MAX, x[COPUS_COLL_COUNT + e]));
+				     fmin(COPUS_PLANNER_GPU_SHAPE_EXP_MAX,
+					  x[COPUS_COLL_COUNT + e]));
 	if (link)
 		*socket = exp(fmax(-30.0, fmin(30.0, x[COEF_SOCKET])));
 	return used;
@@ -436,7 +437,8 @@ static int fit_types(const struct shapes *t, struct plan_data *d,
 					    (r->grp.nodes > 1) != l ||
 					    !priced(r))
 						continue;
-					h = shape_factor_of(pg, r, socket[g][l]);
+					h = shape_factor_of(pg, r,
+							    socket[g][l]);
 					s.w += r->sums.w;
 					s.wx += h * r->sums.wx;
 					s.wxx += h * h * r->sums.wxx;
@@ -523,8 +525,7 @@ int copus__plan_read_comm(const char *path, struct plan_data *d, char *err,
 		if (line[0] == '\0')
 			continue;
 		if (split_comm(line, fld) != 6) {
-			snprintf(err, errlen, "%s:%ld: not 6 fields", path,
-				 ln);
+			snprintf(err, errlen, "%s:%ld: not 6 fields", path, ln);
 			rc = COPUS_EPARSE;
 			break;
 		}
@@ -535,8 +536,7 @@ int copus__plan_read_comm(const char *path, struct plan_data *d, char *err,
 		is_ib = ib != NULL && ib[3] == '\0';
 		if (is_ib)
 			*ib = '\0';
-		rc = plan_cell_parse(d, cellname, &gpu, &cell, err + 0,
-				     errlen);
+		rc = plan_cell_parse(d, cellname, &gpu, &cell, err + 0, errlen);
 		if (rc == COPUS_EINVAL) {
 			/* A type the devices do not list is of no use. */
 			rc = COPUS_OK;
@@ -558,7 +558,8 @@ int copus__plan_read_comm(const char *path, struct plan_data *d, char *err,
 			break;
 		}
 		if (groups_of(fld[2], cell.nodes, cell.gpus_per_node, &grp,
-			      &across) || grp.ranks < 2) {
+			      &across) ||
+		    grp.ranks < 2) {
 			snprintf(err, errlen,
 				 "%s:%ld: field 'groups': '%s' is not a list "
 				 "of groups of the cell's ranks",

@@ -86,8 +86,7 @@ static int model_desc(const struct csv *c, size_t r, copus_planner_desc *m,
 		f[nf++] = (typeof(f[0])){ "seq_len", &m->seq_len };
 		f[nf++] = (typeof(f[0])){ "vocab_size", &m->vocab };
 		if (m->arch == COPUS_ARCH_MOE)
-			f[nf++] = (typeof(f[0])){ "num_experts",
-						  &m->experts };
+			f[nf++] = (typeof(f[0])){ "num_experts", &m->experts };
 		if (m->arch == COPUS_ARCH_MOE)
 			f[nf++] = (typeof(f[0])){ "expert_group_size",
 						  &m->expert_group };
@@ -169,8 +168,8 @@ static int read_models(const char *path, struct plan_data *d, char *err,
 		rc = model_desc(&c, r, &m->desc, err, errlen);
 		if (rc)
 			goto out;
-		m->layers = calloc(COPUS_PLANNER_MAX_LAYERS,
-				   sizeof(*m->layers));
+		m->layers =
+			calloc(COPUS_PLANNER_MAX_LAYERS, sizeof(*m->layers));
 		if (m->layers == NULL) {
 			rc = COPUS_ENOMEM;
 			goto out;
@@ -205,8 +204,7 @@ static void gpu_init(struct plan_gpu *g, const char *type, double gflops,
 	g->gpu.memory_bandwidth = bandwidth_gb * 1e9;
 	for (int k = 0; k < COPUS_PLANNER_KINDS; k++)
 		g->gpu.efficiency[k] = PRIOR_EFFICIENCY_HALF;
-	g->gpu.efficiency[COPUS_ARCH_WIDE_RESNET - 1] =
-		PRIOR_EFFICIENCY_SINGLE;
+	g->gpu.efficiency[COPUS_ARCH_WIDE_RESNET - 1] = PRIOR_EFFICIENCY_SINGLE;
 	g->gpu.comm_scale[COPUS_LINK_INTRA] = 1.0;
 	g->gpu.comm_scale[COPUS_LINK_INTER] = 1.0;
 	/* The servers that comm.csv measured have one network adapter each:

@@ -55,8 +55,7 @@ static int split_key(const struct plan_data *d, const char *key, int *model,
 }
 
 int plan_prof_load(const char *path, const struct plan_data *d,
-		   struct plan_row **rows, size_t *n, char *err,
-		   size_t errlen)
+		   struct plan_row **rows, size_t *n, char *err, size_t errlen)
 {
 	struct json_object *root, *opt;
 	size_t cap = 0;
@@ -74,8 +73,7 @@ int plan_prof_load(const char *path, const struct plan_data *d,
 		json_object_put(root);
 		return COPUS_EPARSE;
 	}
-	json_object_object_foreach(opt, key, cells)
-	{
+	json_object_object_foreach(opt, key, cells) {
 		struct plan_row r = { 0 };
 		int k = split_key(d, key, &r.model, &r.batch);
 
@@ -102,8 +100,7 @@ int plan_prof_load(const char *path, const struct plan_data *d,
 			rc = COPUS_EPARSE;
 			break;
 		}
-		json_object_object_foreach(cells, cell, v)
-		{
+		json_object_object_foreach(cells, cell, v) {
 			char why[512];
 
 			rc = plan_cell_parse(d, cell, &r.gpu, &r.cell, why,
@@ -164,8 +161,7 @@ int plan_prof_load(const char *path, const struct plan_data *d,
 }
 
 int plan_query_load(const char *path, const struct plan_data *d,
-		    struct plan_row **rows, size_t *n, char *err,
-		    size_t errlen)
+		    struct plan_row **rows, size_t *n, char *err, size_t errlen)
 {
 	struct csv c;
 	int cm, cb, cc, rc;
@@ -203,8 +199,7 @@ int plan_query_load(const char *path, const struct plan_data *d,
 				 r.line, why);
 			goto out;
 		}
-		snprintf(r.cell_name, sizeof(r.cell_name), "%s",
-			 c.rows[i][cc]);
+		snprintf(r.cell_name, sizeof(r.cell_name), "%s", c.rows[i][cc]);
 		if ((rc = rows_push(rows, n, &cap, &r)))
 			goto out;
 	}

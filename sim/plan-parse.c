@@ -102,8 +102,8 @@ int plan_cell_parse(const struct plan_data *d, const char *name, int *gpu,
 	return COPUS_OK;
 }
 
-int copus__plan_read_json(const char *path, struct json_object **out,
-			  char *err, size_t errlen)
+int copus__plan_read_json(const char *path, struct json_object **out, char *err,
+			  size_t errlen)
 {
 	struct json_tokener *tok;
 	enum json_tokener_error e;
@@ -135,10 +135,10 @@ int copus__plan_read_json(const char *path, struct json_object **out,
 		for (size_t i = 0; i < end && i + 1 < n; i++)
 			line += text[i] == '\n';
 		snprintf(err, errlen, "%s:%zu: not JSON: %s", path, line,
-			 !*out ? (e == json_tokener_continue ?
-				  "unexpected end of file" :
-				  json_tokener_error_desc(e)) :
-			 "text after the value");
+			 !*out ? (e == json_tokener_continue
+					  ? "unexpected end of file"
+					  : json_tokener_error_desc(e))
+			       : "text after the value");
 		json_object_put(*out);
 		*out = NULL;
 		rc = COPUS_EPARSE;

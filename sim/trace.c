@@ -23,14 +23,11 @@ static const struct app_default {
 	int epochs;
 	int max_local;
 	double fixed_batch; /* 0: a policy that picks batches may */
-	int max_gpus;       /* 0: as many as the batch allows */
+	int max_gpus;	    /* 0: as many as the batch allows */
 } app_defaults[] = {
-	{ "bert", 2, 0, 0, 0 },
-	{ "cifar10", 100, 0, 0, 0 },
-	{ "ncf", 10, 0, 32768, 1 },
-	{ "imagenet", 90, 0, 0, 0 },
-	{ "deepspeech2", 80, 0, 0, 0 },
-	{ "yolov3", 50, 8, 0, 0 },
+	{ "bert", 2, 0, 0, 0 },		{ "cifar10", 100, 0, 0, 0 },
+	{ "ncf", 10, 0, 32768, 1 },	{ "imagenet", 90, 0, 0, 0 },
+	{ "deepspeech2", 80, 0, 0, 0 }, { "yolov3", 50, 8, 0, 0 },
 };
 
 /* The settings of the model called name, or NULL for a model not listed. */
@@ -133,8 +130,7 @@ out:
 }
 
 /* Append the scalability rows and build the grid of means. */
-static int load_grid(struct ptable *t, const char *path, char *err,
-		     size_t len)
+static int load_grid(struct ptable *t, const char *path, char *err, size_t len)
 {
 	struct csv c;
 	int cn, cr, cl, cs, cy, rc;
@@ -203,7 +199,8 @@ static int load_grid(struct ptable *t, const char *path, char *err,
 			snprintf(err, len,
 				 "%s:%ld: 1 <= num_nodes <= num_replicas "
 				 "(integers), local_bsz >= 1, step_time > 0 "
-				 "expected", path, c.lines[i]);
+				 "expected",
+				 path, c.lines[i]);
 			goto out;
 		}
 		p->nodes = (int)n;
@@ -262,7 +259,8 @@ static int load_valid(struct valid *v, const char *path, double batch,
 		    v->sqr[i] < 0 || v->var[i] < 0) {
 			snprintf(err, len,
 				 "%s:%ld: progress must grow, grad_sqr and "
-				 "grad_var must be >= 0", path, c.lines[i]);
+				 "grad_var must be >= 0",
+				 path, c.lines[i]);
 			goto out;
 		}
 	}
@@ -348,15 +346,17 @@ int sim_app_rules(struct app *apps, size_t napps, const char *path, char *err,
 		    sim_csv_double(&c, i, cr, &rd, err, len) != COPUS_OK)
 			goto out;
 		if (!(sd > 0.0) || sd > 1000.0) {
-			snprintf(err, len, "%s:%ld: column %d (slowdown): '%s' "
-				 "is not in (0, 1000]", path, c.lines[i],
-				 cs + 1, c.rows[i][cs]);
+			snprintf(err, len,
+				 "%s:%ld: column %d (slowdown): '%s' "
+				 "is not in (0, 1000]",
+				 path, c.lines[i], cs + 1, c.rows[i][cs]);
 			goto out;
 		}
 		if (!(rd >= 0.0) || rd > 86400.0) {
-			snprintf(err, len, "%s:%ld: column %d (restart_delay): "
-				 "'%s' is not in [0, 86400] seconds", path,
-				 c.lines[i], cr + 1, c.rows[i][cr]);
+			snprintf(err, len,
+				 "%s:%ld: column %d (restart_delay): "
+				 "'%s' is not in [0, 86400] seconds",
+				 path, c.lines[i], cr + 1, c.rows[i][cr]);
 			goto out;
 		}
 		for (size_t a = 0; a < napps; a++)
@@ -420,8 +420,7 @@ int sim_app_load(struct app *a, const char *dir, const char *name,
 			goto fail;
 		}
 		a->v = nv;
-		snprintf(path, sizeof(path), "%s/%s/%s", dir, name,
-			 de->d_name);
+		snprintf(path, sizeof(path), "%s/%s/%s", dir, name, de->d_name);
 		rc = load_valid(&a->v[a->nv], path, (double)b, err, len);
 		if (rc) {
 			valid_free(&a->v[a->nv]);
@@ -444,8 +443,10 @@ int sim_app_load(struct app *a, const char *dir, const char *name,
 	 */
 	for (size_t i = 1; i < a->nv; i++) {
 		if (a->v[i].batch == a->v[i - 1].batch) {
-			snprintf(err, len, "%s/%s: two validation files of "
-				 "batch %.0f", dir, name, a->v[i].batch);
+			snprintf(err, len,
+				 "%s/%s: two validation files of "
+				 "batch %.0f",
+				 dir, name, a->v[i].batch);
 			rc = COPUS_EPARSE;
 			goto fail;
 		}
@@ -467,7 +468,8 @@ int sim_app_load(struct app *a, const char *dir, const char *name,
 	a->max_gpus = def != NULL ? def->max_gpus : 0;
 	a->max_epochs = sim_app_epochs(name);
 	for (size_t i = 0; i < a->nv; i++)
-		if (a->max_epochs == 0 || (size_t)a->max_epochs > a->v[i].nepochs)
+		if (a->max_epochs == 0 ||
+		    (size_t)a->max_epochs > a->v[i].nepochs)
 			a->max_epochs = (int)a->v[i].nepochs;
 	for (int t = 0; t < ntypes; t++)
 		if (fit_oracle(a, t) != COPUS_OK)
@@ -565,8 +567,8 @@ static void interp_level(const struct ptable *t, int nodes, double replicas,
 	}
 }
 
-int sim_app_throughput(const struct app *a, int t, const int *placement,
-		       int nn, double local, double *step, double *sync)
+int sim_app_throughput(const struct app *a, int t, const int *placement, int nn,
+		       double local, double *step, double *sync)
 {
 	const struct ptable *tab = &a->tab[t];
 	char id[24], best[24], rot[24];
@@ -577,7 +579,8 @@ int sim_app_throughput(const struct app *a, int t, const int *placement,
 			continue;
 		replicas += placement[k];
 		if (l < (int)sizeof(id) - 1)
-			id[l] = placement[k] > 9 ? ':' : (char)('0' + placement[k]);
+			id[l] = placement[k] > 9 ? ':'
+						 : (char)('0' + placement[k]);
 		l++;
 	}
 	if (l == 0 || local <= 0)
@@ -645,8 +648,8 @@ int sim_app_throughput(const struct app *a, int t, const int *placement,
 }
 
 /* The validated batch sizes around 'batch' (clamped to the measured). */
-static void bracket(const struct app *a, double batch, size_t *lo,
-		    size_t *hi, double *w)
+static void bracket(const struct app *a, double batch, size_t *lo, size_t *hi,
+		    double *w)
 {
 	size_t i;
 
