@@ -1,6 +1,6 @@
 /*
  * The policy's input of a job whose hint describes its model (see
- * round-parts.h): its cells with a plan, from the planner (plans.h), or,
+ * round-plans.h): its cells with a plan, from the planner (plans.h), or,
  * for a policy that does not choose among cells, the job rigid on a count
  * with a plan. round.c calls it for each such job of the input. No Slurm
  * header, no Slurm call, no lock.
@@ -13,7 +13,7 @@
 
 #include "copus/error.h"
 #include "copus/policy.h"
-#include "round-parts.h"
+#include "round-plans.h"
 #include "round.h"
 #include "sched_copus.h"
 

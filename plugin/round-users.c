@@ -1,5 +1,5 @@
 /*
- * A round's users (see round-parts.h): their decayed usage and how many
+ * A round's users (see round-users.h): their decayed usage and how many
  * have jobs, for the fair-share factor of a user Slurm gives none
  * (usage.h), and with copus_max_gpus_per_user what each user may still
  * take. round.c calls them while it builds the policy's input and turns
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "round-parts.h"
+#include "round-users.h"
 #include "round.h"
 #include "sched_copus.h"
 

@@ -15,7 +15,8 @@
 #include "copus/hint.h"
 #include "copus/policy.h"
 #include "copus/predict.h"
-#include "round-parts.h"
+#include "round-plans.h"
+#include "round-users.h"
 #include "round.h"
 #include "sched_copus.h"
 
