@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine-parts.h"
+#include "engine-job.h"
 
 int sim_cluster_parse(const char *spec, struct sim_cluster *out, char *err,
 		      size_t len)

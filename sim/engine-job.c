@@ -2,7 +2,7 @@
  * A job of the simulation: its time alone on its request, from the
  * measured tables, its progress between rounds with what it learns of its
  * own speed, and what a policy is told of that speed on each GPU type
- * (sim/engine-parts.h).
+ * (sim/engine-job.h).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include <copus/hint.h>
 
-#include "engine-parts.h"
+#include "engine-job.h"
 
 void sim_split_batch(const struct app *a, double batch, int replicas,
 		     int *atomic, int *accum)

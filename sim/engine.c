@@ -1,7 +1,7 @@
 /*
  * The simulation loop: jobs progress by the measured tables between rounds
  * (Pollux's simulator rules), and every round a copus policy decides. A
- * job's own progress is in engine-job.c (sim/engine-parts.h).
+ * job's own progress is in engine-job.c (sim/engine-job.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 #include <copus/predict.h>
 
-#include "engine-parts.h"
+#include "engine-job.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine-parts.h"
+#include "engine-job.h"
 #include "harness.h"
 #include "sim.h"
 

@@ -1,11 +1,12 @@
 /*
- * What the parts of copus-sim's engine share (engine.c, the round loop and
- * its summary; engine-job.c, a job's progress between rounds;
- * engine-input.c, the cluster and the workload). Private to them: engine.c
- * calls engine-job.c, which calls nothing of engine.c.
+ * A job of copus-sim's engine: struct sjob, as the round loop (engine.c)
+ * and the workload's reader (engine-input.c) see it, and what
+ * engine-job.c does to it: its time alone on its request, its progress
+ * between rounds and the models a policy is told. Private to the engine:
+ * engine.c calls engine-job.c, which calls nothing of engine.c.
  */
-#ifndef COPUS_SIM_ENGINE_PARTS_H
-#define COPUS_SIM_ENGINE_PARTS_H
+#ifndef COPUS_SIM_ENGINE_JOB_H
+#define COPUS_SIM_ENGINE_JOB_H
 
 #include <stdbool.h>
 
@@ -73,4 +74,4 @@ const copus_model *copus__sim_job_model(struct sjob *j,
 					bool probes,
 					const char (*type_names)[32]);
 
-#endif /* COPUS_SIM_ENGINE_PARTS_H */
+#endif /* COPUS_SIM_ENGINE_JOB_H */
