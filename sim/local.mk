@@ -11,8 +11,8 @@ sim_libsim_la_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 sim_libsim_la_LIBADD = core/libcopus-core.la $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/copus-sim
-# copus-sim's command line: main.c (options) and its parts (main-parts.h).
-sim_copus_sim_SOURCES = sim/main.c sim/main-parts.h sim/main-arena.c \
+# copus-sim's command line: main.c (options) and its parts (cli.h).
+sim_copus_sim_SOURCES = sim/main.c sim/cli.h sim/main-arena.c \
 	sim/main-workloads.c sim/main-run.c sim/main-history.c \
 	sim/main-report.c
 sim_copus_sim_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) -DGNUPLOT='"$(GNUPLOT)"'

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "arena.h"
-#include "main-parts.h"
+#include "cli.h"
 
 /* copus-sim --arena: read the world, replay it, report. */
 int arena_main(const char *dir, struct arena_opts *o, const char *summary,

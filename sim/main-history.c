@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "main-parts.h"
+#include "cli.h"
 
 /*
  * Reads a history file (as the plugin's StateSaveLocation/copus_history).

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "main-parts.h"
+#include "cli.h"
 
 #ifndef GNUPLOT
 #define GNUPLOT ""

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "main-parts.h"
+#include "cli.h"
 
 static int run_one(const struct sim_cluster *c, const struct app *apps,
 		   struct wl *w, const struct cli_opts *co,

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "main-parts.h"
+#include "cli.h"
 
 static void wl_name(struct wl *w)
 {

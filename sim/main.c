@@ -9,7 +9,7 @@
  *             [--arena-rules arena|honest] [--summary FILE.json]
  *
  * This file holds the options and the usage; the modes they choose are in
- * main-arena.c and main-workloads.c (see main-parts.h).
+ * main-arena.c and main-workloads.c (see cli.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "arena.h"
-#include "main-parts.h"
+#include "cli.h"
 #include "sim.h"
 
 static void usage(FILE *f)

@@ -1,14 +1,16 @@
 /*
- * What the parts of copus-sim's command line share: main.c, its options and
- * usage; main-arena.c, the --arena mode; main-workloads.c, the mode that
- * replays Pollux-format workloads, which calls main-run.c (the workloads
- * simulated in child processes), main-history.c (--history and
- * --save-history) and main-report.c (the lines printed, the summary, the
- * timeline and the plots). Private to copus-sim: main.c calls main-arena.c
- * and main-workloads.c, and none of them calls back.
+ * copus-sim's command line: the options of a run of workloads (struct
+ * cli_opts), a workload and its result (struct wl), and the entry of each
+ * part: main.c, its options and usage; main-arena.c, the --arena mode;
+ * main-workloads.c, the mode that replays Pollux-format workloads, which
+ * calls main-run.c (the workloads simulated in child processes),
+ * main-history.c (--history and --save-history) and main-report.c (the
+ * lines printed, the summary, the timeline and the plots). Private to
+ * copus-sim: main.c calls main-arena.c and main-workloads.c, and none of
+ * them calls back.
  */
-#ifndef COPUS_SIM_MAIN_PARTS_H
-#define COPUS_SIM_MAIN_PARTS_H
+#ifndef COPUS_SIM_CLI_H
+#define COPUS_SIM_CLI_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -98,4 +100,4 @@ enum sim_remaining used_remaining(const char *policy, enum sim_remaining rem);
 /* Whether the policy learns the jobs' models (what --probes changes). */
 bool learns_models(const char *policy);
 
-#endif
+#endif /* COPUS_SIM_CLI_H */
