@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "arena.h"
-#include "plan-parts.h"
+#include "plan-read.h"
 
 /* Arena's GPUs per node for the GPU types it knows (a spec entry may give
  * its own with "gpus_per_node"). */

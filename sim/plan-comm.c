@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan-parts.h"
+#include "plan-read.h"
 
 /* ----------------------------------------------------------- collectives */
 

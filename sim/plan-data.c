@@ -10,7 +10,7 @@
 
 #include <json-c/json.h>
 
-#include "plan-parts.h"
+#include "plan-read.h"
 
 /* ------------------------------------------------------------ contents */
 static int read_models(const char *path, struct plan_data *d, char *err,

@@ -10,7 +10,7 @@
 
 #include <json-c/json.h>
 
-#include "plan-parts.h"
+#include "plan-read.h"
 
 /* --------------------------------------------------------- measurements */
 

@@ -1,5 +1,5 @@
 /*
- * What copus-plan's readers share (sim/plan-parts.h): the fields of a
+ * What copus-plan's readers share (sim/plan-read.h): the fields of a
  * CSV file, a whole JSON file, and the names of models, GPU types and
  * cells.
  */
@@ -11,7 +11,7 @@
 #include <json-c/json.h>
 
 #include "../runtime/file.h"
-#include "plan-parts.h"
+#include "plan-read.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -1,12 +1,14 @@
 /*
- * What the parts of copus-plan's readers share (plan-data.c, the data
- * directory and its models and devices; plan-comm.c, its collectives;
- * plan-measured.c, measured times, queries and estimates; plan-parse.c,
- * what they all read with). Private to them: plan-parse.c calls nothing of
- * the others, and plan-comm.c nothing of plan-data.c.
+ * How copus-plan's readers read (plan-data.c, the data directory and its
+ * models and devices; plan-comm.c, its collectives; plan-measured.c,
+ * measured times, queries and estimates; arena.c, Arena's world): the
+ * bounds of what a file may say, plan-parse.c's readers of fields,
+ * columns, GPU types and whole JSON files, and plan-comm.c's reader of
+ * comm.csv. Private to sim: plan-parse.c calls nothing of the others, and
+ * plan-comm.c nothing of plan-data.c.
  */
-#ifndef COPUS_SIM_PLAN_PARTS_H
-#define COPUS_SIM_PLAN_PARTS_H
+#ifndef COPUS_SIM_PLAN_READ_H
+#define COPUS_SIM_PLAN_READ_H
 
 #include <stddef.h>
 
@@ -50,4 +52,4 @@ int copus__plan_read_json(const char *path, struct json_object **out,
 int copus__plan_read_comm(const char *path, struct plan_data *d, char *err,
 			  size_t errlen);
 
-#endif /* COPUS_SIM_PLAN_PARTS_H */
+#endif /* COPUS_SIM_PLAN_READ_H */
