@@ -11,6 +11,10 @@
 # (backfill:limit_factor=2: the users' time limits twice the true run time,
 # see core/policy/backfill.c), the baseline copus replaces. Extra copus-sim
 # options (e.g. --app-rules sim/examples/sia-rules.csv) go to every run.
+# By default the policies know what the plugin knows: each job's models on
+# the GPU types it has run on and the plugin's estimates on the others
+# (copus_models_estimate); --probes gives every job, on arrival, a probe of
+# each type instead, as Sia profiles jobs.
 # Usage: sim/compare.sh DATA_DIR [COPUS_SIM [copus-sim options]]
 set -eu
 data=${1:?usage: sim/compare.sh DATA_DIR [COPUS_SIM [options]]}
