@@ -20,7 +20,8 @@
 #                                    node's running jobs go on)
 #
 # --gpus lists one GPU type per group of nodes: with --nodes 4 and
-# --gpus a100:4,v100:4, nodes n1-n2 get 4 a100 each and n3-n4 get 4 v100.
+# --gpus a100:4,v100:4, nodes n1-n2 get 4 a100 each and n3-n4 get 4 v100;
+# each node has its GPU type as a feature too.
 # --example DIR runs the cluster with the scheduling settings of
 # DIR/slurm.conf.example and the spank_copus line of
 # DIR/plugstack.conf.example (e.g. etc/ of the source tree).
@@ -169,7 +170,9 @@ EOF
 			g=$(((i - 1) * ntypes / NODES))
 			t=${GPU_TYPES[$g]}
 			c=${GPU_COUNTS[$g]}
-			gres="Gres=gpu:$t:$c"
+			# The GPU type is also the node's feature, so that a job
+			# can ask for nodes of one type: --constraint="[a100|v100]".
+			gres="Gres=gpu:$t:$c Features=$t"
 			echo "NodeName=n$i Name=gpu Type=$t File=$DIR/dev/$t/nvidia[0-$((c - 1))]" \
 				>>"$DIR/etc/gres.conf"
 		fi

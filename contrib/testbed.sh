@@ -25,8 +25,9 @@
 # server of its own (127.0.0.1 only, under DIR) and priority/multifactor;
 # sched/backfill runs with Slurm's default SchedulerParameters; sched/copus
 # with the example's settings, the policy named and a round every 60 trace
-# seconds. Jobs ask for their workload request (equal GPUs per node); under
-# copus they are elastic from 1 GPU to what their batch allows.
+# seconds. Jobs ask for their workload request (equal GPUs per node, on
+# nodes of one GPU type: --constraint="[aws|dgx-ext]"); under copus they are
+# elastic from 1 GPU to the whole cluster.
 #
 # It writes, in trace seconds:
 #   DIR/testbed.json  mean, p99, makespan, finished, restarts per job,
@@ -264,7 +265,15 @@ submit() {
 	done
 	((k <= nodes)) || die "job $name asks for $gpus GPUs, which $spec cannot hold with equal GPUs per node"
 	per=$((gpus / k))
-	[ "$policy" = backfill ] || el=(--elastic=1-$((nodes * gpn)))
+	# A rigid job on a cluster of several GPU types asks for nodes of one
+	# type, any of them (Slurm's matching OR), as a user who does not want
+	# a job spread over T4s and A100s at once would; under copus the plugin
+	# gives every job GPUs of one type.
+	if [ "$policy" = backfill ]; then
+		[ ${#types[@]} -lt 2 ] || el=(--constraint="[$(IFS='|'; echo "${types[*]}")]")
+	else
+		el=(--elastic=1-$((nodes * gpn)))
+	fi
 	id=$(sbatch --parsable -J "$name" -o "$out/logs/$name.out" --open-mode=append \
 		-N "$k" --gres=gpu:"$per" "${el[@]}" "$out/job.sh" "$app" "$batch") ||
 		die "sbatch refused $name"
