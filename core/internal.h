@@ -8,6 +8,7 @@
 #define COPUS_GAMMA_MIN 1.0
 #define COPUS_GAMMA_MAX 10.0
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Writes a message into err (errlen bytes) when err is not NULL, for the
@@ -35,6 +36,12 @@ int copus__speedup_create_packed(const copus_model *m, int node_gpus,
 				 int max_replicas, copus_speedup **out);
 /* The goodput of the table's base shape (finite, > 0). */
 double copus__speedup_base(const copus_speedup *s);
+/*
+ * At least what copus_speedup_get answers for a shape, without computing
+ * it; the answer itself, and *known, when it is known (or refused: 0).
+ */
+double copus__speedup_bound(const copus_speedup *s, int nodes, int replicas,
+			    bool *known);
 
 
 

@@ -1,5 +1,6 @@
 /* Memoised speedup of a job over its allocation shapes. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <copus/model.h>
@@ -126,6 +127,47 @@ int copus__speedup_create_packed(const copus_model *m, int node_gpus,
 double copus__speedup_base(const copus_speedup *s)
 {
 	return s->base_goodput;
+}
+
+/*
+ * Every candidate of best_batch on (nodes, replicas) has a micro-batch m
+ * <= max_local, a <= A accumulation steps and a total batch of at least
+ * lo (so a scale of at least lo / M0). Its step takes at least
+ * a T_grad + max(T_grad, T_sync) (the overlap is at least the larger
+ * term), so its throughput is at most r m (a + 1) / (a T_grad(m) +
+ * max(T_grad(m), T_sync)), which grows with m and with a; its efficiency
+ * (var + sqr) / (var + sqr scale) falls with the scale.
+ */
+double copus__speedup_bound(const copus_speedup *s, int nodes, int replicas,
+			    bool *known)
+{
+	const copus_model *m = &s->model;
+	const copus_batch_limits *l = &m->limits;
+
+	*known = true;
+	if (nodes <= 0 || replicas < nodes || nodes > s->max_nodes ||
+	    replicas > s->max_replicas)
+		return 0.0; /* copus_speedup_get refuses it: 0 */
+	const double *slot = memo_slot(s, nodes, replicas);
+	if (slot != NULL && !isnan(*slot))
+		return *slot;
+	*known = false;
+	double lo = fmax(l->init_batch, (double)replicas * l->min_local);
+	lo = fmin(lo, l->max_batch);
+	double A = l->accumulation ?
+		ceil(l->max_batch / ((double)replicas * l->max_local)) + 1.0 :
+		0.0;
+	double M = l->max_local;
+	double grad = m->perf.alpha_c + m->perf.beta_c * M;
+	double sync = copus__sync_time(&m->perf, nodes, replicas);
+	double tput = (double)replicas * M * (A + 1.0) /
+		      (A * grad + fmax(grad, sync));
+	double scale = lo / l->init_batch * (1.0 - 1e-6);
+	double eff = m->grad.var + m->grad.sqr > 0.0 ?
+		(m->grad.var + m->grad.sqr) /
+			(m->grad.var + m->grad.sqr * scale) :
+		1.0 / scale;
+	return tput * eff / s->base_goodput * (1.0 + 1e-6);
 }
 
 void copus_speedup_destroy(copus_speedup *s)

@@ -3,7 +3,8 @@
  * GPUs (the shortest remaining work first, goodput beyond the requests, the
  * cost of a restart, the fairness guard and fair share, unknown work and
  * scaling, replicas of several GPUs), its ingredients switched off by name,
- * and bad input. Where the jobs go: test-policy-copus-place.c; jobs
+ * and bad input; the bound on a speedup that lets it leave cells unvalued.
+ * Where the jobs go: test-policy-copus-place.c; jobs
  * described by cells and clusters of several GPU types:
  * test-policy-copus-cells.c.
  */
@@ -14,6 +15,7 @@
 #include <copus/policy.h>
 
 #include "harness.h"
+#include "internal.h"
 #include "policy-world.h"
 
 static void shortest_remaining_work_goes_first(void)
@@ -489,6 +491,63 @@ static void a_granular_job_gets_only_whole_replicas(void)
 	}
 }
 
+/*
+ * The greedy leaves a size unvalued when a bound on its value cannot reach
+ * the best gain so far, so the bound must never be below the speedup:
+ * over models across the parameters' range and every packed shape, with
+ * and without accumulation, before the speedup is known and after (then
+ * it is the speedup itself).
+ */
+static void a_speedup_bound_is_never_below_the_speedup(void)
+{
+	unsigned long long rng = 7;
+	int below = 0, shapes = 0, pruned = 0;
+
+#define UNI(lo, hi)                                                           \
+	((rng = rng * 6364136223846793005ull + 1442695040888963407ull),       \
+	 (lo) + ((hi) - (lo)) * ((double)(rng >> 11) / 9007199254740992.0))
+	for (int i = 0; i < 300; i++) {
+		double ar = UNI(1e-3, 0.1), an = ar * UNI(1.1, 5.0);
+		copus_model m = {
+			{ UNI(0.0, 0.2), UNI(1e-5, 5e-3), an, an * UNI(0, 0.1),
+			  ar, ar * UNI(0, 0.1), UNI(1.0, 10.0) },
+			{ UNI(0.0, 2.0), UNI(0.0, 1000.0) },
+			{ 16.0 * (1 + i % 8), 4096.0, 1 + i % 4, 64 << (i % 3),
+			  i % 2 == 0 }
+		};
+		copus_speedup *sp = NULL;
+		int g = 4 << (i % 2);
+		if (m.perf.alpha_c <= 0.0)
+			m.perf.alpha_c = 1e-3;
+		if (copus__speedup_create_packed(&m, g, 64, &sp) != COPUS_OK)
+			continue;
+		for (int k = 1; k <= 64; k++) {
+			int nodes = (k + g - 1) / g;
+			bool known;
+			double b = copus__speedup_bound(sp, nodes, k, &known);
+			double v = 0.0, again;
+			ASSERT_STATUS(copus_speedup_get(sp, nodes, k, &v),
+				      COPUS_OK);
+			again = copus__speedup_bound(sp, nodes, k, &known);
+			shapes++;
+			pruned += b < 0.5 * k;
+			if (!(b >= v) || !known || again != v) {
+				if (below++ < 5)
+					printf("model %d, %d GPUs on %d nodes: "
+					       "bound %.17g, speedup %.17g, "
+					       "then %.17g\n", i, k, nodes, b,
+					       v, again);
+			}
+		}
+		copus_speedup_destroy(sp);
+	}
+#undef UNI
+	printf("%d shapes, %d with a bound below half their GPUs\n", shapes,
+	       pruned);
+	CU_ASSERT(shapes > 10000);
+	CU_ASSERT_EQUAL(below, 0);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -509,6 +568,7 @@ int main(void)
 		TEST(ingredients_can_be_switched_off_by_name),
 		TEST(bad_input_is_skipped_or_refused),
 		TEST(unknown_scaling_starts_small_under_contention),
+		TEST(a_speedup_bound_is_never_below_the_speedup),
 	};
 	return RUN_TESTS("policy-copus", tests);
 }

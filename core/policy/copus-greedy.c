@@ -64,9 +64,22 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 		if (kmax > k0 + cap[t])
 			kmax = k0 + cap[t];
 		double v0 = k0 > 0 ? copus__cp_value(w, t, k0, node_gpus, prm, o) : 0.0;
+/*
+ * A size whose value cannot reach the best gain so far is not valued (its
+ * speedup table is not filled): consider() would not take it.
+ */
 #define TRY(kk)                                                               \
-	consider(&b, (copus__cp_value(w, t, (kk), node_gpus, prm, o) - v0) /            \
-			     ((kk) - k0), t, (kk))
+	do {                                                                  \
+		if (b.k > 0 &&                                                \
+		    (copus__cp_value_bound(w, t, (kk), node_gpus, prm) - v0) / \
+				    ((kk) - k0) <                             \
+			    b.score - 1e-12 * fabs(b.score))                  \
+			break;                                                \
+		consider(&b,                                                  \
+			 (copus__cp_value(w, t, (kk), node_gpus, prm, o) -    \
+			  v0) / ((kk) - k0),                                  \
+			 t, (kk));                                            \
+	} while (0)
 		if (!j->elastic || !copus__cp_known(w, t)) {
 			/* Fixed size: the request (clamped to elastic bounds),
 			 * or for a running elastic job its current size. */

@@ -143,6 +143,8 @@ double copus__cp_speedup(const struct jw *w, int t, int k,
 double copus__cp_value(const struct jw *w, int t, int k, const int *node_gpus,
 		const copus_policy_params *prm,
 		const struct copus__copus_opts *o);
+double copus__cp_value_bound(const struct jw *w, int t, int k,
+		const int *node_gpus, const copus_policy_params *prm);
 
 /* The cells chosen (copus-greedy.c). */
 

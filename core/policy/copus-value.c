@@ -214,6 +214,49 @@ double copus__cp_speedup(const struct jw *w, int t, int k, const int *node_gpus)
 }
 
 /*
+ * At least copus__cp_speedup(w, t, k), without filling its table; *known
+ * when that is the speedup itself (as cheap as the bound).
+ */
+static double speedup_bound(const struct jw *w, int t, int k,
+			    const int *node_gpus, bool *known)
+{
+	*known = true;
+	if (k <= 0 || w->cs != NULL || w->sp[t] == NULL ||
+	    (w->job->granularity > 1 && k % w->job->granularity != 0))
+		return copus__cp_speedup(w, t, k, node_gpus);
+	int nodes = (k + node_gpus[t] - 1) / node_gpus[t];
+	double v = copus__speedup_bound(w->sp[t], nodes, k, known);
+	return *known ? v * w->rel[t] : v * w->rel[t] * (1.0 + 1e-9);
+}
+
+/*
+ * At least copus__cp_value(w, t, k, ...), without filling the job's
+ * speedup table; INFINITY when the table knows what the value needs, as
+ * the value then costs no more than this. With S <= B, S_q <= B_q and a
+ * weight w: w S_q^g + S^g - S_q^g <= max(w - 1, 0) B_q^g + B^g, and a
+ * restart keeps at most all of it.
+ */
+double copus__cp_value_bound(const struct jw *w, int t, int k,
+			     const int *node_gpus,
+			     const copus_policy_params *prm)
+{
+	bool known, known_q = true;
+	double s = speedup_bound(w, t, k, node_gpus, &known), sq = 0.0;
+
+	if (k > w->q)
+		sq = speedup_bound(w, t, w->q, node_gpus, &known_q);
+	if ((known && known_q) || prm->restart_delay < 0.0)
+		return INFINITY;
+	if (k <= 0 || !(s > 0.0))
+		return 0.0;
+	double g = w->spread > 0.0 ? w->spread : 1.0;
+	double v = k > w->q ? fmax(w->weight - 1.0, 0.0) * pow(sq, g) +
+				      pow(s, g)
+			    : pow(s, g) * w->weight;
+	return v * w->boost * (1.0 + 1e-9);
+}
+
+/*
  * What is left of a job's value on an allocation of speedup s after the
  * restart a move costs: 1 - delay / H, H the time it would run there before
  * it ends or before the planning horizon; and at most Pollux's restart
