@@ -40,7 +40,7 @@ core_libcopus_core_la_SOURCES = \
 	core/policy/sia.c \
 	core/policy/copus.h \
 	core/policy/copus.c \
-	core/policy/copus-parts.h \
+	core/policy/copus-work.h \
 	core/policy/copus-value.c \
 	core/policy/copus-greedy.c \
 	core/policy/copus-place.c

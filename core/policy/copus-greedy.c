@@ -14,7 +14,7 @@
 #include <copus/policy.h>
 
 #include "../heap.h"
-#include "copus-parts.h"
+#include "copus-work.h"
 #include "copus.h"
 #include "ops.h"
 #include "place.h"

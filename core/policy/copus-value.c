@@ -15,7 +15,7 @@
 
 #include "../heap.h"
 #include "../internal.h"
-#include "copus-parts.h"
+#include "copus-work.h"
 #include "copus.h"
 #include "ops.h"
 #include "place.h"

@@ -78,7 +78,7 @@
  *
  * This file runs the round; copus-value.c holds what a cell is worth to a
  * job, copus-greedy.c the choice of cells, copus-place.c their GPUs
- * (copus-parts.h: what they share).
+ * (copus-work.h: the working data of a round they share).
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <limits.h>
@@ -91,7 +91,7 @@
 #include <copus/policy.h>
 
 #include "../heap.h"
-#include "copus-parts.h"
+#include "copus-work.h"
 #include "copus.h"
 #include "ops.h"
 #include "place.h"

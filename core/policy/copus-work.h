@@ -1,10 +1,13 @@
 /*
- * What the parts of the copus policy share (core/policy/copus.c, the round;
- * copus-value.c, what a cell is worth to a job; copus-greedy.c, the cells
- * chosen; copus-place.c, the GPUs that carry them). Private to them.
+ * The working data of a copus round: each job's (struct jw), the greedy's
+ * (struct greedy_ctx), the speedup tables kept between rounds (struct
+ * copus_state), and the functions over them that the files of the copus
+ * policy share (core/policy/copus.c, the round; copus-value.c, what a cell
+ * is worth to a job; copus-greedy.c, the cells chosen; copus-place.c, the
+ * GPUs that carry them). Private to them.
  */
-#ifndef COPUS_CORE_POLICY_COPUS_PARTS_H
-#define COPUS_CORE_POLICY_COPUS_PARTS_H
+#ifndef COPUS_CORE_POLICY_COPUS_WORK_H
+#define COPUS_CORE_POLICY_COPUS_WORK_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -166,4 +169,4 @@ int copus__cp_place_all(struct greedy_ctx *g, const copus_cluster *c,
 		const copus_job *jobs, struct copus__result *res,
 		int *free_gpus, int *dist, int *row, size_t *idx);
 
-#endif /* COPUS_CORE_POLICY_COPUS_PARTS_H */
+#endif /* COPUS_CORE_POLICY_COPUS_WORK_H */
