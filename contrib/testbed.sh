@@ -334,7 +334,7 @@ cp "$cdir/log/slurmctld.log" "$out/logs/" 2>/dev/null || true
 python3 "$py" report --out "$out" --scale "$scale" --policy "$policy" \
 	--interval "$interval" --ctld-log "$cdir/log/slurmctld.log"
 rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['sim_restart_delay'])")
-"$sim" --cluster "$spec" --profiles "$profiles" --policy "$policy" \
+"$sim" --cluster "$spec" --profiles "$profiles" --policy "$policy" --equal-per-node \
 	--interval "$(python3 -c "print($interval * $scale)")" \
 	--restart-delay "$rdelay" --summary "$out/sim.json" "$out/workload.csv" \
 	>"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"

@@ -29,6 +29,7 @@ struct cli_opts {
 	double interval, delay;
 	enum sim_remaining rem;
 	bool probes;           /* --probes (sim_opts.probes) */
+	bool equal_per_node;   /* --equal-per-node (sim_opts.equal_per_node) */
 	long par;              /* workloads simulated at once (--jobs) */
 };
 

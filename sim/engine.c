@@ -808,6 +808,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	memset(res, 0, sizeof(*res));
 	prm.interval = o->interval;
 	prm.restart_delay = o->restart_delay;
+	prm.equal_per_node = o->equal_per_node;
 	rc = copus_policy_create(o->policy, &prm, &s.pol);
 	if (rc != COPUS_OK) {
 		unknown_policy(err, len, o->policy);

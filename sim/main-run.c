@@ -25,7 +25,8 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 			      .workload_name = w->name,
 			      .history = history,
 			      .nhistory = nhistory,
-			      .probes = co->probes };
+			      .probes = co->probes,
+			      .equal_per_node = co->equal_per_node };
 	bool want_timeline = co->timeline != NULL;
 	bool want_series = co->png != NULL;
 	FILE *tl = NULL, *se = NULL;

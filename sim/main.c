@@ -65,6 +65,11 @@ static void usage(FILE *f)
 		"  --no-probes          only what the plugin learns: a job's "
 		"model on the\n"
 		"                       type of its last run (the default)\n"
+		"  --equal-per-node     give every job the same GPUs on each "
+		"of its nodes,\n"
+		"                       as Slurm and sched/copus do (the copus "
+		"policy\n"
+		"                       follows it; contrib/testbed.sh sets it)\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
 		"  --app-rules FILE     per model (CSV application,slowdown,\n"
@@ -124,6 +129,7 @@ int main(int argc, char **argv)
 		{ "max-rounds", required_argument, NULL, 'm' },
 		{ "probes", no_argument, NULL, 'B' },
 		{ "no-probes", no_argument, NULL, 'b' },
+		{ "equal-per-node", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -204,6 +210,7 @@ int main(int argc, char **argv)
 			break;
 		case 'B': o.probes = true; break;
 		case 'b': o.probes = false; break;
+		case 'E': o.equal_per_node = true; break;
 		case 'a': arena = optarg; break;
 		case 'L':
 			if (strcmp(optarg, "arena") == 0) {

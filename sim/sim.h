@@ -167,6 +167,9 @@ struct sim_opts {
 	 * its model to the types it has not run on.
 	 */
 	bool probes;
+	/* Every job gets the same GPUs on each of its nodes, as Slurm gives
+	 * them and as sched/copus asks its policy (--equal-per-node). */
+	bool equal_per_node;
 };
 
 struct sim_jobspec {
