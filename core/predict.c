@@ -619,25 +619,6 @@ static void wpoints_sort(struct wpoint *pt, struct wpoint *tmp, size_t m,
 		memcpy(pt, src, m * sizeof(*pt));
 }
 
-/* [*lo, *hi): the rows of a[0..n) (sorted by leaf) in leaf. */
-static void leaf_range(const struct lrow *a, size_t n, uint32_t leaf,
-		       size_t *lo, size_t *hi)
-{
-	size_t l = 0, h = n;
-
-	while (l < h) {
-		size_t mid = l + (h - l) / 2;
-		if (a[mid].leaf < leaf)
-			l = mid + 1;
-		else
-			h = mid;
-	}
-	*lo = l;
-	for (h = l; h < n && a[h].leaf == leaf; h++)
-		;
-	*hi = h;
-}
-
 /*
  * The median total of a job, from the points of its weighted sample above
  * what it has done, pt[0..m) sorted: the weighted Kaplan-Meier estimate of
@@ -867,6 +848,7 @@ static int forest_left(copus_predictor *p, const size_t *row,
 	size_t (*hist)[256] = malloc(8 * sizeof(*hist));
 	struct lrow *run = malloc(T * n * sizeof(*run));
 	size_t *ord = malloc(n * sizeof(*ord)), *at_leaf = NULL, *start = NULL;
+	size_t *run_at = NULL, *fin_at = NULL;
 	size_t *group = malloc((p->memo.n + 1) * sizeof(*group));
 	int rc = COPUS_ENOMEM;
 
@@ -881,11 +863,26 @@ static int forest_left(copus_predictor *p, const size_t *row,
 	for (size_t k = 0; k < p->memo.n * T; k++)
 		if ((uint32_t)leaf[k] + 1 > nleaf)
 			nleaf = (uint32_t)leaf[k] + 1;
-	if ((at_leaf = malloc((nleaf + 1) * sizeof(*at_leaf))) == NULL)
+	/* Where each leaf's rows begin in each tree's lists (run_at: the
+	 * running jobs', fin_at: the finished jobs'), nleaf + 1 a tree. */
+	size_t L = (size_t)nleaf + 1;
+	at_leaf = malloc(L * sizeof(*at_leaf));
+	run_at = malloc(T * L * sizeof(*run_at));
+	fin_at = malloc(T * L * sizeof(*fin_at));
+	if (!at_leaf || !run_at || !fin_at)
 		goto out;
 	for (size_t t = 0; t < T; t++) {
+		const struct lrow *f = &p->leaves[t * N];
+		size_t k = 0;
+		for (uint32_t l = 0; l <= nleaf; l++) {
+			while (k < N && f[k].leaf < l)
+				k++;
+			fin_at[t * L + l] = k;
+		}
+	}
+	for (size_t t = 0; t < T; t++) {
 		struct lrow *o = &run[t * n];
-		memset(at_leaf, 0, (nleaf + 1) * sizeof(*at_leaf));
+		memset(at_leaf, 0, L * sizeof(*at_leaf));
 		kept = 0;
 		for (size_t i = 0; i < n; i++)
 			if (done[i] > 0.0) {
@@ -894,6 +891,7 @@ static int forest_left(copus_predictor *p, const size_t *row,
 			}
 		for (uint32_t l = 0; l < nleaf; l++)
 			at_leaf[l + 1] += at_leaf[l];
+		memcpy(&run_at[t * L], at_leaf, L * sizeof(*at_leaf));
 		for (size_t i = 0; i < n; i++)
 			if (done[i] > 0.0) {
 				uint32_t l = (uint32_t)leaf[row[i] * T + t];
@@ -927,8 +925,10 @@ static int forest_left(copus_predictor *p, const size_t *row,
 		for (size_t t = 0; t < T; t++) {
 			uint32_t l = (uint32_t)lq[t];
 			size_t lo, hi, rlo, rhi;
-			leaf_range(&p->leaves[t * N], N, l, &lo, &hi);
-			leaf_range(&run[t * n], kept, l, &rlo, &rhi);
+			lo = fin_at[t * L + l];
+			hi = fin_at[t * L + l + 1];
+			rlo = run_at[t * L + l];
+			rhi = run_at[t * L + l + 1];
 			double size = (double)(hi - lo + rhi - rlo);
 			if (size == 0.0)
 				continue;
@@ -983,6 +983,8 @@ out:
 	free(run);
 	free(ord);
 	free(at_leaf);
+	free(run_at);
+	free(fin_at);
 	free(start);
 	free(group);
 	return rc;
