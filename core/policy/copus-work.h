@@ -53,6 +53,10 @@ struct copus_state {
 	 */
 	size_t *slot;
 	size_t nslots;
+	/* The jobs' working data of the last round, kept for the next
+	 * (copus.c, jobs_work): w_cap entries. */
+	struct jw *w;
+	size_t w_cap;
 };
 
 /* Per-job working data of one round. */

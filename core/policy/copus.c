@@ -165,7 +165,25 @@ void copus__state_destroy(struct copus_state *s)
 		copus_speedup_destroy(s->e[i].sp);
 	free(s->e);
 	free(s->slot);
+	free(s->w);
 	free(s);
+}
+
+/*
+ * The jobs' working data for a round of n jobs, zeroed, or NULL: kept in
+ * s between rounds, so that a round does not fault in its pages again.
+ */
+static struct jw *jobs_work(struct copus_state *s, size_t n)
+{
+	if (s->w != NULL && s->w_cap >= n + 1) {
+		memset(s->w, 0, (n + 1) * sizeof(*s->w));
+		return s->w;
+	}
+	free(s->w);
+	s->w_cap = 0;
+	if ((s->w = calloc(n + 1, sizeof(*s->w))) != NULL)
+		s->w_cap = n + 1;
+	return s->w;
 }
 
 /*
@@ -203,7 +221,7 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	struct copus__free_index fix = { 0 };
 	const int N = c->num_nodes, T = c->num_types;
 	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
-	struct jw *w = calloc(n + 1, sizeof(*w));
+	struct jw *w = jobs_work(s, n);
 	struct heap_item *heap = calloc(n + 1, sizeof(*heap));
 	size_t *idx = calloc(n + 1, sizeof(*idx));
 	int *free_gpus = calloc((size_t)N, sizeof(int));
@@ -316,7 +334,6 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	copus__cp_sp_sweep(s);
 out:
 	copus__cp_release_jobs(w, n);
-	free(w);
 	free(heap);
 	free(idx);
 	free(free_gpus);
