@@ -129,14 +129,23 @@ double copus__speedup_base(const copus_speedup *s)
 	return s->base_goodput;
 }
 
+/* The efficiency of a scale of at least scale (it falls as it grows). */
+static double eff_at_least(const copus_grad_stats *g, double scale)
+{
+	return g->var + g->sqr > 0.0 ? (g->var + g->sqr) /
+					       (g->var + g->sqr * scale)
+				     : 1.0 / scale;
+}
+
 /*
  * Every candidate of best_batch on (nodes, replicas) has a micro-batch m
- * <= max_local, a <= A accumulation steps and a total batch of at least
- * lo (so a scale of at least lo / M0). Its step takes at least
- * a T_grad + max(T_grad, T_sync) (the overlap is at least the larger
- * term), so its throughput is at most r m (a + 1) / (a T_grad(m) +
- * max(T_grad(m), T_sync)), which grows with m and with a; its efficiency
- * (var + sqr) / (var + sqr scale) falls with the scale.
+ * <= max_local and a total batch of at least lo; with a >= 1 accumulation
+ * steps, its local batch exceeds a max_local (or, on one GPU, M0). Its step
+ * takes at least a T_grad + max(T_grad, T_sync) (the overlap is at least
+ * the larger term), so its throughput is at most r m (a + 1) / (a T_grad(m)
+ * + max(T_grad(m), T_sync)), which grows with m; its efficiency (var + sqr)
+ * / (var + sqr scale) falls with the scale. The bound is the largest, over
+ * the steps a it may take, of both at their extremes.
  */
 double copus__speedup_bound(const copus_speedup *s, int nodes, int replicas,
 			    bool *known)
@@ -152,22 +161,22 @@ double copus__speedup_bound(const copus_speedup *s, int nodes, int replicas,
 	if (slot != NULL && !isnan(*slot))
 		return *slot;
 	*known = false;
-	double lo = fmax(l->init_batch, (double)replicas * l->min_local);
-	lo = fmin(lo, l->max_batch);
-	double A = l->accumulation ?
-		ceil(l->max_batch / ((double)replicas * l->max_local)) + 1.0 :
-		0.0;
-	double M = l->max_local;
+	double r = replicas, M = l->max_local;
+	double lo = fmin(fmax(l->init_batch, r * l->min_local), l->max_batch);
+	int A = l->accumulation ?
+		(int)ceil(l->max_batch / (r * M)) + 1 : 0;
 	double grad = m->perf.alpha_c + m->perf.beta_c * M;
 	double sync = copus__sync_time(&m->perf, nodes, replicas);
-	double tput = (double)replicas * M * (A + 1.0) /
-		      (A * grad + fmax(grad, sync));
-	double scale = lo / l->init_batch * (1.0 - 1e-6);
-	double eff = m->grad.var + m->grad.sqr > 0.0 ?
-		(m->grad.var + m->grad.sqr) /
-			(m->grad.var + m->grad.sqr * scale) :
-		1.0 / scale;
-	return tput * eff / s->base_goodput * (1.0 + 1e-6);
+	double best = 0.0;
+	for (int a = 0; a <= A; a++) {
+		double tput = r * M * (a + 1.0) /
+			      (a * grad + fmax(grad, sync));
+		double least = a >= 2 ? fmax(lo, r * a * M) : lo;
+		double eff = eff_at_least(&m->grad, least / l->init_batch *
+							    (1.0 - 1e-6));
+		best = fmax(best, tput * eff);
+	}
+	return best / s->base_goodput * (1.0 + 1e-6);
 }
 
 void copus_speedup_destroy(copus_speedup *s)
