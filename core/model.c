@@ -77,7 +77,11 @@ int copus__shape_check(int nodes, int replicas)
 	return COPUS_OK;
 }
 
-double copus__sync_time(const copus_perf_params *p, int nodes, int replicas)
+/*
+ * The model's terms are static here, so that best_batch's loop inlines
+ * them; the copus__ functions are their names for the rest of the core.
+ */
+static double sync_time(const copus_perf_params *p, int nodes, int replicas)
 {
 	double extra = replicas > 2 ? (double)(replicas - 2) : 0.0;
 
@@ -88,7 +92,12 @@ double copus__sync_time(const copus_perf_params *p, int nodes, int replicas)
 	return p->alpha_r + p->beta_r * extra;
 }
 
-double copus__overlap(double grad, double sync, double gamma)
+double copus__sync_time(const copus_perf_params *p, int nodes, int replicas)
+{
+	return sync_time(p, nodes, replicas);
+}
+
+static double overlap(double grad, double sync, double gamma)
 {
 	if (sync <= 0.0)
 		return grad;
@@ -103,6 +112,11 @@ double copus__overlap(double grad, double sync, double gamma)
 	return hi * pow(a, 1.0 / gamma);
 }
 
+double copus__overlap(double grad, double sync, double gamma)
+{
+	return overlap(grad, sync, gamma);
+}
+
 int copus_step_time(const copus_perf_params *p, int nodes, int replicas,
 		    double local, int accum_steps, copus_step_times *out)
 {
@@ -115,8 +129,8 @@ int copus_step_time(const copus_perf_params *p, int nodes, int replicas,
 	if ((rc = copus__shape_check(nodes, replicas)) != COPUS_OK)
 		return rc;
 	out->grad = p->alpha_c + p->beta_c * local;
-	out->sync = copus__sync_time(p, nodes, replicas);
-	out->opt = copus__overlap(out->grad, out->sync, p->gamma);
+	out->sync = sync_time(p, nodes, replicas);
+	out->opt = overlap(out->grad, out->sync, p->gamma);
 	out->iter = accum_steps * out->grad + out->opt;
 	return COPUS_OK;
 }
@@ -153,13 +167,18 @@ int copus_noise_scale(const copus_grad_stats *g, double init_batch,
 }
 
 /* Pollux's gain with scale = M / M0, written to be exact at the extremes. */
-double copus__gain(const copus_grad_stats *g, double scale)
+static double gain(const copus_grad_stats *g, double scale)
 {
 	double denom = g->var / scale + g->sqr;
 
 	if (denom <= 0.0)
 		return 1.0;
 	return (g->var + g->sqr) / denom;
+}
+
+double copus__gain(const copus_grad_stats *g, double scale)
+{
+	return gain(g, scale);
 }
 
 static int batch_args_check(const copus_grad_stats *g, double init_batch,
@@ -178,7 +197,7 @@ int copus_gain(const copus_grad_stats *g, double init_batch, double batch,
 
 	if (rc != COPUS_OK)
 		return rc;
-	*out = copus__gain(g, batch / init_batch);
+	*out = gain(g, batch / init_batch);
 	return COPUS_OK;
 }
 
@@ -190,29 +209,37 @@ int copus_efficiency(const copus_grad_stats *g, double init_batch,
 	if (rc != COPUS_OK)
 		return rc;
 	double scale = batch / init_batch;
-	*out = copus__gain(g, scale) / scale;
+	*out = gain(g, scale) / scale;
 	return COPUS_OK;
 }
 
 /* Goodput without argument checks, for the inner loops. */
-double copus__goodput(const copus_model *m, int nodes, int replicas,
+static double goodput(const copus_model *m, int nodes, int replicas,
 		      int local, int accum_steps, double *throughput,
 		      double *efficiency)
 {
 	const copus_perf_params *p = &m->perf;
 	double grad = p->alpha_c + p->beta_c * local;
-	double sync = copus__sync_time(p, nodes, replicas);
-	double iter = accum_steps * grad + copus__overlap(grad, sync, p->gamma);
+	double sync = sync_time(p, nodes, replicas);
+	double iter = accum_steps * grad + overlap(grad, sync, p->gamma);
 	double batch = (double)replicas * local * (accum_steps + 1);
 	double tput = batch / iter;
 	double scale = batch / m->limits.init_batch;
-	double eff = copus__gain(&m->grad, scale) / scale;
+	double eff = gain(&m->grad, scale) / scale;
 
 	if (throughput != NULL)
 		*throughput = tput;
 	if (efficiency != NULL)
 		*efficiency = eff;
 	return tput * eff;
+}
+
+double copus__goodput(const copus_model *m, int nodes, int replicas,
+		      int local, int accum_steps, double *throughput,
+		      double *efficiency)
+{
+	return goodput(m, nodes, replicas, local, accum_steps, throughput,
+		       efficiency);
 }
 
 int copus_goodput(const copus_model *m, int nodes, int replicas, int local,
@@ -226,8 +253,7 @@ int copus_goodput(const copus_model *m, int nodes, int replicas, int local,
 		return rc;
 	if ((rc = copus__shape_check(nodes, replicas)) != COPUS_OK)
 		return rc;
-	*out = copus__goodput(m, nodes, replicas, local, accum_steps, NULL,
-			      NULL);
+	*out = goodput(m, nodes, replicas, local, accum_steps, NULL, NULL);
 	return COPUS_OK;
 }
 
@@ -276,8 +302,8 @@ int copus__best_batch(const copus_model *m, int nodes, int replicas,
 		last_micro = micro;
 		last_accum = accum;
 		double tput, eff;
-		double gp = copus__goodput(m, nodes, replicas, micro, accum,
-					   &tput, &eff);
+		double gp = goodput(m, nodes, replicas, micro, accum, &tput,
+				    &eff);
 		if (!found || gp > out->goodput) {
 			found = true;
 			out->batch = (double)replicas * micro * (accum + 1);
