@@ -849,11 +849,16 @@ static int forest_left(copus_predictor *p, const size_t *row,
 	struct lrow *run = malloc(T * n * sizeof(*run));
 	size_t *ord = malloc(n * sizeof(*ord)), *at_leaf = NULL, *start = NULL;
 	size_t *run_at = NULL, *fin_at = NULL;
+	/* log(done) of each job that has done some, once, not per group. */
+	double *logd = malloc((n + 1) * sizeof(*logd));
 	size_t *group = malloc((p->memo.n + 1) * sizeof(*group));
 	int rc = COPUS_ENOMEM;
 
-	if (!w || !touched || !pt || !tmp || !hist || !run || !ord || !group)
+	if (!w || !touched || !pt || !tmp || !hist || !run || !ord || !group ||
+	    !logd)
 		goto out;
+	for (size_t i = 0; i < n; i++)
+		logd[i] = done[i] > 0.0 ? log(done[i]) : -INFINITY;
 	/*
 	 * The running jobs in each tree's leaves, sorted by leaf and job: by
 	 * counting, the jobs taken in order (the leaves are node numbers,
@@ -948,7 +953,7 @@ static int forest_left(copus_predictor *p, const size_t *row,
 		for (size_t k = 0; k < nt; k++) {
 			uint32_t r = touched[k];
 			pt[m++] = r < N ? (struct wpoint){ p->ty[r], w[r], true }
-					: (struct wpoint){ log(done[r - N]), w[r],
+					: (struct wpoint){ logd[r - N], w[r],
 							   false };
 			w[r] = 0.0;
 		}
@@ -959,7 +964,7 @@ static int forest_left(copus_predictor *p, const size_t *row,
 		long at = -1;
 		for (size_t i = g; i < e; i++) {
 			size_t q = ord[i], a;
-			double c = done[q] > 0.0 ? log(done[q]) : -INFINITY;
+			double c = done[q] > 0.0 ? logd[q] : -INFINITY;
 			a = first_point_above(pt, m, c);
 			if (a != last_a) {
 				at = km_median(pt + a, m - a);
@@ -985,6 +990,7 @@ out:
 	free(at_leaf);
 	free(run_at);
 	free(fin_at);
+	free(logd);
 	free(start);
 	free(group);
 	return rc;
