@@ -24,8 +24,10 @@ static void learn(const double *lc, const size_t *which, size_t n, int T,
 static int cmp_app(const void *a, const void *b);
 static void estimate_job(const copus_model *const *known, const double *lc,
 			 size_t i, int T, const struct ratios *app,
-			 const struct ratios *all, const double *speeds,
-			 copus_model *est, bool *estimated);
+			 const struct ratios *all,
+			 const struct copus_type_ratios *mem,
+			 const double *speeds, copus_model *est,
+			 bool *estimated);
 
 /*
  * Per pair of types (t, u): the median of log(compute time on t / on u)
@@ -117,8 +119,10 @@ static int cmp_app(const void *a, const void *b)
 /* Job i's estimates on the types it lacks. */
 static void estimate_job(const copus_model *const *known, const double *lc,
 			 size_t i, int T, const struct ratios *app,
-			 const struct ratios *all, const double *speeds,
-			 copus_model *est, bool *estimated)
+			 const struct ratios *all,
+			 const struct copus_type_ratios *mem,
+			 const double *speeds, copus_model *est,
+			 bool *estimated)
 {
 	const copus_model *const *k = &known[i * (size_t)T];
 	const double *l = &lc[i * (size_t)T];
@@ -136,13 +140,18 @@ static void estimate_job(const copus_model *const *known, const double *lc,
 			if (k[u] == NULL || !isfinite(l[u]))
 				continue;
 			if (app != NULL && app->count[t][u] > 0) {
-				lv = 3;
+				lv = 4;
 				n = app->count[t][u];
 				lr = app->log_ratio[t][u];
 			} else if (all->count[t][u] > 0) {
-				lv = 2;
+				lv = 3;
 				n = all->count[t][u];
 				lr = all->log_ratio[t][u];
+			} else if (mem != NULL && mem->count[t][u] > 0 &&
+				   isfinite(mem->log_ratio[t][u])) {
+				lv = 2;
+				n = mem->count[t][u];
+				lr = mem->log_ratio[t][u];
 			} else if (speeds != NULL && speeds[t] > 0.0 &&
 				   speeds[u] > 0.0 && isfinite(speeds[t]) &&
 				   isfinite(speeds[u])) {
@@ -168,6 +177,16 @@ int copus_models_estimate(const copus_model *const *known, size_t njobs,
 			  int ntypes, const char *const *apps,
 			  const double *speeds, copus_model *est,
 			  bool *estimated)
+{
+	return copus_models_estimate_mem(known, njobs, ntypes, apps, speeds,
+					 NULL, est, estimated);
+}
+
+int copus_models_estimate_mem(const copus_model *const *known, size_t njobs,
+			      int ntypes, const char *const *apps,
+			      const double *speeds,
+			      struct copus_type_ratios *mem,
+			      copus_model *est, bool *estimated)
 {
 	size_t N, *which = NULL;
 	double *lc = NULL, *buf = NULL;
@@ -206,6 +225,13 @@ int copus_models_estimate(const copus_model *const *known, size_t njobs,
 		order[i].i = i;
 	}
 	learn(lc, which, njobs, T, buf, all);
+	/* What this round's jobs show replaces what was remembered. */
+	for (int t = 0; mem != NULL && t < T; t++)
+		for (int u = 0; u < T; u++)
+			if (all->count[t][u] > 0) {
+				mem->log_ratio[t][u] = all->log_ratio[t][u];
+				mem->count[t][u] = all->count[t][u];
+			}
 	qsort(order, njobs, sizeof(*order), cmp_app);
 	for (size_t a = 0, b; a < njobs; a = b) {
 		size_t n = 0;
@@ -218,7 +244,7 @@ int copus_models_estimate(const copus_model *const *known, size_t njobs,
 		for (size_t x = 0; x < n; x++)
 			estimate_job(known, lc, which[x], T,
 				     order[a].app[0] != '\0' ? app : NULL, all,
-				     speeds, est, estimated);
+				     mem, speeds, est, estimated);
 	}
 	rc = COPUS_OK;
 out:

@@ -31,7 +31,7 @@ static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
 static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask);
 static void _build_input(struct copus__sched *s, struct copus__round *r);
-static void _estimate(struct copus__round *r);
+static void _estimate(struct copus__sched *s, struct copus__round *r);
 static void _predict(struct copus__sched *s, struct copus__round *r);
 static void _time_limits(struct copus__round *r);
 
@@ -268,10 +268,11 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
  * the models the round trusts are read (a job whose claims the round
  * distrusts gives none and gets none), and the estimates are made again
  * every round, so a job's own measurement replaces its estimate as soon
- * as a hint carries it. Without the memory for them, the jobs keep what
- * their hints say.
+ * as a hint carries it. The types' ratios that jobs showed stay in s for
+ * the later rounds (a job that measured two types may have ended). Without
+ * the memory for them, the jobs keep what their hints say.
  */
-static void _estimate(struct copus__round *r)
+static void _estimate(struct copus__sched *s, struct copus__round *r)
 {
 	size_t n = (size_t)r->njobs, T = (size_t)r->ntypes;
 	const copus_model **known;
@@ -289,14 +290,24 @@ static void _estimate(struct copus__round *r)
 		goto out;
 	for (t = 0; t < T; t++)
 		speeds[t] = copus_gpu_type_speed(r->types[t]);
+	/* The memory holds the types it was learned on, in their order. */
+	for (t = 0; (int)T == s->ratio_ntypes && t < T; t++)
+		if (strcmp(s->ratio_types[t], r->types[t]) != 0)
+			break;
+	if ((int)T != s->ratio_ntypes || t < T) {
+		memset(&s->ratios, 0, sizeof(s->ratios));
+		memcpy(s->ratio_types, r->types, T * sizeof(r->types[0]));
+		s->ratio_ntypes = (int)T;
+	}
 	for (i = 0; i < n; i++) {
 		apps[i] = r->rj[r->rj_of[i]].app;
 		if (r->jobs[i].models)
 			memcpy(&known[i * T], r->jobs[i].models,
 			       T * sizeof(*known));
 	}
-	if (copus_models_estimate(known, n, (int)T, apps, speeds,
-				  r->est_models, r->estimated) != COPUS_OK)
+	if (copus_models_estimate_mem(known, n, (int)T, apps, speeds,
+				      &s->ratios, r->est_models,
+				      r->estimated) != COPUS_OK)
 		goto out;
 	for (i = 0; i < n; i++)
 		for (t = 0; r->jobs[i].models && t < T; t++)
@@ -509,7 +520,7 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 		}
 		_input_job(s, r, j - r->rj, (uint32_t)mask);
 	}
-	_estimate(r);
+	_estimate(s, r);
 	_predict(s, r);
 	_time_limits(r);
 out:

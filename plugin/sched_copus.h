@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "copus/model.h"
 #include "copus/policy.h"
 #include "copus/predict.h"
 #include "memo.h"
@@ -87,6 +88,15 @@ struct copus__sched {
 	 * read. */
 	long history_lines;
 	struct copus__resize_memo resize_memo[COPUS__RESIZE_MEMO];
+	/*
+	 * The GPU types' relative speeds that jobs measured on two types
+	 * showed (copus_models_estimate_mem), kept across rounds for the
+	 * types named in ratio_types, in their order; forgotten when the
+	 * cluster's types change.
+	 */
+	struct copus_type_ratios ratios;
+	char ratio_types[COPUS_MAX_GPU_TYPES][16];
+	int ratio_ntypes;
 	/*
 	 * When the plugin was loaded. Until a node that slurmctld has not
 	 * heard from since then registers (or SlurmdTimeout has passed), the

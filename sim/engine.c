@@ -250,9 +250,12 @@ static double oracle_remaining(const struct sjob *j, copus_model_source src,
  * Every waiting or running job's models as a policy with models from src
  * is told them this round (j->models): with probes, or as the plugin knows
  * them, where the plugin's estimate on the types a job has not run on
- * (copus_models_estimate, kept in j->boot) completes what its hints say.
+ * (copus_models_estimate_mem, kept in j->boot) completes what its hints
+ * say, with the types' ratios remembered across rounds in mem, as the
+ * plugin remembers them.
  */
 static int round_models(struct sjob *jobs, size_t n, double now,
+			struct copus_type_ratios *mem,
 			const struct sim_cluster *c, copus_model_source src,
 			bool probes)
 {
@@ -295,7 +298,8 @@ static int round_models(struct sjob *jobs, size_t n, double now,
 		memcpy(&known[na++ * (size_t)T], j->models,
 		       (size_t)T * sizeof(*known));
 	}
-	rc = copus_models_estimate(known, na, T, apps, speeds, est, made);
+	rc = copus_models_estimate_mem(known, na, T, apps, speeds, mem, est,
+				       made);
 	na = 0;
 	for (size_t i = 0; rc == COPUS_OK && i < n; i++) {
 		struct sjob *j = &jobs[i];
@@ -343,6 +347,7 @@ struct sim_state {
 	double now;
 	size_t done; /* jobs finished */
 	struct sjob *jobs;
+	struct copus_type_ratios ratios; /* the estimates' memory */
 	/* A round's input and output: na jobs, idx[k] the index of the
 	 * k-th; the predictor's input and answer. */
 	copus_job *cj;
@@ -560,8 +565,8 @@ static int round_input(struct sim_state *s, size_t *na)
 			return rc;
 	}
 	if (s->tr->models != COPUS_MODELS_NONE &&
-	    (rc = round_models(s->jobs, s->n, s->now, s->c, s->tr->models,
-			       s->o->probes)) != COPUS_OK)
+	    (rc = round_models(s->jobs, s->n, s->now, &s->ratios, s->c,
+			       s->tr->models, s->o->probes)) != COPUS_OK)
 		return rc;
 	*na = 0;
 	for (size_t i = 0; i < s->n; i++) {

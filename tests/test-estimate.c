@@ -226,6 +226,51 @@ static void bad_arguments_are_refused(void)
 	CU_ASSERT_FALSE(w.made[0 * T + 1]);
 }
 
+/*
+ * A job that measured two types teaches the memory; after it has ended, a
+ * job alone on one type still gets an estimate on the other from it, and a
+ * newer measurement of the pair replaces what was remembered.
+ */
+static void the_ratios_of_ended_jobs_are_remembered(void)
+{
+	struct copus_type_ratios mem;
+	struct world w;
+
+	memset(&mem, 0, sizeof(mem));
+	world_init(&w);
+	add_job(&w, "cifar10", 4.0, 1.0, 0.0);
+	ASSERT_STATUS(copus_models_estimate_mem(w.known, w.n, T, w.apps, NULL,
+						&mem, w.est, w.made),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(mem.count[1][0], 1);
+	CU_ASSERT_EQUAL(mem.count[0][2], 0);
+	/* The next round: the cifar10 job has ended; an imagenet job runs on
+	 * type 0 only. Without the memory it gets nothing. */
+	world_init(&w);
+	add_job(&w, "imagenet", 8.0, 0.0, 0.0);
+	ASSERT_STATUS(estimate(&w, NULL), COPUS_OK);
+	CU_ASSERT_FALSE(w.made[0 * T + 1]);
+	ASSERT_STATUS(copus_models_estimate_mem(w.known, w.n, T, w.apps, NULL,
+						&mem, w.est, w.made),
+		      COPUS_OK);
+	CU_ASSERT_TRUE(w.made[0 * T + 1]);
+	ASSERT_CLOSE(est_scale(&w, 0, 1), 2.0, 1e-12);
+	CU_ASSERT_FALSE(w.made[0 * T + 2]);
+	/* A job of this round that measured both shows a new ratio: it
+	 * replaces the remembered one, for this round and the next. */
+	add_job(&w, "bert", 3.0, 1.5, 0.0);
+	ASSERT_STATUS(copus_models_estimate_mem(w.known, w.n, T, w.apps, NULL,
+						&mem, w.est, w.made),
+		      COPUS_OK);
+	ASSERT_CLOSE(est_scale(&w, 0, 1), 4.0, 1e-12);
+	world_init(&w);
+	add_job(&w, "imagenet", 8.0, 0.0, 0.0);
+	ASSERT_STATUS(copus_models_estimate_mem(w.known, w.n, T, w.apps, NULL,
+						&mem, w.est, w.made),
+		      COPUS_OK);
+	ASSERT_CLOSE(est_scale(&w, 0, 1), 4.0, 1e-12);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -237,6 +282,7 @@ int main(void)
 		TEST(the_gpu_table_orders_the_types_when_nothing_is_learned),
 		TEST(the_table_speed_is_the_mean_of_flops_and_bandwidth),
 		TEST(bad_arguments_are_refused),
+		TEST(the_ratios_of_ended_jobs_are_remembered),
 	};
 
 	return RUN_TESTS("estimate", tests);

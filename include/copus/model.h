@@ -168,6 +168,32 @@ int copus_models_estimate(const copus_model *const *known, size_t njobs,
 			  bool *estimated);
 
 /*
+ * What a scheduler remembers of its GPU types' relative speeds between
+ * rounds: per pair of types (t, u), the median of log(compute time on t /
+ * compute time on u) over the jobs of the last round that had measured
+ * models on both, and how many did (0: never seen). A job that measured
+ * both types may have ended since; its evidence stays, so that a job
+ * running alone still gets an estimate on a type it has not run on.
+ * Zero-initialise it; its types are the caller's, in the caller's order.
+ */
+struct copus_type_ratios {
+	double log_ratio[COPUS_ESTIMATE_MAX_TYPES][COPUS_ESTIMATE_MAX_TYPES];
+	int count[COPUS_ESTIMATE_MAX_TYPES][COPUS_ESTIMATE_MAX_TYPES];
+};
+
+/*
+ * copus_models_estimate with a memory: mem (NULL: none) first learns the
+ * ratios of this round's jobs that have measured two types (a pair seen
+ * now replaces what was remembered of it), then serves as a source between
+ * the round's jobs of all applications (2) and the types' constants (3).
+ */
+int copus_models_estimate_mem(const copus_model *const *known, size_t njobs,
+			      int ntypes, const char *const *apps,
+			      const double *speeds,
+			      struct copus_type_ratios *mem,
+			      copus_model *est, bool *estimated);
+
+/*
  * The training speed of a GPU type from its default constants
  * (copus_planner_gpu_default): the geometric mean of its peak FLOP/s and
  * its memory bandwidth, since a training step is partly bound by each and
