@@ -100,6 +100,55 @@ for root, _, names in os.walk(os.path.join(top, "core")):
                 print("FAIL: %s includes %s (the core stays pure)" %
                       (os.path.relpath(p, top), h))
 
+# README.md's "## Layout" table names every source file of these folders:
+# the row of the folder (the longest path of the table above the file)
+# names it, as `name` or `sub/name`. The files are git's tracked ones in a
+# checkout, the tree's in a tarball.
+folders = ["core", "core/policy", "plugin", "runtime", "sim", "include/copus",
+           "contrib/trainer", "contrib/pytorch"]
+source = (".c", ".h", ".py")
+readme = open(os.path.join(top, "README.md")).read()
+m = re.search(r"^## Layout\n(.*?)^## ", readme, re.S | re.M)
+rows = {}
+for line in (m.group(1) if m else "").split("\n"):
+    r = re.match(r"^\|\s*`([^`]+)/`\s*\|(.*)\|\s*$", line)
+    if r:
+        rows[r.group(1)] = r.group(2)
+if not rows:
+    bad += 1
+    print("FAIL: README.md has no '## Layout' table of | `folder/` | ... | rows")
+try:
+    import subprocess
+    if not os.path.exists(os.path.join(top, ".git")):
+        raise OSError("not a checkout")
+    out = subprocess.run(["git", "-C", top, "ls-files", "--"] + folders,
+                         capture_output=True, text=True, check=True).stdout
+    tracked = out.split()
+except (OSError, subprocess.CalledProcessError):
+    tracked = []
+    for d in folders:
+        for n in os.listdir(os.path.join(top, d)):
+            if os.path.isfile(os.path.join(top, d, n)):
+                tracked.append(d + "/" + n)
+named = 0
+for f in sorted(set(tracked)):
+    d, n = os.path.split(f)
+    if d not in folders or not n.endswith(source):
+        continue
+    row = max((r for r in rows if d == r or d.startswith(r + "/")),
+              key=len, default=None)
+    if row is None:
+        bad += 1
+        print("FAIL: README.md's layout table has no row for %s/" % d)
+        continue
+    if not re.search(r"`(?:[\w.-]+/)*%s`" % re.escape(n), rows[row]):
+        bad += 1
+        print("FAIL: %s is not named in the row `%s/` of README.md's "
+              "layout table" % (f, row))
+        continue
+    named += 1
+print("%d source files named in README.md's layout table" % named)
+
 edges = sum(len(v) for v in graph.values())
 print("%d files, %d calls between files, %d problems" % (len(files), edges, bad))
 sys.exit(1 if bad else 0)
