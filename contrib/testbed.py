@@ -122,6 +122,12 @@ def report(argv):
                             tr(r["submit"]), tr(r["start"]), tr(r["end"]),
                             r["state"], r["gpus"], r["nodes"]])
     jcts, restarts, problems = {}, {}, []
+    try:
+        for line in open(os.path.join(out, "refused.csv")):
+            name, _, why = line.rstrip("\n").partition(",")
+            problems.append(f"{name}: refused by sbatch: {why.strip()}")
+    except OSError:
+        pass
     gpu_s = 0.0
     last_end = None
     for jid, (name, sw) in submitted.items():

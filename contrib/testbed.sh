@@ -25,9 +25,9 @@
 # server of its own (127.0.0.1 only, under DIR) and priority/multifactor;
 # sched/backfill runs with Slurm's default SchedulerParameters; sched/copus
 # with the example's settings, the policy named and a round every 60 trace
-# seconds. Jobs ask for their workload request (equal GPUs per node, on
-# nodes of one GPU type: --constraint="[aws|dgx-ext]"); under copus they are
-# elastic from 1 GPU to the whole cluster.
+# seconds. Jobs ask for their workload request on as few nodes as hold it
+# (rigid ones on nodes of one GPU type: --constraint="[aws|dgx-ext]"); under
+# copus they are elastic from 1 GPU to the whole cluster.
 #
 # It writes, in trace seconds:
 #   DIR/testbed.json  mean, p99, makespan, finished, restarts per job,
@@ -250,33 +250,43 @@ cat >"$out/job.sh" <<EOF
 #!/bin/bash
 t=\$(scontrol -o show node "\$SLURMD_NODENAME" | sed -n 's/.* Gres=gpu:\([A-Za-z0-9_.-]*\):.*/\1/p')
 export COPUS_GPU_TYPE=\${t:-default}
-app=\$1 batch=\$2
+app=\$1 batch=\$2 gpus=\$3
 exec "$trainer" --profile "$profiles/\$app" --speedup $scale \\
 	--checkpoint "$out/ckpt/\$SLURM_JOB_NAME" --checkpoint-interval 3600 \\
-	--print-every 100000 --stamp ${fixed:+--fixed-batch "\$batch"}
+	--print-every 100000 --stamp ${fixed:+--fixed-batch "\$batch" --gpus "\$gpus"}
 EOF
 chmod +x "$out/job.sh"
 
-# One job: its request as equal GPUs on as few nodes as hold it.
+# One job. A rigid one asks for its GPUs on as few nodes as hold them
+# (-N, --gpus: Slurm fills the nodes, as copus-sim places a job) and, on a
+# cluster of several GPU types, for nodes of one type, any of them (Slurm's
+# matching OR), as a user who does not want a job spread over T4s and A100s
+# at once would. An elastic one (copus) asks for the same GPUs on each of
+# as few nodes as hold them, as sched/copus allocates; the plugin gives
+# every job GPUs of one type.
 submit() {
-	local name=$1 app=$2 gpus=$3 batch=$4 k per id el=()
-	for ((k = 1; k <= nodes; k++)); do
-		((gpus % k == 0 && gpus / k <= gpn)) && break
-	done
-	((k <= nodes)) || die "job $name asks for $gpus GPUs, which $spec cannot hold with equal GPUs per node"
-	per=$((gpus / k))
-	# A rigid job on a cluster of several GPU types asks for nodes of one
-	# type, any of them (Slurm's matching OR), as a user who does not want
-	# a job spread over T4s and A100s at once would; under copus the plugin
-	# gives every job GPUs of one type.
+	local name=$1 app=$2 gpus=$3 batch=$4 k per id req=()
 	if [ "$policy" = backfill ]; then
-		[ ${#types[@]} -lt 2 ] || el=(--constraint="[$(IFS='|'; echo "${types[*]}")]")
+		k=$(((gpus + gpn - 1) / gpn))
+		((k <= nodes)) || die "job $name asks for $gpus GPUs, more than $spec has"
+		req=(-N "$k" --gpus="$gpus")
+		[ ${#types[@]} -lt 2 ] || req+=(--constraint="[$(IFS='|'; echo "${types[*]}")]")
 	else
-		el=(--elastic=1-$((nodes * gpn)))
+		for ((k = 1; k <= nodes; k++)); do
+			((gpus % k == 0 && gpus / k <= gpn)) && break
+		done
+		((k <= nodes)) || die "job $name asks for $gpus GPUs, which $spec cannot hold with equal GPUs per node"
+		per=$((gpus / k))
+		req=(-N "$k" --gres=gpu:"$per" --elastic=1-$((nodes * gpn)))
 	fi
-	id=$(sbatch --parsable -J "$name" -o "$out/logs/$name.out" --open-mode=append \
-		-N "$k" --gres=gpu:"$per" "${el[@]}" "$out/job.sh" "$app" "$batch") ||
-		die "sbatch refused $name"
+	# A job the cluster can never hold is refused by sbatch: the report
+	# lists it and the replay goes on.
+	if ! id=$(sbatch --parsable -J "$name" -o "$out/logs/$name.out" --open-mode=append \
+		"${req[@]}" "$out/job.sh" "$app" "$batch" "$gpus" 2>"$out/sbatch.err"); then
+		echo "$name,$(tr '\n' ' ' <"$out/sbatch.err")" >>"$out/refused.csv"
+		echo "$PROG: sbatch refused $name: $(cat "$out/sbatch.err")" >&2
+		return 0
+	fi
 	echo "$id,$name,$(python3 -c 'import time; print(f"{time.time():.3f}")')" >>"$out/submitted.csv"
 }
 
@@ -304,11 +314,10 @@ while :; do
 	pend=$(squeue -h -t PENDING 2>/dev/null | wc -l)
 	while IFS='|' read -r id name tres nn nl; do
 		[ -n "$id" ] || continue
-		per=${tres##*:}
-		case $per in '' | *[!0-9]*) per=0 ;; esac
+		g=$(sed -n 's/.*gres\/gpu=\([0-9]*\).*/\1/p' <<<"$tres")
 		first=$(scontrol show hostnames "$nl" 2>/dev/null | head -n 1)
-		echo "$now,$id,$name,$((per * nn)),${nodetype[$first]:-},$pend" >>"$out/timeline.csv"
-	done < <(squeue -h -t RUNNING -o '%i|%j|%b|%D|%N' 2>/dev/null)
+		echo "$now,$id,$name,${g:-0},${nodetype[$first]:-},$pend" >>"$out/timeline.csv"
+	done < <(squeue -h -t RUNNING -O 'JobID:|,Name:|,tres-alloc:|,NumNodes:|,NodeList:' 2>/dev/null | tr -d ' ')
 	[ "$pend" -gt 0 ] && ! grep -q ",$pend\$" <<<"$(tail -n 1 "$out/timeline.csv")" &&
 		echo "$now,,,0,,$pend" >>"$out/timeline.csv"
 	live=$(squeue -h 2>/dev/null | wc -l)
@@ -333,10 +342,14 @@ cp "$cdir/log/slurmctld.log" "$out/logs/" 2>/dev/null || true
 # What copus-sim says of the same workload, with the measured restart cost.
 python3 "$py" report --out "$out" --scale "$scale" --policy "$policy" \
 	--interval "$interval" --ctld-log "$cdir/log/slurmctld.log"
+# copus-sim replays the jobs that Slurm took.
+awk -F, 'NR == FNR { no[$1] = 1; next } FNR == 1 || !($1 in no)' \
+	"$out/refused.csv" "$out/workload.csv" >"$out/sim-workload.csv" 2>/dev/null ||
+	cp "$out/workload.csv" "$out/sim-workload.csv"
 rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['sim_restart_delay'])")
 "$sim" --cluster "$spec" --profiles "$profiles" --policy "$policy" --equal-per-node \
 	--interval "$(python3 -c "print($interval * $scale)")" \
-	--restart-delay "$rdelay" --summary "$out/sim.json" "$out/workload.csv" \
+	--restart-delay "$rdelay" --summary "$out/sim.json" "$out/sim-workload.csv" \
 	>"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"
 python3 "$py" plot --out "$out"
 python3 "$py" compare "$out"
