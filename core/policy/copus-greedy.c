@@ -31,9 +31,8 @@ static void consider(struct step *b, double g, int t, int k)
 	double tol = 1e-12 * fabs(b->score);
 
 	/* Equal gains: the type other jobs need least. */
-	if (g > b->score + tol ||
-	    (b->k > 0 && g >= b->score - tol && t != b->t &&
-	     b->slack[t] > b->slack[b->t])) {
+	if (g > b->score + tol || (b->k > 0 && g >= b->score - tol &&
+				   t != b->t && b->slack[t] > b->slack[b->t])) {
 		b->score = g;
 		b->t = t;
 		b->k = k;
@@ -47,8 +46,8 @@ static void consider(struct step *b, double g, int t, int k)
 static bool best_step(const struct jw *w, const int *cap, const int *slack,
 		      const int *node_gpus, int ntypes,
 		      const copus_policy_params *prm,
-		      const struct copus__copus_opts *o,
-		      double *score, int *to_t, int *to_k)
+		      const struct copus__copus_opts *o, double *score,
+		      int *to_t, int *to_k)
 {
 	const copus_job *j = w->job;
 	struct step b = { 0.0, -1, 0, slack };
@@ -63,22 +62,24 @@ static bool best_step(const struct jw *w, const int *cap, const int *slack,
 		int kmax = copus__cp_growth_cap(j);
 		if (kmax > k0 + cap[t])
 			kmax = k0 + cap[t];
-		double v0 = k0 > 0 ? copus__cp_value(w, t, k0, node_gpus, prm, o) : 0.0;
+		double v0 =
+			k0 > 0 ? copus__cp_value(w, t, k0, node_gpus, prm, o)
+			       : 0.0;
 /*
  * A size whose value cannot reach the best gain so far is not valued (its
  * speedup table is not filled): consider() would not take it.
  */
-#define TRY(kk)                                                               \
-	do {                                                                  \
-		if (b.k > 0 &&                                                \
+#define TRY(kk)                                                                \
+	do {                                                                   \
+		if (b.k > 0 &&                                                 \
 		    (copus__cp_value_bound(w, t, (kk), node_gpus, prm) - v0) / \
-				    ((kk) - k0) <                             \
-			    b.score - 1e-12 * fabs(b.score))                  \
-			break;                                                \
-		consider(&b,                                                  \
-			 (copus__cp_value(w, t, (kk), node_gpus, prm, o) -    \
-			  v0) / ((kk) - k0),                                  \
-			 t, (kk));                                            \
+				    ((kk)-k0) <                                \
+			    b.score - 1e-12 * fabs(b.score))                   \
+			break;                                                 \
+		consider(&b,                                                   \
+			 (copus__cp_value(w, t, (kk), node_gpus, prm, o) -     \
+			  v0) / ((kk)-k0),                                     \
+			 t, (kk));                                             \
 	} while (0)
 		if (!j->elastic || !copus__cp_known(w, t)) {
 			/* Fixed size: the request (clamped to elastic bounds),
@@ -156,8 +157,8 @@ static struct heap_item heap_pop(struct heap_item *h, size_t *n)
 }
 
 /* Give job x the cell (t, k), taking the GPUs from cap and slack. */
-void copus__cp_take_cell(struct jw *x, int t, int k, int T, const int *node_gpus,
-		      int *cap, int *slack)
+void copus__cp_take_cell(struct jw *x, int t, int k, int T,
+			 const int *node_gpus, int *cap, int *slack)
 {
 	cap[t] -= k - (x->t == t ? x->k : 0);
 	slack[t] -= k - (x->t == t ? x->k : 0);
@@ -185,7 +186,7 @@ static int cmp_need(const void *a, const void *b, void *arg)
  * value per GPU. Returns the total value reached; the cells are in w.
  */
 double copus__cp_greedy(struct greedy_ctx *g, int start, size_t *idx, int *cap,
-		     int *slack)
+			int *slack)
 {
 	struct jw *w = g->w;
 	size_t nheap = 0;
@@ -206,7 +207,8 @@ double copus__cp_greedy(struct greedy_ctx *g, int start, size_t *idx, int *cap,
 			if (!copus__type_allowed(x->job, u) || cap[u] < k ||
 			    g->node_gpus[u] <= 0)
 				continue;
-			double v = copus__cp_value(x, u, k, g->node_gpus, g->prm, g->o);
+			double v = copus__cp_value(x, u, k, g->node_gpus,
+						   g->prm, g->o);
 			if (v > best ||
 			    (v == best && t >= 0 && slack[u] > slack[t])) {
 				best = v;
@@ -214,7 +216,8 @@ double copus__cp_greedy(struct greedy_ctx *g, int start, size_t *idx, int *cap,
 			}
 		}
 		if (t >= 0 && best > 0.0)
-			copus__cp_take_cell(x, t, k, g->T, g->node_gpus, cap, slack);
+			copus__cp_take_cell(x, t, k, g->T, g->node_gpus, cap,
+					    slack);
 	}
 	for (size_t j = 0; j < g->n; j++) {
 		double s;
@@ -233,18 +236,20 @@ double copus__cp_greedy(struct greedy_ctx *g, int start, size_t *idx, int *cap,
 			continue;
 		if (s < it.score * (1.0 - 1e-12)) {
 			/* The capacity changed since it was queued: requeue. */
-			heap_push(g->heap, &nheap, (struct heap_item){ s, it.j });
+			heap_push(g->heap, &nheap,
+				  (struct heap_item){ s, it.j });
 			continue;
 		}
 		copus__cp_take_cell(x, t, k, g->T, g->node_gpus, cap, slack);
 		if (best_step(x, cap, slack, g->node_gpus, g->T, g->prm, g->o,
 			      &s, &t, &k))
-			heap_push(g->heap, &nheap, (struct heap_item){ s, it.j });
+			heap_push(g->heap, &nheap,
+				  (struct heap_item){ s, it.j });
 	}
 	for (size_t j = 0; j < g->n; j++)
 		if (w[j].k > 0)
-			total += copus__cp_value(&w[j], w[j].t, w[j].k, g->node_gpus,
-				       g->prm, g->o);
+			total += copus__cp_value(&w[j], w[j].t, w[j].k,
+						 g->node_gpus, g->prm, g->o);
 	return total;
 }
 
@@ -265,7 +270,11 @@ static int cmp_victim(const void *a, const void *b)
  * freed, whole jobs only, or the one job whose shrink alone frees enough
  * at the least loss.
  */
-enum swap_mode { SWAP_RATIO, SWAP_WHOLE, SWAP_SINGLE };
+enum swap_mode {
+	SWAP_RATIO,
+	SWAP_WHOLE,
+	SWAP_SINGLE
+};
 
 /*
  * The jobs of type t that could make room for need GPUs (need > 0), each
@@ -283,19 +292,24 @@ static int victims(const struct greedy_ctx *g, int t, int need,
 		const struct jw *y = &w[i];
 		if (y->t != t || y->k <= 0)
 			continue;
-		double v = copus__cp_value(y, t, y->k, g->node_gpus, g->prm, g->o);
+		double v =
+			copus__cp_value(y, t, y->k, g->node_gpus, g->prm, g->o);
 		struct victim best = { v / y->k, i, 0, y->k };
 		if (mode == SWAP_SINGLE)
 			best.ratio = y->k >= need ? v : INFINITY;
 		/* A smaller size the job may have, if it loses less. */
-		for (int kk = copus__cp_base_need(y); !whole && kk < y->k; kk++) {
-			if (!copus__cp_cell_allowed(y, t, kk, g->node_gpus, g->o))
+		for (int kk = copus__cp_base_need(y); !whole && kk < y->k;
+		     kk++) {
+			if (!copus__cp_cell_allowed(y, t, kk, g->node_gpus,
+						    g->o))
 				continue;
-			double loss = v - copus__cp_value(y, t, kk, g->node_gpus, g->prm,
-						g->o);
-			double r = mode == SWAP_SINGLE ?
-				   (y->k - kk >= need ? loss : INFINITY) :
-				   loss / (y->k - kk);
+			double loss =
+				v - copus__cp_value(y, t, kk, g->node_gpus,
+						    g->prm, g->o);
+			double r =
+				mode == SWAP_SINGLE
+					? (y->k - kk >= need ? loss : INFINITY)
+					: loss / (y->k - kk);
 			if (r < best.ratio)
 				best = (struct victim){ r, i, kk, y->k - kk };
 		}
@@ -338,15 +352,14 @@ static void swap_memo_free(struct swap_memo *sm)
 }
 
 /* The victims for (t, need, mode) now: *vic points at them. -1: no memory. */
-static int memo_victims(const struct greedy_ctx *g, struct swap_memo *sm,
-			int t, int need, enum swap_mode mode,
-			struct victim **vic)
+static int memo_victims(const struct greedy_ctx *g, struct swap_memo *sm, int t,
+			int need, enum swap_mode mode, struct victim **vic)
 {
 	if (mode == SWAP_SINGLE) {
 		if (sm->single_at[t] != sm->version + 1 ||
 		    sm->single_need[t] != need) {
-			sm->nsingle[t] = victims(g, t, need, mode,
-						 &sm->single[t]);
+			sm->nsingle[t] =
+				victims(g, t, need, mode, &sm->single[t]);
 			sm->single_need[t] = need;
 			sm->single_at[t] = sm->version + 1;
 		}
@@ -390,10 +403,12 @@ static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
 			return -1.0;
 		for (; m < nv && freed < need; m++) {
 			struct jw *y = &w[vic[m].i];
-			gain -= copus__cp_value(y, t, y->k, g->node_gpus, g->prm, g->o) -
+			gain -= copus__cp_value(y, t, y->k, g->node_gpus,
+						g->prm, g->o) -
 				(vic[m].k > 0 ? copus__cp_value(y, t, vic[m].k,
-						      g->node_gpus, g->prm,
-						      g->o) : 0.0);
+								g->node_gpus,
+								g->prm, g->o)
+					      : 0.0);
 			freed += vic[m].freed;
 		}
 		if (freed < need || !(gain > 1e-12))
@@ -404,7 +419,8 @@ static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
 			slack[t] += vic[q].freed;
 			y->k = vic[q].k;
 			if (y->k == 0) {
-				if (copus__cp_only_type(y, g->T, g->node_gpus) == t)
+				if (copus__cp_only_type(y, g->T,
+							g->node_gpus) == t)
 					slack[t] -= copus__cp_base_need(y);
 				y->t = -1;
 			}
@@ -421,7 +437,8 @@ static double swap_in(struct greedy_ctx *g, size_t j, int t, int k, int *cap,
  * at a time by value per GPU, passes over large cells such as a big rigid
  * job's), then the greedy resumes on what is left.
  */
-double copus__cp_improve(struct greedy_ctx *g, size_t *idx, int *cap, int *slack)
+double copus__cp_improve(struct greedy_ctx *g, size_t *idx, int *cap,
+			 int *slack)
 {
 	struct swap_memo sm = { 0 };
 	struct jw *w = g->w;
@@ -436,9 +453,11 @@ double copus__cp_improve(struct greedy_ctx *g, size_t *idx, int *cap, int *slack
 		int bt = -1;
 		double bv = 0.0;
 		for (int t = 0; t < g->T; t++) {
-			if (!copus__cp_cell_allowed(x, t, need, g->node_gpus, g->o))
+			if (!copus__cp_cell_allowed(x, t, need, g->node_gpus,
+						    g->o))
 				continue;
-			double v = copus__cp_value(x, t, need, g->node_gpus, g->prm, g->o);
+			double v = copus__cp_value(x, t, need, g->node_gpus,
+						   g->prm, g->o);
 			if (v > bv) {
 				bv = v;
 				bt = t;
@@ -485,7 +504,8 @@ bool copus__cp_migrate(struct greedy_ctx *g, size_t *idx, int *cap, int *slack)
 		struct jw *x = &w[j];
 		if (x->k <= 0)
 			continue;
-		double bv = copus__cp_value(x, x->t, x->k, g->node_gpus, g->prm, g->o);
+		double bv = copus__cp_value(x, x->t, x->k, g->node_gpus, g->prm,
+					    g->o);
 		int bt = -1, bk = 0, kmax = copus__cp_growth_cap(x->job);
 		if (x->cs != NULL && kmax > x->cs_kmax)
 			kmax = x->cs_kmax;
@@ -494,10 +514,12 @@ bool copus__cp_migrate(struct greedy_ctx *g, size_t *idx, int *cap, int *slack)
 			if (t == x->t)
 				continue;
 			for (int k = 1; k <= kmax && k <= cap[t]; k++) {
-				if (!copus__cp_cell_allowed(x, t, k, g->node_gpus, g->o))
+				if (!copus__cp_cell_allowed(x, t, k,
+							    g->node_gpus, g->o))
 					continue;
-				double v = copus__cp_value(x, t, k, g->node_gpus, g->prm,
-						 g->o);
+				double v =
+					copus__cp_value(x, t, k, g->node_gpus,
+							g->prm, g->o);
 				if (v > bv) {
 					bv = v;
 					bt = t;
@@ -559,8 +581,8 @@ void copus__cp_exact_dp(struct greedy_ctx *g, const int *total)
 		size_t c = 1;
 		for (int t = 0; t < T; t++)
 			for (int k = 1; k <= total[t]; k++)
-				c += copus__cp_cell_allowed(&w[j], t, k, g->node_gpus,
-						  g->o);
+				c += copus__cp_cell_allowed(&w[j], t, k,
+							    g->node_gpus, g->o);
 		first[j + 1] = first[j] + c;
 		work += (double)c * (double)S;
 		if (work > DP_BUDGET) {
@@ -578,12 +600,13 @@ void copus__cp_exact_dp(struct greedy_ctx *g, const int *total)
 		cells[m++] = (struct cell){ -1, 0, 0.0 };
 		for (int t = 0; t < T; t++)
 			for (int k = 1; k <= total[t]; k++)
-				if (copus__cp_cell_allowed(&w[j], t, k, g->node_gpus,
-						 g->o))
+				if (copus__cp_cell_allowed(&w[j], t, k,
+							   g->node_gpus, g->o))
 					cells[m++] = (struct cell){
 						t, k,
-						copus__cp_value(&w[j], t, k, g->node_gpus,
-						      g->prm, g->o)
+						copus__cp_value(&w[j], t, k,
+								g->node_gpus,
+								g->prm, g->o)
 					};
 		if (first[j + 1] - first[j] > USHRT_MAX)
 			goto out;
@@ -628,8 +651,8 @@ void copus__cp_exact_dp(struct greedy_ctx *g, const int *total)
 	double have = 0.0;
 	for (size_t j = 0; j < n; j++)
 		if (w[j].k > 0)
-			have += copus__cp_value(&w[j], w[j].t, w[j].k, g->node_gpus,
-				      g->prm, g->o);
+			have += copus__cp_value(&w[j], w[j].t, w[j].k,
+						g->node_gpus, g->prm, g->o);
 	if (!(cur[bs] > have + 1e-9 * (have + 1.0)))
 		goto out;
 	for (size_t j = n; j-- > 0;) {

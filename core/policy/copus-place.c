@@ -34,8 +34,8 @@ static int cmp_size(const void *a, const void *b, void *arg)
  * first free GPUs of type t in node order, however many nodes that takes
  * and whatever else runs there.
  */
-static int first_fit(const copus_cluster *c, const int *free_gpus, int t,
-		     int k, int *row)
+static int first_fit(const copus_cluster *c, const int *free_gpus, int t, int k,
+		     int *row)
 {
 	int need = k;
 
@@ -125,9 +125,9 @@ static void sync_node(const struct greedy_ctx *g, int n)
  * NULL, from the job's current slots. Marks the nodes of a multi-node job
  * in dist and takes the GPUs from free_gpus (and the indexes follow).
  */
-static int emit(const struct greedy_ctx *g, struct copus__result *res,
-		size_t j, const copus_job *jb, struct spot *sp, int N,
-		int *free_gpus, int *dist)
+static int emit(const struct greedy_ctx *g, struct copus__result *res, size_t j,
+		const copus_job *jb, struct spot *sp, int N, int *free_gpus,
+		int *dist)
 {
 	size_t o = res->used;
 
@@ -213,8 +213,9 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 	int *row = sp->row;
 
 	int lo = !whole && jb->elastic &&
-			 (copus__cp_known(x, x->t) || x->cur_k == 0) ?
-		 jb->min_gpus : x->k;
+				 (copus__cp_known(x, x->t) || x->cur_k == 0)
+			 ? jb->min_gpus
+			 : x->k;
 
 	if (!g->o->no_placement && !g->prm->equal_per_node)
 		copus__placer_prep(g->pl, c, free_gpus, dist, 1u << x->t);
@@ -262,8 +263,8 @@ static int place_job(const struct greedy_ctx *g, const copus_cluster *c,
 #define FILL_TRIES 64
 
 int copus__cp_fill_idle(struct greedy_ctx *g, const copus_cluster *c,
-		     const copus_job *jobs, struct copus__result *res,
-		     int *free_gpus, int *dist, int *row)
+			const copus_job *jobs, struct copus__result *res,
+			int *free_gpus, int *dist, int *row)
 {
 	const int N = c->num_nodes;
 	bool *tried = calloc(g->n + 1, sizeof(*tried));
@@ -291,11 +292,14 @@ int copus__cp_fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 			/* The job's most valuable cell that the free GPUs hold. */
 			for (int t = 0; t < g->T; t++)
 				for (int k = fr[t]; k >= 1; k--) {
-					if (!copus__cp_cell_allowed(x, t, k, g->node_gpus,
-							  g->o))
+					if (!copus__cp_cell_allowed(x, t, k,
+								    g->node_gpus,
+								    g->o))
 						continue;
-					double v = copus__cp_value(x, t, k, g->node_gpus,
-							 g->prm, g->o);
+					double v =
+						copus__cp_value(x, t, k,
+								g->node_gpus,
+								g->prm, g->o);
 					if (v > jv) {
 						jv = v;
 						jt = t;
@@ -329,8 +333,9 @@ int copus__cp_fill_idle(struct greedy_ctx *g, const copus_cluster *c,
 			       dist)) != COPUS_OK)
 			goto out;
 		res->types[bj] = t;
-		snprintf(res->reasons[bj], 64, "starts on %d idle GPUs, %.0f s left",
-			 x->k, x->remain);
+		snprintf(res->reasons[bj], 64,
+			 "starts on %d idle GPUs, %.0f s left", x->k,
+			 x->remain);
 	}
 out:
 	free(tried);
@@ -365,7 +370,8 @@ static bool keeps(const struct jw *x, const copus_job *jb,
 	if (x->k != x->cur_k || x->t != x->cur_t)
 		return false;
 	for (int i = 0; i < jb->alloc_slots; i++)
-		if (jb->alloc[i].gpus > 0 && !c->nodes[jb->alloc[i].node].usable)
+		if (jb->alloc[i].gpus > 0 &&
+		    !c->nodes[jb->alloc[i].node].usable)
 			return false;
 	return true;
 }
@@ -443,7 +449,8 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 			return COPUS_ENOMEM;
 		for (int pass = 0; pass < 2; pass++)
 			for (size_t i = 0; i < m; i++)
-				if (keeps(&w[idx[i]], &jobs[idx[i]], c) == (pass == 1))
+				if (keeps(&w[idx[i]], &jobs[idx[i]], c) ==
+				    (pass == 1))
 					tmp[a++] = idx[i];
 		memcpy(idx, tmp, m * sizeof(*tmp));
 		free(tmp);
@@ -457,8 +464,8 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 				avail_add(g, avail, jobs[j].alloc[s].node,
 					  jobs[j].alloc[s].gpus);
 			if (fits_current(&jobs[j], free_gpus, dist)) {
-				rc = emit(g, res, j, &jobs[j], NULL, N, free_gpus,
-					  dist);
+				rc = emit(g, res, j, &jobs[j], NULL, N,
+					  free_gpus, dist);
 				if (rc != COPUS_OK)
 					return rc;
 				take_avail(g, res, j, avail);
@@ -495,8 +502,8 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		}
 		if (t < 0) {
 			res->off[j] = res->used;
-			snprintf(res->reasons[j], 64, "queued: %d GPUs do not fit",
-				 x->k);
+			snprintf(res->reasons[j], 64,
+				 "queued: %d GPUs do not fit", x->k);
 			x->k = 0;
 			moved[j] = false;
 			continue;
@@ -508,10 +515,13 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		res->types[j] = t;
 		x->t = t;
 		if (moved[j])
-			snprintf(res->reasons[j], 64, "moves its %d GPUs to make "
-				 "room", x->k);
+			snprintf(res->reasons[j], 64,
+				 "moves its %d GPUs to make "
+				 "room",
+				 x->k);
 		else
-			snprintf(res->reasons[j], 64, "%s %d GPUs, %.0f s left%s",
+			snprintf(res->reasons[j], 64,
+				 "%s %d GPUs, %.0f s left%s",
 				 x->cur_k > 0 ? "moved to" : "starts on", x->k,
 				 x->remain, x->bad_model ? " (bad model)" : "");
 	}
@@ -520,12 +530,15 @@ static int place_pass(struct greedy_ctx *g, const copus_cluster *c,
 		struct jw *x = &w[j];
 		if (x->k <= 0 || res->types[j] < 0)
 			continue;
-		double v = copus__cp_value(x, x->t, x->k, g->node_gpus, g->prm, g->o);
+		double v = copus__cp_value(x, x->t, x->k, g->node_gpus, g->prm,
+					   g->o);
 		/* A move in the same cell; copus__cp_value() counts any other change. */
 		if (moved[j] && x->k == x->cur_k && x->t == x->cur_t)
-			v *= copus__cp_restart_factor(x, copus__cp_speedup(x, x->t, x->k,
-						       g->node_gpus),
-					    g->prm, g->o);
+			v *= copus__cp_restart_factor(x,
+						      copus__cp_speedup(x, x->t,
+									x->k,
+									g->node_gpus),
+						      g->prm, g->o);
 		*score += v;
 	}
 	return COPUS_OK;
@@ -582,11 +595,12 @@ static int placed_alloc(struct placed *p, size_t slots, size_t n, int N)
 
 /* Copy the round's placement state into p (save) or back (restore). */
 static void placed_copy(struct placed *p, bool save, struct copus__result *res,
-			struct jw *w, size_t n, int *free_gpus, int *dist, int N)
+			struct jw *w, size_t n, int *free_gpus, int *dist,
+			int N)
 {
-#define COPY(dst, src, bytes) memcpy(save ? (void *)(dst) : (void *)(src), \
-				     save ? (const void *)(src) :            \
-					    (const void *)(dst), bytes)
+#define COPY(dst, src, bytes)                        \
+	memcpy(save ? (void *)(dst) : (void *)(src), \
+	       save ? (const void *)(src) : (const void *)(dst), bytes)
 	if (save)
 		p->used = res->used;
 	else
@@ -617,8 +631,8 @@ static void placed_copy(struct placed *p, bool save, struct copus__result *res,
  * running first, then the running ones), and the pass worth the most wins.
  */
 int copus__cp_place_all(struct greedy_ctx *g, const copus_cluster *c,
-		     const copus_job *jobs, struct copus__result *res,
-		     int *free_gpus, int *dist, int *row, size_t *idx)
+			const copus_job *jobs, struct copus__result *res,
+			int *free_gpus, int *dist, int *row, size_t *idx)
 {
 	const int N = c->num_nodes;
 	const size_t n = g->n;

@@ -250,9 +250,9 @@ double copus__cp_value_bound(const struct jw *w, int t, int k,
 	if (k <= 0 || !(s > 0.0))
 		return 0.0;
 	double g = w->spread > 0.0 ? w->spread : 1.0;
-	double v = k > w->q ? fmax(w->weight - 1.0, 0.0) * pow(sq, g) +
-				      pow(s, g)
-			    : pow(s, g) * w->weight;
+	double v = k > w->q
+			   ? fmax(w->weight - 1.0, 0.0) * pow(sq, g) + pow(s, g)
+			   : pow(s, g) * w->weight;
 	return v * w->boost * (1.0 + 1e-9);
 }
 
@@ -264,8 +264,8 @@ double copus__cp_value_bound(const struct jw *w, int t, int k,
  * had it restarted once more, so that a job moved often is moved less.
  */
 double copus__cp_restart_factor(const struct jw *w, double s,
-			     const copus_policy_params *prm,
-			     const struct copus__copus_opts *o)
+				const copus_policy_params *prm,
+				const struct copus__copus_opts *o)
 {
 	if (o->no_restart_cost)
 		return 1.0;
@@ -281,7 +281,8 @@ double copus__cp_restart_factor(const struct jw *w, double s,
 
 /* The value of job j on (t, k) (see copus.c), discounted for a move. */
 double copus__cp_value(const struct jw *w, int t, int k, const int *node_gpus,
-		    const copus_policy_params *prm, const struct copus__copus_opts *o)
+		       const copus_policy_params *prm,
+		       const struct copus__copus_opts *o)
 {
 	double s = copus__cp_speedup(w, t, k, node_gpus);
 
@@ -507,10 +508,11 @@ static void fairness_guard(struct jw *w, size_t n)
 }
 
 /* Remaining work, fairness weight and speedup tables of each job. */
-int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm,
-			 const copus_cluster *c, const copus_job *jobs,
-			 size_t n, double now, const int *node_gpus,
-			 const int *cap, struct jw *w)
+int copus__cp_prepare_jobs(struct copus_state *s,
+			   const copus_policy_params *prm,
+			   const copus_cluster *c, const copus_job *jobs,
+			   size_t n, double now, const int *node_gpus,
+			   const int *cap, struct jw *w)
 {
 	const int T = c->num_types;
 	double R_max = 0.0;
@@ -547,8 +549,8 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 			if (kmax < x->cur_k)
 				kmax = x->cur_k;
 			/* Table entries may move; the tables themselves do not. */
-			struct sp_entry *e = sp_get(s, jb->id, t, m, node_gpus[t],
-						    kmax);
+			struct sp_entry *e =
+				sp_get(s, jb->id, t, m, node_gpus[t], kmax);
 			x->sp[t] = e != NULL ? e->sp : NULL;
 			g1[t] = e != NULL ? e->g1 : 0.0;
 			if (ref_t < 0 && x->sp[t] != NULL)
@@ -563,8 +565,9 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 		for (int t = 0; t < T; t++)
 			gmax = fmax(gmax, x->sp[t] != NULL ? g1[t] : 0.0);
 		for (int t = 0; t < T; t++)
-			x->rel[t] = x->sp[t] != NULL && g1[t] > 0.0 ?
-					    g1[t] / gmax : 1.0;
+			x->rel[t] = x->sp[t] != NULL && g1[t] > 0.0
+					    ? g1[t] / gmax
+					    : 1.0;
 		/*
 		 * Its work counts in the same unit wherever it runs now (on
 		 * its fastest type), so that a move does not change what the
@@ -573,15 +576,17 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 		for (int t = 0; gmax > 0.0 && t < T; t++)
 			if (x->sp[t] != NULL && g1[t] == gmax)
 				ref_t = t;
-		double req_time = jb->req_gpus > 0 ? jb->attained / jb->req_gpus
-						   : 0.0;
-		x->remain = jb->remaining >= 0.0 ? jb->remaining
-						 : fmax(req_time, prm->interval);
+		double req_time =
+			jb->req_gpus > 0 ? jb->attained / jb->req_gpus : 0.0;
+		x->remain = jb->remaining >= 0.0
+				    ? jb->remaining
+				    : fmax(req_time, prm->interval);
 		if (x->remain < 1.0)
 			x->remain = 1.0;
-		double s_req = ref_t >= 0 ? copus__cp_speedup(x, ref_t, jb->req_gpus,
-						    node_gpus)
-					  : jb->req_gpus;
+		double s_req =
+			ref_t >= 0 ? copus__cp_speedup(x, ref_t, jb->req_gpus,
+						       node_gpus)
+				   : jb->req_gpus;
 		if (!(s_req > 0.0) && x->cs != NULL)
 			s_req = cells_best(x, T);
 		if (!(s_req > 0.0))
@@ -593,7 +598,8 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 			x->remain = fmax(x->R / s_req, 1.0);
 		}
 		double waited = now - jb->submit_time;
-		double ftf = (fmax(waited, 0.0) + x->remain) / (req_time + x->remain);
+		double ftf = (fmax(waited, 0.0) + x->remain) /
+			     (req_time + x->remain);
 		x->ftf = ftf;
 		x->boost = 1.0;
 		if (jb->fairshare > 0.0)
@@ -616,9 +622,11 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 		demand += w[j].q;
 	for (size_t j = 0; demand > total && j < n; j++)
 		w[j].q = unknown_size(&w[j], T);
-	double spread = total > 0 && !s->opt.no_spread ?
-		fmin(1.0, fmax(SPREAD_FLOOR, SPREAD_FROM * (double)total /
-						     (double)demand)) : 1.0;
+	double spread = total > 0 && !s->opt.no_spread
+				? fmin(1.0, fmax(SPREAD_FLOOR,
+						 SPREAD_FROM * (double)total /
+							 (double)demand))
+				: 1.0;
 	/* A job with a table of cells runs at a fixed batch on the sizes
 	 * its memory allows: no size of it is more efficient to spread to. */
 	for (size_t j = 0; j < n; j++) {
@@ -628,8 +636,9 @@ int copus__cp_prepare_jobs(struct copus_state *s, const copus_policy_params *prm
 	if (!s->opt.no_fairness)
 		fairness_guard(w, n);
 	for (size_t j = 0; j < n; j++)
-		w[j].weight = s->opt.no_srpt ? 1.0 :
-			      pow(w[j].R / R_max, -SRPT_EXPONENT);
+		w[j].weight = s->opt.no_srpt
+				      ? 1.0
+				      : pow(w[j].R / R_max, -SRPT_EXPONENT);
 	return COPUS_OK;
 }
 
@@ -666,7 +675,8 @@ bool copus__cp_size_tiles(const struct jw *x, int t, int k,
 
 /* May job x have k GPUs of type t at all (bounds, rigid size, type)? */
 bool copus__cp_cell_allowed(const struct jw *x, int t, int k,
-			 const int *node_gpus, const struct copus__copus_opts *o)
+			    const int *node_gpus,
+			    const struct copus__copus_opts *o)
 {
 	const copus_job *j = x->job;
 
@@ -679,8 +689,8 @@ bool copus__cp_cell_allowed(const struct jw *x, int t, int k,
 		return false;
 	if (!j->elastic || !copus__cp_known(x, t)) {
 		int want = x->q;
-		return k == want || (j->elastic && k == x->cur_k &&
-				     t == x->cur_t);
+		return k == want ||
+		       (j->elastic && k == x->cur_k && t == x->cur_t);
 	}
 	int kmax = copus__cp_growth_cap(j);
 	bool cur = k == x->cur_k && t == x->cur_t;
@@ -699,21 +709,28 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 			double now, int kmax, double *v)
 {
 	const int T = c->num_types;
-	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
+	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 },
+	    cap[COPUS_MAX_GPU_TYPES] = { 0 };
 	const struct copus__copus_opts *o = &s->opt;
 	struct jw *w = calloc(n + 1, sizeof(*w));
 
 	if (w == NULL)
 		return COPUS_ENOMEM;
 	copus__cp_cluster_caps(c, node_gpus, cap);
-	int rc = copus__cp_prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap, w);
+	int rc = copus__cp_prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap,
+					w);
 	for (size_t j = 0; rc == COPUS_OK && j < n; j++)
 		for (int t = 0; t < T; t++)
 			for (int k = 0; k <= kmax; k++)
-				v[(j * (size_t)T + (size_t)t) * (size_t)(kmax + 1) +
+				v[(j * (size_t)T + (size_t)t) *
+					  (size_t)(kmax + 1) +
 				  (size_t)k] =
-					copus__cp_cell_allowed(&w[j], t, k, node_gpus, o) ?
-					copus__cp_value(&w[j], t, k, node_gpus, prm, o) : 0.0;
+					copus__cp_cell_allowed(&w[j], t, k,
+							       node_gpus, o)
+						? copus__cp_value(&w[j], t, k,
+								  node_gpus,
+								  prm, o)
+						: 0.0;
 	copus__cp_release_jobs(w, n);
 	free(w);
 	return rc;

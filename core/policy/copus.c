@@ -220,7 +220,8 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	struct copus__placer pl = { 0 };
 	struct copus__free_index fix = { 0 };
 	const int N = c->num_nodes, T = c->num_types;
-	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 }, cap[COPUS_MAX_GPU_TYPES] = { 0 };
+	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 },
+	    cap[COPUS_MAX_GPU_TYPES] = { 0 };
 	struct jw *w = jobs_work(s, n);
 	struct heap_item *heap = calloc(n + 1, sizeof(*heap));
 	size_t *idx = calloc(n + 1, sizeof(*idx));
@@ -262,8 +263,8 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	 * current cells as well held them in place and doubled the worst
 	 * finish-time fairness at 0.5x load in copus-sim.)
 	 */
-	struct greedy_ctx g = { w, n, heap, node_gpus, T, prm, &s->opt, &pl,
-				NULL, NULL };
+	struct greedy_ctx g = { w,   n,	      heap, node_gpus, T,
+				prm, &s->opt, &pl,  NULL,      NULL };
 	int best_start = -1;
 	double best_v = -1.0;
 	for (int start = 0; start < 2; start++) {
@@ -326,7 +327,8 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 				most = total[t];
 		if (need > most)
 			snprintf(res->reasons[j], 64,
-				 "queued: needs %d GPUs, %d usable", need, most);
+				 "queued: needs %d GPUs, %d usable", need,
+				 most);
 		else if (res->reasons[j][0] == '\0')
 			snprintf(res->reasons[j], 64,
 				 "queued: shorter jobs first");
@@ -366,9 +368,12 @@ static void copus_destroy(void *state)
 
 const struct copus__policy_ops copus__copus_ops = {
 	.name = "copus",
-	.traits = { .elastic = true, .picks_batch = true, .moves_jobs = true,
+	.traits = { .elastic = true,
+		    .picks_batch = true,
+		    .moves_jobs = true,
 		    .remaining = COPUS_REMAINING_PREDICT,
-		    .models = COPUS_MODELS_LEARNED, .picks_cells = true },
+		    .models = COPUS_MODELS_LEARNED,
+		    .picks_cells = true },
 	.granular = true,
 	.create = copus_create,
 	.destroy = copus_destroy,
