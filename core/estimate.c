@@ -147,16 +147,16 @@ static void estimate_job(const copus_model *const *known, const double *lc,
 				lv = 3;
 				n = all->count[t][u];
 				lr = all->log_ratio[t][u];
-			} else if (mem != NULL && mem->count[t][u] > 0 &&
-				   isfinite(mem->log_ratio[t][u])) {
-				lv = 2;
-				n = mem->count[t][u];
-				lr = mem->log_ratio[t][u];
 			} else if (speeds != NULL && speeds[t] > 0.0 &&
 				   speeds[u] > 0.0 && isfinite(speeds[t]) &&
 				   isfinite(speeds[u])) {
-				lv = 1;
+				lv = 2;
 				lr = log(speeds[u] / speeds[t]);
+			} else if (mem != NULL && mem->count[t][u] > 0 &&
+				   isfinite(mem->log_ratio[t][u])) {
+				lv = 1;
+				n = mem->count[t][u];
+				lr = mem->log_ratio[t][u];
 			}
 			if (lv > level || (lv == level && lv > 0 && n > count)) {
 				best = u;

@@ -184,8 +184,10 @@ struct copus_type_ratios {
 /*
  * copus_models_estimate with a memory: mem (NULL: none) first learns the
  * ratios of this round's jobs that have measured two types (a pair seen
- * now replaces what was remembered of it), then serves as a source between
- * the round's jobs of all applications (2) and the types' constants (3).
+ * now replaces what was remembered of it), then serves as the last source,
+ * after the types' constants (3): what the round's jobs show now comes
+ * first, and a remembered ratio, which a job found lying since may have
+ * set, serves only types that the constants do not know.
  */
 int copus_models_estimate_mem(const copus_model *const *known, size_t njobs,
 			      int ntypes, const char *const *apps,
