@@ -7,7 +7,7 @@
 #   contrib/testbed.sh --policy backfill|pollux|copus --out DIR
 #                      [--cluster SPEC] [--scale F] [--profiles DIR]
 #                      [--sample N] [--build DIR] [--limit SECONDS]
-#                      WORKLOAD.csv
+#                      [--gpus FILE.json] WORKLOAD.csv
 #   contrib/testbed.sh compare DIR...
 #
 # WORKLOAD.csv is in copus-sim's format (name,time,application,num_replicas,
@@ -19,7 +19,10 @@
 # cluster) or TYPE:NODESxGPUS,... with the same NODES for every type (default
 # aws:8x4,dgx-ext:8x4 for typed profiles, 16x4 for untyped ones). Trace time
 # runs F times faster than the trace (--scale; default: the F that fits
-# copus-sim's backfill makespan of the sample into 12 minutes).
+# copus-sim's backfill makespan of the sample into 12 minutes). --gpus
+# names the GPU constants per type (sched_copus(8) copus_planner_gpus)
+# that sched/copus and copus-sim read; by default Sia's types are named
+# after the GPUs they are (aws: t4, dgx-ext: a100), as a site would.
 #
 # The cluster is contrib/loopback-cluster.sh's, with slurmdbd on a MariaDB
 # server of its own (127.0.0.1 only, under DIR) and priority/multifactor;
@@ -56,6 +59,7 @@ if [ "${1:-}" = compare ]; then
 fi
 
 policy="" out="" spec="" scale="" profiles="" sample=40 build="" limit=900
+gpus_file=""
 workload=""
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -67,7 +71,8 @@ while [ $# -gt 0 ]; do
 	--sample) sample=${2:?}; shift 2 ;;
 	--build) build=${2:?}; shift 2 ;;
 	--limit) limit=${2:?}; shift 2 ;;
-	-h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--gpus) gpus_file=${2:?}; shift 2 ;;
+	-h | --help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option '$1' (--help lists them)" ;;
 	*) [ -z "$workload" ] || die "one workload only ('$workload', then '$1')"
 	   workload=$1; shift ;;
@@ -131,11 +136,27 @@ for g in "${groups[@]}"; do
 done
 [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || die "--cluster '$spec': $nodes nodes (1 to 64)"
 gpn=${gpus_arg##*:}
+if [ -n "$gpus_file" ]; then
+	[ -r "$gpus_file" ] || die "--gpus $gpus_file: cannot read"
+	gpus_file=$(cd "$(dirname "$gpus_file")" && pwd)/$(basename "$gpus_file")
+fi
 
 rm -rf "$out"
 mkdir -p "$out"/{logs,ckpt,db,run,etc}
 out=$(cd "$out" && pwd)
 log=$out/testbed.log
+
+# What GPU each type is, for the plugin's and the simulator's estimates of
+# a job on a type it has not run on: Sia's types by the GPUs they are.
+if [ -z "$gpus_file" ]; then
+	gpus_file=$out/gpus.json
+	python3 - "${types[@]}" >"$gpus_file" <<'PY'
+import json, sys
+known = {"aws": "t4", "dgx-ext": "a100"}
+print(json.dumps({"version": 1,
+                  "gpus": {t: known[t] for t in sys.argv[1:] if t in known}}))
+PY
+fi
 
 # The sample, in copus-sim's format.
 python3 "$py" sample "$workload" "$sample" "$out/workload.csv"
@@ -236,7 +257,7 @@ else
 	# The example's settings, with the policy and its round in trace time.
 	restart=$(python3 -c "print(max(1, round(30 / $scale)))")
 	args+=(--sched copus --plugin-dir "$plugins" --spank "$plugins/spank_copus.so"
-		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=$restart,copus_checkpoint_deadline=60")
+		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=$restart,copus_checkpoint_deadline=60,copus_planner_gpus=$gpus_file")
 fi
 say "the cluster: ${args[*]}"
 QUIET=1 "$top/contrib/loopback-cluster.sh" up "$cdir" "${args[@]}" >>"$log" 2>&1 ||
@@ -348,6 +369,7 @@ awk -F, 'NR == FNR { no[$1] = 1; next } FNR == 1 || !($1 in no)' \
 	cp "$out/workload.csv" "$out/sim-workload.csv"
 rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['sim_restart_delay'])")
 "$sim" --cluster "$spec" --profiles "$profiles" --policy "$policy" --equal-per-node \
+	--gpus "$gpus_file" \
 	--interval "$(python3 -c "print($interval * $scale)")" \
 	--restart-delay "$rdelay" --summary "$out/sim.json" "$out/sim-workload.csv" \
 	>"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"

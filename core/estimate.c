@@ -48,10 +48,26 @@ double copus_gpu_type_speed(const char *type)
 {
 	copus_planner_gpu g;
 
-	if (type == NULL || copus_planner_gpu_default(type, &g) != COPUS_OK ||
-	    !(g.peak_flops > 0.0) || !(g.memory_bandwidth > 0.0))
+	if (type == NULL || copus_planner_gpu_default(type, &g) != COPUS_OK)
 		return 0.0;
-	return sqrt(g.peak_flops * g.memory_bandwidth);
+	return copus_planner_gpu_speed(&g);
+}
+
+double copus_planner_gpus_speed(const copus_planner_gpu_type *gpus, int n,
+				const char *type)
+{
+	const copus_planner_gpu_type *f = copus_planner_gpus_find(gpus, n, type);
+
+	return f ? copus_planner_gpu_speed(&f->gpu) : copus_gpu_type_speed(type);
+}
+
+double copus_planner_gpu_speed(const copus_planner_gpu *g)
+{
+	if (g == NULL || !(g->peak_flops > 0.0) ||
+	    !(g->memory_bandwidth > 0.0) || !isfinite(g->peak_flops) ||
+	    !isfinite(g->memory_bandwidth))
+		return 0.0;
+	return sqrt(g->peak_flops * g->memory_bandwidth);
 }
 
 /*

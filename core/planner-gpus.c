@@ -147,6 +147,17 @@ static bool same_name(const char *a, const char *b)
 	}
 }
 
+/* The built-in table's names into buf: "a100, a100-80g, ...". */
+static void table_names(char *buf, size_t size)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < N_ROWS && at < size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%s",
+				       i ? ", " : "", gpu_table[i].name);
+}
+
 int copus_planner_gpu_default(const char *type, copus_planner_gpu *out)
 {
 	if (out == NULL)
@@ -653,6 +664,25 @@ static int parse_type(struct json_object *o, const char *name,
 	return rc;
 }
 
+/*
+ * A type named after one of the built-in table ("dgx-ext": "a100"): a
+ * site's own GRES type name for a GPU the table knows, with its default
+ * constants.
+ */
+static int alias_type(struct json_object *o, const char *name,
+		      copus_planner_gpu *g, char *err, size_t errlen)
+{
+	const char *like = json_object_get_string(o);
+	char names[N_ROWS * COPUS_PLANNER_TYPE_LEN];
+
+	if (copus_planner_gpu_default(like, g) == COPUS_OK)
+		return COPUS_OK;
+	table_names(names, sizeof(names));
+	copus__err_set(err, errlen, "GPU type \"%.32s\": \"%.32s\" is not a "
+		       "type of the built-in table (%s)", name, like, names);
+	return COPUS_EPARSE;
+}
+
 /* Nesting of the text: root, "gpus", a type, "alpha", a link. */
 #define GPUS_JSON_DEPTH 6
 
@@ -757,7 +787,17 @@ int copus_planner_gpus_parse(const char *text, copus_planner_gpu_type *out,
 			goto out;
 		}
 		memset(&out[count], 0, sizeof(out[count]));
-		rc = parse_type(o, name, &out[count].gpu, err, errlen);
+		if (json_object_is_type(o, json_type_string)) {
+			rc = alias_type(o, name, &out[count].gpu, err, errlen);
+		} else if (json_object_is_type(o, json_type_object)) {
+			rc = parse_type(o, name, &out[count].gpu, err, errlen);
+		} else {
+			copus__err_set(err, errlen, "GPU type \"%.32s\": %.40s is "
+				"neither an object of constants nor the name "
+				"of a built-in type", name,
+				json_object_to_json_string(o));
+			rc = COPUS_EPARSE;
+		}
 		if (rc != COPUS_OK)
 			goto out;
 		snprintf(out[count].name, sizeof(out[count].name), "%s", name);

@@ -289,7 +289,9 @@ static void _estimate(struct copus__sched *s, struct copus__round *r)
 	if (!known || !apps || !r->est_models || !r->estimated)
 		goto out;
 	for (t = 0; t < T; t++)
-		speeds[t] = copus_gpu_type_speed(r->types[t]);
+		speeds[t] = copus_planner_gpus_speed(s->planner.gpus,
+						     s->planner.ntypes,
+						     r->types[t]);
 	/* The memory holds the types it was learned on, in their order. */
 	for (t = 0; (int)T == s->ratio_ntypes && t < T; t++)
 		if (strcmp(s->ratio_types[t], r->types[t]) != 0)

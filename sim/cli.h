@@ -26,6 +26,7 @@ struct cli_opts {
 	const char *cluster, *profiles, *policy;
 	const char *summary, *timeline, *png;
 	const char *history_in, *history_out, *rules;
+	const char *gpus;      /* --gpus FILE.json */
 	double interval, delay;
 	enum sim_remaining rem;
 	bool probes;           /* --probes (sim_opts.probes) */

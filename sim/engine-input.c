@@ -111,6 +111,7 @@ void sim_cluster_free(struct sim_cluster *c)
 	if (c == NULL)
 		return;
 	free(c->nodes);
+	free(c->gpus);
 	memset(c, 0, sizeof(*c));
 }
 

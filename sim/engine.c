@@ -287,7 +287,8 @@ static int round_models(struct sjob *jobs, size_t n, double now,
 	if (!known || !apps || !est || !made)
 		goto out;
 	for (int t = 0; t < T; t++)
-		speeds[t] = copus_gpu_type_speed(c->type_names[t]);
+		speeds[t] = copus_planner_gpus_speed(c->gpus, c->ngpus,
+						     c->type_names[t]);
 	na = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = &jobs[i];

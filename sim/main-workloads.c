@@ -12,7 +12,35 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../runtime/file.h"
 #include "cli.h"
+
+/*
+ * Reads --gpus: GPU constants in copus/planner.h's text (or built-in types
+ * under the site's names) into c; a status, with a message on stderr.
+ */
+static int read_gpus(const char *path, struct sim_cluster *c)
+{
+	char err[SIM_ERR_LEN], *text = NULL;
+	int rc;
+
+	c->gpus = calloc(COPUS_PLANNER_MAX_GPUS, sizeof(*c->gpus));
+	if (c->gpus == NULL)
+		return COPUS_ENOMEM;
+	rc = copus__file_read(path, &text, NULL, err, sizeof(err));
+	if (rc == COPUS_OK) {
+		rc = copus_planner_gpus_parse(text, c->gpus,
+					      COPUS_PLANNER_MAX_GPUS, &c->ngpus,
+					      err, sizeof(err));
+		if (rc != COPUS_OK)
+			fprintf(stderr, "copus-sim: --gpus: %s: %s\n", path,
+				err);
+	} else {
+		fprintf(stderr, "copus-sim: --gpus: %s\n", err);
+	}
+	free(text);
+	return rc;
+}
 
 static void wl_name(struct wl *w)
 {
@@ -44,6 +72,10 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 
 	if (sim_cluster_parse(o->cluster, &c, err, sizeof(err)) != COPUS_OK) {
 		fprintf(stderr, "copus-sim: %s\n", err);
+		return 2;
+	}
+	if (o->gpus != NULL && read_gpus(o->gpus, &c) != COPUS_OK) {
+		sim_cluster_free(&c);
 		return 2;
 	}
 	if (o->history_in != NULL &&

@@ -70,6 +70,14 @@ static void usage(FILE *f)
 		"                       as Slurm and sched/copus do (the copus "
 		"policy\n"
 		"                       follows it; contrib/testbed.sh sets it)\n"
+		"  --gpus FILE.json     GPU constants per type (copus-plan's "
+		"text, or a\n"
+		"                       type named after a built-in one: "
+		"\"dgx-ext\": \"a100\"),\n"
+		"                       whose speeds estimate a job on a type "
+		"it has not\n"
+		"                       run on, as sched/copus's "
+		"copus_planner_gpus\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
 		"  --app-rules FILE     per model (CSV application,slowdown,\n"
@@ -130,6 +138,7 @@ int main(int argc, char **argv)
 		{ "probes", no_argument, NULL, 'B' },
 		{ "no-probes", no_argument, NULL, 'b' },
 		{ "equal-per-node", no_argument, NULL, 'E' },
+		{ "gpus", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -211,6 +220,7 @@ int main(int argc, char **argv)
 		case 'B': o.probes = true; break;
 		case 'b': o.probes = false; break;
 		case 'E': o.equal_per_node = true; break;
+		case 'G': o.gpus = optarg; break;
 		case 'a': arena = optarg; break;
 		case 'L':
 			if (strcmp(optarg, "arena") == 0) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include <copus/model.h>
+#include <copus/planner.h>
 #include <copus/policy.h>
 #include <copus/predict.h>
 
@@ -129,6 +130,11 @@ struct sim_cluster {
 	char type_names[SIM_MAX_TYPES][32]; /* "" for an untyped cluster */
 	int nnodes;
 	copus_node *nodes;
+	/* The GPU constants of --gpus (copus/planner.h's text; NULL: none),
+	 * whose types' speeds stand over the built-in table's in estimates
+	 * across types, as copus_planner_gpus does in the plugin. */
+	copus_planner_gpu_type *gpus;
+	int ngpus;
 };
 
 /* Parse "16x4" or "aws:6x4,rtx:3x8". */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <copus/model.h>
 #include <copus/planner.h>
 
 #include "harness.h"
@@ -432,6 +433,56 @@ static void test_parse_too_many(void)
 					       sizeof(err)), COPUS_EINVAL);
 }
 
+/*
+ * A site's own GRES type name for a GPU of the built-in table takes that
+ * type's constants, beside a type given in full; a name the table does
+ * not know is refused with the type, the name and the table's names.
+ */
+static void test_parse_alias(void)
+{
+	copus_planner_gpu_type out[3];
+	copus_planner_gpu a100, t4;
+	char err[512] = "";
+	int n = -1;
+
+	copus_planner_gpu_default("a100", &a100);
+	copus_planner_gpu_default("t4", &t4);
+	ASSERT_STATUS(copus_planner_gpus_parse(
+			      "{\"version\": 1, \"gpus\": {\"dgx-ext\": \"a100\", "
+			      "\"aws\": \"T4\"}}",
+			      out, 3, &n, err, sizeof(err)), COPUS_OK);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_PTR_NOT_NULL(copus_planner_gpus_find(out, n, "dgx-ext"));
+	CU_ASSERT_EQUAL(memcmp(&copus_planner_gpus_find(out, n, "dgx-ext")->gpu,
+			       &a100, sizeof(a100)), 0);
+	CU_ASSERT_EQUAL(memcmp(&copus_planner_gpus_find(out, n, "aws")->gpu,
+			       &t4, sizeof(t4)), 0);
+	/* Their speeds are the table's types'; a type the text does not name
+	 * keeps the table's own, and one neither knows has none. */
+	ASSERT_CLOSE(copus_planner_gpus_speed(out, n, "dgx-ext"),
+		     copus_gpu_type_speed("a100"), 0.0);
+	CU_ASSERT_TRUE(copus_gpu_type_speed("a100") > 0.0);
+	ASSERT_CLOSE(copus_planner_gpus_speed(out, n, "h100"),
+		     copus_gpu_type_speed("h100"), 0.0);
+	CU_ASSERT_EQUAL(copus_planner_gpus_speed(out, n, "quad"), 0.0);
+	CU_ASSERT_EQUAL(copus_planner_gpus_speed(NULL, 0, "aws"), 0.0);
+	CU_ASSERT_EQUAL(copus_planner_gpu_speed(NULL), 0.0);
+
+	ASSERT_STATUS(copus_planner_gpus_parse(
+			      "{\"version\": 1, \"gpus\": {\"quad\": "
+			      "\"rtx6000\"}}",
+			      out, 3, &n, err, sizeof(err)), COPUS_EPARSE);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"quad\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"rtx6000\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "a100, a100-80g"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "rtxa6000"));
+	ASSERT_STATUS(copus_planner_gpus_parse(
+			      "{\"version\": 1, \"gpus\": {\"quad\": 7}}", out,
+			      3, &n, err, sizeof(err)), COPUS_EPARSE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "GPU type \"quad\": 7 is neither"));
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -443,6 +494,7 @@ int main(void)
 		TEST(test_parse_refuses),
 		TEST(test_parse_without_bandwidth),
 		TEST(test_parse_too_many),
+		TEST(test_parse_alias),
 	};
 
 	return RUN_TESTS("planner-gpus", tests);

@@ -1167,6 +1167,47 @@ static void a_ratio_measured_by_a_job_of_the_same_application_comes_first(void)
 	CU_ASSERT_TRUE(_compute_on(a, 0) < _compute_on(a, 1));
 }
 
+/*
+ * A site whose GRES types have names of its own (aws for its T4s, dgx-ext
+ * for its A100s): without a constants file the plugin knows neither, and a
+ * job measured on aws gets no estimate on dgx-ext; with a file that names
+ * them after the built-in types, it gets one, faster there.
+ */
+static void site_type_names_get_estimates_from_the_constants_file(void)
+{
+	struct copus__round_job *j;
+	char path[64], err[256];
+
+	_cluster(2, 4);
+	_r.ntypes = 2;
+	strcpy(_r.types[0], "dgx-ext");
+	strcpy(_r.types[1], "aws");
+	_nodes[0].gpu_type = 1;
+	j = _pending(1, 1, 4, 1, 4);
+	_hint_perf(j, "\"aws\":" T4_PERF);
+	_decide();
+	CU_ASSERT_FATAL(j->job >= 0);
+	CU_ASSERT_TRUE(_r.estimated == NULL || !_r.estimated[j->job * 2 + 0]);
+
+	_write_file("{\"version\": 1, \"gpus\": {\"dgx-ext\": \"a100\", "
+		    "\"aws\": \"t4\"}}\n", path, sizeof(path));
+	ASSERT_STATUS(copus__planner_load(&_s.planner, path, err, sizeof(err)),
+		      COPUS_OK);
+	copus__round_free(&_r);
+	j->job = -1;
+	_decide();
+	CU_ASSERT_FATAL(j->job >= 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(_r.estimated);
+	CU_ASSERT_TRUE(_r.estimated[j->job * 2 + 0]);
+	/* As much faster as an a100 is than a t4 by the table. */
+	ASSERT_CLOSE(_compute_on(j, 1) / _compute_on(j, 0),
+		     copus_gpu_type_speed("a100") / copus_gpu_type_speed("t4"),
+		     1e-9);
+	ASSERT_STATUS(copus__planner_load(&_s.planner, "", err, sizeof(err)),
+		      COPUS_OK);
+	unlink(path);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -1199,6 +1240,7 @@ int main(void)
 		TEST(time_limits_reach_the_policy),
 		TEST(a_job_measured_on_one_type_gets_an_estimate_on_another),
 		TEST(a_ratio_measured_by_a_job_of_the_same_application_comes_first),
+		TEST(site_type_names_get_estimates_from_the_constants_file),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 

@@ -163,6 +163,26 @@ for pol in copus sia; do
 		fi
 	done
 done
+# --gpus: constants that name the site's types after built-in ones. Told
+# that slow is a T4 and fast an A100, the copus policy estimates the job's
+# speed on fast from its model on slow without a probe, as the plugin does
+# with copus_planner_gpus, and moves it there; a type the table does not
+# know is refused with the file and the type.
+printf '{"version": 1, "gpus": {"slow": "t4", "fast": "a100"}}\n' > "$tmp/gpus.json"
+"$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy copus \
+	--gpus "$tmp/gpus.json" --summary "$tmp/s.json" --timeline "$tmp/t.csv" \
+	"$tmp/w3.csv" > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "--gpus run"; }
+types=$(tail -n +2 "$tmp/t.csv" | cut -d, -f10 | uniq | tr '\n' ' ')
+[ "$types" = "slow fast " ] || fail "--gpus: the job ran on '$types', not slow then fast"
+grep -q '"probes": *false' "$tmp/s.json" || fail "--gpus: probes in the summary"
+printf '{"version": 1, "gpus": {"slow": "t5"}}\n' > "$tmp/bad-gpus.json"
+"$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy copus \
+	--gpus "$tmp/bad-gpus.json" "$tmp/w3.csv" > /dev/null 2> "$tmp/err" && fail "a bad --gpus file was accepted"
+grep -q 'bad-gpus.json: GPU type "slow": "t5" is not a type of the built-in table' "$tmp/err" ||
+	{ cat "$tmp/err"; fail "--gpus error message"; }
+"$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --gpus "$tmp/none.json" \
+	"$tmp/w3.csv" > /dev/null 2> "$tmp/err" && fail "a missing --gpus file was accepted"
+grep -q 'none.json' "$tmp/err" || { cat "$tmp/err"; fail "--gpus missing file message"; }
 # A policy that learns no models is given no probes, and says so.
 "$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy fifo --probes \
 	--summary "$tmp/s.json" "$tmp/w3.csv" > /dev/null || fail "fifo --probes run"

@@ -421,7 +421,9 @@ int copus_planner_calibrate(const copus_planner_sample *samples, size_t n,
  * is allowed; numbers are
  * finite and within the bounds below (COPUS_PLANNER_GPU_*); a type name
  * is 1..COPUS_PLANNER_TYPE_LEN - 1 characters of [A-Za-z0-9_.-], listed
- * once. The format writes each number
+ * once. In place of its object, a type may name a type of the built-in
+ * table whose default constants it takes ("dgx-ext": "a100"): a site's
+ * own GRES type name for a GPU the table knows. The format writes each number
  * with the fewest digits (15 to 17) that read back as the same double, so
  * that parsing gives back the same constants and the same plans.
  */
@@ -476,6 +478,22 @@ int copus_planner_gpus_parse(const char *text, copus_planner_gpu_type *out,
 int copus_planner_gpus_format(const copus_planner_gpu_type *gpus, int n,
 			      char *buf, size_t size, size_t *len, char *err,
 			      size_t errlen);
+
+/*
+ * The training speed of a GPU of these constants, as
+ * copus_gpu_type_speed() (copus/model.h) reckons it for a type of the
+ * built-in table: the geometric mean of peak_flops and memory_bandwidth;
+ * 0 when either is unknown (0) or not finite.
+ */
+double copus_planner_gpu_speed(const copus_planner_gpu *g);
+
+/*
+ * The speed of a GPU type (copus_planner_gpu_speed) from the constants of
+ * gpus (n of them, a text's) when they name it, else from the built-in
+ * table's (copus_gpu_type_speed); 0 for a type neither knows.
+ */
+double copus_planner_gpus_speed(const copus_planner_gpu_type *gpus, int n,
+				const char *type);
 
 /* The entry of gpus named type (exact match), or NULL. */
 const copus_planner_gpu_type *
