@@ -12,11 +12,12 @@
 
 #include "engine-job.h"
 
-void sim_split_batch(const struct app *a, double batch, int replicas,
-		     int *atomic, int *accum)
+/* The micro-batch and accumulation of a batch, micro-batches <= max_local. */
+static void split_batch(const struct app *a, int max_local, double batch,
+			int replicas, int *atomic, int *accum)
 {
 	double local = ceil(batch / replicas - 1e-8);
-	int s = (int)ceil(local / a->max_local - 1e-8) - 1;
+	int s = (int)ceil(local / max_local - 1e-8) - 1;
 	int count;
 	double at;
 
@@ -33,6 +34,32 @@ void sim_split_batch(const struct app *a, double batch, int replicas,
 		at = 1;
 	*atomic = (int)at;
 	*accum = s;
+}
+
+void sim_split_batch(const struct app *a, double batch, int replicas,
+		     int *atomic, int *accum)
+{
+	split_batch(a, a->max_local, batch, replicas, atomic, accum);
+}
+
+/*
+ * The largest micro-batch a GPU of type t holds: the largest its placement
+ * table measures, as each type's table is measured within its own GPU's
+ * memory (an A100's holds four times a T4's), or the model's own limit
+ * where it has one (sim_app_load: a max_local below the largest of the
+ * first type's table, yolov3's).
+ */
+int copus__sim_max_local(const struct app *a, int t)
+{
+	double mt = 0.0, m0 = 0.0;
+
+	for (size_t i = 0; i < a->tab[t].n; i++)
+		mt = fmax(mt, a->tab[t].rows[i].local);
+	for (size_t i = 0; i < a->tab[0].n; i++)
+		m0 = fmax(m0, a->tab[0].rows[i].local);
+	if (!(mt >= 1.0) || a->max_local < m0)
+		return a->max_local;
+	return (int)mt;
 }
 
 /* Consolidated placement of k GPUs on nodes of g. */
@@ -162,13 +189,14 @@ void copus__sim_update_local(struct sjob *j)
 			j->atomic = plan.local;
 			j->accum = plan.accum_steps;
 		} else {
-			sim_split_batch(a,
-					fmax(a->init_batch,
-					     (double)a->min_local * j->gpus),
-					j->gpus, &j->atomic, &j->accum);
+			split_batch(a, copus__sim_max_local(a, j->type),
+				    fmax(a->init_batch,
+					 (double)a->min_local * j->gpus),
+				    j->gpus, &j->atomic, &j->accum);
 		}
 	} else {
-		sim_split_batch(a, batch, j->gpus, &j->atomic, &j->accum);
+		split_batch(a, copus__sim_max_local(a, j->type), batch, j->gpus,
+			    &j->atomic, &j->accum);
 	}
 	count = j->gpus * (j->accum + 1);
 	if (j->atomic > (int)(a->max_batch / count))
@@ -220,7 +248,7 @@ static int observe(struct sjob *j, double step, double sync, double sqr,
 		m->limits.init_batch = a->init_batch;
 		m->limits.max_batch = a->max_batch;
 		m->limits.min_local = a->min_local;
-		m->limits.max_local = a->max_local;
+		m->limits.max_local = copus__sim_max_local(a, t);
 		m->limits.accumulation = true;
 		j->has_model[t] = copus_model_check(m) == COPUS_OK;
 	}
@@ -295,7 +323,8 @@ static double probe_step(const struct sjob *j, int t)
 {
 	const struct app *a = j->app;
 	int one = 1;
-	double local = fmin(a->init_batch, (double)a->max_local), st, sy;
+	double local = fmin(a->init_batch, (double)copus__sim_max_local(a, t));
+	double st, sy;
 
 	if (local < a->min_local)
 		local = a->min_local;
@@ -325,6 +354,8 @@ static const copus_model *probed_model(struct sjob *j, int t)
 	    copus_model_bootstrap(&j->model[u], pu, pt, &j->boot[t]) !=
 		    COPUS_OK)
 		return NULL;
+	/* t's memory, not u's, bounds its micro-batch. */
+	j->boot[t].limits.max_local = copus__sim_max_local(j->app, t);
 	return &j->boot[t];
 }
 

@@ -54,6 +54,8 @@ struct sjob {
 /* engine-job.c */
 /* Consolidated placement of k GPUs on nodes of g (pl: GPUs per node). */
 int copus__sim_consolidated(int k, int g, int *pl);
+/* The largest micro-batch that fits a GPU of type t. */
+int copus__sim_max_local(const struct app *a, int t);
 /* Tabulate the job's epochs alone on its request (nodes of g GPUs). */
 int copus__sim_solo_table(struct sjob *j, int g);
 /* Seconds the job still takes alone on its request (copus__sim_solo_table). */

@@ -387,6 +387,88 @@ static void test_only_probes_tell_its_speed_on_types_it_never_ran_on(void)
 	rm_toy();
 }
 
+/*
+ * A GPU type with more memory holds larger micro-batches: the model "mem"
+ * is measured up to micro-batch 20 on "small" and up to 40 on "big" (each
+ * type's table within its own GPU's memory). A job that keeps batch 80 on
+ * two GPUs accumulates two micro-batches of 20 a GPU on small and takes one
+ * of 40 on big, whichever type comes first; the models it learns and the
+ * ones probes give it carry the same limits.
+ */
+static void test_each_gpu_type_holds_its_own_micro_batches(void)
+{
+	static const char *const types[2][2] = { { "small", "big" },
+						 { "big", "small" } };
+	static const char names[2][2][32] = { { "small", "big" },
+					      { "big", "small" } };
+	char err[SIM_ERR_LEN], sub[128];
+
+	snprintf(dir, sizeof(dir), "/tmp/copus-test-sim-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/mem", dir);
+	mkdir(sub, 0700);
+	put("mem/placements-small.csv",
+	    "placement,local_bsz,step_time,sync_time\n"
+	    "1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n2,20,2.5,0.5\n");
+	put("mem/scalability-small.csv",
+	    "num_nodes,num_replicas,local_bsz,step_time,sync_time\n"
+	    "2,2,10,3.0,2.0\n2,2,20,4.0,2.0\n");
+	put("mem/placements-big.csv",
+	    "placement,local_bsz,step_time,sync_time\n"
+	    "1,10,0.5,0.0\n1,40,2.0,0.0\n2,10,1.0,0.5\n2,40,2.5,0.5\n");
+	put("mem/scalability-big.csv",
+	    "num_nodes,num_replicas,local_bsz,step_time,sync_time\n"
+	    "2,2,10,2.5,2.0\n2,2,40,4.0,2.0\n");
+	put("mem/validation-10.csv",
+	    "progress,iteration,metric,grad_sqr,grad_var\n"
+	    "100,100,0.5,1,0\n200,200,0.6,1,0\n");
+	put("mem/validation-80.csv",
+	    "progress,iteration,metric,grad_sqr,grad_var\n"
+	    "110,55,0.5,2,4\n220,110,0.6,2,4\n");
+	for (int order = 0; order < 2; order++) {
+		int big = order == 0 ? 1 : 0, small = 1 - big;
+		struct sjob *j = calloc(1, sizeof(*j));
+		int place[1] = { 2 };
+		struct app a;
+		const copus_model *m;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+		ASSERT_STATUS(sim_app_load(&a, dir, "mem", types[order], 2,
+					   err, sizeof(err)), COPUS_OK);
+		j->app = &a;
+		j->hint_type = -1;
+		j->place = place;
+		j->gpus = 2;
+		j->nodes = 1;
+		j->target_batch = 80;
+		j->type = small;
+		copus__sim_update_local(j);
+		CU_ASSERT_EQUAL(j->atomic, 20);
+		CU_ASSERT_EQUAL(j->accum, 1);
+		j->type = big;
+		copus__sim_update_local(j);
+		CU_ASSERT_EQUAL(j->atomic, 40);
+		CU_ASSERT_EQUAL(j->accum, 0);
+		/* A minute on big: its learned model holds 40 there. */
+		j->learn = true;
+		j->restarts = 0;
+		j->completion = -1;
+		copus__sim_job_step(j, 0, 60, 1);
+		CU_ASSERT_FATAL(j->has_model[big]);
+		CU_ASSERT_EQUAL(j->model[big].limits.max_local, 40);
+		/* Probed on small from big's model: small's memory. */
+		m = copus__sim_job_model(j, COPUS_MODELS_LEARNED, small, true,
+					 names[order]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+		CU_ASSERT_EQUAL(m->limits.max_local, 20);
+		for (int t = 0; t < SIM_MAX_TYPES; t++)
+			free(j->obs[t]);
+		free(j);
+		sim_app_free(&a);
+	}
+	rm_toy();
+}
+
 static const struct test_case tests[] = {
 	TEST(test_cluster_spec),
 	TEST(test_interpolation),
@@ -396,6 +478,7 @@ static const struct test_case tests[] = {
 	TEST(test_malformed_input),
 	TEST(test_pollux_profiles),
 	TEST(test_only_probes_tell_its_speed_on_types_it_never_ran_on),
+	TEST(test_each_gpu_type_holds_its_own_micro_batches),
 };
 
 int main(void)
