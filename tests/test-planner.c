@@ -520,6 +520,112 @@ static void the_cache_returns_the_answer_it_stored(void)
 	copus_planner_cache_free(c);
 }
 
+/* Are a and b the same plan, field by field (doubles bit for bit)? */
+static bool plans_same(const copus_planner_plan *a,
+		       const copus_planner_plan *b)
+{
+	if (a->degrees.data != b->degrees.data ||
+	    a->degrees.tensor != b->degrees.tensor ||
+	    a->degrees.pipeline != b->degrees.pipeline ||
+	    a->micro_batches != b->micro_batches ||
+	    a->data_inner != b->data_inner)
+		return false;
+	for (int s = 0; s <= a->degrees.pipeline &&
+			s <= COPUS_PLANNER_MAX_STAGES; s++)
+		if (a->first_layer[s] != b->first_layer[s])
+			return false;
+	return memcmp(&a->seconds, &b->seconds, sizeof(double)) == 0 &&
+	       memcmp(&a->compute_s, &b->compute_s, sizeof(double)) == 0 &&
+	       memcmp(&a->tensor_s, &b->tensor_s, sizeof(double)) == 0 &&
+	       memcmp(&a->pipeline_s, &b->pipeline_s, sizeof(double)) == 0 &&
+	       memcmp(&a->data_s, &b->data_s, sizeof(double)) == 0 &&
+	       memcmp(&a->overhead_s, &b->overhead_s, sizeof(double)) == 0 &&
+	       memcmp(&a->memory_bytes, &b->memory_bytes, sizeof(double)) == 0;
+}
+
+/*
+ * An answer the key does not find is found by what it is computed from:
+ * under every key, the cache answers what copus_planner_best answers for
+ * the model, batch, GPU, options and cell given (a model of the same
+ * layers under another key shares the answers; one layer changed, another
+ * GPU or other options do not), its status too.
+ */
+static void answers_are_shared_by_content_alone(void)
+{
+	static copus_planner_layer ya[COPUS_PLANNER_MAX_LAYERS],
+		yb[COPUS_PLANNER_MAX_LAYERS];
+	copus_planner_desc bert = { .arch = COPUS_ARCH_TRANSFORMER,
+				    .dtype_bytes = 2, .layers = 12,
+				    .hidden = 768, .heads = 12,
+				    .seq_len = 512, .vocab = 30522 };
+	copus_planner_gpu g = gpu_of(16.0), small = gpu_of(0.5);
+	copus_planner_options one = COPUS_PLANNER_OPTIONS_INITIALIZER;
+	copus_planner_cache *c;
+	int n = 0, asked = 0, wrong = 0, differ = 0;
+
+	ASSERT_STATUS(copus_planner_layers(&bert, ya, COPUS_PLANNER_MAX_LAYERS,
+					   &n),
+		      COPUS_OK);
+	memcpy(yb, ya, sizeof(ya));
+	one.max_micro_batches = 1;
+	ASSERT_STATUS(copus_planner_cache_new(1024, &c), COPUS_OK);
+	/* Ids 1, 2: the same layers in two arrays; 3: one layer heavier;
+	 * 4: the first layers on a GPU of little memory; 5: other
+	 * options. */
+	for (int id = 1; id <= 5; id++) {
+		copus_planner_model m = { id == 1 ? ya : yb, n, 2, 0 };
+		const copus_planner_gpu *gpu = id == 4 ? &small : &g;
+		const copus_planner_options *opt = id == 5 ? &one : NULL;
+		if (id == 3)
+			yb[n / 2].flops *= 3.0;
+		if (id == 4)
+			memcpy(yb, ya, sizeof(ya));
+		for (int nodes = 1; nodes <= 2; nodes++)
+			for (int gpn = 1; gpn <= 8; gpn *= 2) {
+				copus_planner_key k = { id, 32, 0, nodes, gpn };
+				copus_planner_cell cell = { nodes, gpn };
+				const copus_planner_plan *p = NULL, *q = NULL;
+				copus_planner_plan direct;
+				int rc = copus_planner_best_cached(c, &k, &m,
+								   gpu, opt,
+								   &p);
+				int want = copus_planner_best(&m, 32, gpu,
+							      &cell, opt,
+							      &direct);
+				asked++;
+				if (rc != want ||
+				    (rc == COPUS_OK && !plans_same(p, &direct)))
+					wrong++;
+				/* Against the first model's answer. */
+				k.model = 1;
+				if (id > 1 &&
+				    copus_planner_cache_find(c, &k, &q) ==
+					    COPUS_OK &&
+				    (rc != COPUS_OK || !plans_same(p, q)))
+					differ++;
+			}
+	}
+	CU_ASSERT_EQUAL(asked, 40);
+	CU_ASSERT_EQUAL(wrong, 0);
+	/* Some answers of the heavier layer, the small GPU and the other
+	 * options are not the first model's. */
+	CU_ASSERT(differ >= 3);
+	copus_planner_cache_clear(c);
+	{
+		copus_planner_model m = { yb, n, 2, 0 };
+		copus_planner_key k = { 9, 32, 0, 1, 8 };
+		copus_planner_cell cell = { 1, 8 };
+		const copus_planner_plan *p;
+		copus_planner_plan direct;
+		ASSERT_STATUS(copus_planner_best_cached(c, &k, &m, &g, NULL,
+							&p),
+			      copus_planner_best(&m, 32, &g, &cell, NULL,
+						 &direct));
+		CU_ASSERT(plans_same(p, &direct));
+	}
+	copus_planner_cache_free(c);
+}
+
 static void calibration_recovers_the_constants_that_made_the_times(void)
 {
 	static copus_planner_layer y[COPUS_PLANNER_MAX_LAYERS];
@@ -654,6 +760,7 @@ int main(void)
 		TEST(a_collective_is_priced_by_its_group_s_shape),
 		TEST(a_tensor_degree_divides_the_heads),
 		TEST(the_cache_returns_the_answer_it_stored),
+		TEST(answers_are_shared_by_content_alone),
 		TEST(calibration_recovers_the_constants_that_made_the_times),
 		TEST(wide_resnet_efficiency_is_shared_by_the_types),
 		TEST(bad_arguments_are_refused),
