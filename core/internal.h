@@ -42,6 +42,12 @@ double copus__speedup_base(const copus_speedup *s);
  */
 double copus__speedup_bound(const copus_speedup *s, int nodes, int replicas,
 			    bool *known);
+/*
+ * The goodput of copus__best_batch(m, nodes, replicas), bit for bit, with
+ * fewer candidates priced (the speedup tables' path); returns as it.
+ */
+int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
+			   double *out);
 
 
 

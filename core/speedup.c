@@ -24,6 +24,117 @@ struct copus_speedup {
 	int node_gpus;
 };
 
+/*
+ * The goodput of copus__best_batch(m, nodes, replicas) (that of its best
+ * candidate, bit for bit) in *out, with fewer candidates priced: the same
+ * candidates, in the same way, but a candidate is priced (copus__goodput,
+ * whose overlap costs two pow()) only when a bound on its goodput exceeds
+ * the best priced so far. Its step takes a T_grad + overlap(T_grad,
+ * T_sync) >= a T_grad + max(T_grad, T_sync) (in floating point too:
+ * overlap is max x pow(1 + r^gamma, 1 / gamma) with a power >= 1), so its
+ * throughput is at most the batch over that, and its efficiency is known
+ * exactly; the candidate of the largest bound is priced first. Returns as
+ * copus__best_batch (COPUS_ERANGE: no candidate).
+ */
+int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
+			   double *out)
+{
+	const copus_batch_limits *l = &m->limits;
+	const copus_perf_params *p = &m->perf;
+	const double eps = 1e-8;
+	double lo = l->init_batch, hi = l->max_batch;
+	int micro_of[COPUS_BATCH_CANDIDATES], accum_of[COPUS_BATCH_CANDIDATES];
+	double ub[COPUS_BATCH_CANDIDATES];
+	int nc = 0, first = -1;
+
+	if ((double)replicas * l->min_local > lo)
+		lo = (double)replicas * l->min_local;
+	if (lo > hi * (1.0 + eps))
+		return COPUS_ERANGE;
+	if (lo > hi)
+		lo = hi;
+	double sync = copus__sync_time(p, nodes, replicas);
+	/* Without a sync term (or outside the bound's premises), every
+	 * candidate as copus__best_batch prices it. */
+	bool bounded = sync > 0.0 && isfinite(sync) && isfinite(p->alpha_c) &&
+		       isfinite(p->beta_c) && p->gamma >= 1.0 &&
+		       isfinite(p->gamma);
+	int n = COPUS_BATCH_CANDIDATES, last_micro = -1, last_accum = -1;
+	double ratio = n > 1 ? pow(hi / lo, 1.0 / (n - 1)) : 1.0;
+	double batch = lo;
+	for (int i = 0; i < n; i++, batch *= ratio) {
+		if (i == n - 1)
+			batch = hi; /* land exactly on the limit */
+		double local = batch / replicas;
+		int accum = 0;
+		if (l->accumulation) {
+			accum = (int)ceil(local / l->max_local - eps) - 1;
+			if (replicas == 1 && local > l->init_batch + eps &&
+			    accum < 1)
+				accum = 1;
+			if (accum < 0)
+				accum = 0;
+		}
+		int micro = (int)ceil(local / (accum + 1) - eps);
+		if (micro < l->min_local || micro > l->max_local)
+			continue;
+		if (micro == last_micro && accum == last_accum)
+			continue;
+		last_micro = micro;
+		last_accum = accum;
+		micro_of[nc] = micro;
+		accum_of[nc] = accum;
+		if (bounded) {
+			/* As goodput() computes them. */
+			double grad = p->alpha_c + p->beta_c * micro;
+			double b = (double)replicas * micro * (accum + 1);
+			double scale = b / l->init_batch;
+			double eff = copus__gain(&m->grad, scale) / scale;
+			ub[nc] = b / (accum * grad + fmax(grad, sync)) * eff;
+			if (!(grad > 0.0) || !isfinite(ub[nc]) ||
+			    !(ub[nc] >= 0.0))
+				bounded = false;
+			else if (first < 0 || ub[nc] > ub[first])
+				first = nc;
+		}
+		nc++;
+		if (lo == hi)
+			break;
+	}
+	if (nc == 0)
+		return COPUS_ERANGE;
+	double best = 0.0;
+	if (!bounded) {
+		for (int i = 0; i < nc; i++) {
+			double gp = copus__goodput(m, nodes, replicas,
+						   micro_of[i], accum_of[i],
+						   NULL, NULL);
+			if (i == 0 || gp > best)
+				best = gp;
+		}
+		*out = best;
+		return COPUS_OK;
+	}
+	best = copus__goodput(m, nodes, replicas, micro_of[first],
+			      accum_of[first], NULL, NULL);
+	if (isnan(best)) {
+		copus_batch_plan plan;
+		int rc = copus__best_batch(m, nodes, replicas, &plan);
+		*out = plan.goodput;
+		return rc;
+	}
+	for (int i = 0; i < nc; i++) {
+		if (i == first || !(ub[i] > best))
+			continue;
+		double gp = copus__goodput(m, nodes, replicas, micro_of[i],
+					   accum_of[i], NULL, NULL);
+		if (gp > best)
+			best = gp;
+	}
+	*out = best;
+	return COPUS_OK;
+}
+
 static size_t memo_size(const copus_speedup *s)
 {
 	if (s->node_gpus > 0)
@@ -44,27 +155,27 @@ static double *memo_slot(const copus_speedup *s, int nodes, int replicas)
 
 int copus_speedup_reset(copus_speedup *s, const copus_model *m)
 {
-	copus_batch_plan plan;
+	double gp;
 	int rc;
 
 	if (s == NULL)
 		return COPUS_EINVAL;
 	if ((rc = copus_model_check(m)) != COPUS_OK)
 		return rc;
-	rc = copus__best_batch(m, s->base_nodes, s->base_replicas, &plan);
+	rc = copus__speedup_goodput(m, s->base_nodes, s->base_replicas, &gp);
 	if (rc != COPUS_OK)
 		return rc;
-	if (!(plan.goodput > 0.0) || !isfinite(plan.goodput))
+	if (!(gp > 0.0) || !isfinite(gp))
 		return COPUS_ERANGE;
 	s->model = *m;
-	s->base_goodput = plan.goodput;
+	s->base_goodput = gp;
 	for (size_t i = 0; i < memo_size(s); i++)
 		s->memo[i] = NAN;
 	s->memo[0] = 0.0;
 	/* The base shape's speedup is its goodput over itself. */
 	double *base = memo_slot(s, s->base_nodes, s->base_replicas);
 	if (base != NULL)
-		*base = plan.goodput / s->base_goodput;
+		*base = gp / s->base_goodput;
 	return COPUS_OK;
 }
 
@@ -198,9 +309,10 @@ int copus_speedup_get(copus_speedup *s, int nodes, int replicas, double *out)
 		*out = *slot;
 		return COPUS_OK;
 	}
-	copus_batch_plan plan;
-	if (copus__best_batch(&s->model, nodes, replicas, &plan) == COPUS_OK)
-		v = plan.goodput / s->base_goodput;
+	double gp;
+	if (copus__speedup_goodput(&s->model, nodes, replicas, &gp) ==
+	    COPUS_OK)
+		v = gp / s->base_goodput;
 	else
 		v = 0.0;
 	if (slot != NULL)

@@ -548,6 +548,60 @@ static void a_speedup_bound_is_never_below_the_speedup(void)
 	CU_ASSERT_EQUAL(below, 0);
 }
 
+/*
+ * The speedup tables price a shape's goodput with fewer candidates than
+ * copus__best_batch (copus__speedup_goodput): the same goodput, bit for
+ * bit, and the same status, over models across the parameters' range,
+ * with and without accumulation, on every shape up to 64 GPUs.
+ */
+static void the_tables_goodput_is_best_batch_s(void)
+{
+	unsigned long long rng = 11;
+	int differ = 0, shapes = 0;
+
+#define UNI(lo, hi)                                                           \
+	((rng = rng * 6364136223846793005ull + 1442695040888963407ull),       \
+	 (lo) + ((hi) - (lo)) * ((double)(rng >> 11) / 9007199254740992.0))
+	for (int i = 0; i < 200; i++) {
+		double ar = UNI(1e-3, 0.1), an = ar * UNI(1.1, 5.0);
+		copus_model m = {
+			{ UNI(0.0, 0.2), UNI(1e-5, 5e-3), an, an * UNI(0, 0.1),
+			  ar, ar * UNI(0, 0.1), UNI(1.0, 10.0) },
+			{ UNI(0.0, 2.0), UNI(0.0, 1000.0) },
+			{ 16.0 * (1 + i % 8), 4096.0, 1 + i % 4, 64 << (i % 3),
+			  i % 2 == 0 }
+		};
+		if (m.perf.alpha_c <= 0.0)
+			m.perf.alpha_c = 1e-3;
+		if (copus_model_check(&m) != COPUS_OK)
+			continue;
+		for (int k = 1; k <= 64; k++)
+			for (int nodes = 1; nodes <= k; nodes *= 2) {
+				copus_batch_plan plan;
+				double gp = -1.0;
+				int want = copus__best_batch(&m, nodes, k,
+							     &plan);
+				int got = copus__speedup_goodput(&m, nodes, k,
+								 &gp);
+				shapes++;
+				if (got == want &&
+				    (want != COPUS_OK ||
+				     memcmp(&gp, &plan.goodput,
+					    sizeof(gp)) == 0))
+					continue;
+				if (differ++ < 5)
+					printf("model %d, %d GPUs on %d nodes: "
+					       "%d %.17g, best_batch %d "
+					       "%.17g\n", i, k, nodes, got, gp,
+					       want, plan.goodput);
+			}
+	}
+#undef UNI
+	printf("%d shapes\n", shapes);
+	CU_ASSERT(shapes > 10000);
+	CU_ASSERT_EQUAL(differ, 0);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -569,6 +623,7 @@ int main(void)
 		TEST(bad_input_is_skipped_or_refused),
 		TEST(unknown_scaling_starts_small_under_contention),
 		TEST(a_speedup_bound_is_never_below_the_speedup),
+		TEST(the_tables_goodput_is_best_batch_s),
 	};
 	return RUN_TESTS("policy-copus", tests);
 }
