@@ -79,6 +79,7 @@ static const double _speed[NTYPES] = { 1.0, 0.6, 0.35 };
 struct result {
 	double first, median, min, max;	/* seconds, wall clock */
 	double cpu_first, cpu_median;	/* seconds of CPU time */
+	long flt_first;			/* page faults of round 1 */
 	int considered, over, running, input;
 	int starts, resizes, asks;
 	uint64_t digest;
@@ -129,6 +130,16 @@ static int _cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return (x > y) - (x < y);
+}
+
+/* The page faults of this process so far (minor and major). */
+static long _faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return ru.ru_minflt + ru.ru_majflt;
 }
 
 static long _peak_rss_kib(void)
@@ -676,8 +687,10 @@ static int _run_size(int jobs, int gpus, int max_jobs, int rounds,
 	out->running = w->r.nrunning;
 	for (i = 0; i < rounds; i++) {
 		double t0, c0;
+		long f0;
 
 		_next_snapshot(w);
+		f0 = _faults();
 		t0 = _clock_s(CLOCK_MONOTONIC);
 		c0 = _clock_s(CLOCK_PROCESS_CPUTIME_ID);
 		copus__memo_sweep(&w->s, false);
@@ -688,6 +701,7 @@ static int _run_size(int jobs, int gpus, int max_jobs, int rounds,
 			/* Not timed: what round 1 decided. */
 			double u0 = _clock_s(CLOCK_MONOTONIC);
 			double v0 = _clock_s(CLOCK_PROCESS_CPUTIME_ID);
+			long g0 = _faults();
 
 			out->digest = _digest(&w->r);
 			out->input = w->r.njobs;
@@ -703,10 +717,13 @@ static int _run_size(int jobs, int gpus, int max_jobs, int rounds,
 					w->r.error);
 			t0 += _clock_s(CLOCK_MONOTONIC) - u0;
 			c0 += _clock_s(CLOCK_PROCESS_CPUTIME_ID) - v0;
+			f0 += _faults() - g0;
 		}
 		copus__round_free(&w->r);
 		t[i] = _clock_s(CLOCK_MONOTONIC) - t0;
 		cpu[i] = _clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		if (i == 0)
+			out->flt_first = _faults() - f0;
 		w->r.when += w->s.params.interval;
 	}
 	out->first = t[0];
@@ -762,11 +779,12 @@ static int _bench(int jobs, int gpus, int max_jobs, int rounds)
 	    WEXITSTATUS(status) != 0 || got != (ssize_t)sizeof(res))
 		return -1;
 	printf("%6d %6d %6d %6d %6d %6d %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f "
-	       "%6d %6d %5d %7.1f %7.1f %016llx\n", jobs, gpus,
+	       "%8ld %6d %6d %5d %7.1f %7.1f %016llx\n", jobs, gpus,
 	       res.considered, res.over, res.running, res.input,
 	       res.first * 1e3, res.median * 1e3, res.min * 1e3,
 	       res.max * 1e3, res.cpu_first * 1e3, res.cpu_median * 1e3,
-	       res.starts, res.resizes, res.asks, res.rss_input / 1024.0,
+	       res.flt_first, res.starts, res.resizes, res.asks,
+	       res.rss_input / 1024.0,
 	       ru.ru_maxrss / 1024.0, (unsigned long long)res.digest);
 	return 0;
 }
@@ -820,12 +838,12 @@ int main(int argc, char **argv)
 	       ", a partition's jobs share its row of eligible nodes" :
 	       ", each job its own row of eligible nodes");
 	printf("# first: round 1 (cold); median/min/max: rounds 2..R, wall "
-	       "clock; cpu-*: CPU time\n");
+	       "clock; cpu-*: CPU time; flt-frst: page faults of round 1\n");
 	printf("# in-rnd: pending jobs in the round; over: left out by "
 	       "copus_max_jobs; input: the policy's jobs\n");
 	printf("  jobs   GPUs in-rnd   over    run  input    first   median"
-	       "      min      max cpu-frst  cpu-med starts resize  asks"
-	       "  rss-in  rss-pk digest\n");
+	       "      min      max cpu-frst  cpu-med flt-frst starts resize"
+	       "  asks  rss-in  rss-pk digest\n");
 	if (i < argc) {
 		for (; i + 1 < argc; i += 2) {
 			int j = atoi(argv[i]), g = atoi(argv[i + 1]);
