@@ -187,10 +187,23 @@ static const copus_model *model_for(const copus_job *j, int t, int ntypes)
 	return NULL;
 }
 
+/*
+ * Gives each of the n jobs w its arrays by GPU type, T entries each, in sp
+ * and rel (n x T entries; sp zeroed).
+ */
+void copus__cp_bind_types(struct jw *w, size_t n, int T, copus_speedup **sp,
+			  double *rel)
+{
+	for (size_t j = 0; j < n; j++) {
+		w[j].sp = sp + j * (size_t)T;
+		w[j].rel = rel + j * (size_t)T;
+	}
+}
+
 /* Does the policy know how job w scales on type t (a model or cells)? */
 bool copus__cp_known(const struct jw *w, int t)
 {
-	return w->cs != NULL ? w->has_cells[t] : w->sp[t] != NULL;
+	return w->cs != NULL ? (w->has_cells >> t & 1u) != 0 : w->sp[t] != NULL;
 }
 
 /* Speedup of k GPUs of type t (packed on the fewest nodes). */
@@ -358,11 +371,11 @@ static int unknown_size(const struct jw *x, int T)
 
 /* The smallest size a job runs at: its fixed size without a model
  * (copus__cp_base_need, once its request is final). */
-static int base_need(const struct jw *x)
+static int base_need(const struct jw *x, int T)
 {
 	const copus_job *j = x->job;
 
-	for (int t = 0; j->elastic && t < COPUS_MAX_GPU_TYPES; t++)
+	for (int t = 0; j->elastic && t < T; t++)
 		if (copus__cp_known(x, t))
 			return j->min_gpus;
 	return x->q;
@@ -441,7 +454,7 @@ static double cells_prepare(struct jw *x, const copus_job *jb, int T,
 	for (int t = 0; t < T; t++)
 		for (int k = 1; k <= K; k++)
 			if (x->cs[t * (K + 1) + k] > 0.0)
-				x->has_cells[t] = true;
+				x->has_cells |= 1u << t;
 	return base;
 }
 
@@ -475,7 +488,7 @@ static int cells_ref_type(const struct jw *x, const copus_job *jb, int T,
 		}
 	}
 	for (int t = 0; best_t < 0 && t < T; t++)
-		if (x->has_cells[t])
+		if (x->has_cells >> t & 1u)
 			for (int k = 1; k <= x->cs_kmax; k++)
 				if (x->cs[t * (x->cs_kmax + 1) + k] > best) {
 					best = x->cs[t * (x->cs_kmax + 1) + k];
@@ -631,7 +644,7 @@ int copus__cp_prepare_jobs(struct copus_state *s,
 	 * its memory allows: no size of it is more efficient to spread to. */
 	for (size_t j = 0; j < n; j++) {
 		w[j].spread = w[j].cs == NULL ? spread : 1.0;
-		w[j].base = base_need(&w[j]);
+		w[j].base = base_need(&w[j], T);
 	}
 	if (!s->opt.no_fairness)
 		fairness_guard(w, n);
@@ -712,10 +725,18 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 },
 	    cap[COPUS_MAX_GPU_TYPES] = { 0 };
 	const struct copus__copus_opts *o = &s->opt;
+	size_t nt = (n + 1) * (size_t)(T > 0 ? T : 1);
 	struct jw *w = calloc(n + 1, sizeof(*w));
+	copus_speedup **sp = calloc(nt, sizeof(*sp));
+	double *rel = calloc(nt, sizeof(*rel));
 
-	if (w == NULL)
+	if (w == NULL || sp == NULL || rel == NULL) {
+		free(w);
+		free(sp);
+		free(rel);
 		return COPUS_ENOMEM;
+	}
+	copus__cp_bind_types(w, n + 1, T, sp, rel);
 	copus__cp_cluster_caps(c, node_gpus, cap);
 	int rc = copus__cp_prepare_jobs(s, prm, c, jobs, n, now, node_gpus, cap,
 					w);
@@ -733,5 +754,7 @@ int copus__copus_values(struct copus_state *s, const copus_policy_params *prm,
 						: 0.0;
 	copus__cp_release_jobs(w, n);
 	free(w);
+	free(sp);
+	free(rel);
 	return rc;
 }

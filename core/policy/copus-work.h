@@ -54,25 +54,35 @@ struct copus_state {
 	size_t *slot;
 	size_t nslots;
 	/* The jobs' working data of the last round, kept for the next
-	 * (copus.c, jobs_work): w_cap entries. */
+	 * (copus.c, jobs_work): w_cap entries, and their arrays by GPU
+	 * type (struct jw's sp and rel), wt_cap entries each. */
 	struct jw *w;
 	size_t w_cap;
+	copus_speedup **w_sp;
+	double *w_rel;
+	size_t wt_cap;
 };
 
 /* Per-job working data of one round. */
 struct jw {
 	const copus_job *job;
-	copus_speedup *sp[COPUS_MAX_GPU_TYPES]; /* NULL: no model */
+	/*
+	 * By GPU type t, for the cluster's T types (arrays of T entries
+	 * that copus__cp_bind_types gives each job, so that a job's data
+	 * does not grow with COPUS_MAX_GPU_TYPES): its speedup table
+	 * (NULL: no model), and one GPU of type t against one of the job's
+	 * fastest type.
+	 */
+	copus_speedup **sp;
+	double *rel;
 	/*
 	 * A job with a table of cells (copus_job.cells): its speedup on k
 	 * GPUs of type t is cs[t * (cs_kmax + 1) + k], 0 where no cell fits;
-	 * has_cells[t] when some cell of type t does. NULL otherwise.
+	 * bit t of has_cells when some cell of type t does. NULL otherwise.
 	 */
 	double *cs;
 	int cs_kmax;
-	bool has_cells[COPUS_MAX_GPU_TYPES];
-	/* One GPU of type t against one of the job's fastest type. */
-	double rel[COPUS_MAX_GPU_TYPES];
+	uint32_t has_cells;
 	double R;      /* remaining work, base-GPU-seconds */
 	double boost;  /* fairness weight */
 	double ftf;    /* estimated finish-time fairness */
@@ -133,6 +143,8 @@ bool copus__cp_size_tiles(const struct jw *x, int t, int k,
 		const int *node_gpus);
 void copus__cp_cluster_caps(const copus_cluster *c, int *node_gpus, int *cap);
 int copus__cp_growth_cap(const copus_job *j);
+void copus__cp_bind_types(struct jw *w, size_t n, int T, copus_speedup **sp,
+		double *rel);
 bool copus__cp_known(const struct jw *w, int t);
 int copus__cp_only_type(const struct jw *x, int T, const int *node_gpus);
 int copus__cp_prepare_jobs(struct copus_state *s,

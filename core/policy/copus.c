@@ -166,23 +166,42 @@ void copus__state_destroy(struct copus_state *s)
 	free(s->e);
 	free(s->slot);
 	free(s->w);
+	free(s->w_sp);
+	free(s->w_rel);
 	free(s);
 }
 
 /*
- * The jobs' working data for a round of n jobs, zeroed, or NULL: kept in
- * s between rounds, so that a round does not fault in its pages again.
+ * The jobs' working data for a round of n jobs on T GPU types, zeroed, or
+ * NULL: kept in s between rounds, so that a round does not fault in its
+ * pages again.
  */
-static struct jw *jobs_work(struct copus_state *s, size_t n)
+static struct jw *jobs_work(struct copus_state *s, size_t n, int T)
 {
+	size_t nt = (n + 1) * (size_t)(T > 0 ? T : 1);
+
 	if (s->w != NULL && s->w_cap >= n + 1) {
 		memset(s->w, 0, (n + 1) * sizeof(*s->w));
-		return s->w;
-	}
-	free(s->w);
-	s->w_cap = 0;
-	if ((s->w = calloc(n + 1, sizeof(*s->w))) != NULL)
+	} else {
+		free(s->w);
+		s->w_cap = 0;
+		if ((s->w = calloc(n + 1, sizeof(*s->w))) == NULL)
+			return NULL;
 		s->w_cap = n + 1;
+	}
+	if (s->w_sp != NULL && s->wt_cap >= nt) {
+		memset(s->w_sp, 0, nt * sizeof(*s->w_sp));
+	} else {
+		free(s->w_sp);
+		free(s->w_rel);
+		s->wt_cap = 0;
+		s->w_sp = calloc(nt, sizeof(*s->w_sp));
+		s->w_rel = calloc(nt, sizeof(*s->w_rel));
+		if (s->w_sp == NULL || s->w_rel == NULL)
+			return NULL;
+		s->wt_cap = nt;
+	}
+	copus__cp_bind_types(s->w, n + 1, T, s->w_sp, s->w_rel);
 	return s->w;
 }
 
@@ -222,7 +241,7 @@ static int copus_decide(void *state, const copus_policy_params *prm,
 	const int N = c->num_nodes, T = c->num_types;
 	int node_gpus[COPUS_MAX_GPU_TYPES] = { 0 },
 	    cap[COPUS_MAX_GPU_TYPES] = { 0 };
-	struct jw *w = jobs_work(s, n);
+	struct jw *w = jobs_work(s, n, T);
 	struct heap_item *heap = calloc(n + 1, sizeof(*heap));
 	size_t *idx = calloc(n + 1, sizeof(*idx));
 	int *free_gpus = calloc((size_t)N, sizeof(int));
