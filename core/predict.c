@@ -341,6 +341,41 @@ out:
 	return rc;
 }
 
+/*
+ * The forest b's leaves of n rows x (T trees, as trained): row i's leaf in
+ * tree t into leaf[dest[i] * T + t], read straight from XGBoost's answer.
+ */
+static int forest_leaves(BoosterHandle b, const float *x, size_t n, size_t T,
+			 const size_t *dest, float *leaf)
+{
+	DMatrixHandle dm = NULL;
+	bst_ulong len = 0;
+	const float *pred = NULL;
+	int rc = COPUS_OK;
+
+	if (XGDMatrixCreateFromMat(x, n, F_COUNT, NAN, &dm) != 0 ||
+	    XGBoosterPredict(b, dm, 2, 0, 0, &len, &pred) != 0 || len == 0 ||
+	    len % n != 0) {
+		rc = COPUS_EFIT;
+		goto out;
+	}
+	if (len / n != T) {
+		rc = COPUS_EFIT;
+		goto out;
+	}
+	for (size_t i = 0; i < len; i++)
+		if (!isfinite(pred[i]) || pred[i] < 0.0) {
+			rc = COPUS_EFIT;
+			goto out;
+		}
+	for (size_t i = 0; i < n; i++)
+		memcpy(&leaf[dest[i] * T], &pred[i * T], T * sizeof(*leaf));
+out:
+	if (dm != NULL)
+		XGDMatrixFree(dm);
+	return rc;
+}
+
 static int lrow_cmp(const void *a, const void *b)
 {
 	const struct lrow *x = a, *y = b;
@@ -716,9 +751,8 @@ static int rows_leaves(copus_predictor *p, const float *rows, size_t n,
 		       size_t *row)
 {
 	struct row_memo *old = &p->memo, m = { 0 };
-	size_t T = p->trees, nmiss = 0, trees = 0, *miss = NULL;
+	size_t T = p->trees, nmiss = 0, *miss = NULL;
 	float *mx = NULL;
-	double *leaf = NULL;
 	int rc = COPUS_ENOMEM;
 
 	if (old->gen != p->trainings || old->trees != T)
@@ -759,20 +793,14 @@ static int rows_leaves(copus_predictor *p, const float *rows, size_t n,
 	}
 	if (nmiss > 0) {
 		mx = malloc(nmiss * F_COUNT * sizeof(*mx));
-		leaf = malloc(nmiss * T * sizeof(*leaf));
-		if (!mx || !leaf)
+		if (!mx)
 			goto out;
 		for (size_t i = 0; i < nmiss; i++)
 			memcpy(&mx[i * F_COUNT], &m.x[miss[i] * F_COUNT],
 			       F_COUNT * sizeof(*mx));
-		rc = forest_predict(p->booster, mx, nmiss, true, leaf, &trees);
-		if (rc == COPUS_OK && trees != T)
-			rc = COPUS_EFIT;
+		rc = forest_leaves(p->booster, mx, nmiss, T, miss, m.leaf);
 		if (rc != COPUS_OK)
 			goto out;
-		for (size_t i = 0; i < nmiss; i++)
-			for (size_t t = 0; t < T; t++)
-				m.leaf[miss[i] * T + t] = (float)leaf[i * T + t];
 	}
 	row_memo_free(old);
 	*old = m;
@@ -782,7 +810,6 @@ out:
 	row_memo_free(&m);
 	free(miss);
 	free(mx);
-	free(leaf);
 	return rc;
 }
 
