@@ -25,15 +25,39 @@ struct copus_speedup {
 };
 
 /*
+ * Pollux's gain, as core/model.c computes it (gain()), operation for
+ * operation: copus__speedup_goodput's values must be its bit for bit.
+ */
+static inline double gain_of(const copus_grad_stats *g, double scale)
+{
+	double denom = g->var / scale + g->sqr;
+
+	if (denom <= 0.0)
+		return 1.0;
+	return (g->var + g->sqr) / denom;
+}
+
+/* ceil(x), without a call for the values the candidates take. */
+static inline double ceil_of(double x)
+{
+	if (!(fabs(x) < 4503599627370496.0)) /* 2^52: integral already */
+		return ceil(x);
+	double t = (double)(long long)x;
+	return t < x ? t + 1.0 : t;
+}
+
+/*
  * The goodput of copus__best_batch(m, nodes, replicas) (that of its best
- * candidate, bit for bit) in *out, with fewer candidates priced: the same
- * candidates, in the same way, but a candidate is priced (copus__goodput,
- * whose overlap costs two pow()) only when a bound on its goodput exceeds
- * the best priced so far. Its step takes a T_grad + overlap(T_grad,
- * T_sync) >= a T_grad + max(T_grad, T_sync) (in floating point too:
- * overlap is max x pow(1 + r^gamma, 1 / gamma) with a power >= 1), so its
- * throughput is at most the batch over that, and its efficiency is known
- * exactly; the candidate of the largest bound is priced first. Returns as
+ * candidate, bit for bit) in *out, with fewer pow() calls: the same
+ * candidates, found in the same way. Without a sync term (one replica)
+ * a candidate's goodput is computed here as goodput() computes it (its
+ * overlap is its gradient time). Otherwise a candidate is priced
+ * (copus__goodput, whose overlap costs two pow()) only when a bound on
+ * its goodput exceeds the best priced so far: its step takes a T_grad +
+ * overlap(T_grad, T_sync) >= a T_grad + max(T_grad, T_sync) (in floating
+ * point too: overlap is max x pow(1 + r^gamma, 1 / gamma), a power >= 1),
+ * so its throughput is at most the batch over that, and its efficiency is
+ * exact; the candidate of the largest bound is priced first. Returns as
  * copus__best_batch (COPUS_ERANGE: no candidate).
  */
 int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
@@ -44,7 +68,7 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 	const double eps = 1e-8;
 	double lo = l->init_batch, hi = l->max_batch;
 	int micro_of[COPUS_BATCH_CANDIDATES], accum_of[COPUS_BATCH_CANDIDATES];
-	double ub[COPUS_BATCH_CANDIDATES];
+	double v[COPUS_BATCH_CANDIDATES]; /* goodput, or a bound on it */
 	int nc = 0, first = -1;
 
 	if ((double)replicas * l->min_local > lo)
@@ -54,10 +78,9 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 	if (lo > hi)
 		lo = hi;
 	double sync = copus__sync_time(p, nodes, replicas);
-	/* Without a sync term (or outside the bound's premises), every
-	 * candidate as copus__best_batch prices it. */
-	bool bounded = sync > 0.0 && isfinite(sync) && isfinite(p->alpha_c) &&
-		       isfinite(p->beta_c) && p->gamma >= 1.0 &&
+	bool exact = sync <= 0.0;
+	/* Outside the bound's premises, every candidate priced. */
+	bool bounded = !exact && isfinite(sync) && p->gamma >= 1.0 &&
 		       isfinite(p->gamma);
 	int n = COPUS_BATCH_CANDIDATES, last_micro = -1, last_accum = -1;
 	double ratio = n > 1 ? pow(hi / lo, 1.0 / (n - 1)) : 1.0;
@@ -68,14 +91,14 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 		double local = batch / replicas;
 		int accum = 0;
 		if (l->accumulation) {
-			accum = (int)ceil(local / l->max_local - eps) - 1;
+			accum = (int)ceil_of(local / l->max_local - eps) - 1;
 			if (replicas == 1 && local > l->init_batch + eps &&
 			    accum < 1)
 				accum = 1;
 			if (accum < 0)
 				accum = 0;
 		}
-		int micro = (int)ceil(local / (accum + 1) - eps);
+		int micro = (int)ceil_of(local / (accum + 1) - eps);
 		if (micro < l->min_local || micro > l->max_local)
 			continue;
 		if (micro == last_micro && accum == last_accum)
@@ -84,17 +107,20 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 		last_accum = accum;
 		micro_of[nc] = micro;
 		accum_of[nc] = accum;
-		if (bounded) {
+		if (exact || bounded) {
 			/* As goodput() computes them. */
 			double grad = p->alpha_c + p->beta_c * micro;
+			double iter = exact ? accum * grad + grad
+					    : accum * grad + fmax(grad, sync);
 			double b = (double)replicas * micro * (accum + 1);
+			double tput = b / iter;
 			double scale = b / l->init_batch;
-			double eff = copus__gain(&m->grad, scale) / scale;
-			ub[nc] = b / (accum * grad + fmax(grad, sync)) * eff;
-			if (!(grad > 0.0) || !isfinite(ub[nc]) ||
-			    !(ub[nc] >= 0.0))
+			double eff = gain_of(&m->grad, scale) / scale;
+			v[nc] = tput * eff;
+			if (bounded && (!(grad > 0.0) || !isfinite(v[nc]) ||
+					!(v[nc] >= 0.0)))
 				bounded = false;
-			else if (first < 0 || ub[nc] > ub[first])
+			else if (first < 0 || v[nc] > v[first])
 				first = nc;
 		}
 		nc++;
@@ -104,11 +130,15 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 	if (nc == 0)
 		return COPUS_ERANGE;
 	double best = 0.0;
-	if (!bounded) {
+	if (exact || !bounded) {
+		/* As copus__best_batch keeps its best: the first, then any
+		 * larger. */
 		for (int i = 0; i < nc; i++) {
-			double gp = copus__goodput(m, nodes, replicas,
-						   micro_of[i], accum_of[i],
-						   NULL, NULL);
+			double gp = exact ? v[i]
+					  : copus__goodput(m, nodes, replicas,
+							   micro_of[i],
+							   accum_of[i], NULL,
+							   NULL);
 			if (i == 0 || gp > best)
 				best = gp;
 		}
@@ -124,7 +154,7 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 		return rc;
 	}
 	for (int i = 0; i < nc; i++) {
-		if (i == first || !(ub[i] > best))
+		if (i == first || !(v[i] > best))
 			continue;
 		double gp = copus__goodput(m, nodes, replicas, micro_of[i],
 					   accum_of[i], NULL, NULL);
