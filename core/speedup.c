@@ -85,9 +85,30 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 	int n = COPUS_BATCH_CANDIDATES, last_micro = -1, last_accum = -1;
 	double ratio = n > 1 ? pow(hi / lo, 1.0 / (n - 1)) : 1.0;
 	double batch = lo;
+	/*
+	 * Without a sync term a candidate's throughput is replicas x micro /
+	 * T_grad(micro), at most tp_max (at the largest micro-batch), and
+	 * its efficiency falls as its batch grows (at least its target,
+	 * which grows from one candidate to the next): once tp_max times
+	 * the efficiency at a target cannot exceed the best goodput, no
+	 * later candidate can, and the search stops.
+	 */
+	double tp_max = (double)replicas * l->max_local /
+			(p->alpha_c + p->beta_c * l->max_local);
+	double best_so_far = 0.0;
+	bool falling = false;
 	for (int i = 0; i < n; i++, batch *= ratio) {
 		if (i == n - 1)
 			batch = hi; /* land exactly on the limit */
+		if (exact && falling) {
+			double lo_scale = (batch * (1.0 - 1e-6) - 1.0) /
+					  l->init_batch;
+			if (lo_scale > 0.0 &&
+			    tp_max * (gain_of(&m->grad, lo_scale) / lo_scale) *
+					    (1.0 + 1e-8) <=
+				    best_so_far)
+				break;
+		}
 		double local = batch / replicas;
 		int accum = 0;
 		if (l->accumulation) {
@@ -122,6 +143,11 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 				bounded = false;
 			else if (first < 0 || v[nc] > v[first])
 				first = nc;
+			if (exact) {
+				falling = nc > 0 && v[nc] < best_so_far;
+				if (nc == 0 || v[nc] > best_so_far)
+					best_so_far = v[nc];
+			}
 		}
 		nc++;
 		if (lo == hi)

@@ -551,8 +551,9 @@ static void a_speedup_bound_is_never_below_the_speedup(void)
 /*
  * The speedup tables price a shape's goodput with fewer candidates than
  * copus__best_batch (copus__speedup_goodput): the same goodput, bit for
- * bit, and the same status, over models across the parameters' range,
- * with and without accumulation, on every shape up to 64 GPUs.
+ * bit, and the same status, over models across the parameters' range and
+ * at its extremes, with and without accumulation, on every shape up to 64
+ * GPUs.
  */
 static void the_tables_goodput_is_best_batch_s(void)
 {
@@ -573,6 +574,16 @@ static void the_tables_goodput_is_best_batch_s(void)
 		};
 		if (m.perf.alpha_c <= 0.0)
 			m.perf.alpha_c = 1e-3;
+		/* The extremes: no noise, no signal, no fixed time, no sync
+		 * within a node. */
+		if (i % 10 == 1)
+			m.grad.var = 0.0;
+		if (i % 10 == 2)
+			m.grad.sqr = 0.0;
+		if (i % 10 == 3)
+			m.perf.alpha_c = 0.0;
+		if (i % 10 == 4)
+			m.perf.alpha_r = m.perf.beta_r = 0.0;
 		if (copus_model_check(&m) != COPUS_OK)
 			continue;
 		for (int k = 1; k <= 64; k++)
