@@ -48,17 +48,18 @@ static inline double ceil_of(double x)
 
 /*
  * The goodput of copus__best_batch(m, nodes, replicas) (that of its best
- * candidate, bit for bit) in *out, with fewer pow() calls: the same
- * candidates, found in the same way. Without a sync term (one replica)
- * a candidate's goodput is computed here as goodput() computes it (its
- * overlap is its gradient time). Otherwise a candidate is priced
+ * candidate, bit for bit) in *out, with fewer candidates computed: the
+ * same candidates, found in the same way. Without a sync term (one
+ * replica) a candidate's goodput is computed here as goodput() computes
+ * it (its overlap is its gradient time). Otherwise a candidate is priced
  * (copus__goodput, whose overlap costs two pow()) only when a bound on
  * its goodput exceeds the best priced so far: its step takes a T_grad +
  * overlap(T_grad, T_sync) >= a T_grad + max(T_grad, T_sync) (in floating
  * point too: overlap is max x pow(1 + r^gamma, 1 / gamma), a power >= 1),
  * so its throughput is at most the batch over that, and its efficiency is
- * exact; the candidate of the largest bound is priced first. Returns as
- * copus__best_batch (COPUS_ERANGE: no candidate).
+ * exact; the candidate of the largest bound is priced first. Either way
+ * the candidates stop where no later one can beat the best (tp_max
+ * below). Returns as copus__best_batch (COPUS_ERANGE: no candidate).
  */
 int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 			   double *out)
@@ -97,10 +98,26 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 			(p->alpha_c + p->beta_c * l->max_local);
 	double best_so_far = 0.0;
 	bool falling = false;
+	/* With a sync term the same holds (the step is at least (a + 1)
+	 * T_grad), against the goodput of a candidate priced on the way:
+	 * that of the largest bound so far, once the bounds fall. */
+	double gp_of[COPUS_BATCH_CANDIDATES];
+	int priced = -1;
 	for (int i = 0; i < n; i++, batch *= ratio) {
 		if (i == n - 1)
 			batch = hi; /* land exactly on the limit */
-		if (exact && falling) {
+		if (bounded && falling && priced != first) {
+			gp_of[first] = copus__goodput(m, nodes, replicas,
+						      micro_of[first],
+						      accum_of[first], NULL,
+						      NULL);
+			priced = first;
+			if (isnan(gp_of[first]))
+				bounded = false; /* as copus__best_batch */
+			else
+				best_so_far = fmax(best_so_far, gp_of[first]);
+		}
+		if ((exact || bounded) && falling) {
 			double lo_scale = (batch * (1.0 - 1e-6) - 1.0) /
 					  l->init_batch;
 			if (lo_scale > 0.0 &&
@@ -147,6 +164,8 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 				falling = nc > 0 && v[nc] < best_so_far;
 				if (nc == 0 || v[nc] > best_so_far)
 					best_so_far = v[nc];
+			} else if (bounded) {
+				falling = v[nc] < v[first];
 			}
 		}
 		nc++;
@@ -171,8 +190,10 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 		*out = best;
 		return COPUS_OK;
 	}
-	best = copus__goodput(m, nodes, replicas, micro_of[first],
-			      accum_of[first], NULL, NULL);
+	best = priced == first ? gp_of[first]
+			       : copus__goodput(m, nodes, replicas,
+						micro_of[first],
+						accum_of[first], NULL, NULL);
 	if (isnan(best)) {
 		copus_batch_plan plan;
 		int rc = copus__best_batch(m, nodes, replicas, &plan);
@@ -182,8 +203,11 @@ int copus__speedup_goodput(const copus_model *m, int nodes, int replicas,
 	for (int i = 0; i < nc; i++) {
 		if (i == first || !(v[i] > best))
 			continue;
-		double gp = copus__goodput(m, nodes, replicas, micro_of[i],
-					   accum_of[i], NULL, NULL);
+		double gp = i == priced ? gp_of[i]
+					: copus__goodput(m, nodes, replicas,
+							 micro_of[i],
+							 accum_of[i], NULL,
+							 NULL);
 		if (gp > best)
 			best = gp;
 	}
