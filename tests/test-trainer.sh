@@ -25,6 +25,17 @@ grep -q '^step 20 progress [0-9.]*/39063 .* gpus 4 nodes 1 t4 batch [0-9]* (4 x 
 	fail "step 20 line: $out"
 grep -q '^stopped step 20 ' <<<"$out" || fail "no stop line: $out"
 
+# One GPU, one micro-batch a step: the noise shows only against the last
+# step's gradient (copus_grad_dot), as an application gives it; without it
+# the job's noise scale stays unknown (phi 0) and a scheduler never sees it
+# grow. Its estimate is near the --noise it trains with.
+out=$("$T" --app cifar10 --gpus 1 --speedup 1000 --max-steps 600 --noise 2000,1 \
+	--print-every 200 --seed 3 2>&1) || fail "the one-GPU run failed: $out"
+phi=$(grep '^step 600 .* (1 x 128 x 1) ' <<<"$out" | sed -n 's/.* phi \([0-9]*\)$/\1/p')
+[ -n "$phi" ] || fail "no step 600 line at batch 128 on one GPU: $out"
+[ "$phi" -ge 500 ] && [ "$phi" -le 8000 ] ||
+	fail "one GPU, one micro-batch a step: noise scale $phi, not near 2000: $out"
+
 # Steps take the modelled time: 20 steps of cifar10 on 4 T4s at local >= 32
 # take at least 20 x (0.017 + 32 x 0.0007) / 100 s; with --speedup 1000 the
 # same steps take a tenth (less the loop's own cost).

@@ -537,6 +537,21 @@ static double grad_sqnorm(double sqr, double var, double m0, double samples,
 	return fmax(sqr + x, 1e-12);
 }
 
+/*
+ * The dot product of two consecutive steps' gradients, each the mean over
+ * samples of noise var * M0 / samples around the same |G|^2 (the model
+ * moves little in one step): |G|^2 plus the fluctuations of G.(n1 + n2)
+ * and n1.n2 over 64 effective dimensions.
+ */
+static double grad_dot(double sqr, double var, double m0, double samples,
+		       unsigned *seed)
+{
+	double noise = var * m0 / samples;
+
+	return sqr + sqrt(2 * sqr * noise / 64) * gauss(seed) +
+	       noise / 8 * gauss(seed);
+}
+
 static double now(void)
 {
 	struct timespec t;
@@ -807,6 +822,11 @@ int main(int argc, char **argv)
 		copus_grad_total(ctx, grad_sqnorm(sqr, var, o.init_batch,
 						  (double)local * count,
 						  &o.seed));
+		/* One gradient a step: its noise shows against the last
+		 * step's, as an application gives it (copus_grad_dot). */
+		if (count == 1)
+			copus_grad_dot(ctx, grad_dot(sqr, var, o.init_batch,
+						     local, &o.seed));
 		/* On a rescale request this checkpoints and exits (75). */
 		rc = copus_step_end(ctx, local, accum);
 		if (rc != COPUS_OK) {
