@@ -312,8 +312,12 @@ int copus_planner_price(const copus_planner_model *m, int batch,
 /*
  * Memoisation of copus_planner_best(). The caller keys each answer by
  * small integers it chooses (a model id, the batch, a GPU type index, the
- * cell's shape); the cache does not look inside the model or the GPU, so a
- * caller that changes a GPU's constants clears the cache.
+ * cell's shape). A key it does not hold is then looked for by what the
+ * answer is computed from (the model's layers, the batch, the GPU's
+ * constants, the options, the cell), so that jobs of one model under
+ * different keys share their plans; a key it holds is answered without
+ * looking inside, so a caller that changes a GPU's constants under the
+ * same key clears the cache.
  */
 typedef struct copus_planner_cache copus_planner_cache;
 
