@@ -621,7 +621,8 @@ static void wpoints_sort(struct wpoint *pt, struct wpoint *tmp, size_t m,
 	memset(hist, 0, 8 * sizeof(*hist));
 	for (size_t i = 0; i < m; i++) {
 		if (isnan(pt[i].v)) {
-			wpoints_sort(pt, tmp, m, hist);
+			/* No order key for it: the comparison's order. */
+			qsort(pt, m, sizeof(*pt), wpoint_cmp);
 			return;
 		}
 		uint64_t k = order_key(pt[i].v);
