@@ -1,8 +1,8 @@
 /*
  * A job's model on a GPU type it has not run on, from what a cluster has:
- * its models on the types it has run on, the jobs that have run on both
- * types (of its application first, then any), and the types' constants
- * (copus/model.h copus_models_estimate). The plugin and copus-sim call it
+ * its models on the types it has run on, the jobs of its application that
+ * have run on both types, the types' constants, then the jobs of any
+ * application (copus/model.h copus_models_estimate). The plugin and copus-sim call it
  * the same way every round. Pure: no I/O.
  */
 #include <math.h>
@@ -159,15 +159,15 @@ static void estimate_job(const copus_model *const *known, const double *lc,
 				lv = 4;
 				n = app->count[t][u];
 				lr = app->log_ratio[t][u];
-			} else if (all->count[t][u] > 0) {
-				lv = 3;
-				n = all->count[t][u];
-				lr = all->log_ratio[t][u];
 			} else if (speeds != NULL && speeds[t] > 0.0 &&
 				   speeds[u] > 0.0 && isfinite(speeds[t]) &&
 				   isfinite(speeds[u])) {
-				lv = 2;
+				lv = 3;
 				lr = log(speeds[u] / speeds[t]);
+			} else if (all->count[t][u] > 0) {
+				lv = 2;
+				n = all->count[t][u];
+				lr = all->log_ratio[t][u];
 			} else if (mem != NULL && mem->count[t][u] > 0 &&
 				   isfinite(mem->log_ratio[t][u])) {
 				lv = 1;

@@ -183,9 +183,21 @@ static void the_gpu_table_orders_the_types_when_nothing_is_learned(void)
 		     1e-12);
 	CU_ASSERT_TRUE(est_scale(&w, 0, 0) > 2.0);
 	CU_ASSERT_TRUE(est_scale(&w, 0, 2) < 2.0);
-	/* A ratio measured on the cluster comes before the table's. */
+	/* A ratio that jobs of another application measured comes after
+	 * the table's: a small model gains little from a larger GPU. */
 	add_job(&w, "ncf", 1.0, 1.5, 0.0);
 	ASSERT_STATUS(estimate(&w, speeds), COPUS_OK);
+	ASSERT_CLOSE(est_scale(&w, 0, 0), 2.0 * speeds[1] / speeds[0],
+		     1e-12);
+	/* One of its own application comes before the table's. */
+	add_job(&w, "bert", 1.0, 1.5, 0.0);
+	ASSERT_STATUS(estimate(&w, speeds), COPUS_OK);
+	ASSERT_CLOSE(est_scale(&w, 0, 0), 2.0 / 1.5, 1e-12);
+	/* Without the table, the other applications' ratio serves. */
+	world_init(&w);
+	add_job(&w, "bert", 0.0, 2.0, 0.0);
+	add_job(&w, "ncf", 1.0, 1.5, 0.0);
+	ASSERT_STATUS(estimate(&w, NULL), COPUS_OK);
 	ASSERT_CLOSE(est_scale(&w, 0, 0), 2.0 / 1.5, 1e-12);
 }
 

@@ -149,9 +149,14 @@ int copus_model_bootstrap(const copus_model *known, double known_step,
  * source that has it:
  *   1. the median over the other jobs of the same application (apps[i],
  *      "" or apps NULL for none) that have measured models on both types;
- *   2. the median over all the jobs that have;
- *   3. speeds[u] / speeds[t], the types' speeds from their constants
- *      (copus_gpu_type_speed; 0 where unknown, speeds may be NULL).
+ *   2. speeds[u] / speeds[t], the types' speeds from their constants
+ *      (copus_gpu_type_speed, copus_planner_gpus_speed; 0 where unknown,
+ *      speeds may be NULL);
+ *   3. the median over all the jobs that have measured both types.
+ * Other applications come after the constants: how much faster one GPU
+ * is than another depends on the model (a small one gains little from a
+ * larger GPU), so their median says less of this job than the GPUs'
+ * figures do; they order types the constants do not know.
  * Among the types the job has, the one whose ratio has the best source
  * and then the most jobs behind it is the base. A median keeps any one job
  * (its hint a claim) from setting the others' estimates. Only measured
@@ -185,7 +190,7 @@ struct copus_type_ratios {
  * copus_models_estimate with a memory: mem (NULL: none) first learns the
  * ratios of this round's jobs that have measured two types (a pair seen
  * now replaces what was remembered of it), then serves as the last source,
- * after the types' constants (3): what the round's jobs show now comes
+ * after the other applications' median (3): what the round's jobs show now comes
  * first, and a remembered ratio, which a job found lying since may have
  * set, serves only types that the constants do not know.
  */
