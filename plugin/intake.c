@@ -221,6 +221,11 @@ struct copus__memo *copus__job_info(struct copus__sched *s,
 			       j->gpn_req * j->nodes_req;
 		s->state_dirty = true;
 	}
+	if (!in->type_known) {
+		snprintf(in->type_req, sizeof(in->type_req), "%s", j->type_req);
+		in->type_known = true;
+		s->state_dirty = true;
+	}
 	if (j->running) {
 		if (in->last && now > in->last) {
 			double used = (double)j->cur_gpus *

@@ -30,6 +30,13 @@ struct copus__memo {
 	uint32_t id;
 	bool seen;			/* in this round's snapshot */
 	int req_gpus;			/* the request when first seen */
+	/*
+	 * The GPU type of its request when first seen ("" any), known or
+	 * not: the plugin sets the type of a job it resizes, and that must
+	 * not tie an elastic job to it from then on.
+	 */
+	char type_req[16];
+	bool type_known;
 	time_t submit;			/* first submission (0: not seen) */
 	int max_had;			/* most GPUs it has held */
 	/*

@@ -22,7 +22,8 @@
 
 /* The policy's input */
 static int64_t _type_mask(struct copus__round *r,
-			  const struct copus__round_job *j);
+			  const struct copus__round_job *j,
+			  const struct copus__memo *in);
 static bool _ever_fits(struct copus__round *r, const struct copus__round_job *j,
 		       int64_t mask);
 static int _rj_order(const void *a, const void *b);
@@ -93,10 +94,17 @@ int copus__type_index(const struct copus__round *r, const char *name)
 	return -1;
 }
 
-/* The mask of GPU types a job accepts (0: any; -1: none here). */
+/*
+ * The mask of GPU types a job accepts (0: any; -1: none here). An elastic
+ * job's type is the one of its request when the plugin first saw it (in):
+ * the plugin sets the type of the request whenever it resizes the job.
+ */
 static int64_t _type_mask(struct copus__round *r,
-			  const struct copus__round_job *j)
+			  const struct copus__round_job *j,
+			  const struct copus__memo *in)
 {
+	const char *req = !j->rigid && in && in->type_known ? in->type_req :
+							       j->type_req;
 	uint32_t m = 0;
 	int k, t;
 
@@ -107,8 +115,8 @@ static int64_t _type_mask(struct copus__round *r,
 		/* None of its types exists here: it can never run. */
 		return m ? (int64_t)m : -1;
 	}
-	if (j->type_req[0]) {
-		t = copus__type_index(r, j->type_req);
+	if (req[0]) {
+		t = copus__type_index(r, req);
 		return t >= 0 ? (int64_t)(1u << t) : -1;
 	}
 	return 0;
@@ -451,7 +459,7 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 		if (j->running && j->rigid)
 			continue;
 		if (j->running) {
-			mask = _type_mask(r, j);
+			mask = _type_mask(r, j, copus__memo_find(s, j->id));
 			/* It runs where it runs: its own type is allowed. */
 			if (mask > 0)
 				mask |= 1LL << j->alloc_type;
@@ -463,7 +471,7 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 			j->action = COPUS__ACT_START;
 			continue;
 		}
-		mask = _type_mask(r, j);
+		mask = _type_mask(r, j, copus__memo_find(s, j->id));
 		if (mask < 0) {
 			j->reason = "copus: none of its GPU types is in the "
 				    "cluster";
@@ -499,7 +507,7 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 	memcpy(avail, r->free, r->nnodes * sizeof(*avail));
 	for (i = 0; i < n; i++) {
 		struct copus__round_job *j = order[i];
-		int64_t mask = _type_mask(r, j);
+		int64_t mask = _type_mask(r, j, copus__memo_find(s, j->id));
 
 		if (j->part != part) {
 			part = j->part;

@@ -126,6 +126,8 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 		r.job.rate = m->rate;
 		r.job.submit = m->submit;
 		r.job.launched = m->launched;
+		snprintf(r.job.type, sizeof(r.job.type), "%s", m->type_req);
+		r.job.type_known = m->type_known;
 		_state_put(f, path, &r);
 	}
 	for (i = 0; i < s->usage.n; i++) {
@@ -203,6 +205,11 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 			in->rate = r.job.rate;
 			copus__memo_submit(in, r.job.submit);
 			in->launched = r.job.launched;
+			if (r.job.type_known) {
+				snprintf(in->type_req, sizeof(in->type_req),
+					 "%s", r.job.type);
+				in->type_known = true;
+			}
 			njobs++;
 			continue;
 		}

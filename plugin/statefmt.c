@@ -12,7 +12,7 @@
 #include "options.h"
 #include "statefmt.h"
 
-#define _FIELDS_MAX 9
+#define _FIELDS_MAX 10
 
 /*
  * Splits line (up to an optional final newline) at single spaces into at
@@ -115,12 +115,25 @@ static int _rescale(char **f, int nf, struct copus__rescale *x,
 	return 0;
 }
 
+/* A GPU type name of a line: shorter than size, no blank or control. */
+static bool _type_ok(const char *t, size_t size)
+{
+	size_t n = strnlen(t, size);
+
+	if (n == size)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)t[i] <= ' ' || t[i] == 0x7f)
+			return false;
+	return true;
+}
+
 static int _job(char **f, int nf, struct copus__state_job *j,
 		const char **why)
 {
 	long long v;
 
-	if (nf < 5 || nf > 8)
+	if (nf < 5 || nf > 9)
 		return *why = "job: number of fields", -1;
 	if (_int(f[1], 1, UINT32_MAX, &v))
 		return *why = "job: ID", -1;
@@ -140,10 +153,17 @@ static int _job(char **f, int nf, struct copus__state_job *j,
 			return *why = "job: SUBMIT", -1;
 		j->submit = (time_t)v;
 	}
-	if (nf == 8) {
+	if (nf >= 8) {
 		if (_int(f[7], 0, INT64_MAX, &v) || (time_t)v != v)
 			return *why = "job: LAUNCHED", -1;
 		j->launched = (time_t)v;
+	}
+	if (nf == 9) {
+		if (!f[8][0] || !_type_ok(f[8], sizeof(j->type)))
+			return *why = "job: TYPE", -1;
+		if (strcmp(f[8], "-"))
+			snprintf(j->type, sizeof(j->type), "%s", f[8]);
+		j->type_known = true;
 	}
 	return 0;
 }
@@ -201,14 +221,9 @@ static int _valid(const struct copus__state_rec *r)
 	const struct copus__state_job *j = &r->job;
 
 	if (r->kind == COPUS__STATE_RESCALE) {
-		size_t n = strnlen(x->type, sizeof(x->type));
-
-		if (n == sizeof(x->type) || !strcmp(x->type, "-"))
+		if (!_type_ok(x->type, sizeof(x->type)) ||
+		    !strcmp(x->type, "-"))
 			return -1;
-		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)x->type[i] <= ' ' ||
-			    x->type[i] == 0x7f)
-				return -1;
 		return x->id >= 1 && x->asked >= 0 && x->from >= 1 &&
 			       x->from <= COPUS__GPUS_MAX && x->to >= 0 &&
 			       x->to <= COPUS__GPUS_MAX && x->rc >= -1 ?
@@ -218,6 +233,9 @@ static int _valid(const struct copus__state_rec *r)
 		return r->user.uid != UINT32_MAX && isfinite(r->user.gpu_s) &&
 			       r->user.gpu_s >= 0 ? 0 : -1;
 	if (r->kind != COPUS__STATE_JOB)
+		return -1;
+	if (j->type_known && (!_type_ok(j->type, sizeof(j->type)) ||
+			      !strcmp(j->type, "-")))
 		return -1;
 	return j->id >= 1 && j->req_gpus >= 0 &&
 		       j->req_gpus <= COPUS__GPUS_MAX && j->max_had >= 0 &&
@@ -246,9 +264,10 @@ int copus__state_format(const struct copus__state_rec *r, char *buf,
 			     r->user.uid, r->user.gpu_s);
 	else
 		n = snprintf(buf, len,
-			     "job %" PRIu32 " %d %d %.17g %.17g %lld %lld\n",
+			     "job %" PRIu32 " %d %d %.17g %.17g %lld %lld%s%s\n",
 			     j->id, j->req_gpus, j->max_had, j->attained,
 			     j->rate, (long long)j->submit,
-			     (long long)j->launched);
+			     (long long)j->launched, j->type_known ? " " : "",
+			     !j->type_known ? "" : j->type[0] ? j->type : "-");
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }

@@ -7,7 +7,7 @@
  * A line is one record, its fields separated by single spaces:
  *
  *	rescale ID ASKED FROM TO TYPE GAVE_UP [RC]
- *	job ID REQ HAD ATTAINED [RATE [SUBMIT [LAUNCHED]]]
+ *	job ID REQ HAD ATTAINED [RATE [SUBMIT [LAUNCHED [TYPE]]]]
  *	user UID USED
  *
  * ID the Slurm job id (1 .. 2^32-1), ASKED when the rescale was asked
@@ -20,7 +20,8 @@
  * (seconds since the epoch, 0: not known; Slurm moves a requeued job's
  * submit time to the requeue; missing in older files), LAUNCHED when the
  * plugin last started it (seconds since the epoch, 0: never; missing in
- * older files); UID a user id (0 .. 2^32-2) and USED the GPU-seconds that
+ * older files), TYPE the GPU type of its request when the plugin first saw
+ * it ("-": any; missing in older files: not known); UID a user id (0 .. 2^32-2) and USED the GPU-seconds that
  * user has used, decayed (finite, >= 0). GPU counts are at most
  * COPUS__GPUS_MAX.
  */
@@ -42,6 +43,10 @@ struct copus__state_job {
 	double rate;
 	time_t submit;	/* first submission; 0: not known */
 	time_t launched; /* the plugin's last start of it; 0: never */
+	/* The GPU type of its request when first seen ("" any), when
+	 * type_known (a line written before the plugin kept it has none). */
+	char type[16];
+	bool type_known;
 };
 
 /* One parsed line. */

@@ -1208,6 +1208,51 @@ static void site_type_names_get_estimates_from_the_constants_file(void)
 	unlink(path);
 }
 
+/*
+ * An elastic job the plugin resized on aws has its request set to aws
+ * (gres:gpu:aws:N); that must not tie it to aws. Submitted with no type,
+ * it moves to the free dgx-ext GPUs, faster by the constants, as a job
+ * first seen on aws would; a job that asked for aws itself stays there.
+ */
+static void a_type_the_plugin_set_does_not_tie_an_elastic_job(void)
+{
+	struct copus__round_job *j;
+	struct copus__memo *in;
+	char path[64], err[256];
+
+	for (int asked = 0; asked < 2; asked++) {
+		_cluster(4, 4);
+		_r.ntypes = 2;
+		strcpy(_r.types[0], "dgx-ext");
+		strcpy(_r.types[1], "aws");
+		_nodes[0].gpu_type = _nodes[1].gpu_type = 1;
+		_write_file("{\"version\": 1, \"gpus\": {\"dgx-ext\": "
+			    "\"a100\", \"aws\": \"t4\"}}\n", path, sizeof(path));
+		ASSERT_STATUS(copus__planner_load(&_s.planner, path, err,
+						  sizeof(err)), COPUS_OK);
+		unlink(path);
+		j = _running(1, 0, 2, 4, 1, 16, NOW - 600);
+		j->alloc_type = 1;
+		strcpy(j->type_req, "aws");
+		strcpy(j->app, "imagenet");
+		_hint_perf(j, "\"aws\":" T4_PERF);
+		in = copus__memo_find(&_s, j->id);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+		in->rate = 10.0; /* 9999 s left */
+		in->type_known = true;
+		strcpy(in->type_req, asked ? "aws" : "");
+		_decide();
+		if (asked) {
+			ASSERT_ACTION(j, COPUS__ACT_NONE);
+		} else {
+			ASSERT_ACTION(j, COPUS__ACT_ASK);
+			CU_ASSERT_EQUAL(j->dtype, 0);
+		}
+	}
+	ASSERT_STATUS(copus__planner_load(&_s.planner, "", err, sizeof(err)),
+		      COPUS_OK);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -1241,6 +1286,7 @@ int main(void)
 		TEST(a_job_measured_on_one_type_gets_an_estimate_on_another),
 		TEST(a_ratio_measured_by_a_job_of_the_same_application_comes_first),
 		TEST(site_type_names_get_estimates_from_the_constants_file),
+		TEST(a_type_the_plugin_set_does_not_tie_an_elastic_job),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 

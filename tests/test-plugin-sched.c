@@ -693,6 +693,24 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 			0);
 	CU_ASSERT_EQUAL(r.job.req_gpus, 0);
 	CU_ASSERT_EQUAL(r.job.launched, 18);
+	/* The type of its first request: not known in a line without it,
+	 * "-" for any, else the type, each back as it went. */
+	CU_ASSERT_FALSE(r.job.type_known);
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "job 9 0 0 0 0 17 18\n");
+	CU_ASSERT_EQUAL(copus__state_parse("job 9 4 0 0 0 17 18 -\n", &r,
+					   &why), 0);
+	CU_ASSERT_TRUE(r.job.type_known);
+	CU_ASSERT_STRING_EQUAL(r.job.type, "");
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "job 9 4 0 0 0 17 18 -\n");
+	snprintf(r.job.type, sizeof(r.job.type), "a100");
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(copus__state_parse(buf, &back, &why), 0);
+	CU_ASSERT_TRUE(back.job.type_known);
+	CU_ASSERT_STRING_EQUAL(back.job.type, "a100");
+	snprintf(r.job.type, sizeof(r.job.type), "a 100");
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), -1);
 
 	static const struct {
 		const char *line, *field;
@@ -717,7 +735,9 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 		{ "job 9 4 8 1 0 17x\n", "SUBMIT" },
 		{ "job 9 4 8 1 0 17 -1\n", "LAUNCHED" },
 		{ "job 9 4 8 1 0 17 1x\n", "LAUNCHED" },
-		{ "job 9 4 8 1 0 17 1 2\n", "number of fields" },
+		{ "job 9 4 8 1 0 17 1 a100 2\n", "number of fields" },
+		{ "job 9 4 8 1 0 17 1 abcdefghijklmnop\n", "TYPE" },
+		{ "job 9 4 8 1 0 17 1 a\x01\n", "layout" },
 		{ "job  9 4 8 1 0\n", "layout" },
 		{ "job 9 4 8 1 0 \n", "layout" },
 		{ "job 9 4\t8 1 0\n", "layout" },
