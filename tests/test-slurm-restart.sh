@@ -25,12 +25,24 @@ hint_job "$TMP/job.sh"
 
 # A job that completes is recorded for the predictor in
 # StateSaveLocation/copus_history; a write cut short (a line without its
-# end) is skipped when slurmctld comes back.
-w=$(sbatch --parsable -o /dev/null -J warmup --gres=gpu:a100:1 -t 1 --wrap 'sleep 2') ||
+# end) is skipped when slurmctld comes back. The plugin learns only from a
+# job it saw running for at least a second, so the job ends only once the
+# plugin's state shows it has seen it hold its GPU (copus_state's job line,
+# most GPUs held: 1), and a second later: a fixed-length job can start and
+# end between two rounds on a loaded machine.
+w=$(sbatch --parsable -o /dev/null -J warmup --gres=gpu:a100:1 -t 1 \
+	--wrap "while [ ! -e '$TMP/go' ]; do sleep 0.2; done") ||
 	fail "sbatch refused the first job"
+end=$((SECONDS + 60))
+until grep -Eq "^job $w [0-9]+ 1 " "$TMP/c/state/copus_state" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || fail "the plugin never recorded job $w running: $(cat "$TMP/c/state/copus_state" 2>&1)"
+	sleep 0.2
+done
+sleep 1.1
+touch "$TMP/go"
 wait_state "$w" COMPLETED 60 || fail "the first job did not complete"
 history=$TMP/c/state/copus_history
-end=$((SECONDS + 10))
+end=$((SECONDS + 30))
 until grep -Eq '^[0-9.e+]+ 1 0 [0-9]+ warmup$' "$history" 2>/dev/null; do
 	[ $SECONDS -lt $end ] || fail "the completed job is not in $history: $(cat "$history" 2>&1)"
 	sleep 0.2
