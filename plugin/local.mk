@@ -26,6 +26,7 @@ plugin_sched_copus_la_SOURCES = \
 	plugin/intake.c plugin/intake.h \
 	plugin/round.c plugin/round.h \
 	plugin/round-users.c plugin/round-plans.c plugin/round-launches.c \
+	plugin/round-models.c plugin/round-models.h \
 	plugin/round-users.h plugin/round-plans.h \
 	plugin/actions.c plugin/actions.h \
 	plugin/rescale.c plugin/rescale.h \
@@ -65,7 +66,7 @@ plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 # round's decision (test-plugin-round). PLUGIN_ROUND_SOURCES: the round and
 # the Slurm-free files it needs.
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-users.c \
-	plugin/round-launches.c \
+	plugin/round-launches.c plugin/round-models.c plugin/round-models.h \
 	plugin/round-plans.c plugin/round-plans.h plugin/round-users.h \
 	plugin/memo.c \
 	plugin/memo.h plugin/params.c plugin/params.h plugin/sched_copus.h \

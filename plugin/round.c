@@ -2,7 +2,8 @@
  * Phase 2 of a sched/copus round, the decision (see round.h): from the
  * snapshot's plain copies to the policy's input, the predictor's remaining
  * times, the policy's decisions, and an action and a reason per job; the
- * users' usage and cap are in round-users.c, the input of a job whose hint
+ * estimates and remaining times are in round-models.c, the users' usage
+ * and cap in round-users.c, the input of a job whose hint
  * describes its model in round-plans.c. No Slurm header, no Slurm call, no
  * lock: tests/test-plugin-round runs it without slurmctld.
  */
@@ -15,6 +16,7 @@
 #include "copus/hint.h"
 #include "copus/policy.h"
 #include "copus/predict.h"
+#include "round-models.h"
 #include "round-plans.h"
 #include "round-users.h"
 #include "round.h"
@@ -32,8 +34,6 @@ static bool _reserve(struct copus__round *r, const struct copus__round_job *j,
 static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		       uint32_t mask);
 static void _build_input(struct copus__sched *s, struct copus__round *r);
-static void _estimate(struct copus__sched *s, struct copus__round *r);
-static void _predict(struct copus__sched *s, struct copus__round *r);
 static void _time_limits(struct copus__round *r);
 
 /* The policy's decisions */
@@ -269,120 +269,6 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 }
 
 /*
- * Completes each input job's models with estimates on the GPU types its
- * hint does not name (copus_models_estimate): from its models on the
- * others, the round's jobs that have measured both types (of its
- * application first), then the GPU constants of the types' names. Only
- * the models the round trusts are read (a job whose claims the round
- * distrusts gives none and gets none), and the estimates are made again
- * every round, so a job's own measurement replaces its estimate as soon
- * as a hint carries it. The types' ratios that jobs showed stay in s for
- * the later rounds (a job that measured two types may have ended). Without
- * the memory for them, the jobs keep what their hints say.
- */
-static void _estimate(struct copus__sched *s, struct copus__round *r)
-{
-	size_t n = (size_t)r->njobs, T = (size_t)r->ntypes;
-	const copus_model **known;
-	const char **apps;
-	double speeds[COPUS_MAX_GPU_TYPES];
-	size_t i, t;
-
-	if (n == 0 || T < 2)
-		return;
-	known = calloc(n * T, sizeof(*known));
-	apps = calloc(n, sizeof(*apps));
-	r->est_models = calloc(n * T, sizeof(*r->est_models));
-	r->estimated = calloc(n * T, sizeof(*r->estimated));
-	if (!known || !apps || !r->est_models || !r->estimated)
-		goto out;
-	for (t = 0; t < T; t++)
-		speeds[t] = copus_planner_gpus_speed(s->planner.gpus,
-						     s->planner.ntypes,
-						     r->types[t]);
-	/* The memory holds the types it was learned on, in their order. */
-	for (t = 0; (int)T == s->ratio_ntypes && t < T; t++)
-		if (strcmp(s->ratio_types[t], r->types[t]) != 0)
-			break;
-	if ((int)T != s->ratio_ntypes || t < T) {
-		memset(&s->ratios, 0, sizeof(s->ratios));
-		memcpy(s->ratio_types, r->types, T * sizeof(r->types[0]));
-		s->ratio_ntypes = (int)T;
-	}
-	for (i = 0; i < n; i++) {
-		apps[i] = r->rj[r->rj_of[i]].app;
-		if (r->jobs[i].models)
-			memcpy(&known[i * T], r->jobs[i].models,
-			       T * sizeof(*known));
-	}
-	if (copus_models_estimate_mem(known, n, (int)T, apps, speeds,
-				      &s->ratios, r->est_models,
-				      r->estimated) != COPUS_OK)
-		goto out;
-	for (i = 0; i < n; i++)
-		for (t = 0; r->jobs[i].models && t < T; t++)
-			if (r->estimated[i * T + t])
-				r->model_ptrs[i * T + t] =
-					&r->est_models[i * T + t];
-out:
-	free(apps);
-	free(known);
-}
-
-
-/*
- * Predicts the remaining time of the input jobs whose hints give none: the
- * predicted total work minus the GPU-seconds received, in seconds on the
- * job's request. Nothing before the predictor has seen a completed job (the
- * jobs stay "unknown"). r->predict_rc tells why the predictor gave nothing.
- */
-static void _predict(struct copus__sched *s, struct copus__round *r)
-{
-	copus_job_attrs *attrs;
-	double *done, *left;
-	int *which, i, n = 0;
-
-	if (!s->predictor || !copus_predictor_count(s->predictor) ||
-	    !r->njobs)
-		return;
-	attrs = calloc(r->njobs, sizeof(*attrs));
-	done = calloc(r->njobs, sizeof(*done));
-	left = calloc(r->njobs, sizeof(*left));
-	which = calloc(r->njobs, sizeof(*which));
-	if (!attrs || !done || !left || !which) {
-		r->predict_rc = COPUS_ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < r->njobs; i++) {
-		copus_job *c = &r->jobs[i];
-		const struct copus__round_job *j = &r->rj[r->rj_of[i]];
-
-		if (c->remaining >= 0.0)
-			continue;
-		attrs[n].application = j->app;
-		attrs[n].user = j->user;
-		attrs[n].gpus = c->req_gpus;
-		attrs[n].batch = c->req_batch;
-		done[n] = c->attained;
-		which[n++] = i;
-	}
-	if (n)
-		r->predict_rc = copus_predictor_remaining_many(s->predictor,
-							       attrs, done, n,
-							       left);
-	if (n && r->predict_rc == COPUS_OK)
-		for (i = 0; i < n; i++)
-			if (isfinite(left[i]) && left[i] >= 0.0)
-				r->jobs[which[i]].remaining =
-					left[i] / r->jobs[which[i]].req_gpus;
-out:
-	free(attrs);
-	free(done);
-	free(left);
-	free(which);
-}
-
-/*
  * Whether a rigid job fits the free GPUs left in avail[] (usable nodes it
  * may use, of a type it accepts), best fit; if so they are taken from
  * avail[]. pick: room for the nodes picked, one per node at most.
@@ -530,8 +416,8 @@ static void _build_input(struct copus__sched *s, struct copus__round *r)
 		}
 		_input_job(s, r, j - r->rj, (uint32_t)mask);
 	}
-	_estimate(s, r);
-	_predict(s, r);
+	copus__round_estimate(s, r);
+	copus__round_predict(s, r);
 	_time_limits(r);
 out:
 	free(pick);
