@@ -1173,15 +1173,40 @@ static void a_ratio_measured_by_a_job_of_the_same_application_comes_first(void)
  * job measured on aws gets no estimate on dgx-ext; with a file that names
  * them after the built-in types, it gets one, faster there.
  */
-static void site_type_names_get_estimates_from_the_constants_file(void)
+/* Two GPU types under a site's own names: dgx-ext (index 0) and aws. */
+static void _site_types(void)
 {
-	struct copus__round_job *j;
-	char path[64], err[256];
-
-	_cluster(2, 4);
 	_r.ntypes = 2;
 	strcpy(_r.types[0], "dgx-ext");
 	strcpy(_r.types[1], "aws");
+}
+
+/*
+ * copus_planner_gpus: a file that names the site's types after the built-in
+ * a100 and t4 (named), or none.
+ */
+static void _site_constants(bool named)
+{
+	char path[64], err[256];
+
+	if (!named) {
+		ASSERT_STATUS(copus__planner_load(&_s.planner, "", err,
+						  sizeof(err)), COPUS_OK);
+		return;
+	}
+	_write_file("{\"version\": 1, \"gpus\": {\"dgx-ext\": \"a100\", "
+		    "\"aws\": \"t4\"}}\n", path, sizeof(path));
+	ASSERT_STATUS(copus__planner_load(&_s.planner, path, err, sizeof(err)),
+		      COPUS_OK);
+	unlink(path);
+}
+
+static void site_type_names_get_estimates_from_the_constants_file(void)
+{
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	_site_types();
 	_nodes[0].gpu_type = 1;
 	j = _pending(1, 1, 4, 1, 4);
 	_hint_perf(j, "\"aws\":" T4_PERF);
@@ -1189,10 +1214,7 @@ static void site_type_names_get_estimates_from_the_constants_file(void)
 	CU_ASSERT_FATAL(j->job >= 0);
 	CU_ASSERT_TRUE(_r.estimated == NULL || !_r.estimated[j->job * 2 + 0]);
 
-	_write_file("{\"version\": 1, \"gpus\": {\"dgx-ext\": \"a100\", "
-		    "\"aws\": \"t4\"}}\n", path, sizeof(path));
-	ASSERT_STATUS(copus__planner_load(&_s.planner, path, err, sizeof(err)),
-		      COPUS_OK);
+	_site_constants(true);
 	copus__round_free(&_r);
 	j->job = -1;
 	_decide();
@@ -1203,9 +1225,7 @@ static void site_type_names_get_estimates_from_the_constants_file(void)
 	ASSERT_CLOSE(_compute_on(j, 1) / _compute_on(j, 0),
 		     copus_gpu_type_speed("a100") / copus_gpu_type_speed("t4"),
 		     1e-9);
-	ASSERT_STATUS(copus__planner_load(&_s.planner, "", err, sizeof(err)),
-		      COPUS_OK);
-	unlink(path);
+	_site_constants(false);
 }
 
 /*
@@ -1218,19 +1238,12 @@ static void a_type_the_plugin_set_does_not_tie_an_elastic_job(void)
 {
 	struct copus__round_job *j;
 	struct copus__memo *in;
-	char path[64], err[256];
 
 	for (int asked = 0; asked < 2; asked++) {
 		_cluster(4, 4);
-		_r.ntypes = 2;
-		strcpy(_r.types[0], "dgx-ext");
-		strcpy(_r.types[1], "aws");
+		_site_types();
 		_nodes[0].gpu_type = _nodes[1].gpu_type = 1;
-		_write_file("{\"version\": 1, \"gpus\": {\"dgx-ext\": "
-			    "\"a100\", \"aws\": \"t4\"}}\n", path, sizeof(path));
-		ASSERT_STATUS(copus__planner_load(&_s.planner, path, err,
-						  sizeof(err)), COPUS_OK);
-		unlink(path);
+		_site_constants(true);
 		j = _running(1, 0, 2, 4, 1, 16, NOW - 600);
 		j->alloc_type = 1;
 		strcpy(j->type_req, "aws");
@@ -1249,8 +1262,7 @@ static void a_type_the_plugin_set_does_not_tie_an_elastic_job(void)
 			CU_ASSERT_EQUAL(j->dtype, 0);
 		}
 	}
-	ASSERT_STATUS(copus__planner_load(&_s.planner, "", err, sizeof(err)),
-		      COPUS_OK);
+	_site_constants(false);
 }
 
 int main(void)
