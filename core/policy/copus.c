@@ -108,7 +108,7 @@ static bool fairshare_parse(const char *spec, size_t len, double *w)
 	memcpy(buf, spec + sizeof(key) - 1, len - (sizeof(key) - 1));
 	buf[len - (sizeof(key) - 1)] = '\0';
 	*w = strtod(buf, &end);
-	return *end == '\0' && *w >= 0.0 && *w <= COPUS__FAIRSHARE_MAX;
+	return *end == '\0' && *w >= 0.0 && *w <= COPUS_POLICY_FAIRSHARE_MAX;
 }
 
 /*

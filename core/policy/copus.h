@@ -21,14 +21,14 @@ struct copus__copus_opts {
 	bool no_placement;    /* first fit in node order, any node sharing */
 	bool no_spread;       /* speedups count linearly under contention */
 	/* Weight of the users' fair-share factors (option fairshare=W,
-	 * 0 .. COPUS__FAIRSHARE_MAX): a job's value is multiplied by
+	 * 0 .. COPUS_POLICY_FAIRSHARE_MAX): a job's value is multiplied by
 	 * 2^(W (2F - 1)) for its user's factor F; 0 turns the term off. */
 	double fairshare;
 };
 
-/* The weight of the fair-share term when no option sets it, and its most. */
+/* The weight of the fair-share term when no option sets it (its most:
+ * COPUS_POLICY_FAIRSHARE_MAX, as for copus_policy_params.fairshare). */
 #define COPUS__FAIRSHARE_DEFAULT 1.0
-#define COPUS__FAIRSHARE_MAX 10.0
 
 /* A fresh state; opt NULL for the policy with all its ingredients. */
 int copus__state_create(const struct copus__copus_opts *opt,
