@@ -80,7 +80,10 @@ int arena_summary_write(const char *path, const struct arena_world *w,
 					       ? "arena"
 					       : "honest"));
 	json_object_object_add(root, "throughput",
-			       json_object_new_string("oracle"));
+			       json_object_new_string(
+				       o->throughput == ARENA_THROUGHPUT_PLANNER
+					       ? "planner"
+					       : "oracle"));
 	json_object_object_add(root, "rounds",
 			       json_object_new_int64(r->rounds));
 	json_object_object_add(root, "horizon", number(r->horizon));

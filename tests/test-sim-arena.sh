@@ -139,12 +139,14 @@ if [ -n "$data" ] && [ -f "$data/arena/traces/simulate_trace_philly.csv" ]; then
 		--max-rounds 100 --summary "$tmp/p.json" > "$tmp/out" 2>&1 ||
 		{ cat "$tmp/out"; fail "copus --throughput planner"; }
 	python3 -c "import json,sys; s=json.load(open('$tmp/p.json'));
-sys.exit(0 if s['finished'] > 0 and s['submitted'] > s['finished'] else s)" ||
+sys.exit(0 if s['finished'] > 0 and s['submitted'] > s['finished'] and
+         s['throughput'] == 'planner' else s)" ||
 		fail "copus --throughput planner: summary"
 	python3 - "$tmp/s.json" <<'PY' || fail "Arena's data: summary"
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["rounds"] == 200 and 0 < s["submitted"] < 1938, s["submitted"]
+assert s["throughput"] == "oracle", s["throughput"]
 assert 0 < s["finished"] < s["submitted"], s["finished"]
 # Arena's rules end a job at a round: every JCT is a multiple of 300 s.
 for name, jct in s["jcts"]["arena"].items():
