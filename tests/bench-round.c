@@ -550,8 +550,7 @@ static void _managed(struct copus__round *r)
 /* The plugin's state and the round of a size; see the top of the file. */
 static int _build(struct world *w, int jobs, int gpus, int max_jobs)
 {
-	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
-	char spec[160];
+	copus_policy_params prm;
 	uint32_t id = 1;
 	int rc;
 
@@ -559,13 +558,9 @@ static int _build(struct world *w, int jobs, int gpus, int max_jobs)
 	w->rng = 42u * 2862933555777941757ull + 3037000493ull;
 	copus__params_default(&w->s.params);
 	/* The policy as sched_copus.c creates it. */
-	snprintf(spec, sizeof(spec), "%s:fairshare=%g", w->s.params.policy,
-		 w->s.params.fairshare);
-	prm.interval = w->s.params.interval;
-	prm.restart_delay = w->s.params.restart_cost;
-	prm.fairness_p = w->s.params.fairness;
-	prm.equal_per_node = true;
-	if ((rc = copus_policy_create(spec, &prm, &w->s.policy)) != COPUS_OK)
+	copus__policy_params(&w->s.params, &prm);
+	if ((rc = copus_policy_create(w->s.params.policy, &prm,
+				      &w->s.policy)) != COPUS_OK)
 		return rc;
 	w->r.when = NOW;
 	w->r.decay_hl = 7 * 86400.0;
