@@ -316,7 +316,71 @@ unset multiplot
     subprocess.run(["gnuplot"], input=g, text=True, check=False)
 
 
-def compare(dirs):
+def compare_plot(dirs, png):
+    """The runs side by side: each run's GPUs per job over time (stacked,
+    as in its own testbed.png), and the testbed JCT distributions of all
+    runs in one panel."""
+    runs = []
+    for d in dirs:
+        stack = os.path.join(d, "timeline-stack.dat")
+        cdf = os.path.join(d, "cdf-testbed.dat")
+        try:
+            tb = json.load(open(os.path.join(d, "testbed.json")))
+            with open(stack) as f:
+                cols = max((len(l.split()) for l in f), default=0)
+        except (OSError, ValueError) as e:
+            print(f"{d}: not plotted: {e}")
+            continue
+        if cols < 2 or not os.path.exists(cdf):
+            print(f"{d}: not plotted: no timeline or JCTs")
+            continue
+        name = os.path.basename(os.path.normpath(d))
+        runs.append((name, tb["policy"], stack, cdf, cols))
+    if not runs:
+        die("compare --plot: no run to plot")
+    n = len(runs)
+    g = [f"set terminal pngcairo size {400 * (n + 1)},450 noenhanced",
+         f'set output "{png}"',
+         f'set multiplot layout 1,{n + 1} title "GPUs per job over time,'
+         ' and the JCTs of each run"',
+         "set style fill solid 0.9 noborder",
+         "set key off",
+         'set xlabel "trace time (s)"', 'set format x "%.0s%c"',
+         'set ylabel "GPUs in use"']
+    ymax = 0
+    for name, pol, stack, cdf, cols in runs:
+        with open(stack) as f:
+            for l in f:
+                v = l.split()
+                if len(v) > 1:
+                    ymax = max(ymax, int(v[-1]))
+    g.append(f"set yrange [0:{max(ymax, 1) * 1.05:.0f}]")
+    for name, pol, stack, cdf, cols in runs:
+        g.append(f'set title "{name} ({pol})"')
+        g.append(f'plot for [i={cols}:2:-1] "{stack}" using 1:i'
+                 " with fillsteps")
+    g += ["unset title", "set autoscale y", "set yrange [0:1]",
+          'set xlabel "JCT (trace s)"', 'set ylabel "fraction of jobs"',
+          'set format x "%g"',
+          "set logscale x", "set key bottom right",
+          "plot " + ", ".join(f'"{cdf}" using 1:2 with steps title'
+                              f' "{name} ({pol})"'
+                              for name, pol, stack, cdf, cols in runs),
+          "unset multiplot"]
+    subprocess.run(["gnuplot"], input="\n".join(g) + "\n", text=True,
+                   check=False)
+    if not os.path.exists(png):
+        die(f"compare --plot: gnuplot wrote no {png}")
+    print(f"plotted {n} run(s) into {png}")
+
+
+def compare(argv):
+    ap = argparse.ArgumentParser(prog="testbed.sh compare")
+    ap.add_argument("--plot", metavar="FILE.png",
+                    help="also plot the runs side by side")
+    ap.add_argument("dirs", nargs="+", metavar="DIR")
+    a = ap.parse_args(argv)
+    dirs = a.dirs
     print(f"{'run':<28} {'policy':<9} {'testbed':>9} {'sim':>9} {'ratio':>6}"
           f" {'p99 tb/sim':>15} {'makespan tb/sim':>17} {'fin':>7}"
           f" {'rst/job tb/sim':>15} {'gap s':>6}")
@@ -354,6 +418,8 @@ def compare(dirs):
             print(f"   {tb['jobs'] - tb['finished']} job(s) unfinished at the"
                   f" limit: the testbed mean is at least {tm:.0f} s over all"
                   f" {tb['jobs']} (finished ones: {tb['mean']:.0f} s)")
+    if a.plot:
+        compare_plot(dirs, a.plot)
 
 
 def main():

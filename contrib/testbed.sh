@@ -8,7 +8,7 @@
 #                      [--cluster SPEC] [--scale F] [--profiles DIR]
 #                      [--sample N] [--build DIR] [--limit SECONDS]
 #                      [--gpus FILE.json] WORKLOAD.csv
-#   contrib/testbed.sh compare DIR...
+#   contrib/testbed.sh compare [--plot FILE.png] DIR...
 #
 # WORKLOAD.csv is in copus-sim's format (name,time,application,num_replicas,
 # batch_size); its first N jobs are replayed (--sample, default 40; 0: all).
@@ -42,7 +42,8 @@
 #   DIR/timeline.csv  GPUs per job every few seconds; DIR/testbed.png the
 #                     timeline and the JCT CDF of testbed and simulator
 # "compare" prints per run: policy, testbed mean JCT, simulated mean JCT and
-# their ratio, and the other figures side by side.
+# their ratio, and the other figures side by side; --plot draws the runs'
+# GPUs per job over time side by side, and their JCT distributions.
 set -euo pipefail
 
 PROG=testbed.sh
@@ -54,7 +55,7 @@ py=$top/contrib/testbed.py
 
 if [ "${1:-}" = compare ]; then
 	shift
-	[ $# -gt 0 ] || die "usage: $PROG compare DIR..."
+	[ $# -gt 0 ] || die "usage: $PROG compare [--plot FILE.png] DIR..."
 	exec python3 "$py" compare "$@"
 fi
 
@@ -72,7 +73,7 @@ while [ $# -gt 0 ]; do
 	--build) build=${2:?}; shift 2 ;;
 	--limit) limit=${2:?}; shift 2 ;;
 	--gpus) gpus_file=${2:?}; shift 2 ;;
-	-h | --help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option '$1' (--help lists them)" ;;
 	*) [ -z "$workload" ] || die "one workload only ('$workload', then '$1')"
 	   workload=$1; shift ;;

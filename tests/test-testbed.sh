@@ -56,3 +56,8 @@ print("PASS: 4 of 4 finished, testbed mean %.0f s, copus-sim %.0f s" %
       (t["mean"], s["mean"]))
 P
 grep -q "copus " "$TMP/run.log" || fail "compare printed no copus line"
+# The runs side by side (one here), and a directory that is not a run.
+"$TOP/contrib/testbed.sh" compare --plot "$TMP/cmp.png" "$out" "$TMP/none" >"$TMP/cmp.log" 2>&1 ||
+	{ cat "$TMP/cmp.log"; fail "compare --plot failed"; }
+[ -s "$TMP/cmp.png" ] || fail "compare --plot wrote no $TMP/cmp.png"
+grep -q "$TMP/none: not plotted" "$TMP/cmp.log" || { cat "$TMP/cmp.log"; fail "compare --plot: the directory that is no run"; }
