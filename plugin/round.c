@@ -188,6 +188,8 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	struct copus__round_job *j = &r->rj[i];
 	copus_job *c = &r->jobs[r->njobs];
 	struct copus__memo *in = copus__memo_find(s, j->id);
+	struct copus__rescale *x;
+	int t;
 
 	memset(c, 0, sizeof(*c));
 	c->id = j->id;
@@ -214,6 +216,24 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 			c->max_gpus = room > c->min_gpus ? room : c->min_gpus;
 		if (c->req_gpus > c->max_gpus)
 			c->req_gpus = c->max_gpus;
+	}
+	/*
+	 * Requeued for a rescale: it restarts on the cell the round that
+	 * asked it decided (its GPU count and type), as a move does, for one
+	 * round interval after it was requeued (the GPUs may still be held by
+	 * jobs that round moved too); after that the policy decides anew. A
+	 * policy deciding afresh at once sees a pending job, with no restart
+	 * to weigh against its cell, and may start it on another cell, which
+	 * the next round then moves again.
+	 */
+	x = j->running ? NULL : copus__rescale_find(s, j->id);
+	if (x && !x->gave_up && x->to >= c->min_gpus && x->to <= c->max_gpus &&
+	    (t = copus__type_index(r, x->type)) >= 0 &&
+	    (!mask || (mask >> t & 1u)) &&
+	    (!x->pending_since ||
+	     r->when - x->pending_since < s->params.interval)) {
+		c->min_gpus = c->max_gpus = c->req_gpus = x->to;
+		mask = 1u << t;
 	}
 	c->type_mask = mask;
 	c->submit_time = (double)j->submit;

@@ -206,6 +206,49 @@ static void _decide(void)
 	copus__round_decide(&_s, &_r);
 }
 
+/* Writes text to a fresh file; its path in path (len bytes). */
+static void _write_file(const char *text, char *path, size_t len)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, len, "/tmp/copus-test-gpus.XXXXXX");
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	f = fdopen(fd, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Two GPU types under a site's own names: dgx-ext (index 0) and aws. */
+static void _site_types(void)
+{
+	_r.ntypes = 2;
+	strcpy(_r.types[0], "dgx-ext");
+	strcpy(_r.types[1], "aws");
+}
+
+/*
+ * copus_planner_gpus: a file that names the site's types after the built-in
+ * a100 and t4 (named), or none.
+ */
+static void _site_constants(bool named)
+{
+	char path[64], err[256];
+
+	if (!named) {
+		ASSERT_STATUS(copus__planner_load(&_s.planner, "", err,
+						  sizeof(err)), COPUS_OK);
+		return;
+	}
+	_write_file("{\"version\": 1, \"gpus\": {\"dgx-ext\": \"a100\", "
+		    "\"aws\": \"t4\"}}\n", path, sizeof(path));
+	ASSERT_STATUS(copus__planner_load(&_s.planner, path, err, sizeof(err)),
+		      COPUS_OK);
+	unlink(path);
+}
+
 static const char *const _action[] = {
 	[COPUS__ACT_NONE] = "none",
 	[COPUS__ACT_START] = "start",
@@ -491,6 +534,45 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
 	_decide();
 	ASSERT_ACTION(j, COPUS__ACT_RESIZE);
 	CU_ASSERT_PTR_NOT_NULL(strstr(j->reason, "copus: starts with"));
+}
+
+/*
+ * A job requeued for a rescale restarts on the cell the round that asked
+ * it decided (2 aws GPUs here), not on what the policy would give it as a
+ * new job (its request, 4 dgx-ext GPUs), for one round interval after it
+ * was requeued; then the policy decides anew.
+ */
+static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
+{
+	struct copus__round_job *j;
+	struct copus__rescale *x = &_s.rescales[0];
+
+	for (int late = 0; late < 2; late++) {
+		_cluster(2, 4);
+		_site_types();
+		_nodes[1].gpu_type = 1;
+		j = _pending(1, 1, 4, 1, 4);
+		_hint(j);
+		j->restarts = 1;
+		j->in_rescale = true;
+		j->end = NOW - COPUS__RELEASE_GAP;
+		memset(x, 0, sizeof(*x));
+		x->id = 1;
+		x->asked = NOW - 10;
+		x->from = 4;
+		x->to = 2;
+		strcpy(x->type, "aws");
+		x->requeue_sent = true;
+		x->pending_since =
+			late ? NOW - _s.params.interval : NOW - 1;
+		_s.nrescales = 1;
+		_decide();
+		/* Late: as a new job, on its request (a start as it is). */
+		ASSERT_ACTION(j, late ? COPUS__ACT_START : COPUS__ACT_RESIZE);
+		CU_ASSERT_EQUAL(j->per_node * j->num_nodes, late ? 4 : 2);
+		CU_ASSERT_EQUAL(j->dtype, late ? 0 : 1);
+	}
+	_s.nrescales = 0;
 }
 
 /*
@@ -921,21 +1003,6 @@ static void a_decided_cell_without_a_plan_is_not_applied(void)
 			       "a100 GPU(s) on 2 node(s)");
 }
 
-/* Writes text to a fresh file; its path in path (len bytes). */
-static void _write_file(const char *text, char *path, size_t len)
-{
-	FILE *f;
-	int fd;
-
-	snprintf(path, len, "/tmp/copus-test-gpus.XXXXXX");
-	fd = mkstemp(path);
-	CU_ASSERT_FATAL(fd >= 0);
-	f = fdopen(fd, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /*
  * The constants text with the value of member replaced by value, into out
  * (len bytes).
@@ -1173,34 +1240,6 @@ static void a_ratio_measured_by_a_job_of_the_same_application_comes_first(void)
  * job measured on aws gets no estimate on dgx-ext; with a file that names
  * them after the built-in types, it gets one, faster there.
  */
-/* Two GPU types under a site's own names: dgx-ext (index 0) and aws. */
-static void _site_types(void)
-{
-	_r.ntypes = 2;
-	strcpy(_r.types[0], "dgx-ext");
-	strcpy(_r.types[1], "aws");
-}
-
-/*
- * copus_planner_gpus: a file that names the site's types after the built-in
- * a100 and t4 (named), or none.
- */
-static void _site_constants(bool named)
-{
-	char path[64], err[256];
-
-	if (!named) {
-		ASSERT_STATUS(copus__planner_load(&_s.planner, "", err,
-						  sizeof(err)), COPUS_OK);
-		return;
-	}
-	_write_file("{\"version\": 1, \"gpus\": {\"dgx-ext\": \"a100\", "
-		    "\"aws\": \"t4\"}}\n", path, sizeof(path));
-	ASSERT_STATUS(copus__planner_load(&_s.planner, path, err, sizeof(err)),
-		      COPUS_OK);
-	unlink(path);
-}
-
 static void site_type_names_get_estimates_from_the_constants_file(void)
 {
 	struct copus__round_job *j;
@@ -1280,6 +1319,7 @@ int main(void)
 		TEST(a_rescale_in_flight_is_not_asked_again),
 		TEST(a_checkpointed_job_is_requeued_once),
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
+		TEST(a_requeued_job_restarts_on_the_cell_it_was_moved_to),
 		TEST(a_rigid_job_waits_for_one_of_higher_priority),
 		TEST(one_user_cannot_take_more_than_the_cap),
 		TEST(the_less_served_user_starts_first),
