@@ -540,7 +540,8 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
  * A job requeued for a rescale restarts on the cell the round that asked
  * it decided (2 aws GPUs here), not on what the policy would give it as a
  * new job (its request, 4 dgx-ext GPUs), for one round interval after it
- * was requeued; then the policy decides anew.
+ * may restart (the release gap after its requeue); then the policy decides
+ * anew.
  */
 static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 {
@@ -555,7 +556,9 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 		_hint(j);
 		j->restarts = 1;
 		j->in_rescale = true;
-		j->end = NOW - COPUS__RELEASE_GAP;
+		/* Late: a round interval after it could restart. */
+		j->end = NOW - COPUS__RELEASE_GAP -
+			 (late ? _s.params.interval : 0);
 		memset(x, 0, sizeof(*x));
 		x->id = 1;
 		x->asked = NOW - 10;
@@ -563,8 +566,7 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 		x->to = 2;
 		strcpy(x->type, "aws");
 		x->requeue_sent = true;
-		x->pending_since =
-			late ? NOW - _s.params.interval : NOW - 1;
+		x->pending_since = j->end;
 		_s.nrescales = 1;
 		_decide();
 		/* Late: as a new job, on its request (a start as it is). */
