@@ -540,16 +540,21 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
  * A job requeued for a rescale restarts on the cell the round that asked
  * it decided (2 aws GPUs here), not on what the policy would give it as a
  * new job (its request, 4 dgx-ext GPUs), for one round interval after it
- * may restart (the release gap after its requeue); then the policy decides
- * anew.
+ * may restart (the release gap after its requeue, however short the
+ * interval); then the policy decides anew.
  */
 static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 {
 	struct copus__round_job *j;
 	struct copus__rescale *x = &_s.rescales[0];
 
-	for (int late = 0; late < 2; late++) {
+	for (int k = 0; k < 3; k++) {
+		int late = k == 1;
+
 		_cluster(2, 4);
+		/* k = 2: a round interval as short as the release gap. */
+		if (k == 2)
+			_s.params.interval = COPUS__RELEASE_GAP;
 		_site_types();
 		_nodes[1].gpu_type = 1;
 		j = _pending(1, 1, 4, 1, 4);
