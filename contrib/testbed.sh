@@ -38,6 +38,7 @@
 #                     while jobs waited, rounds per minute), jcts per job
 #   DIR/sim.json      copus-sim's --summary of the same workload, cluster,
 #                     policy, round interval and measured restart cost
+#                     (backfill: with sched/backfill's cycle of 30 s)
 #   DIR/jobs.csv      sacct's records (one per run of a job)
 #   DIR/timeline.csv  GPUs per job every few seconds; DIR/testbed.png the
 #                     timeline and the JCT CDF of testbed and simulator
@@ -73,7 +74,7 @@ while [ $# -gt 0 ]; do
 	--build) build=${2:?}; shift 2 ;;
 	--limit) limit=${2:?}; shift 2 ;;
 	--gpus) gpus_file=${2:?}; shift 2 ;;
-	-h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option '$1' (--help lists them)" ;;
 	*) [ -z "$workload" ] || die "one workload only ('$workload', then '$1')"
 	   workload=$1; shift ;;
@@ -369,7 +370,11 @@ awk -F, 'NR == FNR { no[$1] = 1; next } FNR == 1 || !($1 in no)' \
 	"$out/refused.csv" "$out/workload.csv" >"$out/sim-workload.csv" 2>/dev/null ||
 	cp "$out/workload.csv" "$out/sim-workload.csv"
 rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['sim_restart_delay'])")
-"$sim" --cluster "$spec" --profiles "$profiles" --policy "$policy" --equal-per-node \
+# sched/backfill's cycle (bf_interval, 30 s of wall time) in trace time:
+# between cycles only Slurm's main scheduler starts jobs, in order.
+simpol=$policy
+[ "$policy" = backfill ] && simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)")"
+"$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" --equal-per-node \
 	--gpus "$gpus_file" \
 	--interval "$(python3 -c "print($interval * $scale)")" \
 	--restart-delay "$rdelay" --summary "$out/sim.json" "$out/sim-workload.csv" \

@@ -223,6 +223,55 @@ static void a_short_job_backfills_without_delaying_the_head(void)
 }
 
 /*
+ * bf_interval=30: the backfill pass runs at 0 s and again from 30 s on;
+ * the rounds between are the main scheduler's, which starts jobs in order
+ * and stops at the first that cannot start. A short job submitted at 10 s
+ * behind the blocked head waits until the pass at 30 s, where it is
+ * backfilled; without the option it is backfilled at once.
+ */
+static void between_backfill_cycles_only_jobs_in_order_start(void)
+{
+	struct world w;
+
+	for (int cycles = 0; cycles < 2; cycles++) {
+		world_init(&w, cycles ? "backfill:bf_interval=30" : "backfill",
+			   2, four, NULL, 1);
+		add(&w, 1, 4, 0, 100);
+		add(&w, 2, 8, 1, 1000);
+		running(&w, 0, 0, 4);
+		decide(&w, 0);
+		ASSERT_GPUS(&w, 2, 0);
+		apply(&w);
+		add(&w, 3, 2, 10, 50);
+		decide(&w, 10);
+		ASSERT_GPUS(&w, 2, 0);
+		ASSERT_GPUS(&w, 3, cycles ? 0 : 2);
+		if (cycles) {
+			CU_ASSERT(strstr(w.d[2].reason,
+					 "waits for the next backfill cycle") !=
+				  NULL);
+			apply(&w);
+			decide(&w, 29);
+			ASSERT_GPUS(&w, 3, 0);
+			apply(&w);
+			decide(&w, 30);
+			ASSERT_GPUS(&w, 3, 2);
+			CU_ASSERT(strstr(w.d[2].reason, "backfilled") != NULL);
+		}
+		/* The head starts in order, in a main scheduler's round too,
+		 * once the others have ended. */
+		apply(&w);
+		leave(&w, index_of(&w, 3));
+		leave(&w, index_of(&w, 1));
+		decide(&w, 40);
+		ASSERT_GPUS(&w, 2, 8);
+		copus_policy_destroy(w.p);
+	}
+	ASSERT_STATUS(copus_policy_create("backfill:bf_interval=x", NULL, NULL),
+		      COPUS_EINVAL);
+}
+
+/*
  * Spare GPUs: a long job that uses only GPUs the head's reservation leaves
  * free starts; one that would take reserved GPUs waits.
  */
@@ -413,6 +462,7 @@ static const struct test_case tests[] = {
 	TEST(an_elastic_job_runs_at_its_request),
 	TEST(a_job_runs_and_is_reserved_on_its_types),
 	TEST(a_bad_time_limit_is_refused),
+		TEST(between_backfill_cycles_only_jobs_in_order_start),
 };
 
 int main(void)

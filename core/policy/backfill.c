@@ -40,6 +40,15 @@
  * the simulator: users who give limits F times too long); the simulator's
  * jobs have no --time.
  *
+ * Two schedulers. Slurm's main scheduler starts jobs in priority order at
+ * every event (a submission, a job's end) and stops at the first job that
+ * cannot start; only the backfill cycle, every bf_interval (30 s), starts
+ * jobs behind it and makes reservations. With bf_interval=S a round within
+ * S seconds of the last backfill pass is such a main-scheduler pass; by
+ * default every round is a backfill pass (a round of 60 s is longer than
+ * Slurm's cycle). On a cluster whose time runs faster than the trace (the
+ * testbed), S is the cycle in trace seconds.
+ *
  * What Slurm does that this does not: the free GPUs of the future are
  * counted per GPU type, not per node (a job that fits by count may not
  * place; it is then tested again from the next time GPUs free up); times
@@ -75,6 +84,7 @@ struct bf_opts {
 	long max_test;
 	bool easy;
 	double w_age, w_size, max_age;
+	double bf_interval; /* 0: a backfill pass every round */
 };
 
 /* What the policy remembers of a job between rounds. */
@@ -88,6 +98,7 @@ struct backfill {
 	struct bf_opts o;
 	struct bf_seen *seen; /* sorted by id */
 	size_t nseen;
+	double last_pass; /* when the last backfill pass ran; -INFINITY */
 };
 
 /*
@@ -143,6 +154,8 @@ static int parse_opts(struct bf_opts *o, const char *opts)
 			o->w_size = v;
 		else if (strcmp(tok, "max_age") == 0 && v > 0.0)
 			o->max_age = v;
+		else if (strcmp(tok, "bf_interval") == 0)
+			o->bf_interval = v;
 		else
 			return COPUS_EINVAL;
 	}
@@ -157,6 +170,7 @@ static int backfill_create(const char *opts, void **state)
 	if (b == NULL)
 		return COPUS_ENOMEM;
 	b->o.default_time = INFINITY;
+	b->last_pass = -INFINITY;
 	b->o.window = BF_WINDOW;
 	b->o.max_test = BF_MAX_JOB_TEST;
 	b->o.max_age = BF_MAX_AGE;
@@ -366,9 +380,13 @@ static int backfill_decide(void *state, const copus_policy_params *prm,
 	int nt = c->num_types, total = 0;
 	long tested = 0;
 	bool reserved = false, waited = false;
+	/* A backfill pass, or the main scheduler's (see the top). */
+	bool pass = !(now - b->last_pass < o->bf_interval);
 	int rc = copus__round_create(c, jobs, njobs, &r);
 
 	(void)prm;
+	if (pass)
+		b->last_pass = now;
 	memset(prof, 0, sizeof(prof));
 	if (rc != COPUS_OK)
 		return rc;
@@ -434,6 +452,11 @@ static int backfill_decide(void *state, const copus_policy_params *prm,
 
 		if (r->types[j] >= 0)
 			continue;
+		if (waited && !pass) {
+			reason(res->reasons[j], sizeof(res->reasons[j]),
+			       "waits for the next backfill cycle", -1, c, 0);
+			continue;
+		}
 		if (++tested > o->max_test) {
 			waited = true;
 			reason(res->reasons[j], sizeof(res->reasons[j]),
@@ -476,6 +499,11 @@ static int backfill_decide(void *state, const copus_policy_params *prm,
 			continue;
 		}
 		waited = true;
+		if (!pass) {
+			reason(res->reasons[j], sizeof(res->reasons[j]),
+			       "waits for the next backfill cycle", -1, c, 0);
+			continue;
+		}
 		if (best < 0 || when > now + o->window ||
 		    (o->easy && reserved)) {
 			reason(res->reasons[j], sizeof(res->reasons[j]),
