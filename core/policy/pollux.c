@@ -246,7 +246,8 @@ static bool pollux_improve(struct pollux *px, size_t j, double *delta)
 		}
 	}
 	copus__placer_prep(&r->pl, r->c, r->free, px->dist, jb->type_mask);
-	for (int k = 1; k <= px->pj[j].cap; k++) {
+	for (int k = jb->min_gpus > 1 ? jb->min_gpus : 1; k <= px->pj[j].cap;
+	     k++) {
 		int t;
 		double v;
 
@@ -380,8 +381,9 @@ static int pollux_search(struct pollux *px, int sweeps_max)
 				int t;
 				double v, gpk;
 
-				if (k > 2 * g && k % g != 0 &&
-				    k != px->pj[j].cap)
+				if ((k > 2 * g && k % g != 0 &&
+				     k != px->pj[j].cap) ||
+				    k < r->jobs[j].min_gpus)
 					continue;
 				if (copus__placer_get(&r->pl, k, cand, &t) !=
 				    COPUS_OK)
@@ -505,6 +507,9 @@ static int pollux_decide(void *state, const copus_policy_params *prm,
 				grow = 1;
 			if (pj->cap > grow)
 				pj->cap = grow;
+			/* Never below its elastic minimum, explored or not. */
+			if (pj->cap < jb->min_gpus)
+				pj->cap = jb->min_gpus;
 		}
 		if (pj->cap > r->total_gpus)
 			pj->cap = r->total_gpus;
@@ -556,8 +561,10 @@ static int pollux_decide(void *state, const copus_policy_params *prm,
 			memcpy(tmp_rows + j * (size_t)r->N, row(&sorted, i),
 			       (size_t)r->N * sizeof(int));
 			tmp_types[j] = sorted.types[i];
-			/* A rigid job runs on its request or not at all. */
-			if (!jb->elastic && k != 0 && k != jb->req_gpus) {
+			/* A rigid job runs on its request or not at all, an
+			 * elastic one within its bounds. */
+			if (k != 0 && (jb->elastic ? k < jb->min_gpus :
+						     k != jb->req_gpus)) {
 				for (int n = 0; n < r->N; n++)
 					r->free[n] += row(&sorted, i)[n];
 				memset(tmp_rows + j * (size_t)r->N, 0,
