@@ -64,6 +64,11 @@ time_t copus__memo_submit(struct copus__memo *in, time_t submit)
 	return in->submit ? in->submit : submit;
 }
 
+bool copus__memo_strays(const struct copus__memo *in)
+{
+	return in && in->launched && in->launched_before && !in->cleared;
+}
+
 void copus__memo_sweep(struct copus__sched *s, bool keep_launched)
 {
 	int i, n = 0;

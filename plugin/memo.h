@@ -47,10 +47,22 @@ struct copus__memo {
 	 */
 	time_t launched;
 	/*
+	 * launched was read from copus_state: the last start was made by an
+	 * earlier slurmctld, whose life may have ended in the same second as
+	 * this one's began (so the times alone cannot tell).
+	 */
+	bool launched_before;
+	/*
 	 * When the plugin last cleared what may be left of a run of it
 	 * started before this slurmctld did (round_job.strays); not saved.
 	 */
 	time_t cleared;
+	/*
+	 * How many times the plugin released the hold slurmctld put on it
+	 * after its node refused a start as a second copy of the cleared
+	 * run (snapshot.c, _refused); at most COPUS__REFUSED_MAX.
+	 */
+	int refused;
 	double attained;		/* GPU-seconds */
 	time_t last;			/* when attained was last counted */
 	int last_gpus;			/* GPUs it held then */
@@ -151,6 +163,13 @@ struct copus__memo *copus__memo_get(struct copus__sched *s, uint32_t id);
  * as one that has run (round_job.ran).
  */
 void copus__memo_sweep(struct copus__sched *s, bool keep_launched);
+
+/*
+ * Whether what may be left of the job's last run must be cleared before it
+ * starts again (round_job.strays): an earlier slurmctld started it, and
+ * this one has not had its nodes forget that run yet.
+ */
+bool copus__memo_strays(const struct copus__memo *in);
 
 /* Forgets every job. */
 void copus__memo_free(struct copus__sched *s);

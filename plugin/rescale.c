@@ -29,6 +29,7 @@ static bool _resize_repeated(struct copus__sched *s, uint32_t id,
 			     const char *tres, uint32_t nodes, time_t now);
 static int _gres_unrequested(void *x, void *key);
 static void _clear_gpu_request(struct copus__sched *s, uint32_t id);
+static void _release_refused(struct copus__sched *s, uint32_t id);
 
 void copus__requests(struct copus__sched *s, struct copus__round *r)
 {
@@ -149,6 +150,8 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 		     "checkpoint; requeued to resume from its checkpoint",
 		     plugin_type, v->id, v->why);
 	}
+	for (i = 0; i < r->nrefused; i++)
+		_release_refused(s, r->refused[i]);
 	/* The rescale table: restarted, vanished, late and stale entries. */
 	for (i = 0; i < s->nrescales;) {
 		struct copus__rescale *x = &s->rescales[i];
@@ -281,4 +284,38 @@ static void _clear_gpu_request(struct copus__sched *s, uint32_t id)
 	copus__unlock(&clk, &s->stats.locks[COPUS__LOCK_rescale]);
 	debug("%s: JobId=%u: GPU request cleared (%d entr%s dropped)",
 	      plugin_type, id, dropped, dropped == 1 ? "y" : "ies");
+}
+
+/*
+ * A job whose node refused its start as a second copy of the run the
+ * plugin cleared (snapshot.c, _refused): slurmctld requeued it held, to
+ * begin two minutes later. That hold is released, as "scontrol release"
+ * does, and the begin time set to now: the job waits KillWait +
+ * COPUS__RELEASE_GAP again before its next start (memo.cleared), which is
+ * past the revocation of the refused start's credential.
+ */
+static void _release_refused(struct copus__sched *s, uint32_t id)
+{
+	struct copus__memo *in = copus__memo_find(s, id);
+	job_desc_msg_t desc;
+
+	if (!in)
+		return;
+	in->refused++;
+	slurm_init_job_desc_msg(&desc);
+	copus_slurm_desc_job(&desc, id);
+	desc.priority = INFINITE;
+	/* Slurm's requeue set it to begin two minutes on; the wait below
+	 * is all the node needs. */
+	desc.begin_time = time(NULL);
+	if (slurm_update_job(&desc) != SLURM_SUCCESS) {
+		error("%s: JobId=%u: cannot release the hold of its refused "
+		      "start: %m", plugin_type, id);
+		return;
+	}
+	in->cleared = time(NULL);
+	info("%s: JobId=%u: its node refused its start, still ending the run "
+	     "from before slurmctld restarted; hold released (%d of %d), it "
+	     "starts again in a moment", plugin_type, id, in->refused,
+	     COPUS__REFUSED_MAX);
 }

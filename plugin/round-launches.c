@@ -28,7 +28,9 @@ int copus__round_launches(struct copus__sched *s, struct copus__round *r,
 		if (before && j->action == COPUS__ACT_START) {
 			j->launch_marked = true;
 			j->launched_was = in->launched;
+			j->launched_before_was = in->launched_before;
 			in->launched = r->when;
+			in->launched_before = false;
 			n++;
 		} else if (!before && j->action == COPUS__ACT_CLEAR) {
 			in->cleared = r->when;
@@ -38,6 +40,7 @@ int copus__round_launches(struct copus__sched *s, struct copus__round *r,
 			 * changed meanwhile, nodes no longer free). */
 			j->launch_marked = false;
 			in->launched = j->launched_was;
+			in->launched_before = j->launched_before_was;
 			n++;
 		}
 	}

@@ -35,6 +35,14 @@ struct copus__sched;
  */
 #define COPUS__RELEASE_GAP 2
 
+/*
+ * How many times a job started again after its stray run was cleared
+ * (round_job.strays) may be refused by its node as a second copy of that
+ * run, and released from the hold slurmctld then puts on it, before the
+ * hold is left to an admin (snapshot.c, _refused).
+ */
+#define COPUS__REFUSED_MAX 5
+
 /* What the round does with a job (the plan of phase 2). */
 enum copus__action {
 	COPUS__ACT_NONE,
@@ -119,7 +127,8 @@ struct copus__round_job {
 	int job;			/* index in the policy's input, -1 */
 	enum copus__action action;
 	bool launch_marked;		/* copus__round_launches marked it, */
-	time_t launched_was;		/* and memo.launched was this */
+	time_t launched_was;		/* and memo.launched was this, */
+	bool launched_before_was;	/* memo.launched_before this */
 	int per_node, num_nodes, dtype;
 	char reason_buf[96];
 	/* Its hint's verdict changed this round: claimed over seen progress,
@@ -203,6 +212,10 @@ struct copus__round {
 	uint32_t *ghosts;		/* running jobs their node no longer
 					 * runs (snapshot.c, _ghost) */
 	int nghosts;
+	uint32_t *refused;		/* pending jobs held after their node
+					 * refused a start as a second copy of
+					 * a cleared run (snapshot.c, _refused) */
+	int nrefused;
 	uint8_t **parts_rows;		/* each partition's nodes, shared by
 					 * its jobs that name none */
 	int nparts_rows;

@@ -63,6 +63,7 @@ static bool _slurm_requeued(job_record_t *job_ptr, time_t now);
 
 /* The round's jobs */
 static uint32_t _priority_cut(int max_jobs);
+static bool _refused(const struct copus__memo *in, job_record_t *job_ptr);
 static void _overflow(struct copus__round *r, uint32_t id);
 static struct copus__round_job *_rj_new(struct copus__round *r, int *cap);
 static void _rj_free(struct copus__round_job *j);
@@ -192,6 +193,12 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 			continue;
 		if ((in = copus__memo_find(s, job_ptr->job_id)))
 			in->seen = true;
+		if (in && _refused(in, job_ptr)) {
+			xrecalloc(r->refused, r->nrefused + 1,
+				  sizeof(*r->refused));
+			r->refused[r->nrefused++] = job_ptr->job_id;
+			continue;
+		}
 		x = copus__rescale_find(s, job_ptr->job_id);
 		if (x && !x->gave_up) {
 			/* Requeued for a rescale: the policy decides its
@@ -261,8 +268,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		in = j->gpn_req > 0 ? copus__job_info(s, job_ptr, j, r->when)
 				    : copus__memo_find(s, j->id);
 		j->ran = in && in->launched;
-		j->strays = j->ran && in->launched < s->started &&
-			    in->cleared < s->started;
+		j->strays = copus__memo_strays(in);
 		j->cleared = in ? in->cleared : 0;
 		r->npending++;
 	}
@@ -576,6 +582,7 @@ void copus__snapshot_free(struct copus__round *r)
 	xfree(r->nodes);
 	xfree(r->revive);
 	xfree(r->ghosts);
+	xfree(r->refused);
 	xfree(r->over);
 	xfree(r->obs);
 	memset(r, 0, sizeof(*r));
@@ -752,6 +759,25 @@ static void _job_alloc(struct copus__round *r, job_record_t *job_ptr,
 		k++;
 	}
 	xfree(per);
+}
+
+/*
+ * Whether a pending job is held because its node refused the start the
+ * plugin gave it after clearing its stray run (memo.cleared): the node was
+ * still ending that run (its processes slow to die, its Epilog still
+ * running) and took the launch for a second copy; slurmd then has
+ * slurmctld requeue the job held, "launch failed requeued held". That hold
+ * comes of the plugin's start, not of the user or an admin, so the plugin
+ * releases it (rescale.c), at most COPUS__REFUSED_MAX times a job.
+ */
+static bool _refused(const struct copus__memo *in, job_record_t *job_ptr)
+{
+	return in->cleared && in->launched >= in->cleared &&
+	       in->refused < COPUS__REFUSED_MAX && job_ptr->priority == 0 &&
+	       !IS_JOB_COMPLETING(job_ptr) &&
+	       job_ptr->state_reason == WAIT_HELD_USER &&
+	       job_ptr->state_desc &&
+	       !strcmp(job_ptr->state_desc, "launch failed requeued held");
 }
 
 /*

@@ -205,6 +205,7 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 			in->rate = r.job.rate;
 			copus__memo_submit(in, r.job.submit);
 			in->launched = r.job.launched;
+			in->launched_before = r.job.launched != 0;
 			if (r.job.type_known) {
 				snprintf(in->type_req, sizeof(in->type_req),
 					 "%s", r.job.type);

@@ -750,6 +750,40 @@ static void the_round_marks_its_starts_before_acting(void)
 	copus__memo_free(&_s);
 }
 
+/*
+ * A start recorded by an earlier slurmctld (read from copus_state) leaves
+ * a stray run to clear, even when that slurmctld died in the second this
+ * one began (a restart in under a second); a start made by this one does
+ * not, in the same second or later; taken back, the earlier start's stray
+ * run is to clear again; once cleared, it is not.
+ */
+static void a_start_by_an_earlier_slurmctld_is_a_stray_in_the_same_second(void)
+{
+	struct copus__round_job *a;
+	struct copus__memo *m;
+
+	_cluster(2, 4);
+	a = _pending(1, 1, 1, 0, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m = copus__memo_get(&_s, 1));
+	CU_ASSERT_FALSE(copus__memo_strays(m));
+	m->launched = NOW;
+	m->launched_before = true;
+	CU_ASSERT_TRUE(copus__memo_strays(m));
+	a->action = COPUS__ACT_START;
+	copus__round_launches(&_s, &_r, true);
+	m = copus__memo_find(&_s, 1);
+	CU_ASSERT_EQUAL(m->launched, NOW);
+	CU_ASSERT_FALSE(copus__memo_strays(m));
+	a->action = COPUS__ACT_NONE;
+	copus__round_launches(&_s, &_r, false);
+	CU_ASSERT_TRUE(copus__memo_strays(m));
+	a->action = COPUS__ACT_CLEAR;
+	copus__round_launches(&_s, &_r, false);
+	CU_ASSERT_EQUAL(m->cleared, NOW);
+	CU_ASSERT_FALSE(copus__memo_strays(m));
+	copus__memo_free(&_s);
+}
+
 static void a_rigid_job_waits_for_one_of_higher_priority(void)
 {
 	struct copus__round_job *first, *second;
@@ -1333,6 +1367,7 @@ int main(void)
 		TEST(a_restarted_job_waits_until_registrations_settle),
 		TEST(a_job_started_before_a_crash_waits_until_registrations_settle),
 		TEST(the_round_marks_its_starts_before_acting),
+		TEST(a_start_by_an_earlier_slurmctld_is_a_stray_in_the_same_second),
 		TEST(a_job_started_before_a_crash_is_cleared_before_it_starts),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),

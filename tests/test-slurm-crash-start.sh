@@ -16,12 +16,27 @@
 #     before the node registers again, is not taken for one its node no
 #     longer runs (a drain moves the node's last_response, a registration
 #     does not come from it): it keeps running.
+#  4. As 1, but the node takes longer to end the stray run than the plugin
+#     waits (here its Epilog runs 15 s; a run slow to die under load does
+#     the same): the node refuses the plugin's start as a second copy and
+#     slurmctld requeues the job held ("launch failed requeued held"). The
+#     plugin releases that hold, which it caused, and the job runs.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
 spank=$(need_plugin spank_copus) || exit $?
+# The Epilog takes 15 s for a job whose id is in $TMP/slow (case 4), once.
+cat >"$TMP/epilog" <<EOS
+#!/bin/sh
+if grep -qx "\$SLURM_JOB_ID" "$TMP/slow" 2>/dev/null; then
+	: >"$TMP/slow"
+	sleep 15
+fi
+exit 0
+EOS
+chmod 755 "$TMP/epilog"
 cluster_up --nodes 2 --gpus a100:4 --sched copus --spank "$spank" \
-	--plugin-dir "$(dirname "$so")" \
+	--plugin-dir "$(dirname "$so")" --conf-extra "Epilog=$TMP/epilog" \
 	--sched-params copus_interval=5,copus_restart_delay=5,copus_checkpoint_deadline=10
 log=$TMP/c/log/slurmctld.log
 state=$TMP/c/state
@@ -111,6 +126,47 @@ for ((k = 1; k <= ROUNDS; k++)); do
 	scancel "$lost" "$next"
 	wait_state "$next" CANCELLED 30 >/dev/null
 done
+
+# 4. Saved pending, its stray run ends only after the plugin's first start
+# (the Epilog of that run takes 15 s): the node refuses that start, and the
+# job must still run. Tried until slurmctld comes back with the job pending
+# (it may have saved the job running: then there is no stray run).
+for ((k = 1; k <= 3; k++)); do
+	touch "$TMP/ref"
+	sleep 1
+	id=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 --elastic=1-2 \
+		-t 10 --hold --wrap 'sleep 120') || fail "sbatch refused the job"
+	echo "$id" >"$TMP/slow"
+	end=$((SECONDS + 30))
+	until [ -n "$(find "$state/job_state" -newer "$TMP/ref" 2>/dev/null)" ]; do
+		[ $SECONDS -lt $end ] || fail "slurmctld did not save job $id"
+		sleep 0.05
+	done
+	scontrol release "$id" || fail "scontrol release $id"
+	wait_running "$id"
+	crash
+	scontrol release "$id" 2>/dev/null
+	if ! wait_line "$log" "JobId=$id was started before slurmctld restarted" 20; then
+		echo "case 4, try $k: note: slurmctld had saved job $id running; again"
+		scancel "$id"
+		wait_state "$id" CANCELLED 30 >/dev/null
+		continue
+	fi
+	end=$((SECONDS + 90))
+	until [ "$(job_field "$id" JobState)" = RUNNING ] &&
+		grep -q "JobId=$id: its node refused its start" "$log"; do
+		if [ $SECONDS -ge $end ]; then
+			grep -E "JobId=$id[^0-9]" "$log" | tail -n 12
+			fail "case 4: job $id is $(job_field "$id" JobState) ($(job_field "$id" Reason)), not running after its node refused its start"
+		fi
+		sleep 0.5
+	done
+	echo "case 4: job $id: its node refused the first start (the stray run's Epilog still ran); hold released, runs"
+	scancel "$id"
+	wait_state "$id" CANCELLED 30 >/dev/null
+	break
+done
+[ $k -le 3 ] || echo "case 4: note: slurmctld saved the job running in all 3 tries; not shown"
 
 # 3. Saved running, its node drained before it registers again.
 keep=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 \
