@@ -80,11 +80,14 @@ runs_again() {
 	fi
 }
 
-ROUNDS=${COPUS_CRASH_ROUNDS:-2}
-for ((k = 1; k <= ROUNDS; k++)); do
-	# 1. Saved pending: submitted held, released as soon as slurmctld has
-	# saved it (its job state file written after sbatch returned), so
-	# that its start comes before the next save.
+# crash_after_saved_start [FILE]: submits a job (its id in $id) held,
+# releases it as soon as slurmctld has saved it (its job state file written
+# after sbatch returned), so that its start comes before the next save,
+# writes its id to FILE (if given) once it runs, and crashes slurmctld. The
+# release was not saved either: slurmctld recovers the job held, and it is
+# released again.
+crash_after_saved_start() {
+	local end
 	touch "$TMP/ref"
 	sleep 1
 	id=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 --elastic=1-2 \
@@ -96,9 +99,15 @@ for ((k = 1; k <= ROUNDS; k++)); do
 	done
 	scontrol release "$id" || fail "scontrol release $id"
 	wait_running "$id"
+	[ -z "${1:-}" ] || echo "$id" >"$1"
 	crash
-	# The release was not saved either: slurmctld recovers the job held.
 	scontrol release "$id" 2>/dev/null
+}
+
+ROUNDS=${COPUS_CRASH_ROUNDS:-2}
+for ((k = 1; k <= ROUNDS; k++)); do
+	# 1. Saved pending.
+	crash_after_saved_start
 	fresh=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 10 \
 		--wrap 'sleep 120') || fail "sbatch refused the fresh job"
 	wait_state "$fresh" RUNNING 30 || fail "the fresh job $fresh did not start"
@@ -132,20 +141,7 @@ done
 # job must still run. Tried until slurmctld comes back with the job pending
 # (it may have saved the job running: then there is no stray run).
 for ((k = 1; k <= 3; k++)); do
-	touch "$TMP/ref"
-	sleep 1
-	id=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 --elastic=1-2 \
-		-t 10 --hold --wrap 'sleep 120') || fail "sbatch refused the job"
-	echo "$id" >"$TMP/slow"
-	end=$((SECONDS + 30))
-	until [ -n "$(find "$state/job_state" -newer "$TMP/ref" 2>/dev/null)" ]; do
-		[ $SECONDS -lt $end ] || fail "slurmctld did not save job $id"
-		sleep 0.05
-	done
-	scontrol release "$id" || fail "scontrol release $id"
-	wait_running "$id"
-	crash
-	scontrol release "$id" 2>/dev/null
+	crash_after_saved_start "$TMP/slow"
 	if ! wait_line "$log" "JobId=$id was started before slurmctld restarted" 20; then
 		echo "case 4, try $k: note: slurmctld had saved job $id running; again"
 		scancel "$id"
