@@ -12,9 +12,12 @@
 #   loopback-cluster.sh down DIR
 #   loopback-cluster.sh status DIR
 #   loopback-cluster.sh env DIR      (prints "export SLURM_CONF=...")
-#   loopback-cluster.sh restart-ctld DIR [--kill]
+#   loopback-cluster.sh restart-ctld DIR [--kill] [--job-state FILE]
 #                                    (stops slurmctld, with SIGKILL when
-#                                    --kill, and starts it again on its state)
+#                                    --kill, and starts it again on its state;
+#                                    with FILE, a copy of an earlier
+#                                    DIR/state/job_state, as its saved jobs:
+#                                    a crash that lost the saves since)
 #   loopback-cluster.sh restart-slurmd DIR --node NAME [--kill]
 #                                    (the same for one node's slurmd; the
 #                                    node's running jobs go on)
@@ -44,7 +47,7 @@ die() { echo "$PROG: $*" >&2; exit 1; }
 say() { [ -n "${QUIET:-}" ] || echo "$PROG: $*"; }
 
 usage() {
-	sed -n '5,29p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,/^set -u$/{/^set -u$/d;p}' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -362,6 +365,11 @@ cmd_restart_ctld() {
 	local n
 	[ -f "$DIR/etc/slurm.conf" ] || die "no cluster in $DIR"
 	_stop slurmctld
+	if [ -n "$JOB_STATE" ]; then
+		cp "$JOB_STATE" "$DIR/state/job_state" ||
+			die "--job-state: cannot copy $JOB_STATE"
+		rm -f "$DIR/state/job_state.old"
+	fi
 	_start slurmctld "$SLURM_SBIN/slurmctld" -D -f "$DIR/etc/slurm.conf"
 	export SLURM_CONF=$DIR/etc/slurm.conf
 	for ((n = 0; n < WAIT * 5; n++)); do
@@ -445,6 +453,7 @@ DIR=$2
 shift 2
 NODES=4 CPUS=8 MEM=16000 WAIT=60 MUNGE="" SCHED=builtin SCHED_PARAMS=""
 PLUGIN_DIR="" SPANK="" GPUS="" KILL="" NODE="" EXAMPLE="" CONF_EXTRA=""
+JOB_STATE=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=${2:-}; shift 2 ;;
@@ -454,6 +463,7 @@ while [ $# -gt 0 ]; do
 	--wait) WAIT=${2:-}; shift 2 ;;
 	--munge) MUNGE=1; shift ;;
 	--kill) KILL=1; shift ;;
+	--job-state) JOB_STATE=${2:-}; shift 2 ;;
 	--node) NODE=${2:-}; shift 2 ;;
 	--example) EXAMPLE=${2:-}; shift 2 ;;
 	--conf-extra) CONF_EXTRA="$CONF_EXTRA${CONF_EXTRA:+
@@ -492,6 +502,7 @@ while IFS= read -r _l; do
 done <<<"$CONF_EXTRA"
 [ -z "$PLUGIN_DIR" ] || [ -d "$PLUGIN_DIR" ] || die "--plugin-dir: $PLUGIN_DIR is not a directory"
 [ -z "$SPANK" ] || [ -f "${SPANK%%:*}" ] || die "--spank: ${SPANK%%:*} not found"
+[ -z "$JOB_STATE" ] || [ -f "$JOB_STATE" ] || die "--job-state: $JOB_STATE not found"
 [ -n "$PLUGIN_DIR" ] && PLUGIN_DIR=$(cd "$PLUGIN_DIR" && pwd)
 
 case $CMD in

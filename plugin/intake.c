@@ -32,7 +32,9 @@ static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
  * completed after reporting its checkpoint (its script does not exec its
  * trainer). Such a job is queued for a requeue (r->revive), once. A job
  * that completed without reporting a checkpoint is done; a cancelled one
- * stays cancelled; Slurm requeues a node failure itself.
+ * stays cancelled; Slurm requeues a node failure itself. A run the plugin
+ * requeued before (copus__memo_revived) is queued again: slurmctld, dead
+ * within 5 s of that requeue, came back on a state saved before it.
  */
 bool copus__ended_of_request(struct copus__sched *s, struct copus__round *r,
 			     job_record_t *job_ptr)
@@ -41,7 +43,7 @@ bool copus__ended_of_request(struct copus__sched *s, struct copus__round *r,
 	struct copus__memo *in = copus__memo_find(s, job_ptr->job_id);
 	struct copus__revive *v;
 	uint32_t ec = job_ptr->exit_code;
-	bool ckpt;
+	bool ckpt, again = false;
 
 	if (x && !x->revived && !x->gave_up &&
 	    ((x->rc >= 0 && (int)job_ptr->restart_cnt > x->rc) ||
@@ -54,19 +56,30 @@ bool copus__ended_of_request(struct copus__sched *s, struct copus__round *r,
 		copus__rescale_drop(s, x);
 		return false;
 	}
-	if (!x || x->revived || x->rc != (int)job_ptr->restart_cnt)
-		return false;
-	ckpt = in && in->have_hint &&
-	       in->hint.state == COPUS_STATE_CHECKPOINTED &&
-	       in->hint.restart_count == (int)job_ptr->restart_cnt;
-	if (!IS_JOB_FAILED(job_ptr) && !(IS_JOB_COMPLETE(job_ptr) && ckpt))
-		return false;
-	x->revived = true;
+	if (!x && copus__memo_revived(in, (int)job_ptr->restart_cnt,
+				      job_ptr->end_time)) {
+		/* Requeued before: slurmctld came back on a state saved
+		 * before that requeue, with the job as the run that ended. */
+		again = true;
+	} else {
+		if (!x || x->revived || x->rc != (int)job_ptr->restart_cnt)
+			return false;
+		ckpt = in && in->have_hint &&
+		       in->hint.state == COPUS_STATE_CHECKPOINTED &&
+		       in->hint.restart_count == (int)job_ptr->restart_cnt;
+		if (!IS_JOB_FAILED(job_ptr) &&
+		    !(IS_JOB_COMPLETE(job_ptr) && ckpt))
+			return false;
+		x->revived = true;
+	}
 	if (in)
 		in->seen = true;
 	xrecalloc(r->revive, r->nrevive + 1, sizeof(*r->revive));
 	v = &r->revive[r->nrevive++];
 	v->id = job_ptr->job_id;
+	v->rc = (int)job_ptr->restart_cnt;
+	v->end = job_ptr->end_time;
+	v->again = again;
 	if (IS_JOB_COMPLETE(job_ptr))
 		snprintf(v->why, sizeof(v->why), "completed after its "
 			 "checkpoint");

@@ -115,7 +115,7 @@ SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-plan.sh tests/test-slurm-fairshare.sh \
 	tests/test-slurm-crash-start.sh tests/test-slurm-faults.sh \
 	tests/test-slurm-requeue-retry.sh tests/test-slurm-yield.sh \
-	tests/test-slurm-immediate.sh
+	tests/test-slurm-immediate.sh tests/test-slurm-stale-requeue.sh
 TESTS += $(SLURM_TESTS)
 # A fault the loopback tests preload into slurmctld: refused requeues
 # (tests/fault-requeue.c). -rpath makes libtool build it shared.

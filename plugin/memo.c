@@ -69,6 +69,12 @@ bool copus__memo_strays(const struct copus__memo *in)
 	return in && in->launched && in->launched_before && !in->cleared;
 }
 
+bool copus__memo_revived(const struct copus__memo *in, int rc, time_t end)
+{
+	return in && in->revived_end && end == in->revived_end &&
+	       rc == in->revived_rc;
+}
+
 void copus__memo_sweep(struct copus__sched *s, bool keep_launched)
 {
 	int i, n = 0;

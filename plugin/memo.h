@@ -63,6 +63,15 @@ struct copus__memo {
 	 * run (snapshot.c, _refused); at most COPUS__REFUSED_MAX.
 	 */
 	int refused;
+	/*
+	 * The run the plugin last requeued after it ended of a rescale
+	 * request: its restart count and end time (revived_end 0: none).
+	 * Saved: slurmctld saves its jobs at most every 5 s, and one that
+	 * dies soon after that requeue comes back with the job as that
+	 * ended run, which must be requeued again (copus__memo_revived).
+	 */
+	int revived_rc;
+	time_t revived_end;
 	double attained;		/* GPU-seconds */
 	time_t last;			/* when attained was last counted */
 	int last_gpus;			/* GPUs it held then */
@@ -170,6 +179,13 @@ void copus__memo_sweep(struct copus__sched *s, bool keep_launched);
  * this one has not had its nodes forget that run yet.
  */
 bool copus__memo_strays(const struct copus__memo *in);
+
+/*
+ * Whether a finished run of the job (its restart count, its end time) is
+ * the one the plugin requeued after it ended of a rescale request: a
+ * slurmctld restarted on a state saved before that requeue.
+ */
+bool copus__memo_revived(const struct copus__memo *in, int rc, time_t end);
 
 /* Forgets every job. */
 void copus__memo_free(struct copus__sched *s);

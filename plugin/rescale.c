@@ -133,6 +133,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 	for (i = 0; i < r->nrevive; i++) {
 		const struct copus__revive *v = &r->revive[i];
 		struct copus__rescale *x = copus__rescale_find(s, v->id);
+		struct copus__memo *in;
 
 		if (x)
 			x->requeue_sent = true;
@@ -143,6 +144,19 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			      plugin_type, v->id, v->why);
 			if (x)
 				x->revived = x->requeue_sent = false;
+			continue;
+		}
+		if ((in = copus__memo_find(s, v->id))) {
+			in->revived_rc = v->rc;
+			in->revived_end = v->end;
+			s->state_dirty = true;
+		}
+		if (v->again) {
+			info("%s: JobId=%u is back as the run that ended (%s) "
+			     "after it was asked to checkpoint, which it had "
+			     "requeued before slurmctld restarted (on a state "
+			     "saved before that requeue); requeued again",
+			     plugin_type, v->id, v->why);
 			continue;
 		}
 		s->stats.requeued_after_end++;

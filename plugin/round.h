@@ -157,6 +157,10 @@ struct copus__round_job {
  */
 struct copus__revive {
 	uint32_t id;
+	int rc;				/* the run that ended: restart count */
+	time_t end;			/* and end time */
+	bool again;			/* requeued before, and slurmctld came
+					 * back on a state older than that */
 	char why[48];			/* how it ended, for the log */
 };
 

@@ -81,7 +81,9 @@ static void _state_put(FILE *f, const char *path,
 	else
 		error("%s: %s: a record of job %u is out of range; not saved",
 		      plugin_type, path,
-		      r->kind == COPUS__STATE_JOB ? r->job.id : r->rescale.id);
+		      r->kind == COPUS__STATE_JOB	? r->job.id :
+		      r->kind == COPUS__STATE_REVIVED ? r->revived.id :
+							r->rescale.id);
 }
 
 /*
@@ -128,6 +130,17 @@ void copus__state_save(struct copus__sched *s, const char *dir)
 		r.job.launched = m->launched;
 		snprintf(r.job.type, sizeof(r.job.type), "%s", m->type_req);
 		r.job.type_known = m->type_known;
+		_state_put(f, path, &r);
+	}
+	for (i = 0; i < s->nmemo; i++) {
+		const struct copus__memo *m = &s->memo[i];
+		struct copus__state_rec r = { .kind = COPUS__STATE_REVIVED };
+
+		if (!m->revived_end)
+			continue;
+		r.revived.id = m->id;
+		r.revived.rc = m->revived_rc;
+		r.revived.end = m->revived_end;
 		_state_put(f, path, &r);
 	}
 	for (i = 0; i < s->usage.n; i++) {
@@ -192,6 +205,16 @@ void copus__state_load(struct copus__sched *s, const char *dir)
 			copus__usage_charge(&s->usage, r.user.uid,
 					    r.user.gpu_s);
 			nusers++;
+			continue;
+		}
+		if (r.kind == COPUS__STATE_REVIVED) {
+			struct copus__memo *in =
+				copus__memo_get(s, r.revived.id);
+
+			if (in) {
+				in->revived_rc = r.revived.rc;
+				in->revived_end = r.revived.end;
+			}
 			continue;
 		}
 		if (r.kind == COPUS__STATE_JOB) {

@@ -182,6 +182,25 @@ static int _user(char **f, int nf, struct copus__usage *u, const char **why)
 	return 0;
 }
 
+static int _revived(char **f, int nf, struct copus__state_revived *v,
+		    const char **why)
+{
+	long long n;
+
+	if (nf != 4)
+		return *why = "revived: number of fields", -1;
+	if (_int(f[1], 1, UINT32_MAX, &n))
+		return *why = "revived: ID", -1;
+	v->id = (uint32_t)n;
+	if (_int(f[2], 0, INT_MAX, &n))
+		return *why = "revived: RC", -1;
+	v->rc = (int)n;
+	if (_int(f[3], 1, INT64_MAX, &n) || (time_t)n != n)
+		return *why = "revived: END", -1;
+	v->end = (time_t)n;
+	return 0;
+}
+
 int copus__state_parse(const char *line, struct copus__state_rec *out,
 		       const char **why)
 {
@@ -210,7 +229,11 @@ int copus__state_parse(const char *line, struct copus__state_rec *out,
 		out->kind = COPUS__STATE_USER;
 		return _user(f, nf, &out->user, why);
 	}
-	*why = "the record kind (rescale, job or user)";
+	if (!strcmp(f[0], "revived")) {
+		out->kind = COPUS__STATE_REVIVED;
+		return _revived(f, nf, &out->revived, why);
+	}
+	*why = "the record kind (rescale, job, user or revived)";
 	return -1;
 }
 
@@ -229,6 +252,9 @@ static int _valid(const struct copus__state_rec *r)
 			       x->to <= COPUS__GPUS_MAX && x->rc >= -1 ?
 			       0 : -1;
 	}
+	if (r->kind == COPUS__STATE_REVIVED)
+		return r->revived.id >= 1 && r->revived.rc >= 0 &&
+			       r->revived.end >= 1 ? 0 : -1;
 	if (r->kind == COPUS__STATE_USER)
 		return r->user.uid != UINT32_MAX && isfinite(r->user.gpu_s) &&
 			       r->user.gpu_s >= 0 ? 0 : -1;
@@ -262,6 +288,10 @@ int copus__state_format(const struct copus__state_rec *r, char *buf,
 	else if (r->kind == COPUS__STATE_USER)
 		n = snprintf(buf, len, "user %" PRIu32 " %.17g\n",
 			     r->user.uid, r->user.gpu_s);
+	else if (r->kind == COPUS__STATE_REVIVED)
+		n = snprintf(buf, len, "revived %" PRIu32 " %d %lld\n",
+			     r->revived.id, r->revived.rc,
+			     (long long)r->revived.end);
 	else
 		n = snprintf(buf, len,
 			     "job %" PRIu32 " %d %d %.17g %.17g %lld %lld%s%s\n",

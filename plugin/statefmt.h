@@ -9,6 +9,7 @@
  *	rescale ID ASKED FROM TO TYPE GAVE_UP [RC]
  *	job ID REQ HAD ATTAINED [RATE [SUBMIT [LAUNCHED [TYPE]]]]
  *	user UID USED
+ *	revived ID RC END
  *
  * ID the Slurm job id (1 .. 2^32-1), ASKED when the rescale was asked
  * (seconds since the epoch, >= 0), FROM (1 ..) and TO (0 .. : queue) the
@@ -22,8 +23,10 @@
  * plugin last started it (seconds since the epoch, 0: never; missing in
  * older files), TYPE the GPU type of its request when the plugin first saw
  * it ("-": any; missing in older files: not known); UID a user id (0 .. 2^32-2) and USED the GPU-seconds that
- * user has used, decayed (finite, >= 0). GPU counts are at most
- * COPUS__GPUS_MAX.
+ * user has used, decayed (finite, >= 0); a revived line names the run of a
+ * job the plugin requeued after it ended of a rescale request: its restart
+ * count RC (0 ..) and end time END (seconds since the epoch, >= 1). GPU
+ * counts are at most COPUS__GPUS_MAX.
  */
 #ifndef COPUS_PLUGIN_STATEFMT_H
 #define COPUS_PLUGIN_STATEFMT_H
@@ -49,13 +52,27 @@ struct copus__state_job {
 	bool type_known;
 };
 
+/* A revived line: the run the plugin requeued after it ended of a rescale
+ * request (memo.revived_rc, revived_end). */
+struct copus__state_revived {
+	uint32_t id;
+	int rc;
+	time_t end;
+};
+
 /* One parsed line. */
 struct copus__state_rec {
-	enum { COPUS__STATE_RESCALE, COPUS__STATE_JOB, COPUS__STATE_USER } kind;
+	enum {
+		COPUS__STATE_RESCALE,
+		COPUS__STATE_JOB,
+		COPUS__STATE_USER,
+		COPUS__STATE_REVIVED
+	} kind;
 	struct copus__rescale rescale; /* id, asked, from, to, type, gave_up,
 					* rc; the rest zero */
 	struct copus__state_job job;
 	struct copus__usage user;
+	struct copus__state_revived revived;
 };
 
 /*

@@ -629,6 +629,27 @@ static void a_requeued_job_keeps_its_first_submission(void)
 	CU_ASSERT_EQUAL(copus__memo_submit(&in, 0), 1000);
 }
 
+/*
+ * The run the plugin requeued after it ended of a rescale request is known
+ * again by its restart count and end time, and only that run: slurmctld,
+ * restarted on a state saved before the requeue, brings it back ended.
+ */
+static void a_run_requeued_before_is_known_again(void)
+{
+	struct copus__memo in = { .id = 77 };
+
+	CU_ASSERT_FALSE(copus__memo_revived(NULL, 0, 1000));
+	CU_ASSERT_FALSE(copus__memo_revived(&in, 0, 0));
+	CU_ASSERT_FALSE(copus__memo_revived(&in, 0, 1000));
+	in.revived_rc = 1;
+	in.revived_end = 1000;
+	CU_ASSERT_TRUE(copus__memo_revived(&in, 1, 1000));
+	/* The run after it, and its run before, are other runs. */
+	CU_ASSERT_FALSE(copus__memo_revived(&in, 2, 1000));
+	CU_ASSERT_FALSE(copus__memo_revived(&in, 0, 1000));
+	CU_ASSERT_FALSE(copus__memo_revived(&in, 1, 1001));
+}
+
 static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 {
 	struct copus__state_rec r, back;
@@ -712,6 +733,18 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 	snprintf(r.job.type, sizeof(r.job.type), "a 100");
 	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), -1);
 
+	/* The run requeued after it ended of a rescale request. */
+	CU_ASSERT_EQUAL(copus__state_parse("revived 9 2 1764000300\n", &r,
+					   &why), 0);
+	CU_ASSERT_EQUAL(r.kind, COPUS__STATE_REVIVED);
+	CU_ASSERT_EQUAL(r.revived.id, 9);
+	CU_ASSERT_EQUAL(r.revived.rc, 2);
+	CU_ASSERT_EQUAL(r.revived.end, 1764000300);
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "revived 9 2 1764000300\n");
+	r.revived.end = 0;
+	CU_ASSERT_EQUAL(copus__state_format(&r, buf, sizeof(buf)), -1);
+
 	static const struct {
 		const char *line, *field;
 	} bad[] = {
@@ -747,6 +780,11 @@ static void state_lines_read_back_and_refuse_what_is_out_of_place(void)
 		{ "user 7 -1\n", "USED" },
 		{ "user 7 inf\n", "USED" },
 		{ "user 7 1 2\n", "number of fields" },
+		{ "revived 9 2\n", "number of fields" },
+		{ "revived 0 2 17\n", "ID" },
+		{ "revived 9 -1 17\n", "RC" },
+		{ "revived 9 2 0\n", "END" },
+		{ "revived 9 2 17x\n", "END" },
 		{ "\n", "layout" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -987,6 +1025,7 @@ int main(void)
 		TEST(model_speedup_grows_with_gpus),
 		TEST(policy_key_takes_a_name),
 		TEST(the_fairshare_weight_reaches_every_policy),
+		TEST(a_run_requeued_before_is_known_again),
 		TEST(state_lines_read_back_and_refuse_what_is_out_of_place),
 		TEST(a_requeued_job_keeps_its_first_submission),
 		TEST(users_usage_decays_and_gives_a_fair_share_factor),

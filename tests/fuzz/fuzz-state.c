@@ -1,7 +1,7 @@
 /*
  * Fuzz target: copus__state_parse(), one line of sched/copus's
  * StateSaveLocation/copus_state (rescales in flight, jobs' records, users'
- * usage), read back at every slurmctld start: a file
+ * usage, runs requeued after a rescale request), read back at every slurmctld start: a file
  * that outlives crashes, upgrades and an admin's editor. An accepted line
  * must hold values in range, which copus__state_format() must write as a
  * line that parses back to the same record, and that stays the same when
@@ -27,6 +27,11 @@ static void check_rec(const struct copus__state_rec *r)
 		FUZZ_CHECK(strchr(x->type, ' ') == NULL);
 		FUZZ_CHECK(!x->requeue_sent && !x->revived &&
 			   x->pending_since == 0);
+		return;
+	}
+	if (r->kind == COPUS__STATE_REVIVED) {
+		FUZZ_CHECK(r->revived.id >= 1);
+		FUZZ_CHECK(r->revived.rc >= 0 && r->revived.end >= 1);
 		return;
 	}
 	if (r->kind == COPUS__STATE_USER) {
@@ -57,6 +62,10 @@ static int same(const struct copus__state_rec *a,
 		       a->rescale.gave_up == b->rescale.gave_up &&
 		       a->rescale.rc == b->rescale.rc &&
 		       strcmp(a->rescale.type, b->rescale.type) == 0;
+	if (a->kind == COPUS__STATE_REVIVED)
+		return a->revived.id == b->revived.id &&
+		       a->revived.rc == b->revived.rc &&
+		       a->revived.end == b->revived.end;
 	if (a->kind == COPUS__STATE_USER)
 		return a->user.uid == b->user.uid &&
 		       a->user.gpu_s == b->user.gpu_s;
