@@ -244,8 +244,11 @@ cmd_test() {
 	if [ $rc -eq 0 ]; then
 		distcheck=1
 		say "make distcheck"
+		# The loopback suite ran on this tree just now; the dist tree
+		# runs every other test and two loopback ones.
 		make -s -C build distcheck \
 			DISTCHECK_CONFIGURE_FLAGS="--with-slurm-src=$slurm_src" \
+			SLURM_CHECK="tests/test-slurm-loopback.sh tests/test-slurm-examples.sh" \
 			>build/distcheck.log 2>&1 || { tail -40 build/distcheck.log; rc=1; }
 	fi
 
@@ -260,7 +263,7 @@ cmd_test() {
 	# Each part on its own: an assignment's status is its last command
 	# substitution's, and summarize fails when a test did, which would end
 	# this script (set -e) before the results are printed.
-	local ver sum dist="distcheck included"
+	local ver sum dist="distcheck included (loopback: first job, examples)"
 	ver=$(dpkg-query -W -f='${Version}' libslurm-dev | sed 's/-[^-]*$//') || ver="?"
 	sum=$(summarize build build-san | tail -1) || true
 	[ "$distcheck" = 1 ] || dist="distcheck not run (a test failed)"
