@@ -171,6 +171,8 @@ struct copus__revive {
  */
 struct copus__round {
 	bool quick;			/* an event round: starts only */
+	bool idle;			/* an event round that could start
+					 * nothing: no job was read */
 	double decay_hl;		/* PriorityDecayHalfLife, seconds */
 	int nusers;			/* users with jobs in the round */
 	/*

@@ -302,6 +302,12 @@ static void _round(struct copus__sched *s, bool quick)
 		s->stats.event_rounds++;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	copus__snapshot(s, &r);
+	if (r.idle) {
+		/* Nothing read, nothing to decide: the records stay. */
+		s->stats.event_rounds_idle++;
+		copus__snapshot_free(&r);
+		return;
+	}
 	copus__memo_sweep(s, r.when < r.reg_quiet);
 	r.t_snap = _ms_since(&t);
 	copus__history_learn(s, r.state_dir, r.obs, r.nobs);

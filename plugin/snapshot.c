@@ -73,6 +73,7 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 static void _registered(struct copus__sched *s, struct copus__round *r,
 			node_record_t *node_ptr, int i);
 static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr);
+static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r);
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 		     int i, time_t now);
 
@@ -130,6 +131,13 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	if (r->ntypes == 0) {
 		r->ntypes = 1;
 		snprintf(r->types[0], sizeof(r->types[0]), "gpu");
+	}
+	if (r->quick && _nothing_to_start(s, r)) {
+		r->idle = true;
+		copus__unlock(&clk, ls);
+		xfree(managed);
+		xfree(unheard);
+		return;
 	}
 	cut = _priority_cut(s->params.max_jobs);
 	/*
@@ -374,6 +382,34 @@ static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 		return false;
 	return IS_NODE_NO_RESPOND(node_ptr) ||
 	       !(avail_node_bitmap && bit_test(avail_node_bitmap, i));
+}
+
+/*
+ * Whether an event round can start nothing, before it reads the jobs: no
+ * usable node has a free GPU, no rescale is in flight, and no pending job
+ * asks for no generic resource at all (the plugin starts such jobs on
+ * CPUs). On a full cluster with a deep queue, where every submission is an
+ * event, the round then lets the locks go at once instead of walking every
+ * job; the next full round does what waits (deadlines, holds it caused,
+ * completions).
+ */
+static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r)
+{
+	job_record_t *job_ptr;
+	list_itr_t *it;
+	bool cpu_job = false;
+	int i;
+
+	for (i = 0; i < r->nnodes; i++)
+		if (r->nodes[i].usable && r->nodes[i].gpus > 0 && r->free[i] > 0)
+			return false;
+	if (copus__rescales_active(s))
+		return false;
+	it = list_iterator_create(job_list);
+	while (!cpu_job && (job_ptr = list_next(it)))
+		cpu_job = IS_JOB_PENDING(job_ptr) && !job_ptr->gres_list_req;
+	list_iterator_destroy(it);
+	return !cpu_job;
 }
 
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,

@@ -17,6 +17,8 @@
 	X(rounds, counter, "Scheduling rounds")                              \
 	X(event_rounds, counter,                                             \
 	  "Rounds that only started jobs, on a change between full rounds")  \
+	X(event_rounds_idle, counter,                                        \
+	  "Event rounds that read no job: no free GPU and no job for CPUs")  \
 	X(round_ms_last, gauge, "Time of the last round (milliseconds)")    \
 	X(round_ms_mean, gauge, "Mean time of a round (milliseconds)")      \
 	X(round_ms_max, gauge, "Longest round (milliseconds)")              \

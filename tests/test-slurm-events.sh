@@ -2,7 +2,8 @@
 # Jobs start on events, not only at round boundaries: with rounds a minute
 # apart, a job submitted to an idle cluster starts within a few seconds,
 # and a job waiting for GPUs starts within a few seconds of the job that
-# held them ending.
+# held them ending. With every GPU taken, an event round reads no job,
+# unless a job without GPUs waits.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
@@ -31,4 +32,31 @@ echo "the waiting job started $((SECONDS - t1)) s after the GPUs came free"
 wait_state "$b" COMPLETED 15 || fail "the second job did not end"
 n=$(sed -n 's/^event_rounds\t\([0-9]*\)\t.*/\1/p' "$TMP/c/state/copus_stats")
 [ "${n:-0}" -ge 1 ] || fail "no event round counted: $(cat "$TMP/c/state/copus_stats")"
+
+# Every GPU taken: a GPU job's submission starts nothing, and its event
+# round reads no job (event_rounds_idle); a job without GPUs still starts
+# on its event, and the GPU job on the GPUs coming free.
+stat() { sed -n "s/^$1\t\([0-9]*\)\t.*/\1/p" "$TMP/c/state/copus_stats"; }
+x=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 1 --wrap 'sleep 60') ||
+	fail "sbatch refused the job that takes every GPU"
+wait_state "$x" RUNNING 10 || fail "the job that takes every GPU did not start"
+idle0=$(stat event_rounds_idle)
+c=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 1 --wrap 'sleep 1') ||
+	fail "sbatch refused the GPU job"
+sleep 2
+[ "$(job_field "$c" JobState)" = PENDING ] || fail "the GPU job is $(job_field "$c" JobState) with every GPU taken"
+d=$(sbatch --parsable -o /dev/null -t 1 --wrap 'sleep 1') ||
+	fail "sbatch refused the job without GPUs"
+wait_state "$d" RUNNING 10 >/dev/null || wait_state "$d" COMPLETED 1 ||
+	fail "a job without GPUs did not start on its event with every GPU taken"
+sleep 1
+idle1=$(stat event_rounds_idle)
+[ "${idle1:-0}" -gt "${idle0:-0}" ] ||
+	fail "no event round was idle with every GPU taken (event_rounds_idle ${idle0:-none} -> ${idle1:-none})"
+echo "event rounds that read no job with every GPU taken: $((idle1 - ${idle0:-0}))"
+t2=$SECONDS
+scancel "$x"
+wait_state "$c" RUNNING 10 >/dev/null || wait_state "$c" COMPLETED 1 ||
+	fail "the GPU job did not start within 10 s of the GPUs coming free"
+echo "the GPU job started $((SECONDS - t2)) s after the GPUs came free"
 echo "PASS"
