@@ -34,7 +34,8 @@
 # or longer when the calls take longer, times one "squeue", one
 # "scontrol show job" of a random pending job and one "sbatch" (whose job
 # waits too). slurmctld's CPU time over the samples and its resident
-# memory, sdiag's cycle times and copus's round times follow each row.
+# memory, sdiag's cycle times and copus's round times (idle event rounds
+# too) and lock figures (snapshot, actions) follow each row.
 # MaxJobCount is raised to fit, as a site would; CONF_EXTRA adds slurm.conf
 # lines to every cluster of churn and depth.
 #
@@ -311,7 +312,7 @@ $CONF_EXTRA}"
 				END { print "   sdiag: " out }'
 			[ "$sched" != copus ] ||
 				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" 2>/dev/null |
-				awk '/^(rounds|event_rounds|round_ms_mean|round_ms_max) / { out = out sprintf("%s %s; ", $1, $2) }
+				awk '/^(rounds|event_rounds|event_rounds_idle|round_ms_mean|round_ms_max|lock_(snapshot|actions)_(cycles|hold_mean_us|hold_max_us|wait_mean_us)) / { out = out sprintf("%s %s; ", $1, $2) }
 					END { print "   copus: " out }'
 		done
 		"$CLUSTER" down "$TMP/c" >/dev/null
