@@ -92,7 +92,8 @@ end=$((SECONDS + 60))
 until [ "$(job_field "$e" JobState)" = RUNNING ] &&
 	[ "$(grep -c '^start ' "$TMP/e.out")" -ge 3 ]; do
 	st=$(job_field "$e" JobState)
-	case $st in PENDING | RUNNING | CONFIGURING) ;; *)
+	# (COMPLETING, REQUEUED: on its way back to the queue.)
+	case $st in PENDING | RUNNING | CONFIGURING | COMPLETING | REQUEUED) ;; *)
 		fail "job $e is $st after its requeue: $(grep -E "JobId=$e[^0-9]" "$log" | tail -n 8)" ;;
 	esac
 	[ $SECONDS -lt $end ] ||
