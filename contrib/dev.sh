@@ -10,7 +10,8 @@
 #                          Slurm 24.11 and unstable's 26.05, each in a root
 #                          of that suite (contrib/slurm-root.sh)
 #   contrib/dev.sh test-suite SUITE   only the loopback tests on SUITE's
-#                          Slurm (trixie: 24.11, sid: 26.05)
+#                          Slurm (trixie: 24.11, sid: 26.05); COPUS_SUITE_TESTS
+#                          may name some ("tests/test-slurm-chaos.sh ...")
 #   contrib/dev.sh deps    only install the Debian packages and the Slurm source
 #
 # The reference data is expected in ../shared/data beside the project root, or
@@ -200,6 +201,8 @@ suite_test() {
 			--env "SLURM_SBIN=$prefix/sbin" --env "SLURM_PLUGIN_DIR=$prefix/lib/slurm")
 		flags="CPPFLAGS=-I$prefix/include LDFLAGS=-L$prefix/lib --with-slurm-plugindir=$prefix/lib/slurm"
 	fi
+	local target=check-slurm
+	[ -z "${COPUS_SUITE_TESTS:-}" ] || target="check TESTS='$COPUS_SUITE_TESTS'"
 	rm -f "$b"/tests/*.trs "$b"/tests/*.log
 	"$top/contrib/slurm-root.sh" run "$dir" --bind "$top:/src" --bind "$b:/build" \
 		${bind[@]+"${bind[@]}"} ${env[@]+"${env[@]}"} -- sh -c "cd /build &&
@@ -207,12 +210,14 @@ suite_test() {
 		{ [ \"\$(cat .configured 2>/dev/null)\" = \"\$want\" ] ||
 		  { make -s clean >/dev/null 2>&1; true; }; } &&
 		/src/configure -q \$want && echo \"\$want\" >.configured &&
-		make -s -j$jobs && make -s -j$jobs check-slurm" >"$b/check.log" 2>&1 || rc=1
+		make -s -j$jobs && make -s -j$jobs $target" >"$b/check.log" 2>&1 || rc=1
 	summarize "$b" >"$b/summary.log" || { rc=1; cat "$b/summary.log" >&2; }
 	line=$(tail -1 "$b/summary.log")
 	[ -n "$line" ] || line="the build failed (see $b/check.log)"
 	local pkg
-	if [ -n "$prefix" ]; then
+	if [ -n "${COPUS_SUITE_TESTS:-}" ]; then
+		pkg="skipped (only COPUS_SUITE_TESTS ran)"
+	elif [ -n "$prefix" ]; then
 		pkg="skipped (a package for Debian's Slurm $debver needs that release's source)"
 	elif [ -f "$b/Makefile" ] && "$top/contrib/slurm-root.sh" run "$dir" \
 		--bind "$top:/src" --bind "$b:/build" -- /src/contrib/deb.sh /build \
