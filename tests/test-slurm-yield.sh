@@ -91,22 +91,29 @@ echo "the same $(wc -l <"$TMP/with") decisions with and without yields ($y yield
 # Long yields make each round of this queue last most of a second; jobs
 # submitted every 0.1 s for 6 s, each an event, with no full round due:
 # the plugin spends at most a tenth of the time in event rounds, not a
-# round after every poll (that would be most of the time).
+# round after every poll (that would be most of the time). A job without
+# GPUs waits (on a job that fills the GPUs), so that the event rounds read
+# the queue: with every GPU taken and no such job they would read none.
 set_params copus_interval=60,copus_yield_interval=1,copus_yield_sleep=5000
+cpu=$(sbatch --parsable -o /dev/null -t 5 --dependency=afterany:"${fill[0]}" --wrap 'sleep 1') ||
+	fail "sbatch of the job without GPUs"
 sleep 4
 busy_ms() { awk '$1 == "rounds" { r = $2 } $1 == "round_ms_mean" { m = $2 } END { printf "%.0f\n", r * m }' <("$ctl" stats --state-dir "$st"); }
-b0=$(busy_ms) e0=$(stat event_rounds) t0=$(date +%s%N)
+b0=$(busy_ms) e0=$(stat event_rounds) i0=$(stat event_rounds_idle) t0=$(date +%s%N)
 late=()
 for i in $(seq 1 60); do
 	late+=("$(sbatch --parsable -o /dev/null --gres=gpu:1 -t 5 --wrap 'sleep 1')") ||
 		fail "sbatch of an event job"
 	sleep 0.1
 done
-b1=$(busy_ms) e1=$(stat event_rounds) t1=$(date +%s%N)
+b1=$(busy_ms) e1=$(stat event_rounds) i1=$(stat event_rounds_idle) t1=$(date +%s%N)
 span=$(((t1 - t0) / 1000000))
 share=$(((b1 - b0) * 100 / span))
 echo "with rounds of $(stat round_ms_last) ms: $((e1 - e0)) event rounds in $span ms, rounds busy ${share}% of the time"
 [ "$share" -le 30 ] || fail "rounds took ${share}% of the time while jobs were submitted"
+[ $((e1 - e0 - i1 + i0)) -gt 0 ] ||
+	fail "no event round read the queue while jobs were submitted ($((e1 - e0)) event rounds, $((i1 - i0)) idle)"
+scancel "$cpu"
 set_params copus_interval=2,copus_yield_interval=1,copus_yield_sleep=20000
 sleep 1
 
