@@ -28,9 +28,12 @@ grep -q '^stopped step 20 ' <<<"$out" || fail "no stop line: $out"
 # One GPU, one micro-batch a step: the noise shows only against the last
 # step's gradient (copus_grad_dot), as an application gives it; without it
 # the job's noise scale stays unknown (phi 0) and a scheduler never sees it
-# grow. Its estimate is near the --noise it trains with.
+# grow. Its estimate is near the --noise it trains with. The batch is held
+# at 128 (--max-batch): with that noise scale the job may grow its batch
+# before step 600, to two micro-batches a step, when its first estimates
+# come early.
 out=$("$T" --app cifar10 --gpus 1 --speedup 1000 --max-steps 600 --noise 2000,1 \
-	--print-every 200 --seed 3 2>&1) || fail "the one-GPU run failed: $out"
+	--max-batch 128 --print-every 200 --seed 3 2>&1) || fail "the one-GPU run failed: $out"
 phi=$(grep '^step 600 .* (1 x 128 x 1) ' <<<"$out" | sed -n 's/.* phi \([0-9]*\)$/\1/p')
 [ -n "$phi" ] || fail "no step 600 line at batch 128 on one GPU: $out"
 [ "$phi" -ge 500 ] && [ "$phi" -le 8000 ] ||
