@@ -53,6 +53,47 @@ void copus__round_decide(struct copus__sched *s, struct copus__round *r)
 	_plan(s, r);
 }
 
+uint32_t copus__priority_cut(uint32_t *prio, int n, int max_jobs)
+{
+	int lo = 0, hi = n - 1, k = max_jobs - 1;
+
+	if (max_jobs <= 0 || n <= max_jobs)
+		return 0;
+	/*
+	 * Selection by three-way partition, highest first: [lo, lt) above
+	 * the pivot, [lt, gt] equal to it, (gt, hi] below; then on into the
+	 * part that holds position k. Many equal priorities (the common case)
+	 * end it at once.
+	 */
+	while (lo < hi) {
+		uint32_t a = prio[lo], b = prio[lo + (hi - lo) / 2], c = prio[hi];
+		uint32_t pivot = a < b ? (b < c ? b : (a < c ? c : a))
+				       : (a < c ? a : (b < c ? c : b));
+		int lt = lo, gt = hi, i = lo;
+
+		while (i <= gt) {
+			uint32_t v = prio[i];
+
+			if (v > pivot) {
+				prio[i++] = prio[lt];
+				prio[lt++] = v;
+			} else if (v < pivot) {
+				prio[i] = prio[gt];
+				prio[gt--] = v;
+			} else {
+				i++;
+			}
+		}
+		if (k < lt)
+			hi = lt - 1;
+		else if (k > gt)
+			lo = gt + 1;
+		else
+			return pivot;
+	}
+	return prio[k];
+}
+
 void copus__round_free(struct copus__round *r)
 {
 	int i;

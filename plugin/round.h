@@ -268,6 +268,16 @@ void copus__round_decide(struct copus__sched *s, struct copus__round *r);
 void copus__round_free(struct copus__round *r);
 
 /*
+ * The least priority a pending job needs to be among the max_jobs that a
+ * round considers: the max_jobs-th highest of the n priorities in prio, or
+ * 0 when there are no more than max_jobs of them (or max_jobs <= 0).
+ * Slurm's job list is in no useful order, so the jobs a round considers are
+ * chosen by priority, as Slurm's own schedulers would. Reorders prio; takes
+ * time linear in n on average, however many priorities are equal.
+ */
+uint32_t copus__priority_cut(uint32_t *prio, int n, int max_jobs);
+
+/*
  * The jobs the round starts, in their records (memo.launched), around the
  * actions: before them (before true), each pending job the decision starts
  * is marked started at r->when, so that copus_state, saved then, holds every

@@ -62,7 +62,12 @@ static bool _job_startable(job_record_t *job_ptr);
 static bool _slurm_requeued(job_record_t *job_ptr, time_t now);
 
 /* The round's jobs */
-static uint32_t _priority_cut(int max_jobs);
+static int _job_ids(struct copus__sched *s, struct copus__round *r,
+		    struct copus__lock_clock *clk, time_t parts_at,
+		    uint32_t **ids, uint32_t **prio, int *nprio);
+static bool _yield(struct copus__sched *s, struct copus__round *r,
+		   struct copus__lock_clock *clk, time_t parts_at);
+static bool _reconfigured(struct copus__round *r, time_t parts_at);
 static bool _refused(const struct copus__memo *in, job_record_t *job_ptr);
 static void _overflow(struct copus__round *r, uint32_t id);
 static struct copus__round_job *_rj_new(struct copus__round *r, int *cap);
@@ -73,7 +78,8 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 static void _registered(struct copus__sched *s, struct copus__round *r,
 			node_record_t *node_ptr, int i);
 static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr);
-static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r);
+static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r,
+			      struct copus__lock_clock *clk, time_t parts_at);
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 		     int i, time_t now);
 
@@ -91,14 +97,13 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	struct copus__lock_stats *ls = &s->stats.locks[COPUS__LOCK_snapshot];
 	node_record_t *node_ptr;
 	job_record_t *job_ptr;
-	list_itr_t *it;
-	int i, k, n, nids = 0, cap = 0, *managed;
-	uint32_t *ids;
+	int i, k, n, nids, nprio = 0, cap = 0, *managed;
+	uint32_t *ids = NULL, *prio = NULL, cut = 0;
 	time_t parts_at;
-	uint32_t cut;
 	bool *unheard;
 
 	copus__lock(&clk, locks);
+	parts_at = last_part_update;
 	r->when = time(NULL);
 	r->max_jobs = s->params.max_jobs;
 	r->state_dir = xstrdup(slurm_conf.state_save_location);
@@ -132,26 +137,32 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		r->ntypes = 1;
 		snprintf(r->types[0], sizeof(r->types[0]), "gpu");
 	}
-	if (r->quick && _nothing_to_start(s, r)) {
+	if (r->quick && _nothing_to_start(s, r, &clk, parts_at)) {
 		r->idle = true;
 		copus__unlock(&clk, ls);
 		xfree(managed);
 		xfree(unheard);
 		return;
 	}
-	cut = _priority_cut(s->params.max_jobs);
 	/*
-	 * The jobs by id, so that the walk may let the locks go midway
+	 * The jobs by id, so that the walk below may let the locks go midway
 	 * (copus_yield_interval) and find each job again: one that ended
 	 * meanwhile is gone, one that changed is read as it is now, and one
-	 * submitted meanwhile waits for the next round.
+	 * submitted meanwhile waits for the next round. The walk that lists
+	 * them yields too, and the choice of the copus_max_jobs pending jobs
+	 * with the highest priorities is made with the locks let go.
 	 */
-	parts_at = last_part_update;
-	ids = xcalloc(list_count(job_list) + 1, sizeof(*ids));
-	it = list_iterator_create(job_list);
-	while ((job_ptr = list_next(it)))
-		ids[nids++] = job_ptr->job_id;
-	list_iterator_destroy(it);
+	nids = _job_ids(s, r, &clk, parts_at, &ids, &prio, &nprio);
+	if (s->params.yield_us <= 0) {
+		cut = copus__priority_cut(prio, nprio, s->params.max_jobs);
+	} else if (!r->error[0]) {
+		copus__unlock(&clk, ls);
+		ls->yields++;
+		cut = copus__priority_cut(prio, nprio, s->params.max_jobs);
+		copus__lock(&clk, locks);
+		_reconfigured(r, parts_at);
+	}
+	xfree(prio);
 	for (n = 0; n < nids; n++) {
 		job_details_t *d;
 		struct copus__rescale *x;
@@ -159,17 +170,9 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		struct copus__round_job *j;
 		bool startable, requeued = false;
 
-		if (!(n & 15) &&
-		    copus__lock_yield(&clk, ls, s->params.yield_us,
-				      s->params.yield_sleep_us) &&
-		    (node_record_count != r->nnodes ||
-		     last_part_update != parts_at)) {
-			/* The partition pointers read so far may be stale. */
-			snprintf(r->error, sizeof(r->error), "the nodes or "
-				 "partitions were reconfigured during the "
-				 "snapshot");
+		if (r->error[0] ||
+		    (!(n & 15) && !_yield(s, r, &clk, parts_at)))
 			break;
-		}
 		if (!(job_ptr = find_job_record(ids[n])))
 			continue;
 		d = job_ptr->details;
@@ -393,23 +396,29 @@ static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
  * job; the next full round does what waits (deadlines, holds it caused,
  * completions).
  */
-static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r)
+static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r,
+			      struct copus__lock_clock *clk, time_t parts_at)
 {
 	job_record_t *job_ptr;
 	list_itr_t *it;
 	bool cpu_job = false;
-	int i;
+	int i, n = 0;
 
 	for (i = 0; i < r->nnodes; i++)
 		if (r->nodes[i].usable && r->nodes[i].gpus > 0 && r->free[i] > 0)
 			return false;
 	if (copus__rescales_active(s))
 		return false;
+	/* Slurm's list iterators outlive the yields (_job_ids). */
 	it = list_iterator_create(job_list);
-	while (!cpu_job && (job_ptr = list_next(it)))
+	while (!cpu_job && (job_ptr = list_next(it))) {
 		cpu_job = IS_JOB_PENDING(job_ptr) && !job_ptr->gres_list_req;
+		if (!(++n & 15) && !_yield(s, r, clk, parts_at))
+			break;
+	}
 	list_iterator_destroy(it);
-	return !cpu_job;
+	/* Reconfigured meanwhile: not idle, and the snapshot stops there. */
+	return !cpu_job && !r->error[0];
 }
 
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
@@ -506,43 +515,67 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	r->nrunning++;
 }
 
-static int _cmp_prio_desc(const void *a, const void *b)
+/*
+ * Lets slurmctld's locks go when they have been held for
+ * copus_yield_interval. False when the nodes or partitions were
+ * reconfigured meanwhile (r->error then says so).
+ */
+static bool _yield(struct copus__sched *s, struct copus__round *r,
+		   struct copus__lock_clock *clk, time_t parts_at)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x > y ? -1 : x < y;
+	if (!copus__lock_yield(clk, &s->stats.locks[COPUS__LOCK_snapshot],
+			       s->params.yield_us, s->params.yield_sleep_us))
+		return true;
+	return !_reconfigured(r, parts_at);
 }
 
 /*
- * The least priority a pending job needs to be among the max_jobs that a
- * round considers: the max_jobs-th highest priority of the pending jobs,
- * or 0 when there are no more of them than that. Slurm's job list is in
- * no useful order, so the jobs a round considers are chosen by priority,
- * as Slurm's own schedulers would.
+ * Whether the nodes or partitions changed since the snapshot began (at
+ * parts_at): the node and partition records read so far may be stale, and
+ * r->error says so.
  */
-static uint32_t _priority_cut(int max_jobs)
+static bool _reconfigured(struct copus__round *r, time_t parts_at)
+{
+	if (node_record_count == r->nnodes && last_part_update == parts_at)
+		return false;
+	snprintf(r->error, sizeof(r->error), "the nodes or partitions were "
+		 "reconfigured during the snapshot");
+	return true;
+}
+
+/*
+ * Every job's id (*ids, the count returned), and the priorities of the
+ * pending jobs that may start (*prio, *nprio: copus_max_jobs's cut is
+ * taken from them), in one walk of Slurm's job list that lets the locks go
+ * every copus_yield_interval. Slurm's list iterators outlive that: a job
+ * purged meanwhile is skipped, one submitted meanwhile is read at the
+ * list's tail (slurmctld never reorders its job list).
+ */
+static int _job_ids(struct copus__sched *s, struct copus__round *r,
+		    struct copus__lock_clock *clk, time_t parts_at,
+		    uint32_t **ids, uint32_t **prio, int *nprio)
 {
 	list_itr_t *it = list_iterator_create(job_list);
 	job_record_t *job_ptr;
-	uint32_t *prio = NULL, cut = 0;
-	int n = 0, cap = 0;
+	int n = 0, cap = list_count(job_list) + 16;
 
+	*ids = xcalloc(cap, sizeof(**ids));
+	*prio = xcalloc(cap, sizeof(**prio));
+	*nprio = 0;
 	while ((job_ptr = list_next(it))) {
-		if (!IS_JOB_PENDING(job_ptr) || job_ptr->priority == 0)
-			continue;
 		if (n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			xrecalloc(prio, cap, sizeof(*prio));
+			cap *= 2;
+			xrecalloc(*ids, cap, sizeof(**ids));
+			xrecalloc(*prio, cap, sizeof(**prio));
 		}
-		prio[n++] = job_ptr->priority;
+		(*ids)[n++] = job_ptr->job_id;
+		if (IS_JOB_PENDING(job_ptr) && job_ptr->priority != 0)
+			(*prio)[(*nprio)++] = job_ptr->priority;
+		if (!(n & 15) && !_yield(s, r, clk, parts_at))
+			break;
 	}
 	list_iterator_destroy(it);
-	if (n > max_jobs && max_jobs > 0) {
-		qsort(prio, n, sizeof(*prio), _cmp_prio_desc);
-		cut = prio[max_jobs - 1];
-	}
-	xfree(prio);
-	return cut;
+	return n;
 }
 
 /* A pending job that this round does not consider (r->over). */

@@ -1345,6 +1345,61 @@ static void a_type_the_plugin_set_does_not_tie_an_elastic_job(void)
 	_site_constants(false);
 }
 
+static int _desc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x > y ? -1 : x < y;
+}
+
+/*
+ * copus_max_jobs: the cut is the max_jobs-th highest priority, as a full
+ * sort finds it, with few or many equal priorities, and 0 when no more
+ * jobs than that are pending.
+ */
+static void the_priority_cut_is_the_max_jobs_th_highest(void)
+{
+	static const int spreads[] = { 1, 3, 50, 1000000 };
+	static const int counts[] = { 1, 2, 7, 100, 5000 };
+	uint32_t *v = malloc(5000 * sizeof(*v)), *w = malloc(5000 * sizeof(*w));
+	uint32_t two[] = { 9, 4 };
+	unsigned seed = 7;
+	int a, b, k, i;
+
+	CU_ASSERT_EQUAL(copus__priority_cut(two, 2, 2), 0);
+	CU_ASSERT_EQUAL(copus__priority_cut(two, 2, 0), 0);
+	CU_ASSERT_EQUAL(copus__priority_cut(two, 2, 1), 9);
+	CU_ASSERT_EQUAL(copus__priority_cut(NULL, 0, 5), 0);
+	for (a = 0; a < 4; a++)
+		for (b = 0; b < 5; b++) {
+			int n = counts[b];
+
+			for (i = 0; i < n; i++)
+				v[i] = 1 + (uint32_t)(rand_r(&seed) % spreads[a]);
+			memcpy(w, v, n * sizeof(*v));
+			qsort(w, n, sizeof(*w), _desc);
+			for (k = 1; k < n; k += 1 + n / 7) {
+				uint32_t got = copus__priority_cut(v, n, k);
+
+				CU_ASSERT_EQUAL(got, w[k - 1]);
+				if (got != w[k - 1])
+					fprintf(stderr, "spread %d, %d jobs, "
+						"max_jobs %d: cut %u, not %u\n",
+						spreads[a], n, k, got,
+						w[k - 1]);
+			}
+		}
+	/* Sorted either way: the median of three keeps it linear. */
+	for (i = 0; i < 5000; i++)
+		v[i] = (uint32_t)i;
+	CU_ASSERT_EQUAL(copus__priority_cut(v, 5000, 1000), 4000);
+	for (i = 0; i < 5000; i++)
+		v[i] = (uint32_t)(5000 - i);
+	CU_ASSERT_EQUAL(copus__priority_cut(v, 5000, 1000), 4001);
+	free(v);
+	free(w);
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -1381,6 +1436,7 @@ int main(void)
 		TEST(a_ratio_measured_by_a_job_of_the_same_application_comes_first),
 		TEST(site_type_names_get_estimates_from_the_constants_file),
 		TEST(a_type_the_plugin_set_does_not_tie_an_elastic_job),
+		TEST(the_priority_cut_is_the_max_jobs_th_highest),
 	};
 	int rc = RUN_TESTS("plugin-round", tests);
 
