@@ -145,3 +145,46 @@ while :; do
 done
 JOB
 }
+
+# refused_requeue_setup COUNT: one node of 4 a100 GPUs under sched/copus
+# with tests/fault-requeue.c preloaded into slurmctld; an elastic job
+# (hint_job's "die" mode: it dies of the rescale signal, so sched/copus
+# requeues it itself) runs on all 4 to its first checkpoint, then a rigid
+# job of 2 GPUs makes the plugin ask it to checkpoint. The fault refuses
+# the elastic job's first COUNT requeues (COUNT may change later through
+# $refuse). Returns once the job has died of the request and its first
+# requeue was refused. Sets e, r (the two job IDs), log (slurmctld.log),
+# refuse (the fault's file) and job.sh in $TMP.
+refused_requeue_setup() {
+	local so spank fault end
+	so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
+	spank=$(need_plugin spank_copus) || exit $?
+	fault=$PWD/tests/.libs/fault_requeue.so
+	[ -f "$fault" ] || skip "$fault not built (make check builds it)"
+	FAULT=$fault
+	refuse=$TMP/refuse
+	: >"$refuse"
+	LD_PRELOAD=$fault COPUS_FAULT_REQUEUE=$refuse \
+		cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
+		--plugin-dir "$(dirname "$so")" \
+		--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=1,copus_checkpoint_deadline=4
+	log=$TMP/c/log/slurmctld.log
+	hint_job "$TMP/job.sh"
+	e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 --elastic=1-4 -t 10 \
+		"$TMP/job.sh" "$TMP/e.out" die) || fail "sbatch refused the elastic job"
+	echo "$e $1" >"$refuse"
+	wait_line "$TMP/e.out" '^start restart=0 gpus=4 ' 30 ||
+		fail "the elastic job did not start on 4 GPUs: $(cat "$TMP/e.out" 2>&1)"
+	# Its first periodic checkpoint.
+	end=$((SECONDS + 30))
+	until [ -s "$TMP/e.out.ckpt" ]; do
+		[ $SECONDS -lt $end ] || fail "the elastic job wrote no checkpoint"
+		sleep 0.3
+	done
+	r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 300') ||
+		fail "sbatch refused the rigid job"
+	wait_line "$log" "JobId=$e asked to checkpoint" 30 ||
+		fail "job $e was not asked to checkpoint for the rigid job"
+	wait_line "$log" "JobId=$e .* after it was asked to checkpoint, and cannot be requeued" 30 ||
+		fail "the plugin did not try to requeue job $e once it died of the signal ($(scontrol -o show job "$e"); $(cat "$TMP/c/log/slurmctld.out"))"
+}

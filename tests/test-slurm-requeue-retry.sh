@@ -18,37 +18,8 @@
 # lost RPC, a slurmctld too busy to answer) is what the retry is for.
 . "$(dirname "$0")/slurm-common.sh"
 
-so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
-spank=$(need_plugin spank_copus) || exit $?
-fault=$PWD/tests/.libs/fault_requeue.so
-[ -f "$fault" ] || skip "$fault not built (make check builds it)"
-refuse=$TMP/refuse
-: >"$refuse"
-LD_PRELOAD=$fault COPUS_FAULT_REQUEUE=$refuse \
-	cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
-	--plugin-dir "$(dirname "$so")" \
-	--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=1,copus_checkpoint_deadline=4
-log=$TMP/c/log/slurmctld.log
+refused_requeue_setup 2
 out=$TMP/c/log/slurmctld.out
-hint_job "$TMP/job.sh"
-
-e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 --elastic=1-4 -t 10 \
-	"$TMP/job.sh" "$TMP/e.out" die) || fail "sbatch refused the elastic job"
-echo "$e 2" >"$refuse"
-wait_line "$TMP/e.out" '^start restart=0 gpus=4 ' 30 ||
-	fail "the elastic job did not start on 4 GPUs: $(cat "$TMP/e.out" 2>&1)"
-# Its first periodic checkpoint.
-end=$((SECONDS + 30))
-until [ -s "$TMP/e.out.ckpt" ]; do
-	[ $SECONDS -lt $end ] || fail "the elastic job wrote no checkpoint"
-	sleep 0.3
-done
-r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 300') ||
-	fail "sbatch refused the rigid job"
-wait_line "$log" "JobId=$e asked to checkpoint" 30 ||
-	fail "job $e was not asked to checkpoint for the rigid job"
-wait_line "$log" "JobId=$e .* after it was asked to checkpoint, and cannot be requeued" 30 ||
-	fail "the plugin did not try to requeue job $e once it died of the signal ($(scontrol -o show job "$e"); $(cat "$out"))"
 grep -q "JobId=$e: requeue refused (1 of 2)" "$out" ||
 	fail "the fault did not refuse the first requeue of job $e: $(cat "$out")"
 wait_line "$TMP/e.out" '^start restart=1 gpus=[12] step=[1-9]' 30 ||

@@ -15,19 +15,9 @@
 # restart-ctld --job-state), as a crash within 5 s of the requeue leaves it.
 . "$(dirname "$0")/slurm-common.sh"
 
-so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
-spank=$(need_plugin spank_copus) || exit $?
-fault=$PWD/tests/.libs/fault_requeue.so
-[ -f "$fault" ] || skip "$fault not built (make check builds it)"
-refuse=$TMP/refuse
-: >"$refuse"
-LD_PRELOAD=$fault COPUS_FAULT_REQUEUE=$refuse \
-	cluster_up --nodes 1 --gpus a100:4 --sched copus --spank "$spank" \
-	--plugin-dir "$(dirname "$so")" \
-	--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=1,copus_checkpoint_deadline=4
-log=$TMP/c/log/slurmctld.log
+refused_requeue_setup 1000
 state=$TMP/c/state
-hint_job "$TMP/job.sh"
+fault=$FAULT
 
 # runs JOB: the number of its batch scripts running on the node (slurmd
 # runs a copy of job.sh as slurm_script).
@@ -35,22 +25,6 @@ runs() {
 	pgrep -f "slurm_script $TMP/$1.out" | wc -l
 }
 
-e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 --elastic=1-4 -t 10 \
-	"$TMP/job.sh" "$TMP/e.out" die) || fail "sbatch refused the elastic job"
-echo "$e 1000" >"$refuse"
-wait_line "$TMP/e.out" '^start restart=0 gpus=4 ' 30 ||
-	fail "the elastic job did not start on 4 GPUs: $(cat "$TMP/e.out" 2>&1)"
-end=$((SECONDS + 30))
-until [ -s "$TMP/e.out.ckpt" ]; do
-	[ $SECONDS -lt $end ] || fail "the elastic job wrote no checkpoint"
-	sleep 0.3
-done
-r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 300') ||
-	fail "sbatch refused the rigid job"
-wait_line "$log" "JobId=$e asked to checkpoint" 30 ||
-	fail "job $e was not asked to checkpoint for the rigid job"
-wait_line "$log" "JobId=$e .* after it was asked to checkpoint, and cannot be requeued" 30 ||
-	fail "job $e did not end of the request ($(scontrol -o show job "$e"))"
 [ "$(job_field "$e" JobState)" = FAILED ] ||
 	fail "job $e is $(job_field "$e" JobState), expected FAILED while its requeue is refused"
 
