@@ -87,12 +87,14 @@ static int optimus_decide(void *state, const copus_policy_params *prm,
 		size_t j = ord[i].j;
 		const copus_job *jb = &r->jobs[j];
 		const copus_model *m = copus__job_model(jb, t);
+		int kmin = jb->min_gpus > 1 ? jb->min_gpus : 1;
 		double treq;
 
-		if (left < 1 || !copus__type_allowed(jb, t))
+		/* A job runs on at least its minimum, or waits. */
+		if (left < kmin || !copus__type_allowed(jb, t))
 			continue;
-		k[j] = 1;
-		left--;
+		k[j] = kmin;
+		left -= kmin;
 		if (m == NULL || jb->remaining < 0.0) {
 			iters[j] = 1.0;
 		} else {
