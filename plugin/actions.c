@@ -27,6 +27,16 @@ static int _replace(struct copus__round *r, job_record_t *job_ptr,
 		    const struct copus__round_job *j);
 
 /*
+ * Whether slurmctld's nodes may have changed since the snapshot: their
+ * count, or a reconfiguration (which rebuilds the node table).
+ */
+static bool _reconfigured(struct copus__sched *s, struct copus__round *r)
+{
+	return node_record_count != r->nnodes ||
+	       __atomic_load_n(&s->reconfigs, __ATOMIC_SEQ_CST) != r->reconfigs;
+}
+
+/*
  * Lets the locks go for a moment when they have been held long enough
  * (copus_yield_interval). Returns false when the nodes were reconfigured
  * meanwhile: the decided nodes mean nothing any more, the round stops.
@@ -36,7 +46,7 @@ static bool _yield(struct copus__sched *s, struct copus__round *r,
 {
 	return !copus__lock_yield(clk, ls, s->params.yield_us,
 				  s->params.yield_sleep_us) ||
-	       node_record_count == r->nnodes;
+	       !_reconfigured(s, r);
 }
 
 void copus__act(struct copus__sched *s, struct copus__round *r)
@@ -53,7 +63,7 @@ void copus__act(struct copus__sched *s, struct copus__round *r)
 		 "priority that a round considers (copus_max_jobs)",
 		 r->max_jobs);
 	copus__lock(&clk, locks);
-	if (node_record_count != r->nnodes) {
+	if (_reconfigured(s, r)) {
 		/* Nodes were reconfigured during the decision: next round. */
 		copus__unlock(&clk, ls);
 		return;

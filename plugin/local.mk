@@ -22,7 +22,8 @@ slurmplugin_LTLIBRARIES += plugin/sched_copus.la
 endif
 plugin_sched_copus_la_SOURCES = \
 	plugin/sched_copus.c plugin/sched_copus.h \
-	plugin/snapshot.c plugin/snapshot.h \
+	plugin/snapshot.c plugin/snapshot.h plugin/snapshot-job.c \
+	plugin/snapshot-job.h \
 	plugin/intake.c plugin/intake.h \
 	plugin/round.c plugin/round.h \
 	plugin/round-users.c plugin/round-plans.c plugin/round-launches.c \

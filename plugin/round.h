@@ -203,6 +203,9 @@ struct copus__round {
 	double t_snap, t_decide, t_act;	/* phase times, milliseconds */
 	char *state_dir;		/* StateSaveLocation */
 	int nnodes;
+	/* copus__sched.reconfigs when the snapshot began: the actions stop
+	 * if slurmctld was reconfigured since. */
+	unsigned reconfigs;
 	copus_node *nodes;
 	char (*names)[64];		/* node names */
 	int *free;			/* GPUs not allocated, per node */

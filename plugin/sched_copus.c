@@ -506,6 +506,7 @@ extern int sched_p_reconfig(void)
 {
 	struct copus__sched *s = &_sched;
 
+	__atomic_add_fetch(&s->reconfigs, 1, __ATOMIC_SEQ_CST);
 	slurm_mutex_lock(&s->term_lock);
 	s->reconfig = true;
 	pthread_cond_signal(&s->term_cond);

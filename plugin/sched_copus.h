@@ -65,6 +65,10 @@ struct copus__sched {
 	pthread_cond_t term_cond;	/* signalled under term_lock */
 	bool stop;			/* under term_lock: fini() */
 	bool reconfig;			/* under term_lock: re-read the keys */
+	/* Slurm's reconfigurations so far (atomic): a snapshot that let the
+	 * locks go sees one that came meanwhile even within the second of
+	 * an earlier change (last_part_update counts seconds). */
+	unsigned reconfigs;
 	/* A job's request was just set for its decided cell: start it at
 	 * once. */
 	bool again;

@@ -21,6 +21,7 @@
 #include "sched_copus.h"
 #include "intake.h"
 #include "snapshot.h"
+#include "snapshot-job.h"
 
 /*
  * The partitions of a snapshot's jobs, numbered as they come: the round
@@ -31,64 +32,66 @@ struct _parts {
 	int n;
 };
 
+/*
+ * What the snapshot read the nodes and partitions at: a change of any of
+ * these during a yield makes what it read of them stale.
+ */
+struct _epoch {
+	time_t parts;		/* last_part_update */
+	unsigned reconfigs;	/* copus__sched.reconfigs */
+	int nnodes;		/* node_record_count */
+};
+
 /* Nodes and partitions */
 static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i);
 static int _part_index(struct _parts *parts, part_record_t *part_ptr);
 static uint8_t *_part_row(struct copus__round *r, int k,
 			  part_record_t *part_ptr);
 
-/*
- * The job's user, and Slurm's fair-share factor of that user when
- * priority/multifactor has one (its factor times PriorityWeightFairshare is
- * what the job's priority factors hold).
- */
-static void _job_user(job_record_t *job_ptr, struct copus__round_job *j)
-{
-	double fs = 0.0;
-
-	j->uid = job_ptr->user_id;
-	if (job_ptr->prio_factors && slurm_conf.priority_weight_fs > 0)
-		fs = job_ptr->prio_factors->priority_fs /
-		     (double)slurm_conf.priority_weight_fs;
-	j->fs_slurm = fs > 0.0 && fs <= 1.0 ? fs : 0.0;
-}
-
-/* A job's request, options and allocation */
-static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j);
-static void _job_options(job_record_t *job_ptr, struct copus__round_job *j);
-static void _job_alloc(struct copus__round *r, job_record_t *job_ptr,
-		       struct copus__round_job *j);
-static bool _job_startable(job_record_t *job_ptr);
-static bool _slurm_requeued(job_record_t *job_ptr, time_t now);
 
 /* The round's jobs */
 static int _job_ids(struct copus__sched *s, struct copus__round *r,
-		    struct copus__lock_clock *clk, time_t parts_at,
+		    struct copus__lock_clock *clk, const struct _epoch *at,
 		    uint32_t **ids, uint32_t **prio, int *nprio);
 static bool _yield(struct copus__sched *s, struct copus__round *r,
-		   struct copus__lock_clock *clk, time_t parts_at);
-static bool _reconfigured(struct copus__round *r, time_t parts_at);
-static bool _refused(const struct copus__memo *in, job_record_t *job_ptr);
+		   struct copus__lock_clock *clk, const struct _epoch *at);
+static bool _reconfigured(struct copus__sched *s, struct copus__round *r,
+			  const struct _epoch *at);
 static void _overflow(struct copus__round *r, uint32_t id);
 static struct copus__round_job *_rj_new(struct copus__round *r, int *cap);
 static void _rj_free(struct copus__round_job *j);
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 			      job_record_t *job_ptr, int *cap,
 			      const bool *unheard);
+static void _snapshot_pending(struct copus__sched *s, struct copus__round *r,
+			      job_record_t *job_ptr, uint32_t cut,
+			      struct _parts *parts, int *cap);
 static void _registered(struct copus__sched *s, struct copus__round *r,
 			node_record_t *node_ptr, int i);
 static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr);
-static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r,
-			      struct copus__lock_clock *clk, time_t parts_at);
+static bool _nothing_to_start(struct copus__sched *s);
+static void _snapshot(struct copus__sched *s, struct copus__round *r);
+static bool _usable(node_record_t *node_ptr, int i);
+static void _node_gres(node_record_t *node_ptr, int *avail, int *alloc,
+		       char *type, size_t tlen);
 static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 		     int i, time_t now);
+
+void copus__snapshot(struct copus__sched *s, struct copus__round *r)
+{
+	if (r->quick && _nothing_to_start(s)) {
+		r->idle = true;
+		return;
+	}
+	_snapshot(s, r);
+}
 
 /*
  * Phase 1. job_independent() may update a job's dependency state and
  * reason, so the job lock is a write lock here (as in Slurm's own
  * scheduler); nodes and partitions are only read.
  */
-void copus__snapshot(struct copus__sched *s, struct copus__round *r)
+static void _snapshot(struct copus__sched *s, struct copus__round *r)
 {
 	slurmctld_lock_t locks = { READ_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK,
 				   READ_LOCK };
@@ -99,11 +102,14 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	job_record_t *job_ptr;
 	int i, k, n, nids, nprio = 0, cap = 0, *managed;
 	uint32_t *ids = NULL, *prio = NULL, cut = 0;
-	time_t parts_at;
+	struct _epoch at;
 	bool *unheard;
 
 	copus__lock(&clk, locks);
-	parts_at = last_part_update;
+	at.parts = last_part_update;
+	at.reconfigs = __atomic_load_n(&s->reconfigs, __ATOMIC_SEQ_CST);
+	at.nnodes = node_record_count;
+	r->reconfigs = at.reconfigs;
 	r->when = time(NULL);
 	r->max_jobs = s->params.max_jobs;
 	r->state_dir = xstrdup(slurm_conf.state_save_location);
@@ -124,11 +130,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		snprintf(r->names[i], sizeof(r->names[i]), "%s",
 			 node_ptr->name);
 		_node_gpus(r, node_ptr, i);
-		r->nodes[i].usable = avail_node_bitmap &&
-				     bit_test(avail_node_bitmap, i) &&
-				     !IS_NODE_DRAIN(node_ptr) &&
-				     !IS_NODE_FAIL(node_ptr) &&
-				     !IS_NODE_NO_RESPOND(node_ptr);
+		r->nodes[i].usable = _usable(node_ptr, i);
 		unheard[i] = !r->nodes[i].usable &&
 			     _unheard(s, node_ptr, i, r->when);
 		_registered(s, r, node_ptr, i);
@@ -136,13 +138,6 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	if (r->ntypes == 0) {
 		r->ntypes = 1;
 		snprintf(r->types[0], sizeof(r->types[0]), "gpu");
-	}
-	if (r->quick && _nothing_to_start(s, r, &clk, parts_at)) {
-		r->idle = true;
-		copus__unlock(&clk, ls);
-		xfree(managed);
-		xfree(unheard);
-		return;
 	}
 	/*
 	 * The jobs by id, so that the walk below may let the locks go midway
@@ -152,7 +147,7 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 	 * them yields too, and the choice of the copus_max_jobs pending jobs
 	 * with the highest priorities is made with the locks let go.
 	 */
-	nids = _job_ids(s, r, &clk, parts_at, &ids, &prio, &nprio);
+	nids = _job_ids(s, r, &clk, &at, &ids, &prio, &nprio);
 	if (s->params.yield_us <= 0) {
 		cut = copus__priority_cut(prio, nprio, s->params.max_jobs);
 	} else if (!r->error[0]) {
@@ -160,23 +155,16 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 		ls->yields++;
 		cut = copus__priority_cut(prio, nprio, s->params.max_jobs);
 		copus__lock(&clk, locks);
-		_reconfigured(r, parts_at);
+		_reconfigured(s, r, &at);
 	}
 	xfree(prio);
 	for (n = 0; n < nids; n++) {
-		job_details_t *d;
-		struct copus__rescale *x;
-		struct copus__memo *in;
-		struct copus__round_job *j;
-		bool startable, requeued = false;
-
 		if (r->error[0] ||
-		    (!(n & 15) && !_yield(s, r, &clk, parts_at)))
+		    (!(n & 15) && !_yield(s, r, &clk, &at)))
 			break;
 		if (!(job_ptr = find_job_record(ids[n])))
 			continue;
-		d = job_ptr->details;
-		if (!d)
+		if (!job_ptr->details)
 			continue;
 		if (IS_JOB_RUNNING(job_ptr)) {
 			if (_ghost(s, job_ptr)) {
@@ -194,94 +182,8 @@ void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 			copus__learn(s, r, job_ptr);
 			continue;
 		}
-		if (!IS_JOB_PENDING(job_ptr))
-			continue;
-		/* As Slurm's schedulers do: a job whose --deadline can no
-		 * longer be met is cancelled (state DEADLINE). */
-		if (job_ptr->deadline && job_ptr->deadline != NO_VAL &&
-		    !IS_JOB_COMPLETING(job_ptr) &&
-		    !deadline_ok(job_ptr, "sched/copus"))
-			continue;
-		if ((in = copus__memo_find(s, job_ptr->job_id)))
-			in->seen = true;
-		if (in && _refused(in, job_ptr)) {
-			xrecalloc(r->refused, r->nrefused + 1,
-				  sizeof(*r->refused));
-			r->refused[r->nrefused++] = job_ptr->job_id;
-			continue;
-		}
-		x = copus__rescale_find(s, job_ptr->job_id);
-		if (x && !x->gave_up) {
-			/* Requeued for a rescale: the policy decides its
-			 * new cell even before it may start again. */
-			if (IS_JOB_COMPLETING(job_ptr) ||
-			    job_ptr->priority == 0 || !job_ptr->part_ptr)
-				continue;
-			startable = _job_startable(job_ptr);
-		} else if (r->npending < s->params.max_jobs &&
-			   _slurm_requeued(job_ptr, r->when)) {
-			startable = false;
-			requeued = true;
-		} else {
-			if (!_job_startable(job_ptr))
-				continue;
-			if (r->npending >= s->params.max_jobs ||
-			    job_ptr->priority < cut) {
-				_overflow(r, job_ptr->job_id);
-				continue;
-			}
-			startable = true;
-		}
-		j = _rj_new(r, &cap);
-		j->id = job_ptr->job_id;
-		j->priority = job_ptr->priority;
-		j->submit = d->submit_time;
-		j->end = job_ptr->end_time;
-		j->restarts = job_ptr->restart_cnt;
-		j->part = _part_index(&parts, job_ptr->part_ptr);
-		j->nodes_req = d->min_nodes ? (int)d->min_nodes : 1;
-		_job_gpus(job_ptr, j);
-		_job_options(job_ptr, j);
-		copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
-				 sizeof(j->user));
-		_job_user(job_ptr, j);
-		/* Slurm's requeue sets the submit time to when it was. */
-		if (requeued && j->end < d->submit_time)
-			j->end = d->submit_time;
-		j->in_rescale = x && !x->gave_up;
-		if (j->in_rescale) {
-			if (!x->pending_since)
-				x->pending_since = r->when;
-			/* Requeue sets end_time; should it not, use when the
-			 * plugin first saw the job requeued. */
-			if (!j->end)
-				j->end = x->pending_since;
-		}
-		j->waits_release = !startable;
-		if (!d->exc_node_bitmap && !d->req_node_bitmap &&
-		    !job_ptr->resv_ptr) {
-			j->eligible = _part_row(r, j->part,
-						job_ptr->part_ptr);
-			j->eligible_shared = true;
-		} else
-			j->eligible = xcalloc(r->nnodes + 1, 1);
-		for (i = 0; !j->eligible_shared && i < r->nnodes; i++) {
-			j->eligible[i] =
-				bit_test(job_ptr->part_ptr->node_bitmap, i) &&
-				!(d->exc_node_bitmap &&
-				  bit_test(d->exc_node_bitmap, i)) &&
-				!(d->req_node_bitmap &&
-				  !bit_test(d->req_node_bitmap, i));
-			if (job_ptr->resv_ptr && job_ptr->resv_ptr->node_bitmap &&
-			    !bit_test(job_ptr->resv_ptr->node_bitmap, i))
-				j->eligible[i] = 0;
-		}
-		in = j->gpn_req > 0 ? copus__job_info(s, job_ptr, j, r->when)
-				    : copus__memo_find(s, j->id);
-		j->ran = in && in->launched;
-		j->strays = copus__memo_strays(in);
-		j->cleared = in ? in->cleared : 0;
-		r->npending++;
+		if (IS_JOB_PENDING(job_ptr))
+			_snapshot_pending(s, r, job_ptr, cut, &parts, &cap);
 	}
 	copus__unlock(&clk, ls);
 	xfree(ids);
@@ -392,33 +294,154 @@ static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
  * usable node has a free GPU, no rescale is in flight, and no pending job
  * asks for no generic resource at all (the plugin starts such jobs on
  * CPUs). On a full cluster with a deep queue, where every submission is an
- * event, the round then lets the locks go at once instead of walking every
- * job; the next full round does what waits (deadlines, holds it caused,
- * completions).
+ * event, the round then reads no job further; the next full round does
+ * what waits (deadlines, holds it caused, completions). The look takes
+ * read locks only, so that squeue and scontrol go on meanwhile, and lets
+ * them go every copus_yield_interval; the round takes the job write lock
+ * only when it may start something.
  */
-static bool _nothing_to_start(struct copus__sched *s, struct copus__round *r,
-			      struct copus__lock_clock *clk, time_t parts_at)
+static bool _nothing_to_start(struct copus__sched *s)
 {
+	slurmctld_lock_t locks = { READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK,
+				   READ_LOCK };
+	struct copus__lock_clock clk;
+	struct copus__lock_stats *ls = &s->stats.locks[COPUS__LOCK_snapshot];
+	struct copus__round r = { 0 };
+	node_record_t *node_ptr;
 	job_record_t *job_ptr;
 	list_itr_t *it;
-	bool cpu_job = false;
+	struct _epoch at;
+	bool idle = !copus__rescales_active(s);
 	int i, n = 0;
 
-	for (i = 0; i < r->nnodes; i++)
-		if (r->nodes[i].usable && r->nodes[i].gpus > 0 && r->free[i] > 0)
-			return false;
-	if (copus__rescales_active(s))
+	if (!idle)
 		return false;
+	copus__lock(&clk, locks);
+	at.parts = last_part_update;
+	at.reconfigs = __atomic_load_n(&s->reconfigs, __ATOMIC_SEQ_CST);
+	at.nnodes = node_record_count;
+	for (i = 0; idle && (node_ptr = next_node(&i)); i++) {
+		char type[16];
+		int avail, alloc;
+
+		_node_gres(node_ptr, &avail, &alloc, type, sizeof(type));
+		idle = !(_usable(node_ptr, i) && avail > 0 && alloc < avail);
+	}
 	/* Slurm's list iterators outlive the yields (_job_ids). */
 	it = list_iterator_create(job_list);
-	while (!cpu_job && (job_ptr = list_next(it))) {
-		cpu_job = IS_JOB_PENDING(job_ptr) && !job_ptr->gres_list_req;
-		if (!(++n & 15) && !_yield(s, r, clk, parts_at))
-			break;
+	while (idle && (job_ptr = list_next(it))) {
+		idle = !IS_JOB_PENDING(job_ptr) || job_ptr->gres_list_req;
+		/* Reconfigured meanwhile: not idle. */
+		if (!(++n & 15) && !_yield(s, &r, &clk, &at))
+			idle = false;
 	}
 	list_iterator_destroy(it);
-	/* Reconfigured meanwhile: not idle, and the snapshot stops there. */
-	return !cpu_job && !r->error[0];
+	copus__unlock(&clk, ls);
+	return idle;
+}
+
+/*
+ * A pending job: into the round (r->jobs) if the policy may place it, or
+ * among those the round leaves out (refused, over copus_max_jobs), or
+ * cancelled when its --deadline can no longer be met.
+ */
+static void _snapshot_pending(struct copus__sched *s, struct copus__round *r,
+			      job_record_t *job_ptr, uint32_t cut,
+			      struct _parts *parts, int *cap)
+{
+	job_details_t *d = job_ptr->details;
+	struct copus__rescale *x;
+	struct copus__memo *in;
+	struct copus__round_job *j;
+	bool startable, requeued = false;
+	int i;
+
+	/* As Slurm's schedulers do: a job whose --deadline can no
+	 * longer be met is cancelled (state DEADLINE). */
+	if (job_ptr->deadline && job_ptr->deadline != NO_VAL &&
+	    !IS_JOB_COMPLETING(job_ptr) &&
+	    !deadline_ok(job_ptr, "sched/copus"))
+		return;
+	if ((in = copus__memo_find(s, job_ptr->job_id)))
+		in->seen = true;
+	if (in && copus__job_refused(in, job_ptr)) {
+		xrecalloc(r->refused, r->nrefused + 1,
+			  sizeof(*r->refused));
+		r->refused[r->nrefused++] = job_ptr->job_id;
+		return;
+	}
+	x = copus__rescale_find(s, job_ptr->job_id);
+	if (x && !x->gave_up) {
+		/* Requeued for a rescale: the policy decides its
+		 * new cell even before it may start again. */
+		if (IS_JOB_COMPLETING(job_ptr) ||
+		    job_ptr->priority == 0 || !job_ptr->part_ptr)
+			return;
+		startable = copus__job_startable(job_ptr);
+	} else if (r->npending < s->params.max_jobs &&
+		   copus__job_slurm_requeued(job_ptr, r->when)) {
+		startable = false;
+		requeued = true;
+	} else {
+		if (!copus__job_startable(job_ptr))
+			return;
+		if (r->npending >= s->params.max_jobs ||
+		    job_ptr->priority < cut) {
+			_overflow(r, job_ptr->job_id);
+			return;
+		}
+		startable = true;
+	}
+	j = _rj_new(r, cap);
+	j->id = job_ptr->job_id;
+	j->priority = job_ptr->priority;
+	j->submit = d->submit_time;
+	j->end = job_ptr->end_time;
+	j->restarts = job_ptr->restart_cnt;
+	j->part = _part_index(parts, job_ptr->part_ptr);
+	j->nodes_req = d->min_nodes ? (int)d->min_nodes : 1;
+	copus__job_gpus(job_ptr, j);
+	copus__job_options(job_ptr, j);
+	copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
+			 sizeof(j->user));
+	copus__job_user(job_ptr, j);
+	/* Slurm's requeue sets the submit time to when it was. */
+	if (requeued && j->end < d->submit_time)
+		j->end = d->submit_time;
+	j->in_rescale = x && !x->gave_up;
+	if (j->in_rescale) {
+		if (!x->pending_since)
+			x->pending_since = r->when;
+		/* Requeue sets end_time; should it not, use when the
+		 * plugin first saw the job requeued. */
+		if (!j->end)
+			j->end = x->pending_since;
+	}
+	j->waits_release = !startable;
+	if (!d->exc_node_bitmap && !d->req_node_bitmap &&
+	    !job_ptr->resv_ptr) {
+		j->eligible = _part_row(r, j->part,
+					job_ptr->part_ptr);
+		j->eligible_shared = true;
+	} else
+		j->eligible = xcalloc(r->nnodes + 1, 1);
+	for (i = 0; !j->eligible_shared && i < r->nnodes; i++) {
+		j->eligible[i] =
+			bit_test(job_ptr->part_ptr->node_bitmap, i) &&
+			!(d->exc_node_bitmap &&
+			  bit_test(d->exc_node_bitmap, i)) &&
+			!(d->req_node_bitmap &&
+			  !bit_test(d->req_node_bitmap, i));
+		if (job_ptr->resv_ptr && job_ptr->resv_ptr->node_bitmap &&
+		    !bit_test(job_ptr->resv_ptr->node_bitmap, i))
+			j->eligible[i] = 0;
+	}
+	in = j->gpn_req > 0 ? copus__job_info(s, job_ptr, j, r->when)
+			    : copus__memo_find(s, j->id);
+	j->ran = in && in->launched;
+	j->strays = copus__memo_strays(in);
+	j->cleared = in ? in->cleared : 0;
+	r->npending++;
 }
 
 static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
@@ -441,9 +464,9 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	j->id = job_ptr->job_id;
 	j->running = true;
 	j->nodes_req = job_ptr->node_cnt ? (int)job_ptr->node_cnt : 1;
-	_job_gpus(job_ptr, j);
-	_job_options(job_ptr, j);
-	_job_alloc(r, job_ptr, j);
+	copus__job_gpus(job_ptr, j);
+	copus__job_options(job_ptr, j);
+	copus__job_alloc(r, job_ptr, j);
 	if (j->nalloc == 0) {
 		/* No GPUs: nothing for the policy. */
 		_rj_free(j);
@@ -484,7 +507,7 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 	j->nodelist = xstrdup(job_ptr->nodes);
 	copus__job_attrs(job_ptr, j->app, sizeof(j->app), j->user,
 			 sizeof(j->user));
-	_job_user(job_ptr, j);
+	copus__job_user(job_ptr, j);
 	in = copus__job_info(s, job_ptr, j, r->when);
 	if (!j->rigid && !(x && !x->gave_up) &&
 	    !(in && in->have_hint && in->hint.restart_count == j->restarts)) {
@@ -521,22 +544,24 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
  * reconfigured meanwhile (r->error then says so).
  */
 static bool _yield(struct copus__sched *s, struct copus__round *r,
-		   struct copus__lock_clock *clk, time_t parts_at)
+		   struct copus__lock_clock *clk, const struct _epoch *at)
 {
 	if (!copus__lock_yield(clk, &s->stats.locks[COPUS__LOCK_snapshot],
 			       s->params.yield_us, s->params.yield_sleep_us))
 		return true;
-	return !_reconfigured(r, parts_at);
+	return !_reconfigured(s, r, at);
 }
 
 /*
- * Whether the nodes or partitions changed since the snapshot began (at
- * parts_at): the node and partition records read so far may be stale, and
- * r->error says so.
+ * Whether the nodes or partitions changed since the snapshot began (at):
+ * the node and partition records read so far may be stale, and r->error
+ * says so.
  */
-static bool _reconfigured(struct copus__round *r, time_t parts_at)
+static bool _reconfigured(struct copus__sched *s, struct copus__round *r,
+			  const struct _epoch *at)
 {
-	if (node_record_count == r->nnodes && last_part_update == parts_at)
+	if (node_record_count == at->nnodes && last_part_update == at->parts &&
+	    __atomic_load_n(&s->reconfigs, __ATOMIC_SEQ_CST) == at->reconfigs)
 		return false;
 	snprintf(r->error, sizeof(r->error), "the nodes or partitions were "
 		 "reconfigured during the snapshot");
@@ -552,7 +577,7 @@ static bool _reconfigured(struct copus__round *r, time_t parts_at)
  * list's tail (slurmctld never reorders its job list).
  */
 static int _job_ids(struct copus__sched *s, struct copus__round *r,
-		    struct copus__lock_clock *clk, time_t parts_at,
+		    struct copus__lock_clock *clk, const struct _epoch *at,
 		    uint32_t **ids, uint32_t **prio, int *nprio)
 {
 	list_itr_t *it = list_iterator_create(job_list);
@@ -571,7 +596,7 @@ static int _job_ids(struct copus__sched *s, struct copus__round *r,
 		(*ids)[n++] = job_ptr->job_id;
 		if (IS_JOB_PENDING(job_ptr) && job_ptr->priority != 0)
 			(*prio)[(*nprio)++] = job_ptr->priority;
-		if (!(n & 15) && !_yield(s, r, clk, parts_at))
+		if (!(n & 15) && !_yield(s, r, clk, at))
 			break;
 	}
 	list_iterator_destroy(it);
@@ -658,30 +683,49 @@ void copus__snapshot_free(struct copus__round *r)
 }
 
 /* The node's GPUs: configured, allocated, type (first type only). */
-static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i)
+/* Whether slurmctld may start jobs on a node now. */
+static bool _usable(node_record_t *node_ptr, int i)
 {
-	char type[16] = "gpu";
-	int avail = 0, alloc = 0, t;
+	return avail_node_bitmap && bit_test(avail_node_bitmap, i) &&
+	       !IS_NODE_DRAIN(node_ptr) && !IS_NODE_FAIL(node_ptr) &&
+	       !IS_NODE_NO_RESPOND(node_ptr);
+}
+
+/*
+ * A node's GPUs from its gres_list: configured (*avail), allocated
+ * (*alloc), and their type (the first type named; "gpu" when none).
+ */
+static void _node_gres(node_record_t *node_ptr, int *avail, int *alloc,
+		       char *type, size_t tlen)
+{
 	list_itr_t *it;
 	gres_state_t *gs;
 
-	if (node_ptr->gres_list) {
-		it = list_iterator_create(node_ptr->gres_list);
-		while ((gs = list_next(it))) {
-			gres_node_state_t *g = gs->gres_data;
+	*avail = *alloc = 0;
+	snprintf(type, tlen, "gpu");
+	if (!node_ptr->gres_list)
+		return;
+	it = list_iterator_create(node_ptr->gres_list);
+	while ((gs = list_next(it))) {
+		gres_node_state_t *g = gs->gres_data;
 
-			if (!gs->gres_name || strcmp(gs->gres_name, "gpu") ||
-			    !g)
-				continue;
-			avail += (int)g->gres_cnt_avail;
-			alloc += (int)g->gres_cnt_alloc;
-			if (g->type_cnt > 0 && g->type_name &&
-			    g->type_name[0] && g->type_name[0][0])
-				snprintf(type, sizeof(type), "%s",
-					 g->type_name[0]);
-		}
-		list_iterator_destroy(it);
+		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g)
+			continue;
+		*avail += (int)g->gres_cnt_avail;
+		*alloc += (int)g->gres_cnt_alloc;
+		if (g->type_cnt > 0 && g->type_name && g->type_name[0] &&
+		    g->type_name[0][0])
+			snprintf(type, tlen, "%s", g->type_name[0]);
 	}
+	list_iterator_destroy(it);
+}
+
+static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i)
+{
+	char type[16];
+	int avail, alloc, t;
+
+	_node_gres(node_ptr, &avail, &alloc, type, sizeof(type));
 	r->nodes[i].gpus = avail;
 	r->cfg[i] = avail;
 	r->free[i] = avail > alloc ? avail - alloc : 0;
@@ -707,200 +751,3 @@ static int _part_index(struct _parts *parts, part_record_t *part_ptr)
 	return parts->n++;
 }
 
-const char *copus__spank_env(job_record_t *job_ptr, const char *name)
-{
-	return copus__env_value(job_ptr->spank_job_env,
-				job_ptr->spank_job_env_size, name);
-}
-
-/* GPUs per node and type of a job's request (gres_list_req). */
-static void _job_gpus(job_record_t *job_ptr, struct copus__round_job *j)
-{
-	list_itr_t *it;
-	gres_state_t *gs;
-
-	if (!job_ptr->gres_list_req)
-		return;
-	it = list_iterator_create(job_ptr->gres_list_req);
-	while ((gs = list_next(it))) {
-		gres_job_state_t *g = gs->gres_data;
-		uint64_t per_node = 0;
-
-		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g)
-			continue;
-		if (g->gres_per_node)
-			per_node = g->gres_per_node;
-		else if (g->gres_per_job)
-			per_node = (g->gres_per_job + j->nodes_req - 1) /
-				   j->nodes_req;
-		else if (g->gres_per_task)
-			per_node = g->gres_per_task *
-				   (job_ptr->details->num_tasks ?
-				    job_ptr->details->num_tasks : 1) /
-				   j->nodes_req;
-		j->gpn_req += (int)per_node;
-		j->gpu_entries++;
-		if (g->gres_per_job || g->gres_per_socket || g->gres_per_task)
-			j->gpu_entries_other++;
-		if (g->type_name)
-			snprintf(j->type_req, sizeof(j->type_req), "%s",
-				 g->type_name);
-	}
-	list_iterator_destroy(it);
-}
-
-/*
- * The job's --elastic, --gpu-types and --gpu-multiple, checked again (they
- * are input).
- */
-static void _job_options(job_record_t *job_ptr, struct copus__round_job *j)
-{
-	if (job_ptr->time_limit == INFINITE)
-		j->limit_s = -1;
-	else if (job_ptr->time_limit != NO_VAL)
-		j->limit_s = 60L * (long)job_ptr->time_limit;
-	const char *v;
-	char why[128];
-
-	if ((v = copus__spank_env(job_ptr, COPUS__ENV_ELASTIC)) &&
-	    copus__parse_elastic(v, &j->emin, &j->emax, why, sizeof(why)))
-		error("%s: %pJ: ignoring %s=%s: %s", plugin_type, job_ptr,
-		      COPUS__ENV_ELASTIC, v, why);
-	if ((v = copus__spank_env(job_ptr, COPUS__ENV_MULTIPLE)) &&
-	    copus__parse_multiple(v, &j->multiple, why, sizeof(why)))
-		error("%s: %pJ: ignoring %s=%s: %s", plugin_type, job_ptr,
-		      COPUS__ENV_MULTIPLE, v, why);
-	if ((v = copus__spank_env(job_ptr, COPUS__ENV_TYPES))) {
-		char list[COPUS__TYPES_MAX * (COPUS__TYPE_LEN + 1)];
-		char *save = NULL, *t;
-
-		if (copus__parse_types(v, list, sizeof(list), why,
-				       sizeof(why))) {
-			error("%s: %pJ: ignoring %s=%s: %s", plugin_type,
-			      job_ptr, COPUS__ENV_TYPES, v, why);
-			return;
-		}
-		for (t = strtok_r(list, ",", &save);
-		     t && j->ntypes < COPUS__TYPES_MAX;
-		     t = strtok_r(NULL, ",", &save))
-			snprintf(j->types[j->ntypes++], sizeof(j->types[0]),
-				 "%s", t);
-	}
-	j->rigid = j->emax == 0;
-}
-
-/* The GPUs a running job holds on each of its nodes (gres_list_alloc). */
-static void _job_alloc(struct copus__round *r, job_record_t *job_ptr,
-		       struct copus__round_job *j)
-{
-	list_itr_t *it;
-	gres_state_t *gs;
-	int *per = NULL, k, n, i;
-
-	if (!job_ptr->gres_list_alloc || !job_ptr->node_bitmap)
-		return;
-	n = bit_set_count(job_ptr->node_bitmap);
-	if (n <= 0)
-		return;
-	per = xcalloc(n, sizeof(*per));
-	it = list_iterator_create(job_ptr->gres_list_alloc);
-	while ((gs = list_next(it))) {
-		gres_job_state_t *g = gs->gres_data;
-
-		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g ||
-		    !g->gres_cnt_node_alloc)
-			continue;
-		for (k = 0; k < n && k < (int)g->node_cnt; k++)
-			per[k] += (int)g->gres_cnt_node_alloc[k];
-	}
-	list_iterator_destroy(it);
-	j->alloc = xcalloc(n, sizeof(*j->alloc));
-	k = 0;
-	for (i = 0; i < r->nnodes && k < n; i++) {
-		if (!bit_test(job_ptr->node_bitmap, i))
-			continue;
-		if (per[k] > 0) {
-			j->alloc[j->nalloc].node = i;
-			j->alloc[j->nalloc].gpus = per[k];
-			j->cur_gpus += per[k];
-			j->nalloc++;
-		}
-		k++;
-	}
-	xfree(per);
-}
-
-/*
- * Whether a pending job is held because its node refused the start the
- * plugin gave it after clearing its stray run (memo.cleared): the node was
- * still ending that run (its processes slow to die, its Epilog still
- * running) and took the launch for a second copy; slurmd then has
- * slurmctld requeue the job held, "launch failed requeued held". That hold
- * comes of the plugin's start, not of the user or an admin, so the plugin
- * releases it (rescale.c), at most COPUS__REFUSED_MAX times a job.
- */
-static bool _refused(const struct copus__memo *in, job_record_t *job_ptr)
-{
-	return in->cleared && in->launched >= in->cleared &&
-	       in->refused < COPUS__REFUSED_MAX && job_ptr->priority == 0 &&
-	       !IS_JOB_COMPLETING(job_ptr) &&
-	       job_ptr->state_reason == WAIT_HELD_USER &&
-	       job_ptr->state_desc &&
-	       !strcmp(job_ptr->state_desc, "launch failed requeued held");
-}
-
-/*
- * Whether a pending job may be started now as far as Slurm's rules go:
- * not held, dependencies satisfied and begin time reached (job_independent
- * also records the reason), within its partition's limits, partition up.
- */
-static bool _job_startable(job_record_t *job_ptr)
-{
-	if (!IS_JOB_PENDING(job_ptr) || IS_JOB_COMPLETING(job_ptr) ||
-	    IS_JOB_REVOKED(job_ptr) || !job_ptr->details || !job_ptr->part_ptr)
-		return false;
-	if (job_ptr->priority == 0)	/* held */
-		return false;
-	if (job_ptr->het_job_id)	/* heterogeneous jobs: not handled */
-		return false;
-	if (!job_independent(job_ptr))
-		return false;
-	if (!(job_ptr->part_ptr->state_up & PARTITION_SCHED) ||
-	    !job_ptr->part_ptr->node_bitmap) {
-		job_ptr->state_reason = WAIT_PART_DOWN;
-		return false;
-	}
-	if (job_limits_check(&job_ptr, false) != WAIT_NO_REASON)
-		return false;
-	return true;
-}
-
-/*
- * Whether a pending elastic job waits only for the begin time Slurm set when
- * it requeued the job itself (its node failed, or an admin ran scontrol
- * requeue): the requeue time plus the credential lifetime, about two
- * minutes, so that its next launch credential postdates the revocation of
- * the last one. An elastic job resumes from its checkpoint wherever it
- * restarts, so the plugin treats it as one it requeued: the policy gives it
- * a cell and the plugin releases it COPUS__RELEASE_GAP seconds after its end,
- * which is all slurmd needs. Held jobs, rigid jobs and begin times that
- * users set are left alone.
- */
-static bool _slurm_requeued(job_record_t *job_ptr, time_t now)
-{
-	job_details_t *d = job_ptr->details;
-	int lifetime;
-	time_t wait;
-
-	if (!d || !job_ptr->restart_cnt || job_ptr->priority == 0 ||
-	    !job_ptr->part_ptr || IS_JOB_COMPLETING(job_ptr) ||
-	    IS_JOB_REVOKED(job_ptr) || job_ptr->het_job_id ||
-	    d->begin_time <= now ||
-	    (d->depend_list && list_count(d->depend_list)) ||
-	    !copus__spank_env(job_ptr, COPUS__ENV_ELASTIC))
-		return false;
-	lifetime = copus_slurm_cred_lifetime();
-	/* Requeue: begin = now + lifetime + 1, submit = now (or now + 1). */
-	wait = d->begin_time - d->submit_time;
-	return wait >= lifetime && wait <= lifetime + 1;
-}

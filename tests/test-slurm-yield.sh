@@ -88,6 +88,30 @@ diff "$TMP/without" "$TMP/with" >"$TMP/diff" ||
 	fail "the decisions differ with yields: $(head -n 20 "$TMP/diff")"
 echo "the same $(wc -l <"$TMP/with") decisions with and without yields ($y yields of the snapshot)"
 
+# A partition changed while a snapshot has the locks let go: that round
+# decides nothing (what it read of the partitions may be stale) and says
+# so; the next ones decide again. Long yields, rounds back to back, and a
+# change each second (Slurm keeps last_part_update to the second). With
+# copus_max_jobs=1 the starts phase has few jobs to yield over, and most of
+# a round is the snapshot's yields.
+set_params copus_interval=1,copus_max_jobs=1,copus_yield_interval=1,copus_yield_sleep=50000
+part=$(sinfo -h -o %R | head -n 1)
+r0=$(stat rounds)
+for i in $(seq 1 30); do
+	scontrol update partitionname="$part" MaxTime=$((1000 + i)) ||
+		fail "scontrol update of partition $part"
+	grep -q "reconfigured during the snapshot; nothing decided this round" "$TMP/c/log/slurmctld.log" &&
+		break
+	sleep 1.1
+done
+grep -q "the nodes or partitions were reconfigured during the snapshot; nothing decided this round" "$TMP/c/log/slurmctld.log" ||
+	fail "no round noticed $i partition changes during its yields ($(($(stat rounds) - r0)) rounds)"
+scontrol update partitionname="$part" MaxTime=UNLIMITED || fail "scontrol update of partition $part"
+echo "a round with $i partition change(s) during its yields decided nothing"
+set_params copus_interval=2,copus_yield_interval=1,copus_yield_sleep=1000
+next_full_round
+next_full_round
+
 # Long yields make each round of this queue last most of a second; jobs
 # submitted every 0.1 s for 6 s, each an event, with no full round due:
 # the plugin spends at most a tenth of the time in event rounds, not a
