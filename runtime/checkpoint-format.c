@@ -693,11 +693,14 @@ bad:
 	rc = copus__fail(ctx, COPUS_EPARSE,
 			 "checkpoint manifest %s: field \"%s\" is missing or invalid",
 			 path, field);
-	free(m->stages);
-	m->stages = NULL;
-	free(m->fingerprint);
-	m->fingerprint = NULL;
 out:
+	if (rc != COPUS_OK) {
+		/* Whatever failed (a field, memory): m keeps nothing. */
+		free(m->stages);
+		m->stages = NULL;
+		free(m->fingerprint);
+		m->fingerprint = NULL;
+	}
 	copus__ckpt_names_free(f.files, f.n);
 	free(f.sizes);
 	free(f.crcs);

@@ -137,11 +137,11 @@ double copus__now(void)
 /* Why this thread's last copus_init failed; the context is gone by then. */
 static __thread char init_error[COPUS_ERRMSG_LEN];
 
-void copus__init_failed(const copus_ctx *ctx)
+void copus__init_failed(const copus_ctx *ctx, int status)
 {
 	snprintf(init_error, sizeof(init_error), "%s",
 		 ctx != NULL && ctx->err[0] != '\0' ? ctx->err
-						    : "copus_init failed");
+						    : copus_strerror(status));
 }
 
 int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)

@@ -207,7 +207,7 @@ struct copus_ctx {
 
 /* common.c */
 /* Keep the reason copus_init failed for copus_errmsg(NULL) (this thread). */
-void copus__init_failed(const copus_ctx *ctx);
+void copus__init_failed(const copus_ctx *ctx, int status);
 /* Set the context's error message and return status. */
 int copus__fail(copus_ctx *ctx, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -43,6 +43,12 @@ tests_test_runtime_CFLAGS = $(TEST_CFLAGS)
 tests_test_runtime_LDADD = $(RUNTIME_TEST_LIBS) $(ZLIB_LIBS)
 tests_test_runtime_CPPFLAGS = $(AM_CPPFLAGS) $(ZLIB_CFLAGS)
 
+# libcopus when memory runs out (replaces malloc; skips under ASan).
+check_PROGRAMS += tests/test-runtime-oom
+tests_test_runtime_oom_SOURCES = tests/test-runtime-oom.c tests/harness.h
+tests_test_runtime_oom_CFLAGS = $(TEST_CFLAGS)
+tests_test_runtime_oom_LDADD = $(RUNTIME_TEST_LIBS)
+
 noinst_PROGRAMS += tests/bench-runtime
 tests_bench_runtime_SOURCES = tests/bench-runtime.c
 tests_bench_runtime_LDADD = runtime/libcopus.la core/libcopus-core.la -lm

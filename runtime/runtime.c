@@ -377,8 +377,10 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 		cfg = &full;
 	}
 	ctx = calloc(1, sizeof(*ctx));
-	if (ctx == NULL)
+	if (ctx == NULL) {
+		copus__init_failed(NULL, COPUS_ENOMEM);
 		return COPUS_ENOMEM;
+	}
 	ctx->info.rank = -1;
 	/* Checked later (_switches); logs the checks before it already. */
 	ctx->verbose = atoi(copus__env_text(COPUS__ENV_DEBUG));
@@ -518,8 +520,12 @@ int copus_init(const copus_config *cfg, copus_ctx **out)
 fail:
 	if (ctx->info.rank < 0)
 		ctx->info.rank = 0;
+	/* An error without a message of its own (out of memory) says what
+	 * it is. */
+	if (ctx->err[0] == '\0')
+		copus__fail(ctx, rc, "%s", copus_strerror(rc));
 	copus__log(ctx, 0, "init failed: %s", copus_errmsg(ctx));
-	copus__init_failed(ctx);
+	copus__init_failed(ctx, rc);
 	copus__publisher_stop(ctx);
 	copus__signals_restore(ctx);
 	copus__ckpt_free(ctx);
