@@ -35,7 +35,8 @@
 # "scontrol show job" of a random pending job and one "sbatch" (whose job
 # waits too). slurmctld's CPU time over the samples and its resident
 # memory, sdiag's cycle times and copus's round times (idle event rounds
-# too) and lock figures (snapshot, actions) follow each row.
+# too) and lock figures (snapshot, actions) follow each row, the last
+# as counts of holds within each bound over the samples alone.
 # MaxJobCount is raised to fit, as a site would; CONF_EXTRA adds slurm.conf
 # lines to every cluster of churn and depth.
 #
@@ -290,6 +291,8 @@ $CONF_EXTRA}"
 			: >"$TMP/sb"
 			t0=${EPOCHREALTIME/./}
 			c0=$(ctld_cpu)
+			[ "$sched" != copus ] ||
+				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" >"$TMP/st0" 2>/dev/null
 			for ((i = 0; i < SAMPLES; i++)); do
 				# Sample i starts at i/SAMPLES of SPAN seconds (or
 				# later, when the calls take longer).
@@ -314,6 +317,14 @@ $CONF_EXTRA}"
 				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" 2>/dev/null |
 				awk '/^(rounds|event_rounds|event_rounds_idle|round_ms_mean|round_ms_max|lock_(snapshot|actions)_(cycles|hold_mean_us|hold_max_us|wait_mean_us)) / { out = out sprintf("%s %s; ", $1, $2) }
 					END { print "   copus: " out }'
+			# The locks' holds while the RPCs were timed: how many,
+			# and how many within each bound (copus_stats' cumulative
+			# histogram, the samples' share of it).
+			[ "$sched" != copus ] ||
+				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" 2>/dev/null |
+				awk 'NR == FNR { v0[$1] = $2; next }
+					$1 ~ /^lock_(snapshot|actions)_(cycles|hold_le_)/ { out = out sprintf("%s %d; ", $1, $2 - v0[$1]) }
+					END { print "   copus in the samples: " out }' "$TMP/st0" -
 		done
 		"$CLUSTER" down "$TMP/c" >/dev/null
 	}
