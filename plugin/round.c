@@ -572,6 +572,30 @@ static bool _rj_same_cell(struct copus__round *r,
 	       j->num_nodes == j->nalloc && j->dtype == j->alloc_type;
 }
 
+/*
+ * Whether what the round can ask Slurm for a running job (the same GPU
+ * count on each of the decided nodes, the fewest there) goes where the
+ * policy's decision goes: a policy that places GPUs unevenly over nodes
+ * (pollux: 2 + 1) may decide a count Slurm cannot be asked for, and the
+ * count asked for instead may be the job's own, or less than it has where
+ * the policy meant it to grow. Such a restart would gain nothing.
+ */
+static bool _expressible(const copus_decision *d,
+			 const struct copus__round_job *j)
+{
+	int want = 0, got = j->per_node * j->num_nodes, k;
+
+	for (k = 0; k < d->num_slots; k++)
+		want += d->slots[k].gpus;
+	if (want == got)
+		return true;
+	if (want > j->cur_gpus)
+		return got > j->cur_gpus;
+	if (want < j->cur_gpus)
+		return got < j->cur_gpus;
+	return false;
+}
+
 /* Turns the decisions into actions and reasons (no locks). */
 /* A held job may start at t: the earliest such time, for the agent. */
 static void _wake(struct copus__round *r, time_t t)
@@ -617,6 +641,8 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			if (x || (d->gpu_type >= 0 && _rj_same_cell(r, j) &&
 				  !_policy_moves(s)) ||
 			    r->when - j->start < s->params.restart_delay)
+				continue;
+			if (d->gpu_type >= 0 && !_expressible(d, j))
 				continue;
 			if (j->no_plan)
 				continue;

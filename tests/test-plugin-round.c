@@ -428,6 +428,52 @@ static void _same_shape_move(const char *policy, enum copus__action want)
 	ASSERT_ACTION(j, want);
 }
 
+/*
+ * A decision Slurm cannot be asked for: pollux gives a job of 2 GPUs on
+ * one node a third on another node, 2 + 1, where Slurm's request is the
+ * same count on every node. What the round could ask for is 2 GPUs on 2
+ * nodes, the job's own count and type: a restart that gains nothing is
+ * not asked for.
+ */
+static void a_move_slurm_cannot_express_is_left_undone(void)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+	struct copus__round_job *j;
+
+	_cluster(2, 4);
+	copus_policy_destroy(_s.policy);
+	prm.equal_per_node = false;
+	ASSERT_STATUS(copus_policy_create("pollux", &prm, &_s.policy),
+		      COPUS_OK);
+	j = _running(1, 0, 1, 2, 1, 8, NOW - 1000);
+	{
+		char text[COPUS_HINT_MAX_LEN + 1], err[128];
+		struct copus__memo *in = copus__memo_get(&_s, j->id);
+
+		/* Compute-bound: more GPUs are worth it, even on two nodes. */
+		snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":1,"
+			 "\"st\":\"running\",\"step\":10,\"rc\":0,\"t\":%d,"
+			 "\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,"
+			 "\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":10,"
+			 "\"tgt\":100000,\"perf\":{\"a100\":[0.02,0.01,0.0001,"
+			 "0.00001,0.0001,0.00001,1.5]}}", NOW - 10);
+		ASSERT_STATUS(copus_hint_parse(text, &in->hint, err,
+					       sizeof(err)), COPUS_OK);
+		in->have_hint = true;
+		in->req_gpus = 2;
+		in->max_had = 2;
+	}
+	_running(2, 0, 1, 2, 0, 0, NOW - 1000);
+	_running(3, 1, 1, 3, 0, 0, NOW - 1000);
+	_decide();
+	CU_ASSERT_FATAL(j->job >= 0 && _r.decided);
+	/* The case at hand: 3 GPUs as 2 + 1, of which Slurm gets 1 + 1. */
+	CU_ASSERT(_r.dec[j->job].changed);
+	CU_ASSERT_EQUAL(_r.dec[j->job].num_slots, 2);
+	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+}
+
 static void a_same_shape_move_needs_a_policy_that_moves_jobs(void)
 {
 	_same_shape_move("copus", COPUS__ACT_ASK);
@@ -1411,6 +1457,7 @@ int main(void)
 		TEST(a_job_on_an_unusable_node_is_asked_to_move),
 		TEST(a_job_is_not_asked_again_within_its_restart_delay),
 		TEST(a_same_shape_move_needs_a_policy_that_moves_jobs),
+		TEST(a_move_slurm_cannot_express_is_left_undone),
 		TEST(a_shrink_asks_the_job_with_a_hint_not_the_one_without),
 		TEST(a_rescale_in_flight_is_not_asked_again),
 		TEST(a_checkpointed_job_is_requeued_once),
