@@ -320,12 +320,22 @@ static bool _nothing_to_start(struct copus__sched *s)
 	at.parts = last_part_update;
 	at.reconfigs = __atomic_load_n(&s->reconfigs, __ATOMIC_SEQ_CST);
 	at.nnodes = node_record_count;
-	for (i = 0; idle && (node_ptr = next_node(&i)); i++) {
+	r.when = time(NULL);
+	r.nnodes = node_record_count;
+	if (s->nreg != r.nnodes) {
+		xrecalloc(s->reg, r.nnodes + 1, sizeof(*s->reg));
+		s->nreg = r.nnodes;
+	}
+	for (i = 0; (node_ptr = next_node(&i)); i++) {
 		char type[16];
 		int avail, alloc;
 
+		/* Every round notes the nodes' registrations: a node not
+		 * yet registered after a restart is seen so (_ghost). */
+		_registered(s, &r, node_ptr, i);
 		_node_gres(node_ptr, &avail, &alloc, type, sizeof(type));
-		idle = !(_usable(node_ptr, i) && avail > 0 && alloc < avail);
+		if (_usable(node_ptr, i) && avail > 0 && alloc < avail)
+			idle = false;
 	}
 	/* Slurm's list iterators outlive the yields (_job_ids). */
 	it = list_iterator_create(job_list);
