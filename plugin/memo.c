@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "memo.h"
+#include "round.h"
 #include "sched_copus.h"
 
 static int _memo_cmp(const void *a, const void *b)
@@ -114,6 +115,30 @@ bool copus__rescales_active(struct copus__sched *s)
 		if (!s->rescales[i].gave_up)
 			return true;
 	return false;
+}
+
+bool copus__rescale_pinned(const struct copus__sched *s,
+			   const struct copus__rescale *x, time_t end,
+			   time_t now)
+{
+	time_t last = end;
+	int i;
+
+	for (i = 0; i < s->nrescales; i++) {
+		const struct copus__rescale *y = &s->rescales[i];
+
+		if (y->asked != x->asked || y->gave_up)
+			continue;
+		if (!y->pending_since) {
+			/* Still running: its GPUs are part of the cell. */
+			if (now - y->asked <= s->params.ckpt_deadline)
+				return true;
+			continue;
+		}
+		if (y->pending_since > last)
+			last = y->pending_since;
+	}
+	return now < last + COPUS__RELEASE_GAP + s->params.interval;
 }
 
 void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x)

@@ -196,6 +196,19 @@ struct copus__rescale *copus__rescale_find(struct copus__sched *s, uint32_t id);
 /* Whether a rescale in flight waits for its job (one not given up). */
 bool copus__rescales_active(struct copus__sched *s);
 
+/*
+ * Whether a job requeued for the rescale x (ended at end) is still held to
+ * the cell that round decided for it: the cell may be made of GPUs that
+ * other jobs asked in the same round give up. It is held while any of them
+ * has not yet been seen requeued (at most copus_checkpoint_deadline after
+ * the request; one that did not checkpoint by then gave up), and for one
+ * round interval after the last of them (or the job itself) may restart,
+ * COPUS__RELEASE_GAP s after it was requeued. Then the policy decides anew.
+ */
+bool copus__rescale_pinned(const struct copus__sched *s,
+			   const struct copus__rescale *x, time_t end,
+			   time_t now);
+
 /* Drops a rescale from the table (which copus_state then saves). */
 void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x);
 

@@ -260,19 +260,19 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	}
 	/*
 	 * Requeued for a rescale: it restarts on the cell the round that
-	 * asked it decided (its GPU count and type), as a move does, for one
-	 * round interval after it may restart (the release gap after its
-	 * requeue; the GPUs may still be held by jobs that round moved too);
-	 * after that the policy decides anew. A
-	 * policy deciding afresh at once sees a pending job, with no restart
-	 * to weigh against its cell, and may start it on another cell, which
-	 * the next round then moves again.
+	 * asked it decided (its GPU count and type), as a move does, until
+	 * the jobs that round moved have given up their GPUs and one round
+	 * interval more (copus__rescale_pinned); after that the policy
+	 * decides anew. A policy deciding afresh at once sees a pending job,
+	 * with no restart to weigh against its cell, and the GPUs of its cell
+	 * still held: it would start it smaller or on another type, and the
+	 * next round move it again.
 	 */
 	x = j->running ? NULL : copus__rescale_find(s, j->id);
 	if (x && !x->gave_up && x->to >= c->min_gpus && x->to <= c->max_gpus &&
 	    (t = copus__type_index(r, x->type)) >= 0 &&
 	    (!mask || (mask >> t & 1u)) &&
-	    r->when < j->end + COPUS__RELEASE_GAP + s->params.interval) {
+	    copus__rescale_pinned(s, x, j->end, r->when)) {
 		c->min_gpus = c->max_gpus = c->req_gpus = x->to;
 		mask = 1u << t;
 	}

@@ -587,19 +587,26 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
  * it decided (2 aws GPUs here), not on what the policy would give it as a
  * new job (its request, 4 dgx-ext GPUs), for one round interval after it
  * may restart (the release gap after its requeue, however short the
- * interval); then the policy decides anew.
+ * interval), and longer while another job asked in the same round has not
+ * given up its GPUs yet (still running, or requeued later); then the
+ * policy decides anew. A job asked in another round, or one that gave up,
+ * does not hold it.
  */
 static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 {
+	enum { ALONE, LATE, SHORT, MATE_RUNS, MATE_LATER, MATE_GAVE_UP,
+	       OTHER_ROUND, CASES };
 	struct copus__round_job *j;
-	struct copus__rescale *x = &_s.rescales[0];
+	struct copus__rescale *x = &_s.rescales[0], *y = &_s.rescales[1];
 
-	for (int k = 0; k < 3; k++) {
-		int late = k == 1;
+	for (int k = 0; k < CASES; k++) {
+		int late = k != ALONE && k != SHORT;
+		int held = k == ALONE || k == SHORT || k == MATE_RUNS ||
+			   k == MATE_LATER;
 
 		_cluster(2, 4);
-		/* k = 2: a round interval as short as the release gap. */
-		if (k == 2)
+		/* A round interval as short as the release gap. */
+		if (k == SHORT)
 			_s.params.interval = COPUS__RELEASE_GAP;
 		_site_types();
 		_nodes[1].gpu_type = 1;
@@ -619,11 +626,29 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 		x->requeue_sent = true;
 		x->pending_since = j->end;
 		_s.nrescales = 1;
+		if (k >= MATE_RUNS) {
+			/* Job 9, not in this round's queue: asked with it
+			 * (or, OTHER_ROUND, a round later), still running
+			 * or requeued only now. */
+			memset(y, 0, sizeof(*y));
+			y->id = 9;
+			y->asked = x->asked + (k == OTHER_ROUND);
+			y->from = 2;
+			y->to = 1;
+			strcpy(y->type, "aws");
+			if (k == MATE_LATER) {
+				y->requeue_sent = true;
+				y->pending_since = NOW - COPUS__RELEASE_GAP;
+			}
+			y->gave_up = k == MATE_GAVE_UP;
+			_s.nrescales = 2;
+		}
 		_decide();
-		/* Late: as a new job, on its request (a start as it is). */
-		ASSERT_ACTION(j, late ? COPUS__ACT_START : COPUS__ACT_RESIZE);
-		CU_ASSERT_EQUAL(j->per_node * j->num_nodes, late ? 4 : 2);
-		CU_ASSERT_EQUAL(j->dtype, late ? 0 : 1);
+		/* Not held: as a new job, on its request (a start as it
+		 * is). */
+		ASSERT_ACTION(j, held ? COPUS__ACT_RESIZE : COPUS__ACT_START);
+		CU_ASSERT_EQUAL(j->per_node * j->num_nodes, held ? 2 : 4);
+		CU_ASSERT_EQUAL(j->dtype, held ? 1 : 0);
 	}
 	_s.nrescales = 0;
 }
