@@ -25,7 +25,7 @@ plugin_sched_copus_la_SOURCES = \
 	plugin/snapshot.c plugin/snapshot.h plugin/snapshot-job.c \
 	plugin/snapshot-job.h \
 	plugin/intake.c plugin/intake.h \
-	plugin/round.c plugin/round.h \
+	plugin/round.c plugin/round.h plugin/round-input.c plugin/round-input.h \
 	plugin/round-users.c plugin/round-plans.c plugin/round-launches.c \
 	plugin/round-models.c plugin/round-models.h \
 	plugin/round-users.h plugin/round-plans.h \
@@ -66,7 +66,8 @@ plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 # parameters, the job options and hint models (test-plugin-sched), and the
 # round's decision (test-plugin-round). PLUGIN_ROUND_SOURCES: the round and
 # the Slurm-free files it needs.
-PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-users.c \
+PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-input.c \
+	plugin/round-input.h plugin/round-users.c \
 	plugin/round-launches.c plugin/round-models.c plugin/round-models.h \
 	plugin/round-plans.c plugin/round-plans.h plugin/round-users.h \
 	plugin/memo.c \
