@@ -451,3 +451,39 @@ out:
 	free(res.reasons);
 	return rc;
 }
+
+static int _gpus_desc(const void *a, const void *b)
+{
+	const copus_slot *x = a, *y = b;
+
+	return (x->gpus < y->gpus) - (x->gpus > y->gpus);
+}
+
+int copus_even_slots(const copus_slot *slots, int n, copus_slot *out,
+		     int *per_node)
+{
+	int i, k = 0, g = 0;
+	long best = 0;
+
+	*per_node = 0;
+	if (n <= 0 || !slots || !out)
+		return 0;
+	/* The i+1 largest counts, at the (i+1)-th largest each. */
+	memcpy(out, slots, (size_t)n * sizeof(*out));
+	qsort(out, (size_t)n, sizeof(*out), _gpus_desc);
+	for (i = 0; i < n && out[i].gpus > 0; i++)
+		if ((long)(i + 1) * out[i].gpus > best) {
+			best = (long)(i + 1) * out[i].gpus;
+			k = i + 1;
+			g = out[i].gpus;
+		}
+	/*
+	 * Exactly k slots hold g or more: had m > k of them, m nodes of the
+	 * m-th largest count (g at least) would give more than k * g.
+	 */
+	for (i = 0, k = 0; i < n && g > 0; i++)
+		if (slots[i].gpus >= g)
+			out[k++] = (copus_slot){ slots[i].node, g };
+	*per_node = g;
+	return k;
+}

@@ -307,24 +307,30 @@ static int _replace(struct copus__round *r, job_record_t *job_ptr,
 
 /*
  * The nodes a pending job may start on for its decision: the decided ones
- * when they are what it asked, else (or with any) every node of the
- * decided type it may use, where Slurm picks.
+ * with at least the GPUs per node it asks (of an uneven decision, the part
+ * the round asked Slurm for, copus_even_slots) when they are as many as it
+ * asks, else (or with any) every node of the decided type it may use,
+ * where Slurm picks.
  */
 static bitstr_t *_allowed(struct copus__round *r,
 			  const struct copus__round_job *j, bool any)
 {
 	const copus_decision *d = &r->dec[j->job];
 	bitstr_t *b = bit_alloc(node_record_count);
-	bool exact = !any && d->num_slots == j->nodes_req;
-	int k;
+	bool exact = !any;
+	int k, n = 0;
 
-	for (k = 0; exact && k < d->num_slots; k++)
-		if (d->slots[k].gpus < j->gpn_req ||
-		    !j->eligible[d->slots[k].node])
+	for (k = 0; exact && k < d->num_slots; k++) {
+		if (d->slots[k].gpus < j->gpn_req)
+			continue;
+		n++;
+		if (!j->eligible[d->slots[k].node])
 			exact = false;
-	if (exact) {
+	}
+	if (exact && n == j->nodes_req) {
 		for (k = 0; k < d->num_slots; k++)
-			bit_set(b, d->slots[k].node);
+			if (d->slots[k].gpus >= j->gpn_req)
+				bit_set(b, d->slots[k].node);
 		return b;
 	}
 	/*

@@ -176,7 +176,7 @@ static bool _rj_same_cell(struct copus__round *r,
 
 /*
  * Whether what the round can ask Slurm for a running job (the same GPU
- * count on each of the decided nodes, the fewest there) goes where the
+ * count on each node: the decision's largest such part) goes where the
  * policy's decision goes: a policy that places GPUs unevenly over nodes
  * (pollux: 2 + 1) may decide a count Slurm cannot be asked for, and the
  * count asked for instead may be the job's own, or less than it has where
@@ -208,7 +208,16 @@ static void _wake(struct copus__round *r, time_t t)
 
 static void _plan(struct copus__sched *s, struct copus__round *r)
 {
+	/* What Slurm is asked for: the decision's largest even part. */
+	copus_slot *even = calloc(r->nnodes + 1, sizeof(*even));
 	int i;
+
+	if (!even) {
+		snprintf(r->error, sizeof(r->error), "out of memory for the "
+			 "decisions' cells");
+		r->decided = 0;
+		return;
+	}
 
 	for (i = 0; r->decided && i < r->njobs; i++) {
 		const copus_decision *d = &r->dec[i];
@@ -220,8 +229,8 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			snprintf(in->reason, sizeof(in->reason), "%s",
 				 d->reason);
 		j->dtype = d->gpu_type;
-		j->per_node = copus__slots_per_node(d->slots, d->num_slots);
-		j->num_nodes = d->num_slots;
+		j->num_nodes = copus_even_slots(d->slots, d->num_slots, even,
+						&j->per_node);
 		if (j->planned && d->gpu_type >= 0) {
 			/* Never a size without a plan (plans.h). */
 			j->plan = copus__plan_find(j->plans, j->ncells,
@@ -324,6 +333,7 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			 j->num_nodes);
 		j->reason = j->reason_buf;
 	}
+	free(even);
 	/* Running jobs the policy ran without: rescale bookkeeping. */
 	for (i = 0; i < r->nrj; i++) {
 		struct copus__round_job *j = &r->rj[i];
@@ -401,16 +411,6 @@ double copus__remaining(const copus_hint *h, double rate)
 	if (left <= 0.0)
 		return 0.0;
 	return left / rate;
-}
-
-int copus__slots_per_node(const copus_slot *slots, int n)
-{
-	int i, least = 0;
-
-	for (i = 0; slots && i < n; i++)
-		if (i == 0 || slots[i].gpus < least)
-			least = slots[i].gpus;
-	return least > 0 ? least : 0;
 }
 
 double copus__model_speedup(const copus_model *m, int nodes, int per_node)

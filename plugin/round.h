@@ -334,15 +334,6 @@ double copus__claim_ratio(const copus_model *m, int nodes, int gpus,
 			  double seen_rate);
 
 /*
- * How a decision is asked of Slurm 22.05, which gives every node of a job
- * the same GPU count (tres_per_node): the GPUs per node are the fewest the
- * decision puts on any of its nodes. Returns that count (0 when there is no
- * slot); a decision with unequal counts is thus applied a little smaller
- * than decided, never larger.
- */
-int copus__slots_per_node(const copus_slot *slots, int n);
-
-/*
  * Goodput speedup of the model on nodes x per_node GPUs over one GPU, each
  * with its best batch; 0 when it cannot be computed.
  */

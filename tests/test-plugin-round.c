@@ -429,13 +429,15 @@ static void _same_shape_move(const char *policy, enum copus__action want)
 }
 
 /*
- * A decision Slurm cannot be asked for: pollux gives a job of 2 GPUs on
- * one node a third on another node, 2 + 1, where Slurm's request is the
- * same count on every node. What the round could ask for is 2 GPUs on 2
- * nodes, the job's own count and type: a restart that gains nothing is
- * not asked for.
+ * Decisions Slurm cannot be asked for as they are: pollux gives a job on
+ * node 0 a third GPU on node 1, 2 + 1, where Slurm's request is the same
+ * count on every node. The round asks for the largest part of it Slurm
+ * can be asked for: 2 GPUs on node 0. For a job that has 2 there, that is
+ * its own cell, and a restart that gains nothing is not asked for; a job
+ * that has 1 there is asked to grow to 2 on that one node (not to 1 + 1 on
+ * two nodes).
  */
-static void a_move_slurm_cannot_express_is_left_undone(void)
+static struct copus__round_job *_pollux_two_plus_one(int gpus)
 {
 	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
 	struct copus__round_job *j;
@@ -445,7 +447,7 @@ static void a_move_slurm_cannot_express_is_left_undone(void)
 	prm.equal_per_node = false;
 	ASSERT_STATUS(copus_policy_create("pollux", &prm, &_s.policy),
 		      COPUS_OK);
-	j = _running(1, 0, 1, 2, 1, 8, NOW - 1000);
+	j = _running(1, 0, 1, gpus, 1, 8, NOW - 1000);
 	{
 		char text[COPUS_HINT_MAX_LEN + 1], err[128];
 		struct copus__memo *in = copus__memo_get(&_s, j->id);
@@ -460,18 +462,26 @@ static void a_move_slurm_cannot_express_is_left_undone(void)
 		ASSERT_STATUS(copus_hint_parse(text, &in->hint, err,
 					       sizeof(err)), COPUS_OK);
 		in->have_hint = true;
-		in->req_gpus = 2;
+		in->req_gpus = gpus;
 		in->max_had = 2;
 	}
 	_running(2, 0, 1, 2, 0, 0, NOW - 1000);
 	_running(3, 1, 1, 3, 0, 0, NOW - 1000);
 	_decide();
 	CU_ASSERT_FATAL(j->job >= 0 && _r.decided);
-	/* The case at hand: 3 GPUs as 2 + 1, of which Slurm gets 1 + 1. */
+	/* The case at hand: 3 GPUs as 2 on node 0 + 1 on node 1. */
 	CU_ASSERT(_r.dec[j->job].changed);
+	CU_ASSERT_EQUAL(_r.dec[j->job].gpus, 3);
 	CU_ASSERT_EQUAL(_r.dec[j->job].num_slots, 2);
-	CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
-	ASSERT_ACTION(j, COPUS__ACT_NONE);
+	CU_ASSERT_EQUAL(j->per_node, 2);
+	CU_ASSERT_EQUAL(j->num_nodes, 1);
+	return j;
+}
+
+static void a_move_slurm_cannot_express_is_asked_as_its_largest_part(void)
+{
+	ASSERT_ACTION(_pollux_two_plus_one(2), COPUS__ACT_NONE);
+	ASSERT_ACTION(_pollux_two_plus_one(1), COPUS__ACT_ASK);
 }
 
 static void a_same_shape_move_needs_a_policy_that_moves_jobs(void)
@@ -1482,7 +1492,7 @@ int main(void)
 		TEST(a_job_on_an_unusable_node_is_asked_to_move),
 		TEST(a_job_is_not_asked_again_within_its_restart_delay),
 		TEST(a_same_shape_move_needs_a_policy_that_moves_jobs),
-		TEST(a_move_slurm_cannot_express_is_left_undone),
+		TEST(a_move_slurm_cannot_express_is_asked_as_its_largest_part),
 		TEST(a_shrink_asks_the_job_with_a_hint_not_the_one_without),
 		TEST(a_rescale_in_flight_is_not_asked_again),
 		TEST(a_checkpointed_job_is_requeued_once),

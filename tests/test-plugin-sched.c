@@ -486,15 +486,6 @@ static void remaining_time_needs_a_target_and_a_rate(void)
 	ASSERT_CLOSE(copus__remaining(&h, 2.0), 0.0, 0);
 }
 
-static void unequal_slots_are_applied_at_the_smallest_count(void)
-{
-	copus_slot s[3] = { { 0, 4 }, { 2, 2 }, { 3, 4 } };
-
-	CU_ASSERT_EQUAL(copus__slots_per_node(s, 3), 2);
-	CU_ASSERT_EQUAL(copus__slots_per_node(s, 1), 4);
-	CU_ASSERT_EQUAL(copus__slots_per_node(NULL, 0), 0);
-}
-
 static void model_speedup_grows_with_gpus(void)
 {
 	copus_hint h = _hint();
@@ -1021,7 +1012,6 @@ int main(void)
 		TEST(hint_models_follow_type_names_with_default),
 		TEST(hint_models_give_each_type_its_own_model),
 		TEST(remaining_time_needs_a_target_and_a_rate),
-		TEST(unequal_slots_are_applied_at_the_smallest_count),
 		TEST(model_speedup_grows_with_gpus),
 		TEST(policy_key_takes_a_name),
 		TEST(the_fairshare_weight_reaches_every_policy),

@@ -841,7 +841,84 @@ static void test_fifo_arena_drops_a_job_its_request_does_not_fit(void)
 		      COPUS_EINVAL);
 }
 
+/*
+ * A placement asked as the same count on every node: the part with the
+ * most GPUs (fewest nodes on a tie), in node order, against every choice
+ * of nodes and count on small placements.
+ */
+static void test_even_slots_keep_the_most_gpus_a_node_count_can(void)
+{
+	copus_slot in[5], out[5];
+	int per = -1, k, n, trial, i;
+
+	/* pollux's 2 + 1: 2 on one node, not 1 + 1. */
+	in[0] = (copus_slot){ 3, 2 };
+	in[1] = (copus_slot){ 5, 1 };
+	k = copus_even_slots(in, 2, out, &per);
+	CU_ASSERT_EQUAL(k, 1);
+	CU_ASSERT_EQUAL(per, 2);
+	CU_ASSERT_EQUAL(out[0].node, 3);
+	/* 4 + 1 + 1 (6 GPUs): 4 on one node, not 1 x 3. */
+	in[0] = (copus_slot){ 0, 1 };
+	in[1] = (copus_slot){ 1, 4 };
+	in[2] = (copus_slot){ 2, 1 };
+	k = copus_even_slots(in, 3, out, &per);
+	CU_ASSERT(k == 1 && per == 4 && out[0].node == 1);
+	/* 4 + 2 + 4: 2 x 4 = 8 (3 x 2 is 6), in node order. */
+	in[0] = (copus_slot){ 0, 4 };
+	in[1] = (copus_slot){ 2, 2 };
+	in[2] = (copus_slot){ 3, 4 };
+	k = copus_even_slots(in, 3, out, &per);
+	CU_ASSERT(k == 2 && per == 4 && out[0].node == 0 && out[1].node == 3);
+	/* Even: as it is. 2 + 2 + 1 + 1: 2 x 2 = 4 against 4 x 1 = 4, the
+	 * fewer nodes. */
+	in[0] = (copus_slot){ 0, 2 };
+	in[1] = (copus_slot){ 1, 2 };
+	k = copus_even_slots(in, 2, out, &per);
+	CU_ASSERT(k == 2 && per == 2);
+	in[2] = (copus_slot){ 2, 1 };
+	in[3] = (copus_slot){ 3, 1 };
+	k = copus_even_slots(in, 4, out, &per);
+	CU_ASSERT(k == 2 && per == 2 && out[1].node == 1);
+	CU_ASSERT_EQUAL(copus_even_slots(in, 0, out, &per), 0);
+	CU_ASSERT_EQUAL(per, 0);
+	/* Against every subset and count, on pseudo-random placements. */
+	srand(7);
+	for (trial = 0; trial < 2000; trial++) {
+		int top = 0, bestk = 0;
+
+		n = 1 + rand() % 5;
+		for (i = 0; i < n; i++)
+			in[i] = (copus_slot){ 2 * i, 1 + rand() % 8 };
+		for (int mask = 1; mask < 1 << n; mask++) {
+			int least = 8, cnt = 0;
+
+			for (i = 0; i < n; i++)
+				if (mask >> i & 1) {
+					cnt++;
+					if (in[i].gpus < least)
+						least = in[i].gpus;
+				}
+			if (cnt * least > top ||
+			    (cnt * least == top && cnt < bestk)) {
+				top = cnt * least;
+				bestk = cnt;
+			}
+		}
+		k = copus_even_slots(in, n, out, &per);
+		CU_ASSERT_EQUAL(k * per, top);
+		CU_ASSERT_EQUAL(k, bestk);
+		for (i = 0; i < k; i++) {
+			int m = out[i].node / 2;
+
+			CU_ASSERT(out[i].gpus == per && in[m].gpus >= per);
+			CU_ASSERT(i == 0 || out[i].node > out[i - 1].node);
+		}
+	}
+}
+
 static const struct test_case tests[] = {
+	TEST(test_even_slots_keep_the_most_gpus_a_node_count_can),
 	TEST(test_create_rejects_bad_input),
 	TEST(test_params_of_an_older_version_are_taken),
 	TEST(test_the_fair_share_weight_is_a_parameter),

@@ -191,20 +191,24 @@ grep -q '"probes": *false' "$tmp/s.json" || fail "fifo --probes: the summary say
 grep -q -- '--probes is for workloads' "$tmp/err" || { cat "$tmp/err"; fail "--probes --arena message"; }
 
 # --equal-per-node: on nodes of 3 GPUs, the copus policy spreads some jobs
-# unevenly (3 + 1) by default and never with it, as Slurm allocates.
+# unevenly (3 + 1) by default and never with it, as Slurm allocates; pollux,
+# which places unevenly whatever it is told, is applied as sched/copus asks
+# Slurm for its decisions (their largest even part).
 sia=${srcdir:-..}/../shared/data/sia
 if [ -d "$sia/traces" ]; then
 	head -n 41 "$sia/workloads/philly/workload-1.csv" > "$tmp/w40.csv"
+	for pol in copus pollux; do
 	for e in '' --equal-per-node; do
-		"$sim" --cluster aws:4x3 --profiles "$sia/traces" --policy copus $e \
+		"$sim" --cluster aws:4x3 --profiles "$sia/traces" --policy $pol $e \
 			--timeline "$tmp/t.csv" "$tmp/w40.csv" > "$tmp/out" 2>&1 ||
-			{ cat "$tmp/out"; fail "copus $e run"; }
+			{ cat "$tmp/out"; fail "$pol $e run"; }
 		uneven=$(awk -F, 'NR > 1 && $5 > 0 && $4 % $5 != 0' "$tmp/t.csv" | wc -l)
 		if [ -n "$e" ]; then
-			[ "$uneven" -eq 0 ] || fail "--equal-per-node: $uneven rows of unequal GPUs per node"
+			[ "$uneven" -eq 0 ] || fail "$pol --equal-per-node: $uneven rows of unequal GPUs per node"
 		else
-			[ "$uneven" -gt 0 ] || fail "without --equal-per-node no job was spread unevenly: the check above shows nothing"
+			[ "$uneven" -gt 0 ] || fail "$pol without --equal-per-node: no job was spread unevenly: the check above shows nothing"
 		fi
+	done
 	done
 else
 	echo "skipped --equal-per-node: no $sia"

@@ -304,6 +304,20 @@ void copus_policy_destroy(copus_policy *p);
 int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
 			     size_t n, long *bad_job);
 
+/*
+ * The largest part of a placement that can be asked of a scheduler that
+ * gives every node of a job the same GPU count (Slurm's GPUs per node): the
+ * k of the n slots and the g GPUs on each that make k * g largest, the
+ * fewest nodes on a tie, never more GPUs on a node than the placement puts
+ * there. Writes those k slots to out (room for n; node order kept, each
+ * with g GPUs; out may not be slots), sets *per_node to g and returns k;
+ * 0 when n is 0. An even placement is returned as it is. A policy that
+ * spreads GPUs unevenly (pollux: 2 + 1) is thus applied as 2 on one node,
+ * not as 1 + 1.
+ */
+int copus_even_slots(const copus_slot *slots, int n, copus_slot *out,
+		     int *per_node);
+
 #ifdef __cplusplus
 }
 #endif
