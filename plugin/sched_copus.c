@@ -288,12 +288,16 @@ static bool _changed(struct copus__sched *s)
 /*
  * One round: the four phases, timed (see the top of this file). An event
  * round (quick) only starts pending jobs on what is free: running jobs keep
- * their GPUs, and reallocation waits for the full round.
+ * their GPUs, and reallocation waits for the full round. Returns the
+ * milliseconds of its look at the queue: the snapshot and the decision (or
+ * the look of an idle event round), not the starts and the files after
+ * them, which any scheduler's starts cost.
  */
-static void _round(struct copus__sched *s, bool quick)
+static double _round(struct copus__sched *s, bool quick)
 {
 	struct copus__round r;
 	struct timespec t;
+	double look;
 
 	memset(&r, 0, sizeof(r));
 	r.quick = quick;
@@ -306,7 +310,7 @@ static void _round(struct copus__sched *s, bool quick)
 		/* Nothing read, nothing to decide: the records stay. */
 		s->stats.event_rounds_idle++;
 		copus__snapshot_free(&r);
-		return;
+		return _ms_since(&t);
 	}
 	copus__memo_sweep(s, r.when < r.reg_quiet);
 	r.t_snap = _ms_since(&t);
@@ -319,6 +323,7 @@ static void _round(struct copus__sched *s, bool quick)
 		error("%s: %s; nothing decided this round", plugin_type,
 		      r.error);
 	r.t_decide = _ms_since(&t);
+	look = r.t_snap + r.t_decide;
 	_log_claims(&r);
 	_log_plans(&r);
 	if (copus__round_launches(s, &r, true))
@@ -336,6 +341,7 @@ static void _round(struct copus__sched *s, bool quick)
 	copus__stats_write(s, r.state_dir);
 	copus__round_free(&r);
 	copus__snapshot_free(&r);
+	return look;
 }
 
 /* Milliseconds from a to b (negative when b is earlier). */
@@ -345,20 +351,19 @@ static double _ms_between(const struct timespec *a, const struct timespec *b)
 }
 
 /*
- * After a round that began at began: the earliest time of the next event
- * round, so that event rounds take at most a tenth of the time (a round
- * of t ms is followed by 9 t ms without one). On a deep queue, where
- * every submission is an event and each round walks every job, this keeps
- * slurmctld's locks free for the RPCs; full rounds keep their interval.
+ * After a round whose look at the queue took look_ms: the earliest time of
+ * the next event round, so that looks take at most a tenth of the time (a
+ * look of t ms is followed by 9 t ms without an event round). On a deep
+ * queue, where every submission is an event and each look walks every job,
+ * this keeps slurmctld's locks free for the RPCs; the jobs a round starts
+ * do not count, so that under churn the starts are not held back by their
+ * own cost. Full rounds keep their interval.
  */
-static void _event_gap(const struct timespec *began, struct timespec *after)
+static void _event_gap(double look_ms, struct timespec *after)
 {
-	struct timespec end;
-	double gap_ms;
+	double gap_ms = COPUS__EVENT_IDLE * look_ms;
 
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	gap_ms = COPUS__EVENT_IDLE * _ms_between(began, &end);
-	*after = end;
+	clock_gettime(CLOCK_MONOTONIC, after);
 	after->tv_sec += (time_t)(gap_ms / 1e3);
 	after->tv_nsec += (long)(fmod(gap_ms, 1e3) * 1e6);
 	if (after->tv_nsec >= 1000000000L) {
@@ -439,14 +444,12 @@ static void *_agent(void *arg)
 		    now.tv_sec >= next_full.tv_sec) {
 			next_full = now;
 			next_full.tv_sec += s->params.interval;
-			_round(s, false);
-			_event_gap(&now, &event_after);
+			_event_gap(_round(s, false), &event_after);
 		} else if ((_changed(s) ||
 			    (s->wake_at && time(NULL) >= s->wake_at)) &&
 			   _ms_between(&event_after, &now) >= 0) {
 			/* Something changed, or a held job may start. */
-			_round(s, true);
-			_event_gap(&now, &event_after);
+			_event_gap(_round(s, true), &event_after);
 		}
 	}
 	if (s->policy)
