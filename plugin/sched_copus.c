@@ -289,9 +289,8 @@ static bool _changed(struct copus__sched *s)
  * One round: the four phases, timed (see the top of this file). An event
  * round (quick) only starts pending jobs on what is free: running jobs keep
  * their GPUs, and reallocation waits for the full round. Returns the
- * milliseconds of its look at the queue: the snapshot and the decision (or
- * the look of an idle event round), not the starts and the files after
- * them, which any scheduler's starts cost.
+ * milliseconds of its look at the queue (the snapshot and the decision, or
+ * the look of an idle event round) when it started no job, else 0.
  */
 static double _round(struct copus__sched *s, bool quick)
 {
@@ -339,6 +338,8 @@ static double _round(struct copus__sched *s, bool quick)
 	if (!quick)
 		copus__status_write(s, &r);
 	copus__stats_write(s, r.state_dir);
+	if (r.started)
+		look = 0.0;
 	copus__round_free(&r);
 	copus__snapshot_free(&r);
 	return look;
@@ -351,13 +352,15 @@ static double _ms_between(const struct timespec *a, const struct timespec *b)
 }
 
 /*
- * After a round whose look at the queue took look_ms: the earliest time of
- * the next event round, so that looks take at most a tenth of the time (a
- * look of t ms is followed by 9 t ms without an event round). On a deep
- * queue, where every submission is an event and each look walks every job,
- * this keeps slurmctld's locks free for the RPCs; the jobs a round starts
- * do not count, so that under churn the starts are not held back by their
- * own cost. Full rounds keep their interval.
+ * After a round that started nothing and whose look at the queue took
+ * look_ms: the earliest time of the next event round, so that such rounds
+ * take at most a tenth of the time (a look of t ms is followed by 9 t ms
+ * without an event round). On a deep queue, where every submission is an
+ * event and each look walks every job, this keeps slurmctld's locks free
+ * for the RPCs. A round that started jobs is followed by the next at the
+ * next poll, as Slurm's schedulers run on each job's end: under churn, on a
+ * busy machine, a wait after each round kept a quarter of the starts back.
+ * Full rounds keep their interval.
  */
 static void _event_gap(double look_ms, struct timespec *after)
 {

@@ -54,7 +54,7 @@ struct copus__resize_memo {
  * least time between two event rounds (sched_copus.c).
  */
 #define COPUS__EVENT_MS 200
-/* Event rounds' looks at the queue take at most 1 / (1 + COPUS__EVENT_IDLE)
+/* Event rounds that start nothing take at most 1 / (1 + COPUS__EVENT_IDLE)
  * of the time. */
 #define COPUS__EVENT_IDLE 9
 
