@@ -288,15 +288,14 @@ static bool _changed(struct copus__sched *s)
 /*
  * One round: the four phases, timed (see the top of this file). An event
  * round (quick) only starts pending jobs on what is free: running jobs keep
- * their GPUs, and reallocation waits for the full round. Returns the
- * milliseconds of its look at the queue (the snapshot and the decision, or
- * the look of an idle event round) when it started no job, else 0.
+ * their GPUs, and reallocation waits for the full round. Returns its
+ * milliseconds when it started no job, else 0.
  */
 static double _round(struct copus__sched *s, bool quick)
 {
 	struct copus__round r;
-	struct timespec t;
-	double look;
+	struct timespec t, began;
+	double ms;
 
 	memset(&r, 0, sizeof(r));
 	r.quick = quick;
@@ -304,12 +303,13 @@ static double _round(struct copus__sched *s, bool quick)
 	if (quick)
 		s->stats.event_rounds++;
 	clock_gettime(CLOCK_MONOTONIC, &t);
+	began = t;
 	copus__snapshot(s, &r);
 	if (r.idle) {
 		/* Nothing read, nothing to decide: the records stay. */
 		s->stats.event_rounds_idle++;
 		copus__snapshot_free(&r);
-		return _ms_since(&t);
+		return _ms_since(&began);
 	}
 	copus__memo_sweep(s, r.when < r.reg_quiet);
 	r.t_snap = _ms_since(&t);
@@ -322,7 +322,6 @@ static double _round(struct copus__sched *s, bool quick)
 		error("%s: %s; nothing decided this round", plugin_type,
 		      r.error);
 	r.t_decide = _ms_since(&t);
-	look = r.t_snap + r.t_decide;
 	_log_claims(&r);
 	_log_plans(&r);
 	if (copus__round_launches(s, &r, true))
@@ -338,11 +337,10 @@ static double _round(struct copus__sched *s, bool quick)
 	if (!quick)
 		copus__status_write(s, &r);
 	copus__stats_write(s, r.state_dir);
-	if (r.started)
-		look = 0.0;
+	ms = r.started ? 0.0 : _ms_since(&began);
 	copus__round_free(&r);
 	copus__snapshot_free(&r);
-	return look;
+	return ms;
 }
 
 /* Milliseconds from a to b (negative when b is earlier). */
@@ -352,19 +350,18 @@ static double _ms_between(const struct timespec *a, const struct timespec *b)
 }
 
 /*
- * After a round that started nothing and whose look at the queue took
- * look_ms: the earliest time of the next event round, so that such rounds
- * take at most a tenth of the time (a look of t ms is followed by 9 t ms
- * without an event round). On a deep queue, where every submission is an
+ * After a round that started nothing and took round_ms: the earliest time
+ * of the next event round, so that such rounds take at most a tenth of the
+ * time (a round of t ms is followed by 9 t ms without an event round). On a deep queue, where every submission is an
  * event and each look walks every job, this keeps slurmctld's locks free
  * for the RPCs. A round that started jobs is followed by the next at the
  * next poll, as Slurm's schedulers run on each job's end: under churn, on a
  * busy machine, a wait after each round kept a quarter of the starts back.
  * Full rounds keep their interval.
  */
-static void _event_gap(double look_ms, struct timespec *after)
+static void _event_gap(double round_ms, struct timespec *after)
 {
-	double gap_ms = COPUS__EVENT_IDLE * look_ms;
+	double gap_ms = COPUS__EVENT_IDLE * round_ms;
 
 	clock_gettime(CLOCK_MONOTONIC, after);
 	after->tv_sec += (time_t)(gap_ms / 1e3);
