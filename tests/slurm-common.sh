@@ -63,6 +63,16 @@ wait_line() {
 	done
 }
 
+# wait_checkpoint FILE: hint_job's job wrote its first periodic checkpoint
+# (FILE.ckpt) within 30 s, or the test fails.
+wait_checkpoint() {
+	local end=$((SECONDS + 30))
+	until [ -s "$1.ckpt" ]; do
+		[ $SECONDS -lt $end ] || fail "the elastic job wrote no checkpoint"
+		sleep 0.3
+	done
+}
+
 # wait_log REGEX: slurmctld logged it (in $log) within 15 s, or the test
 # fails; prints the line.
 wait_log() {
@@ -175,12 +185,7 @@ refused_requeue_setup() {
 	echo "$e $1" >"$refuse"
 	wait_line "$TMP/e.out" '^start restart=0 gpus=4 ' 30 ||
 		fail "the elastic job did not start on 4 GPUs: $(cat "$TMP/e.out" 2>&1)"
-	# Its first periodic checkpoint.
-	end=$((SECONDS + 30))
-	until [ -s "$TMP/e.out.ckpt" ]; do
-		[ $SECONDS -lt $end ] || fail "the elastic job wrote no checkpoint"
-		sleep 0.3
-	done
+	wait_checkpoint "$TMP/e.out"
 	r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 300') ||
 		fail "sbatch refused the rigid job"
 	wait_line "$log" "JobId=$e asked to checkpoint" 30 ||

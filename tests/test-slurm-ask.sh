@@ -44,12 +44,7 @@ e=$(sbatch --parsable -o /dev/null --gres=gpu:a100:4 --elastic=1-4 -t 10 \
 	"$TMP/job.sh" "$TMP/e.out" die) || fail "sbatch refused the elastic job"
 wait_line "$TMP/e.out" '^start restart=0 gpus=4 ' 30 ||
 	fail "the elastic job did not start on 4 GPUs: $(cat "$TMP/e.out" 2>&1)"
-# Its first periodic checkpoint.
-end=$((SECONDS + 30))
-until [ -s "$TMP/e.out.ckpt" ]; do
-	[ $SECONDS -lt $end ] || fail "the elastic job wrote no checkpoint"
-	sleep 0.3
-done
+wait_checkpoint "$TMP/e.out"
 r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 300') ||
 	fail "sbatch refused the second rigid job"
 wait_line "$log" "JobId=$e asked to checkpoint" 30 ||
