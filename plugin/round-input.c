@@ -3,8 +3,10 @@
  * policy's input, from the snapshot's plain copies of the jobs: each job's
  * bounds, type, cell held for a rescale, models and fair share; which rigid
  * pending jobs the policy may start; then the estimates and remaining times
- * of round-models.c and the time limits. No Slurm header, no Slurm call, no
- * lock: tests/test-plugin-round runs it without slurmctld.
+ * of round-models.c and the time limits; and the helpers of round.h it
+ * reads a job's hint with (its models, claims and remaining time). No Slurm
+ * header, no Slurm call, no lock: tests/test-plugin-round runs it without
+ * slurmctld.
  */
 #include <math.h>
 #include <stdio.h>
@@ -413,4 +415,74 @@ static void _time_limits(struct copus__round *r)
 		if (c->remaining < 0.0 || c->remaining > left)
 			c->remaining = left;
 	}
+}
+
+int copus__type_index(const struct copus__round *r, const char *name)
+{
+	int t;
+
+	for (t = 0; t < r->ntypes; t++)
+		if (!strcmp(r->types[t], name))
+			return t;
+	return -1;
+}
+
+int copus__hint_models(const copus_hint *h, const char *const *type_names,
+		       int ntypes, copus_model *models,
+		       const copus_model **ptrs)
+{
+	const copus_perf_params *dflt = NULL;
+	int t, i, n = 0;
+
+	for (i = 0; i < h->n_perf; i++)
+		if (!strcmp(h->perf[i].type, "default"))
+			dflt = &h->perf[i].perf;
+	for (t = 0; t < ntypes; t++) {
+		const copus_perf_params *pp = dflt;
+
+		ptrs[t] = NULL;
+		for (i = 0; type_names && type_names[t] && i < h->n_perf; i++)
+			if (!strcmp(h->perf[i].type, type_names[t]))
+				pp = &h->perf[i].perf;
+		if (!pp)
+			continue;
+		memset(&models[t], 0, sizeof(models[t]));
+		models[t].perf = *pp;
+		models[t].grad = h->grad;
+		models[t].limits = h->limits;
+		if (copus_model_check(&models[t]) != COPUS_OK)
+			continue;
+		ptrs[t] = &models[t];
+		n++;
+	}
+	return n;
+}
+
+double copus__claim_ratio(const copus_model *m, int nodes, int gpus,
+			  double seen_rate)
+{
+	copus_batch_plan plan;
+	double claimed;
+
+	if (!m || nodes < 1 || gpus < nodes || !(m->limits.init_batch > 0.0) ||
+	    copus_best_batch(m, nodes, gpus, &plan) != COPUS_OK)
+		return 0.0;
+	claimed = plan.goodput / m->limits.init_batch;
+	if (!(claimed > 0.0) || !isfinite(claimed))
+		return 0.0;
+	if (!(seen_rate > 0.0))
+		return HUGE_VAL;
+	return claimed / seen_rate;
+}
+
+double copus__remaining(const copus_hint *h, double rate)
+{
+	double left;
+
+	if (!(h->target > 0.0) || !(rate > 0.0) || !isfinite(rate))
+		return -1.0;
+	left = h->target - h->progress;
+	if (left <= 0.0)
+		return 0.0;
+	return left / rate;
 }

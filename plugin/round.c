@@ -109,17 +109,6 @@ void copus__round_free(struct copus__round *r)
 	r->njobs = 0;
 }
 
-int copus__type_index(const struct copus__round *r, const char *name)
-{
-	int t;
-
-	for (t = 0; t < r->ntypes; t++)
-		if (!strcmp(r->types[t], name))
-			return t;
-	return -1;
-}
-
-
 /*
  * Runs the policy on the input. Why it did not run, if it did not, is in
  * r->error.
@@ -352,66 +341,6 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
  * What a job's hint comes to for the policy, and a decision for Slurm
  * (round.h; also tested by tests/test-plugin-sched).
  */
-
-int copus__hint_models(const copus_hint *h, const char *const *type_names,
-		       int ntypes, copus_model *models,
-		       const copus_model **ptrs)
-{
-	const copus_perf_params *dflt = NULL;
-	int t, i, n = 0;
-
-	for (i = 0; i < h->n_perf; i++)
-		if (!strcmp(h->perf[i].type, "default"))
-			dflt = &h->perf[i].perf;
-	for (t = 0; t < ntypes; t++) {
-		const copus_perf_params *pp = dflt;
-
-		ptrs[t] = NULL;
-		for (i = 0; type_names && type_names[t] && i < h->n_perf; i++)
-			if (!strcmp(h->perf[i].type, type_names[t]))
-				pp = &h->perf[i].perf;
-		if (!pp)
-			continue;
-		memset(&models[t], 0, sizeof(models[t]));
-		models[t].perf = *pp;
-		models[t].grad = h->grad;
-		models[t].limits = h->limits;
-		if (copus_model_check(&models[t]) != COPUS_OK)
-			continue;
-		ptrs[t] = &models[t];
-		n++;
-	}
-	return n;
-}
-
-double copus__claim_ratio(const copus_model *m, int nodes, int gpus,
-			  double seen_rate)
-{
-	copus_batch_plan plan;
-	double claimed;
-
-	if (!m || nodes < 1 || gpus < nodes || !(m->limits.init_batch > 0.0) ||
-	    copus_best_batch(m, nodes, gpus, &plan) != COPUS_OK)
-		return 0.0;
-	claimed = plan.goodput / m->limits.init_batch;
-	if (!(claimed > 0.0) || !isfinite(claimed))
-		return 0.0;
-	if (!(seen_rate > 0.0))
-		return HUGE_VAL;
-	return claimed / seen_rate;
-}
-
-double copus__remaining(const copus_hint *h, double rate)
-{
-	double left;
-
-	if (!(h->target > 0.0) || !(rate > 0.0) || !isfinite(rate))
-		return -1.0;
-	left = h->target - h->progress;
-	if (left <= 0.0)
-		return 0.0;
-	return left / rate;
-}
 
 double copus__model_speedup(const copus_model *m, int nodes, int per_node)
 {
