@@ -11,6 +11,7 @@
 
 #include <copus/predict.h>
 
+#include "engine-apply.h"
 #include "engine-job.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -617,131 +618,20 @@ static int round_decide(struct sim_state *s, size_t na)
 	return rc;
 }
 
-/*
- * With --equal-per-node, a decision as sched/copus asks Slurm for it: its
- * largest part with the same GPUs on each node (copus_even_slots), written
- * to j->slots (the policy's input, rebuilt before each round); a running
- * job keeps its GPUs when that part is its own shape (same GPUs, nodes and
- * type) and the policy does not move jobs, or when it goes nowhere or the
- * other way than the decision. Returns the slots' count, or -1 to keep the
- * job as it is.
- */
-static int even_part(struct sim_state *s, struct sjob *j,
-		     const copus_decision *d)
-{
-	int per, k, got;
-
-	k = copus_even_slots(d->slots, d->num_slots, j->slots, &per);
-	got = k * per;
-	if (j->gpus == 0)
-		return k;
-	if (got == j->gpus && k == j->nodes && d->gpu_type == j->type) {
-		int same = 0;
-
-		for (int i = 0; i < k; i++)
-			same += j->place[j->slots[i].node] == per;
-		if (same == k || !s->tr->moves_jobs)
-			return -1;
-	}
-	if (got != d->gpus && (d->gpus > j->gpus   ? got <= j->gpus
-			       : d->gpus < j->gpus ? got >= j->gpus
-						   : true))
-		return -1;
-	return k;
-}
-
-/* Whether the n slots fit the GPUs left on their nodes (used). */
-static bool slots_fit(const struct sim_state *s, const int *used,
-		      const copus_slot *slots, int n)
-{
-	for (int k = 0; k < n; k++)
-		if (used[slots[k].node] + slots[k].gpus >
-		    s->cl.nodes[slots[k].node].gpus)
-			return false;
-	return true;
-}
-
-/* A job takes the n slots (none: it stops) and pays its restart. */
-static void job_take(struct sim_state *s, struct sjob *j, int type,
-		     const copus_slot *slots, int n)
-{
-	memset(j->place, 0, (size_t)s->N * sizeof(int));
-	for (int k = 0; k < n; k++)
-		j->place[slots[k].node] = slots[k].gpus;
-	copus__sim_update_shape(j, s->N);
-	if (j->gpus > 0) {
-		j->type = type;
-		copus__sim_update_local(j);
-		j->rescale = j->app->restart_delay >= 0.0
-				     ? j->app->restart_delay
-				     : s->o->restart_delay;
-		j->restarts++;
-	} else {
-		j->atomic = 0;
-		j->accum = 0;
-	}
-}
-
-/*
- * With --equal-per-node, the decisions as Slurm carries them out: each
- * changed job's part (even_part); the jobs that move give up their GPUs
- * first, then each takes its part where the GPUs are still free (a job
- * kept as it is may hold GPUs the policy gave to another), or else goes
- * back to the GPUs it had when they are free, or waits.
- */
-static void round_apply_even(struct sim_state *s, size_t na)
-{
-	int *used = s->used;
-
-	memset(used, 0, (size_t)s->N * sizeof(*used));
-	for (size_t q = 0; q < na; q++) {
-		struct sjob *j = &s->jobs[s->idx[q]];
-		const copus_decision *d = &s->dec[q];
-
-		s->part[q] = -1;
-		if (d->changed)
-			s->part[q] = d->gpu_type < 0 ? 0 : even_part(s, j, d);
-		for (int k = 0; s->part[q] < 0 && k < s->N; k++)
-			used[k] += j->place[k];
-	}
-	for (size_t q = 0; q < na; q++) {
-		struct sjob *j = &s->jobs[s->idx[q]];
-		int n = s->part[q], had = 0;
-
-		if (n < 0)
-			continue;
-		if (slots_fit(s, used, j->slots, n)) {
-			job_take(s, j, s->dec[q].gpu_type, j->slots, n);
-		} else {
-			for (int k = 0; k < s->N; k++)
-				if (j->place[k] > 0)
-					j->slots[had++] =
-						(copus_slot){ k, j->place[k] };
-			if (!had || !slots_fit(s, used, j->slots, had))
-				job_take(s, j, -1, NULL, 0);
-		}
-		for (int k = 0; k < s->N; k++)
-			used[k] += j->place[k];
-	}
-}
-
-/*
- * The decisions applied: a job whose GPUs changed takes its new placement
- * and pays its restart, or stops.
- */
+/* The decisions applied (engine-apply.c). */
 static void round_apply(struct sim_state *s, size_t na)
 {
-	if (s->o->equal_per_node) {
-		round_apply_even(s, na);
-		return;
-	}
-	for (size_t q = 0; q < na; q++) {
-		struct sjob *j = &s->jobs[s->idx[q]];
-		const copus_decision *d = &s->dec[q];
+	const struct sim_apply ap = {
+		.nodes = s->cl.nodes,
+		.N = s->N,
+		.equal_per_node = s->o->equal_per_node,
+		.moves_jobs = s->tr->moves_jobs,
+		.restart_delay = s->o->restart_delay,
+		.used = s->used,
+		.part = s->part,
+	};
 
-		if (d->changed)
-			job_take(s, j, d->gpu_type, d->slots, d->num_slots);
-	}
+	copus__sim_apply(&ap, s->jobs, s->idx, s->dec, na);
 }
 
 /*
