@@ -12,10 +12,14 @@
 #include "slurm-compat.h"
 #include "stats.h"
 
-/* One taking of the locks: when they were asked for and when they came. */
+/*
+ * One taking of the locks: when they were asked for and when they came, and
+ * the thread's use of the CPU when they came.
+ */
 struct copus__lock_clock {
 	slurmctld_lock_t locks;
 	struct timespec asked, got;
+	struct copus__lock_cpu cpu_got;
 };
 
 /* Takes locks for the phase, noting the times in c. */

@@ -5,6 +5,7 @@
  * histograms in copus_metrics.prom. Plain C, no Slurm: test-plugin-sched
  * runs it.
  */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "stats.h"
@@ -53,11 +54,20 @@ static void _time(struct copus__lock_time *t, double us)
 }
 
 void copus__lock_count(struct copus__lock_stats *l, double wait_us,
-		       double hold_us)
+		       double hold_us, const struct copus__lock_cpu *cpu)
 {
+	static const struct copus__lock_cpu none;
+	bool longest;
+
+	if (!cpu)
+		cpu = &none;
 	l->cycles++;
+	longest = l->cycles == 1 || hold_us > l->hold.max;
 	_time(&l->wait, wait_us);
 	_time(&l->hold, hold_us);
+	l->hold_cpu_sum += cpu->cpu_us > 0 ? cpu->cpu_us : 0;
+	if (longest)
+		l->hold_max_cpu = *cpu;
 }
 
 /* "100us", "1ms", "1s", "inf": the bucket's bound in a row's name. */
@@ -117,6 +127,21 @@ void copus__lock_stats_rows(const struct copus__stats *st, FILE *f)
 			l->yields, _names[p]);
 		_rows(f, _names[p], "wait", &l->wait, l->cycles);
 		_rows(f, _names[p], "hold", &l->hold, l->cycles);
+		fprintf(f, "lock_%s_hold_cpu_mean_us\t%.6g\tMean CPU time the "
+			"%s used while it held its locks (microseconds)\n",
+			_names[p], l->cycles > 0 ? l->hold_cpu_sum / l->cycles
+						 : 0, _names[p]);
+		fprintf(f, "lock_%s_hold_max_cpu_us\t%.6g\tCPU time the %s "
+			"used in its longest hold (microseconds; the rest "
+			"it spent off the CPU)\n", _names[p],
+			l->hold_max_cpu.cpu_us, _names[p]);
+		fprintf(f, "lock_%s_hold_max_preempted\t%.6g\tTimes the %s "
+			"was taken off the CPU in its longest hold\n",
+			_names[p], l->hold_max_cpu.preempted, _names[p]);
+		fprintf(f, "lock_%s_hold_max_blocked\t%.6g\tTimes the %s "
+			"gave up the CPU in its longest hold (waiting for "
+			"memory, a file or a mutex)\n", _names[p],
+			l->hold_max_cpu.blocked, _names[p]);
 	}
 }
 
@@ -175,4 +200,18 @@ void copus__lock_stats_prom(const struct copus__stats *st, FILE *f)
 		   "slurmctld's locks");
 	_histogram(f, st, "hold", "Time a phase of a round held slurmctld's "
 		   "locks");
+	fprintf(f, "# HELP copus_lock_hold_max_cpu_seconds CPU time a phase "
+		"used in its longest hold.\n"
+		"# TYPE copus_lock_hold_max_cpu_seconds gauge\n");
+	for (p = 0; p < COPUS__LOCK_NPHASES; p++)
+		fprintf(f, "copus_lock_hold_max_cpu_seconds{phase=\"%s\"} "
+			"%.6g\n", _names[p],
+			st->locks[p].hold_max_cpu.cpu_us / 1e6);
+	fprintf(f, "# HELP copus_lock_hold_max_preemptions Times a phase was "
+		"taken off the CPU in its longest hold.\n"
+		"# TYPE copus_lock_hold_max_preemptions gauge\n");
+	for (p = 0; p < COPUS__LOCK_NPHASES; p++)
+		fprintf(f, "copus_lock_hold_max_preemptions{phase=\"%s\"} "
+			"%.6g\n", _names[p],
+			st->locks[p].hold_max_cpu.preempted);
 }

@@ -73,10 +73,22 @@ struct copus__lock_time {
 	double le[COPUS__LOCK_BUCKETS];	/* cumulative: at most each bound */
 };
 
+/*
+ * What the thread did while it held the locks: its CPU time, and how often
+ * it left the CPU, taken from it (preempted: another thread's turn) or
+ * giving it up (blocked: a sleep, a page in, a mutex). A hold much longer
+ * than its CPU time was spent off the CPU.
+ */
+struct copus__lock_cpu {
+	double cpu_us, preempted, blocked;
+};
+
 struct copus__lock_stats {
 	double cycles;			/* times the phase took its locks */
 	double yields;			/* times it let them go midway */
 	struct copus__lock_time wait, hold;
+	double hold_cpu_sum;		/* CPU microseconds over all holds */
+	struct copus__lock_cpu hold_max_cpu;	/* of the longest hold */
 };
 
 struct copus__stats {
@@ -91,21 +103,27 @@ struct copus__stats {
 const char *copus__lock_phase_name(int phase);
 const char *copus__lock_phase_what(int phase);
 
-/* Counts one time a phase took its locks: waited wait_us, held hold_us. */
+/*
+ * Counts one time a phase took its locks: waited wait_us, held hold_us,
+ * using cpu meanwhile (NULL: not known, counted as none).
+ */
 void copus__lock_count(struct copus__lock_stats *l, double wait_us,
-		       double hold_us);
+		       double hold_us, const struct copus__lock_cpu *cpu);
 
 /*
  * The lock figures as rows of copus_stats (name, value, meaning, by tabs):
  * per phase lock_PHASE_cycles, then for wait and hold _last_us, _mean_us,
- * _max_us and the cumulative histogram _le_100us ... _le_10s, _le_inf.
+ * _max_us and the cumulative histogram _le_100us ... _le_10s, _le_inf;
+ * then lock_PHASE_hold_cpu_mean_us and, of the longest hold,
+ * lock_PHASE_hold_max_cpu_us, _hold_max_preempted and _hold_max_blocked.
  */
 void copus__lock_stats_rows(const struct copus__stats *st, FILE *f);
 
 /*
  * The same as Prometheus histograms copus_lock_wait_seconds and
- * copus_lock_hold_seconds with a label phase, and gauges
- * copus_lock_{wait,hold}_max_seconds.
+ * copus_lock_hold_seconds with a label phase, gauges
+ * copus_lock_{wait,hold}_max_seconds, and of the longest hold
+ * copus_lock_hold_max_cpu_seconds and copus_lock_hold_max_preemptions.
  */
 void copus__lock_stats_prom(const struct copus__stats *st, FILE *f);
 

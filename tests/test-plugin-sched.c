@@ -872,6 +872,8 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 {
 	struct copus__stats st = { 0 };
 	struct copus__lock_stats *l = &st.locks[COPUS__LOCK_snapshot];
+	struct copus__lock_cpu worked = { 2400, 0, 0 }, off = { 1e4, 3, 1 };
+	struct copus__lock_cpu later = { 900, 7, 0 };
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -880,10 +882,10 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 			       "actions");
 	CU_ASSERT_STRING_EQUAL(copus__lock_phase_name(COPUS__LOCK_NPHASES),
 			       "?");
-	copus__lock_count(l, 5, 50);		/* 50 us held */
-	copus__lock_count(l, 20, 2500);		/* 2.5 ms */
-	copus__lock_count(l, 0, 2e7);		/* 20 s: beyond every bound */
-	copus__lock_count(l, -1, 1000);		/* a clock step: wait 0; 1 ms */
+	copus__lock_count(l, 5, 50, NULL);	/* 50 us held */
+	copus__lock_count(l, 20, 2500, &worked);	/* 2.5 ms, on the CPU */
+	copus__lock_count(l, 0, 2e7, &off);	/* 20 s: beyond every bound */
+	copus__lock_count(l, -1, 1000, &later);	/* a clock step: wait 0 */
 	CU_ASSERT_EQUAL(l->cycles, 4);
 	CU_ASSERT_DOUBLE_EQUAL(l->hold.max, 2e7, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(l->hold.last, 1000, 1e-9);
@@ -913,6 +915,17 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_actions_cycles\t0\t"));
 	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_yields\t2\t"));
 	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_config_wait_max_us\t0\t"));
+	/* The longest hold (20 s) used 10 ms of CPU, preempted 3 times;
+	 * the mean is over all four holds (NULL counts as none). */
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_max_cpu_us\t"
+					  "10000\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_max_preempted"
+					  "\t3\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_max_blocked"
+					  "\t1\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_snapshot_hold_cpu_mean_us\t"
+					  "3325\t"));
+	CU_ASSERT_PTR_NOT_NULL(_row(text, "lock_actions_hold_max_cpu_us\t0\t"));
 	free(text);
 
 	text = NULL;
@@ -928,6 +941,10 @@ static void lock_times_are_counted_by_phase_with_a_histogram(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_seconds_bucket"
 					    "{phase=\"snapshot\",le=\"+Inf\"} "
 					    "4\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_max_cpu_seconds"
+					    "{phase=\"snapshot\"} 0.01\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_max_preemptions"
+					    "{phase=\"snapshot\"} 3\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_seconds_count"
 					    "{phase=\"snapshot\"} 4\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncopus_lock_hold_seconds_sum"

@@ -76,6 +76,12 @@ for p in snapshot actions config; do
 		fail "the $p's hold histogram does not end at its $n cycles: $(grep "^lock_${p}_hold_le" "$TMP/stats")"
 	awk -v k="lock_${p}_hold_max_us" '$1 == k && $2 > 0 { ok = 1 } END { exit !ok }' "$TMP/stats" ||
 		fail "the $p held its locks no time at all: $(grep "^lock_${p}_hold" "$TMP/stats")"
+	# What the thread did in its longest hold: no more CPU time than
+	# the hold lasted (1 ms for the clocks' grain).
+	awk -v h="lock_${p}_hold_max_us" -v c="lock_${p}_hold_max_cpu_us" \
+		'$1 == h { hold = $2 } $1 == c { cpu = $2; seen = 1 }
+		END { exit !(seen && cpu >= 0 && cpu <= hold + 1000) }' "$TMP/stats" ||
+		fail "the $p's longest hold has no CPU time, or more than it lasted: $(grep "^lock_${p}_hold_max" "$TMP/stats")"
 done
 "$ctl" job "$e" --state-dir "$st" >"$TMP/job" || fail "copusctl job $e failed"
 grep -Eq '^STATE +RUNNING$' "$TMP/job" && grep -Eq '^KIND +elastic:1-4$' "$TMP/job" ||
