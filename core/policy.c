@@ -6,6 +6,7 @@
  * themselves live in core/policy/, one file each.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,4 +487,61 @@ int copus_even_slots(const copus_slot *slots, int n, copus_slot *out,
 			out[k++] = (copus_slot){ slots[i].node, g };
 	*per_node = g;
 	return k;
+}
+
+static int _node_asc(const void *a, const void *b)
+{
+	const copus_slot *x = a, *y = b;
+
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+static bool _fits(const copus_cluster *c, const int *avail,
+		  const unsigned char *allowed, int type, int node, int g)
+{
+	return node >= 0 && node < c->num_nodes && c->nodes[node].usable &&
+	       c->nodes[node].gpu_type == type &&
+	       (!allowed || allowed[node]) && avail[node] >= g;
+}
+
+static bool _preferred(const copus_slot *prefer, int n_prefer, int node)
+{
+	for (int i = 0; i < n_prefer; i++)
+		if (prefer[i].node == node)
+			return true;
+	return false;
+}
+
+int copus_even_fit(const copus_cluster *c, const int *avail,
+		   const unsigned char *allowed, int type, int gpus,
+		   int max_per_node, const copus_slot *prefer, int n_prefer,
+		   copus_slot *out, int *per_node)
+{
+	int g, i, k, n;
+
+	*per_node = 0;
+	if (!c || !avail || !out || gpus <= 0 || c->num_nodes <= 0)
+		return 0;
+	if (!prefer)
+		n_prefer = 0;
+	g = max_per_node > 0 && max_per_node < gpus ? max_per_node : gpus;
+	for (; g >= 1; g--) {
+		if (gpus % g || (k = gpus / g) > c->num_nodes)
+			continue;
+		n = 0;
+		for (i = 0; i < n_prefer && n < k; i++)
+			if (_fits(c, avail, allowed, type, prefer[i].node, g) &&
+			    !_preferred(prefer, i, prefer[i].node))
+				out[n++] = (copus_slot){ prefer[i].node, g };
+		for (i = 0; i < c->num_nodes && n < k; i++)
+			if (_fits(c, avail, allowed, type, i, g) &&
+			    !_preferred(prefer, n_prefer, i))
+				out[n++] = (copus_slot){ i, g };
+		if (n == k) {
+			qsort(out, (size_t)k, sizeof(*out), _node_asc);
+			*per_node = g;
+			return k;
+		}
+	}
+	return 0;
 }

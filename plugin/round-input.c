@@ -168,6 +168,8 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	 * still held: it would start it smaller or on another type, and the
 	 * next round move it again.
 	 */
+	j->pin_gpus = 0;
+	j->pin_type = -1;
 	x = j->running ? NULL : copus__rescale_find(s, j->id);
 	if (x && !x->gave_up && x->to >= c->min_gpus && x->to <= c->max_gpus &&
 	    (t = copus__type_index(r, x->type)) >= 0 &&
@@ -175,6 +177,8 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 	    copus__rescale_pinned(s, x, j->end, r->when)) {
 		c->min_gpus = c->max_gpus = c->req_gpus = x->to;
 		mask = 1u << t;
+		j->pin_gpus = x->to;
+		j->pin_type = t;
 	}
 	c->type_mask = mask;
 	c->submit_time = (double)j->submit;

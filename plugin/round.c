@@ -34,6 +34,7 @@ void copus__round_decide(struct copus__sched *s, struct copus__round *r)
 	copus__round_user_room(s, r);
 	copus__round_input(s, r);
 	_decide(s, r);
+	copus__round_hold_pins(r);
 	_plan(s, r);
 }
 
@@ -97,6 +98,8 @@ void copus__round_free(struct copus__round *r)
 	free(r->estimated);
 	free(r->rj_of);
 	free(r->dec);
+	free(r->pin_slots);
+	r->pin_slots = NULL;
 	free(r->user_left);
 	r->user_left = NULL;
 	r->jobs = NULL;
@@ -187,7 +190,110 @@ static bool _expressible(const copus_decision *d,
 	return false;
 }
 
-/* Turns the decisions into actions and reasons (no locks). */
+/* Adds sign x the GPUs of decision d to the per-node counts. */
+static void _take(int *per_node, const copus_decision *d, int sign)
+{
+	int k;
+
+	for (k = 0; d->gpu_type >= 0 && k < d->num_slots; k++)
+		per_node[d->slots[k].node] += sign * d->slots[k].gpus;
+}
+
+/*
+ * What a held job may be placed on (copus__round_hold_pins): per node,
+ * GPUs Slurm has free less what the round's decisions start pending jobs
+ * on, and no more than the GPUs no decision takes.
+ */
+static void _room(const struct copus__round *r, int *avail, int *spare)
+{
+	int i, k;
+
+	for (k = 0; k < r->nnodes; k++) {
+		avail[k] = r->nodes[k].usable ? r->free[k] : 0;
+		spare[k] = r->nodes[k].usable ? r->nodes[k].gpus : 0;
+	}
+	for (i = 0; i < r->njobs; i++) {
+		if (!r->rj[r->rj_of[i]].running)
+			_take(avail, &r->dec[i], -1);
+		_take(spare, &r->dec[i], -1);
+	}
+	for (k = 0; k < r->nnodes; k++)
+		if (avail[k] > spare[k])
+			avail[k] = spare[k];
+}
+
+void copus__round_hold_pins(struct copus__round *r)
+{
+	copus_cluster c = { .num_nodes = r->nnodes, .nodes = r->nodes,
+			    .num_types = r->ntypes };
+	int *avail = NULL, *spare = NULL, used = 0, total = 0, i, k;
+	copus_slot *even = NULL;
+
+	for (i = 0; r->decided && i < r->njobs; i++)
+		if (r->rj[r->rj_of[i]].pin_gpus > 0)
+			break;
+	if (!r->decided || i == r->njobs)
+		return;
+	for (k = 0; k < r->nnodes; k++)
+		total += r->nodes[k].gpus > 0 ? r->nodes[k].gpus : 0;
+	avail = calloc(r->nnodes + 1, sizeof(*avail));
+	spare = calloc(r->nnodes + 1, sizeof(*spare));
+	even = calloc(r->nnodes + 1, sizeof(*even));
+	free(r->pin_slots);
+	r->pin_slots = calloc(total + 1, sizeof(*r->pin_slots));
+	if (!avail || !spare || !even || !r->pin_slots)
+		goto out;	/* the policy's decisions stay */
+	_room(r, avail, spare);
+	for (; i < r->njobs; i++) {
+		copus_decision *d = &r->dec[i];
+		struct copus__round_job *j = &r->rj[r->rj_of[i]];
+		int g, n, max_g = 0;
+
+		if (j->pin_gpus <= 0 || j->running)
+			continue;
+		if (d->gpu_type == j->pin_type &&
+		    copus_even_slots(d->slots, d->num_slots, even, &g) * g >=
+		    j->pin_gpus)
+			continue;
+		/* Its own decided GPUs are its to place again. */
+		_take(avail, d, 1);
+		/* Never a size without a plan (plans.h): fewer GPUs a node,
+		 * on more nodes, until one has. */
+		for (;;) {
+			n = copus_even_fit(&c, avail, j->eligible, j->pin_type,
+					   j->pin_gpus, max_g, d->gpu_type >= 0 ?
+					   d->slots : NULL, d->num_slots,
+					   r->pin_slots + used, &g);
+			if (n <= 0 || !j->planned ||
+			    copus__plan_find(j->plans, j->ncells, j->pin_type,
+					     j->pin_gpus, n))
+				break;
+			if ((max_g = g - 1) < 1) {
+				n = 0;
+				break;
+			}
+		}
+		if (n <= 0) {
+			_take(avail, d, -1);
+			continue;
+		}
+		d->gpu_type = j->pin_type;
+		d->gpus = j->pin_gpus;
+		d->slots = r->pin_slots + used;
+		d->num_slots = n;
+		d->batch = d->local = d->accum_steps = 0;
+		d->changed = true;
+		snprintf(d->reason, sizeof(d->reason), "restarts on the cell "
+			 "it was moved to");
+		_take(avail, d, -1);
+		used += n;
+	}
+out:
+	free(avail);
+	free(spare);
+	free(even);
+}
+
 /* A held job may start at t: the earliest such time, for the agent. */
 static void _wake(struct copus__round *r, time_t t)
 {
@@ -195,6 +301,7 @@ static void _wake(struct copus__round *r, time_t t)
 		r->wake = t;
 }
 
+/* Turns the decisions into actions and reasons (no locks). */
 static void _plan(struct copus__sched *s, struct copus__round *r)
 {
 	/* What Slurm is asked for: the decision's largest even part. */

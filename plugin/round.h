@@ -130,6 +130,12 @@ struct copus__round_job {
 	time_t launched_was;		/* and memo.launched was this, */
 	bool launched_before_was;	/* memo.launched_before this */
 	int per_node, num_nodes, dtype;
+	/*
+	 * Requeued for a rescale and held to the cell its round decided
+	 * (copus__rescale_pinned): that cell's GPU count and type index;
+	 * pin_gpus 0 when not held.
+	 */
+	int pin_gpus, pin_type;
 	char reason_buf[96];
 	/* Its hint's verdict changed this round: claimed over seen progress,
 	 * negative when trusted again; over claim_span seconds. */
@@ -252,6 +258,8 @@ struct copus__round {
 	int *rj_of;			/* rj index of each input job */
 	int njobs;
 	copus_decision *dec;
+	copus_slot *pin_slots;		/* held jobs' cells, where the round
+					 * placed them (copus__round_hold_pins) */
 	int decided;			/* the policy ran */
 	char error[160];		/* why it did not */
 	int predict_rc;			/* why the predictor gave nothing */
@@ -266,6 +274,19 @@ struct copus__round {
  * r->predict_rc.
  */
 void copus__round_decide(struct copus__sched *s, struct copus__round *r);
+
+/*
+ * Part of copus__round_decide, after the policy: a job held to the cell its
+ * rescale decided (round_job.pin_gpus) that the policy left queued, or
+ * placed so that Slurm's request (the same GPU count on each node) is
+ * smaller than that cell, is placed on that cell's count and type evenly,
+ * on the fewest nodes, on GPUs Slurm has free that no other decision of the
+ * round takes, its own decided nodes first; where none fit, the policy's
+ * decision stays. A policy that places jobs anew every round (pollux: 4 + 2
+ * for a job held to 6) would otherwise restart it on a part of its cell
+ * (4), or leave it waiting until the hold ends.
+ */
+void copus__round_hold_pins(struct copus__round *r);
 
 /* Frees what copus__round_decide() allocated; the snapshot's copies stay. */
 void copus__round_free(struct copus__round *r);

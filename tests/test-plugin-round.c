@@ -664,6 +664,89 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 }
 
 /*
+ * A job held to the cell it was moved to (6 a100 GPUs) that the policy
+ * places as 4 + 2 (pollux does; Slurm would be asked for 4) or leaves
+ * queued: the round places it as 3 + 3 on GPUs Slurm has free, its own
+ * decided nodes first (UNEVEN, QUEUED); on node 2 where node 1's GPUs are
+ * still held (TAKEN); and leaves the policy's decision as it is where no
+ * even placement of 6 fits (NO_ROOM: node 1 still held, node 2 running a
+ * rigid job).
+ */
+static void a_held_job_is_placed_on_its_whole_cell(void)
+{
+	enum { UNEVEN, QUEUED, TAKEN, NO_ROOM, CASES };
+	static const copus_slot four_two[2] = { { 0, 4 }, { 1, 2 } };
+	struct copus__rescale *x = &_s.rescales[0];
+	struct copus__round_job *j;
+	copus_decision *d;
+
+	for (int k = 0; k < CASES; k++) {
+		int other = k == UNEVEN || k == QUEUED ? 1 : 2;
+
+		_cluster(3, 4);
+		j = _pending(1, 1, 4, 1, 8);
+		_hint(j);
+		j->restarts = 1;
+		j->in_rescale = true;
+		j->end = NOW - COPUS__RELEASE_GAP;
+		memset(x, 0, sizeof(*x));
+		x->id = 1;
+		x->asked = NOW - 10;
+		x->from = 4;
+		x->to = 6;
+		strcpy(x->type, "a100");
+		x->requeue_sent = true;
+		x->pending_since = j->end;
+		_s.nrescales = 1;
+		if (k == TAKEN)
+			_free[1] = 2;
+		if (k == NO_ROOM) {
+			_free[1] = 1;
+			_running(2, 2, 1, 3, 0, 0, NOW - 1000);
+		}
+		_decide();
+		CU_ASSERT_EQUAL(j->pin_gpus, 6);
+		CU_ASSERT_EQUAL(j->pin_type, 0);
+		CU_ASSERT_FATAL(j->job >= 0 && _r.decided);
+		/* The policy's decision, as pollux makes it. */
+		d = &_r.dec[j->job];
+		memset(d->reason, 0, sizeof(d->reason));
+		d->gpu_type = k == QUEUED ? -1 : 0;
+		d->gpus = k == QUEUED ? 0 : 6;
+		d->slots = k == QUEUED ? NULL : four_two;
+		d->num_slots = k == QUEUED ? 0 : 2;
+		copus__round_hold_pins(&_r);
+		if (k == NO_ROOM) {
+			CU_ASSERT_PTR_EQUAL(d->slots, four_two);
+			CU_ASSERT_EQUAL(d->num_slots, 2);
+			CU_ASSERT_EQUAL(d->reason[0], '\0');
+			continue;
+		}
+		CU_ASSERT_EQUAL(d->gpu_type, 0);
+		CU_ASSERT_EQUAL(d->gpus, 6);
+		CU_ASSERT(d->changed);
+		CU_ASSERT_EQUAL_FATAL(d->num_slots, 2);
+		CU_ASSERT(d->slots[0].node == 0 && d->slots[0].gpus == 3);
+		CU_ASSERT(d->slots[1].node == other && d->slots[1].gpus == 3);
+		CU_ASSERT_STRING_EQUAL(d->reason, "restarts on the cell it was "
+				       "moved to");
+	}
+	/* Not held: the policy's decision stays, whatever it is. */
+	_s.nrescales = 0;
+	_cluster(3, 4);
+	j = _pending(1, 1, 4, 1, 8);
+	_hint(j);
+	_decide();
+	CU_ASSERT_EQUAL(j->pin_gpus, 0);
+	d = &_r.dec[j->job];
+	d->slots = four_two;
+	d->num_slots = 2;
+	d->gpu_type = 0;
+	copus__round_hold_pins(&_r);
+	CU_ASSERT_PTR_EQUAL(d->slots, four_two);
+}
+
+/*
  * A node has just registered (slurmd or slurmctld restarted): slurmctld
  * may have aborted a stray run of a requeued job there, revoking its
  * credential, so a job that has run before waits until reg_quiet; a new
@@ -1498,6 +1581,7 @@ int main(void)
 		TEST(a_checkpointed_job_is_requeued_once),
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
 		TEST(a_requeued_job_restarts_on_the_cell_it_was_moved_to),
+		TEST(a_held_job_is_placed_on_its_whole_cell),
 		TEST(a_rigid_job_waits_for_one_of_higher_priority),
 		TEST(one_user_cannot_take_more_than_the_cap),
 		TEST(the_less_served_user_starts_first),

@@ -917,8 +917,99 @@ static void test_even_slots_keep_the_most_gpus_a_node_count_can(void)
 	}
 }
 
+/*
+ * A cell of a GPU count and type placed evenly on GPUs that are free: the
+ * fewest nodes that fit, the preferred nodes first, never a node that is
+ * down, of another type, not allowed, or short of GPUs.
+ */
+static void test_even_fit_places_a_count_on_the_fewest_nodes(void)
+{
+	copus_node nodes[6];
+	copus_cluster c = { .num_nodes = 3, .nodes = nodes, .num_types = 2 };
+	copus_slot out[6], pref[2];
+	int avail[6], per = -1, k, trial, i;
+	unsigned char allowed[6] = { 0, 1, 1, 1, 1, 1 };
+
+	for (i = 0; i < 6; i++)
+		nodes[i] = (copus_node){ .gpu_type = 0, .gpus = 4,
+					 .usable = true };
+	/* 6 on nodes with 4, 2 and 4 free: 3 + 3 on nodes 0 and 2. */
+	avail[0] = 4, avail[1] = 2, avail[2] = 4;
+	k = copus_even_fit(&c, avail, NULL, 0, 6, 0, NULL, 0, out, &per);
+	CU_ASSERT(k == 2 && per == 3 && out[0].node == 0 && out[1].node == 2);
+	CU_ASSERT(out[0].gpus == 3 && out[1].gpus == 3);
+	/* 4: one node; the preferred one (node 2) before node order. */
+	avail[1] = 4;
+	k = copus_even_fit(&c, avail, NULL, 0, 4, 0, NULL, 0, out, &per);
+	CU_ASSERT(k == 1 && per == 4 && out[0].node == 0);
+	pref[0] = (copus_slot){ 2, 2 };
+	k = copus_even_fit(&c, avail, NULL, 0, 4, 0, pref, 1, out, &per);
+	CU_ASSERT(k == 1 && per == 4 && out[0].node == 2);
+	/* A node named twice is taken once. */
+	pref[1] = pref[0];
+	k = copus_even_fit(&c, avail, NULL, 0, 8, 0, pref, 2, out, &per);
+	CU_ASSERT(k == 2 && per == 4 && out[0].node == 0 && out[1].node == 2);
+	/* Not allowed, down, another type: passed over. */
+	k = copus_even_fit(&c, avail, allowed, 0, 4, 0, NULL, 0, out, &per);
+	CU_ASSERT(k == 1 && out[0].node == 1);
+	nodes[1].usable = false;
+	nodes[2].gpu_type = 1;
+	k = copus_even_fit(&c, avail, allowed, 0, 4, 0, NULL, 0, out, &per);
+	CU_ASSERT(k == 0 && per == 0);
+	k = copus_even_fit(&c, avail, NULL, 1, 2, 0, NULL, 0, out, &per);
+	CU_ASSERT(k == 1 && per == 2 && out[0].node == 2);
+	/* At most 2 a node: 4 as 2 + 2, on the nodes of type 0 that fit. */
+	nodes[1].usable = true;
+	nodes[2].gpu_type = 0;
+	k = copus_even_fit(&c, avail, NULL, 0, 4, 2, NULL, 0, out, &per);
+	CU_ASSERT(k == 2 && per == 2 && out[0].node == 0 && out[1].node == 1);
+	/* More than there is free: none, and bad input: none. */
+	CU_ASSERT_EQUAL(copus_even_fit(&c, avail, NULL, 0, 13, 0, NULL, 0,
+				       out, &per), 0);
+	CU_ASSERT_EQUAL(copus_even_fit(&c, avail, NULL, 0, 0, 0, NULL, 0,
+				       out, &per), 0);
+	CU_ASSERT_EQUAL(copus_even_fit(NULL, avail, NULL, 0, 2, 0, NULL, 0,
+				       out, &per), 0);
+	/* Against every count per node, on pseudo-random free GPUs. */
+	srand(11);
+	c.num_nodes = 6;
+	for (trial = 0; trial < 2000; trial++) {
+		int gpus = 1 + rand() % 16, cap = rand() % 3 ? 0 : 1 + rand() % 4;
+		int top_g = 0, fit, used[6] = { 0 };
+
+		for (i = 0; i < 6; i++) {
+			avail[i] = rand() % 5;
+			nodes[i].gpu_type = rand() % 4 ? 0 : 1;
+			nodes[i].usable = rand() % 6 != 0;
+		}
+		for (int g = 1; g <= gpus; g++) {
+			if (gpus % g || (cap && g > cap))
+				continue;
+			fit = 0;
+			for (i = 0; i < 6; i++)
+				fit += nodes[i].usable && !nodes[i].gpu_type &&
+				       avail[i] >= g;
+			if (fit >= gpus / g)
+				top_g = g;
+		}
+		pref[0] = (copus_slot){ rand() % 6, 1 };
+		k = copus_even_fit(&c, avail, NULL, 0, gpus, cap, pref, 1, out,
+				   &per);
+		CU_ASSERT_EQUAL(per, top_g);
+		CU_ASSERT_EQUAL(k, top_g ? gpus / top_g : 0);
+		for (i = 0; i < k; i++) {
+			int m = out[i].node;
+
+			CU_ASSERT(out[i].gpus == per && avail[m] >= per &&
+				  nodes[m].usable && nodes[m].gpu_type == 0);
+			CU_ASSERT(!used[m]++);
+		}
+	}
+}
+
 static const struct test_case tests[] = {
 	TEST(test_even_slots_keep_the_most_gpus_a_node_count_can),
+	TEST(test_even_fit_places_a_count_on_the_fewest_nodes),
 	TEST(test_create_rejects_bad_input),
 	TEST(test_params_of_an_older_version_are_taken),
 	TEST(test_the_fair_share_weight_is_a_parameter),

@@ -318,6 +318,21 @@ int copus_policy_check_input(const copus_cluster *c, const copus_job *jobs,
 int copus_even_slots(const copus_slot *slots, int n, copus_slot *out,
 		     int *per_node);
 
+/*
+ * An even placement of gpus GPUs of the type: the same count g on each of
+ * k nodes, k * g = gpus, with the fewest nodes that fit and g at most
+ * max_per_node (0: no bound). A node fits that is usable, of the type,
+ * allowed (allowed[node] nonzero; allowed NULL: every node) and has g or
+ * more of avail[node]. The nodes of prefer (n_prefer slots, in their
+ * order) are taken first, then the others in node order. Writes the k
+ * slots to out (room for c->num_nodes; node order), sets *per_node to g
+ * and returns k; 0 (and *per_node 0) when no such placement fits.
+ */
+int copus_even_fit(const copus_cluster *c, const int *avail,
+		   const unsigned char *allowed, int type, int gpus,
+		   int max_per_node, const copus_slot *prefer, int n_prefer,
+		   copus_slot *out, int *per_node);
+
 #ifdef __cplusplus
 }
 #endif
