@@ -305,6 +305,10 @@ static double _round(struct copus__sched *s, bool quick)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	began = t;
 	copus__snapshot(s, &r);
+	/* A job made pending without GPUs by a requeue or an update, which
+	 * no submission announces, is seen at the next look after this. */
+	if (!quick)
+		s->cpu_walked = false;
 	if (r.idle) {
 		/* Nothing read, nothing to decide: the records stay. */
 		s->stats.event_rounds_idle++;

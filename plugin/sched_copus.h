@@ -114,6 +114,15 @@ struct copus__sched {
 	struct copus__stats stats;
 	/* When the last round began (wall clock, seconds). */
 	time_t round_began;
+	/*
+	 * What the event rounds' look for a pending job without GPUs
+	 * (snapshot.c, _nothing_to_start) knows: whether it has read every
+	 * job since the last full round (cpu_walked), whether a job without
+	 * GPUs was pending then or has been submitted since (cpu_pending),
+	 * and the id Slurm was to give its next job at the last look.
+	 */
+	bool cpu_walked, cpu_pending;
+	uint32_t cpu_next_id;
 	time_t wake_at;			/* a round's r.wake: a held job may
 					 * start then (0: none) */
 	/*

@@ -290,15 +290,72 @@ static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
 }
 
 /*
+ * Whether a pending job asks for no generic resource at all (the plugin
+ * starts such jobs on CPUs): after each full round by reading every job,
+ * then only the jobs submitted since the last look (by id, from the one
+ * Slurm was to give next then to the one it will give next now). A job
+ * made pending without GPUs otherwise (a requeue, an update) is thus seen
+ * within one copus_interval. Under the read locks of clk, let go every
+ * copus_yield_interval; false also when Slurm was reconfigured meanwhile.
+ */
+static bool _no_cpu_job(struct copus__sched *s, struct copus__round *r,
+			struct copus__lock_clock *clk, const struct _epoch *at)
+{
+	uint32_t next = get_next_job_id(true), id;
+	job_record_t *job_ptr;
+	list_itr_t *it;
+	bool none = true, cut = false;
+	int n = 0;
+
+	/* One waits already: the round reads the jobs. */
+	if (s->cpu_walked && s->cpu_pending)
+		return false;
+	/* The ids went round (MaxJobId), or jumped: every job is read. */
+	if (s->cpu_walked && next >= s->cpu_next_id &&
+	    next - s->cpu_next_id <= (uint32_t)list_count(job_list)) {
+		for (id = s->cpu_next_id; none && id < next; id++) {
+			job_ptr = find_job_record(id);
+			if (job_ptr && IS_JOB_PENDING(job_ptr) &&
+			    !job_ptr->gres_list_req)
+				s->cpu_pending = true;
+			none = !s->cpu_pending;
+			if (!(++n & 15) && !_yield(s, r, clk, at))
+				none = false;
+		}
+		if (none)
+			s->cpu_next_id = next;
+		return none;
+	}
+	s->stats.event_walks++;
+	/* Slurm's list iterators outlive the yields (_job_ids). */
+	it = list_iterator_create(job_list);
+	while (none && (job_ptr = list_next(it))) {
+		none = !IS_JOB_PENDING(job_ptr) || job_ptr->gres_list_req;
+		/* Reconfigured meanwhile: not idle, and no finding. */
+		if (!(++n & 15) && !_yield(s, r, clk, at)) {
+			cut = true;
+			break;
+		}
+	}
+	list_iterator_destroy(it);
+	if (cut)
+		return false;
+	s->cpu_walked = true;
+	s->cpu_pending = !none;
+	s->cpu_next_id = next;
+	return none;
+}
+
+/*
  * Whether an event round can start nothing, before it reads the jobs: no
  * usable node has a free GPU, no rescale is in flight, and no pending job
- * asks for no generic resource at all (the plugin starts such jobs on
- * CPUs). On a full cluster with a deep queue, where every submission is an
- * event, the round then reads no job further; the next full round does
- * what waits (deadlines, holds it caused, completions). The look takes
- * read locks only, so that squeue and scontrol go on meanwhile, and lets
- * them go every copus_yield_interval; the round takes the job write lock
- * only when it may start something.
+ * asks for no generic resource at all (_no_cpu_job). On a full cluster
+ * with a deep queue, where every submission is an event, the round then
+ * reads no job further; the next full round does what waits (deadlines,
+ * holds it caused, completions). The look takes read locks only, so that
+ * squeue and scontrol go on meanwhile, and lets them go every
+ * copus_yield_interval; the round takes the job write lock only when it
+ * may start something.
  */
 static bool _nothing_to_start(struct copus__sched *s)
 {
@@ -308,11 +365,9 @@ static bool _nothing_to_start(struct copus__sched *s)
 	struct copus__lock_stats *ls = &s->stats.locks[COPUS__LOCK_snapshot];
 	struct copus__round r = { 0 };
 	node_record_t *node_ptr;
-	job_record_t *job_ptr;
-	list_itr_t *it;
 	struct _epoch at;
 	bool idle = !copus__rescales_active(s);
-	int i, n = 0;
+	int i;
 
 	if (!idle)
 		return false;
@@ -337,15 +392,8 @@ static bool _nothing_to_start(struct copus__sched *s)
 		if (_usable(node_ptr, i) && avail > 0 && alloc < avail)
 			idle = false;
 	}
-	/* Slurm's list iterators outlive the yields (_job_ids). */
-	it = list_iterator_create(job_list);
-	while (idle && (job_ptr = list_next(it))) {
-		idle = !IS_JOB_PENDING(job_ptr) || job_ptr->gres_list_req;
-		/* Reconfigured meanwhile: not idle. */
-		if (!(++n & 15) && !_yield(s, &r, &clk, &at))
-			idle = false;
-	}
-	list_iterator_destroy(it);
+	if (idle)
+		idle = _no_cpu_job(s, &r, &clk, &at);
 	copus__unlock(&clk, ls);
 	return idle;
 }

@@ -19,6 +19,8 @@
 	  "Rounds that only started jobs, on a change between full rounds")  \
 	X(event_rounds_idle, counter,                                        \
 	  "Event rounds that read no job: no free GPU and no job for CPUs")  \
+	X(event_walks, counter,                                              \
+	  "Looks through every job for one without GPUs (one a full round)") \
 	X(round_ms_last, gauge, "Time of the last round (milliseconds)")    \
 	X(round_ms_mean, gauge, "Mean time of a round (milliseconds)")      \
 	X(round_ms_max, gauge, "Longest round (milliseconds)")              \

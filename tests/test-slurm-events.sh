@@ -41,10 +41,24 @@ x=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 1 --wrap 'sleep 60') ||
 	fail "sbatch refused the job that takes every GPU"
 wait_state "$x" RUNNING 10 || fail "the job that takes every GPU did not start"
 idle0=$(stat event_rounds_idle)
+walks0=$(stat event_walks)
+full0=$(($(stat rounds) - $(stat event_rounds)))
 c=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 1 --wrap 'sleep 1') ||
 	fail "sbatch refused the GPU job"
+for k in 1 2 3; do
+	sleep 0.5
+	sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 1 --wrap 'sleep 1' >>"$TMP/more" ||
+		fail "sbatch refused GPU job $k of 3 more"
+done
 sleep 2
 [ "$(job_field "$c" JobState)" = PENDING ] || fail "the GPU job is $(job_field "$c" JobState) with every GPU taken"
+# Each submission's event round looked only at the jobs submitted since the
+# last look: one look through every job after each full round at most.
+walks1=$(stat event_walks)
+full1=$(($(stat rounds) - $(stat event_rounds)))
+[ -n "$walks1" ] && [ $((walks1 - ${walks0:-0})) -le $((1 + full1 - full0)) ] ||
+	fail "event rounds read every job $((walks1 - ${walks0:-0})) times for 4 submissions and $((full1 - full0)) full round(s) (event_walks ${walks0:-none} -> ${walks1:-none})"
+echo "looks through every job for 4 submissions with every GPU taken: $((walks1 - ${walks0:-0})) (full rounds meanwhile: $((full1 - full0)))"
 d=$(sbatch --parsable -o /dev/null -t 1 --wrap 'sleep 1') ||
 	fail "sbatch refused the job without GPUs"
 wait_state "$d" RUNNING 10 >/dev/null || wait_state "$d" COMPLETED 1 ||
