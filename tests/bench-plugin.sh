@@ -315,7 +315,7 @@ $CONF_EXTRA}"
 				END { print "   sdiag: " out }'
 			[ "$sched" != copus ] ||
 				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" 2>/dev/null |
-				awk '/^(rounds|event_rounds|event_rounds_idle|round_ms_mean|round_ms_max|lock_(snapshot|actions)_(cycles|hold_mean_us|hold_max_us|hold_cpu_mean_us|hold_max_cpu_us|hold_max_preempted|hold_max_blocked|wait_mean_us)) / { out = out sprintf("%s %s; ", $1, $2) }
+				awk '/^(rounds|event_rounds|event_rounds_idle|event_walks|round_ms_mean|round_ms_max|lock_(snapshot|actions)_(cycles|hold_mean_us|hold_max_us|hold_cpu_mean_us|hold_max_cpu_us|hold_max_preempted|hold_max_blocked|wait_mean_us)) / { out = out sprintf("%s %s; ", $1, $2) }
 					END { print "   copus: " out }'
 			# The locks' holds while the RPCs were timed: how many,
 			# and how many within each bound (copus_stats' cumulative

@@ -602,6 +602,30 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
  * policy decides anew. A job asked in another round, or one that gave up,
  * does not hold it.
  */
+/*
+ * Job j, pending, was asked 10 s ago to go from `from` GPUs to `to` of the
+ * type, checkpointed and was requeued by the plugin, its run ending at
+ * end: the only entry of the rescale table.
+ */
+static void _requeued(struct copus__round_job *j, time_t end, int from,
+		      int to, const char *type)
+{
+	struct copus__rescale *x = &_s.rescales[0];
+
+	j->restarts = 1;
+	j->in_rescale = true;
+	j->end = end;
+	memset(x, 0, sizeof(*x));
+	x->id = j->id;
+	x->asked = NOW - 10;
+	x->from = from;
+	x->to = to;
+	snprintf(x->type, sizeof(x->type), "%s", type);
+	x->requeue_sent = true;
+	x->pending_since = end;
+	_s.nrescales = 1;
+}
+
 static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 {
 	enum { ALONE, LATE, SHORT, MATE_RUNS, MATE_LATER, MATE_GAVE_UP,
@@ -622,20 +646,9 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 		_nodes[1].gpu_type = 1;
 		j = _pending(1, 1, 4, 1, 4);
 		_hint(j);
-		j->restarts = 1;
-		j->in_rescale = true;
 		/* Late: a round interval after it could restart. */
-		j->end = NOW - COPUS__RELEASE_GAP -
-			 (late ? _s.params.interval : 0);
-		memset(x, 0, sizeof(*x));
-		x->id = 1;
-		x->asked = NOW - 10;
-		x->from = 4;
-		x->to = 2;
-		strcpy(x->type, "aws");
-		x->requeue_sent = true;
-		x->pending_since = j->end;
-		_s.nrescales = 1;
+		_requeued(j, NOW - COPUS__RELEASE_GAP -
+			     (late ? _s.params.interval : 0), 4, 2, "aws");
 		if (k >= MATE_RUNS) {
 			/* Job 9, not in this round's queue: asked with it
 			 * (or, OTHER_ROUND, a round later), still running
@@ -676,7 +689,6 @@ static void a_held_job_is_placed_on_its_whole_cell(void)
 {
 	enum { UNEVEN, QUEUED, TAKEN, NO_ROOM, CASES };
 	static const copus_slot four_two[2] = { { 0, 4 }, { 1, 2 } };
-	struct copus__rescale *x = &_s.rescales[0];
 	struct copus__round_job *j;
 	copus_decision *d;
 
@@ -686,18 +698,7 @@ static void a_held_job_is_placed_on_its_whole_cell(void)
 		_cluster(3, 4);
 		j = _pending(1, 1, 4, 1, 8);
 		_hint(j);
-		j->restarts = 1;
-		j->in_rescale = true;
-		j->end = NOW - COPUS__RELEASE_GAP;
-		memset(x, 0, sizeof(*x));
-		x->id = 1;
-		x->asked = NOW - 10;
-		x->from = 4;
-		x->to = 6;
-		strcpy(x->type, "a100");
-		x->requeue_sent = true;
-		x->pending_since = j->end;
-		_s.nrescales = 1;
+		_requeued(j, NOW - COPUS__RELEASE_GAP, 4, 6, "a100");
 		if (k == TAKEN)
 			_free[1] = 2;
 		if (k == NO_ROOM) {
