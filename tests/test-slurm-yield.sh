@@ -113,11 +113,14 @@ next_full_round
 next_full_round
 
 # Long yields make each round of this queue last most of a second; jobs
-# submitted every 0.1 s for 6 s, each an event, with no full round due:
-# the plugin spends at most a tenth of the time in event rounds, not a
-# round after every poll (that would be most of the time). A job without
-# GPUs waits (on a job that fills the GPUs), so that the event rounds read
-# the queue: with every GPU taken and no such job they would read none.
+# submitted every 0.1 s, each an event, with no full round due: the plugin
+# spends at most a tenth of the time in event rounds, not a round after
+# every poll (that would be most of the time). A job without GPUs waits (on
+# a job that fills the GPUs), so that the event rounds read the queue: with
+# every GPU taken and no such job they would read none. A round of t ms is
+# followed by 9 t ms without one, so the submissions go on for 6 s and then
+# until an event round that read the queue has been counted (at most 20 s:
+# rounds of a second leave one event round in 10 s).
 set_params copus_interval=60,copus_yield_interval=1,copus_yield_sleep=5000
 cpu=$(sbatch --parsable -o /dev/null -t 5 --dependency=afterany:"${fill[0]}" --wrap 'sleep 1') ||
 	fail "sbatch of the job without GPUs"
@@ -125,10 +128,12 @@ sleep 4
 busy_ms() { awk '$1 == "rounds" { r = $2 } $1 == "round_ms_mean" { m = $2 } END { printf "%.0f\n", r * m }' <("$ctl" stats --state-dir "$st"); }
 b0=$(busy_ms) e0=$(stat event_rounds) i0=$(stat event_rounds_idle) t0=$(date +%s%N)
 late=()
-for i in $(seq 1 60); do
+for i in $(seq 1 200); do
 	late+=("$(sbatch --parsable -o /dev/null --gres=gpu:1 -t 5 --wrap 'sleep 1')") ||
 		fail "sbatch of an event job"
 	sleep 0.1
+	[ "$i" -ge 60 ] && [ $(($(stat event_rounds) - e0 - $(stat event_rounds_idle) + i0)) -gt 0 ] &&
+		break
 done
 b1=$(busy_ms) e1=$(stat event_rounds) i1=$(stat event_rounds_idle) t1=$(date +%s%N)
 span=$(((t1 - t0) / 1000000))
