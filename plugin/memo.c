@@ -138,7 +138,12 @@ bool copus__rescale_pinned(const struct copus__sched *s,
 		if (y->pending_since > last)
 			last = y->pending_since;
 	}
-	return now < last + COPUS__RELEASE_GAP + s->params.interval;
+	if (!x->ready)
+		return true;
+	last += COPUS__RELEASE_GAP;
+	if (x->ready > last)
+		last = x->ready;
+	return now < last + s->params.interval;
 }
 
 void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x)

@@ -152,6 +152,10 @@ struct copus__rescale {
 	bool revived;			/* requeued after it ended of the
 					 * request (not saved) */
 	time_t pending_since;		/* first seen requeued (not saved) */
+	time_t ready;			/* the first round in which its job,
+					 * requeued, could restart: past its
+					 * release gap, the registrations
+					 * settled (not saved) */
 };
 
 /* The record of a job, or NULL. */
@@ -203,7 +207,12 @@ bool copus__rescales_active(struct copus__sched *s);
  * has not yet been seen requeued (at most copus_checkpoint_deadline after
  * the request; one that did not checkpoint by then gave up), and for one
  * round interval after the last of them (or the job itself) may restart,
- * COPUS__RELEASE_GAP s after it was requeued. Then the policy decides anew.
+ * COPUS__RELEASE_GAP s after it was requeued. It is held too until a round
+ * has found the job itself able to restart (x->ready), and for one round
+ * interval after: a round that comes late (a loaded slurmctld) or a job
+ * held back while the nodes register after a slurmctld restart does not
+ * lose its cell before any round could place it there. Then the policy
+ * decides anew.
  */
 bool copus__rescale_pinned(const struct copus__sched *s,
 			   const struct copus__rescale *x, time_t end,

@@ -301,6 +301,22 @@ static void _wake(struct copus__round *r, time_t t)
 		r->wake = t;
 }
 
+/*
+ * Whether a pending job that has run before may restart in this round: the
+ * nodes' registrations have settled, no run of it from before a slurmctld
+ * restart is left to clear, and its release gap has passed (the holds of
+ * _plan, which gives each its reason).
+ */
+static bool _may_restart(const struct copus__round *r,
+			 const struct copus__round_job *j)
+{
+	return !((j->restarts > 0 || j->ran) && r->when < r->reg_quiet) &&
+	       !j->strays &&
+	       !(j->cleared && r->when < j->cleared + COPUS__RELEASE_GAP +
+					 r->kill_wait) &&
+	       !(j->restarts > 0 && r->when < j->end + COPUS__RELEASE_GAP);
+}
+
 /* Turns the decisions into actions and reasons (no locks). */
 static void _plan(struct copus__sched *s, struct copus__round *r)
 {
@@ -362,6 +378,9 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->action = COPUS__ACT_ASK;
 			continue;
 		}
+		/* Held to its cell until a round could place it there. */
+		if (x && !x->ready && _may_restart(r, j))
+			x->ready = r->when;
 		if (d->gpu_type < 0) {
 			snprintf(j->reason_buf, sizeof(j->reason_buf),
 				 "copus: %s", d->reason);

@@ -598,9 +598,11 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
  * new job (its request, 4 dgx-ext GPUs), for one round interval after it
  * may restart (the release gap after its requeue, however short the
  * interval), and longer while another job asked in the same round has not
- * given up its GPUs yet (still running, or requeued later); then the
- * policy decides anew. A job asked in another round, or one that gave up,
- * does not hold it.
+ * given up its GPUs yet (still running, or requeued later), or while no
+ * round has yet found it able to restart (rounds that came late, UNSEEN;
+ * nodes registering after a slurmctld restart, SETTLING); then the policy
+ * decides anew. A job asked in another round, or one that gave up, does not
+ * hold it.
  */
 /*
  * Job j, pending, was asked 10 s ago to go from `from` GPUs to `to` of the
@@ -623,20 +625,22 @@ static void _requeued(struct copus__round_job *j, time_t end, int from,
 	snprintf(x->type, sizeof(x->type), "%s", type);
 	x->requeue_sent = true;
 	x->pending_since = end;
+	/* The round it could restart in saw it. */
+	x->ready = end + COPUS__RELEASE_GAP;
 	_s.nrescales = 1;
 }
 
 static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 {
-	enum { ALONE, LATE, SHORT, MATE_RUNS, MATE_LATER, MATE_GAVE_UP,
-	       OTHER_ROUND, CASES };
+	enum { ALONE, LATE, SHORT, UNSEEN, SETTLING, MATE_RUNS, MATE_LATER,
+	       MATE_GAVE_UP, OTHER_ROUND, CASES };
 	struct copus__round_job *j;
 	struct copus__rescale *x = &_s.rescales[0], *y = &_s.rescales[1];
 
 	for (int k = 0; k < CASES; k++) {
 		int late = k != ALONE && k != SHORT;
-		int held = k == ALONE || k == SHORT || k == MATE_RUNS ||
-			   k == MATE_LATER;
+		int held = k == ALONE || k == SHORT || k == UNSEEN ||
+			   k == SETTLING || k == MATE_RUNS || k == MATE_LATER;
 
 		_cluster(2, 4);
 		/* A round interval as short as the release gap. */
@@ -649,6 +653,10 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 		/* Late: a round interval after it could restart. */
 		_requeued(j, NOW - COPUS__RELEASE_GAP -
 			     (late ? _s.params.interval : 0), 4, 2, "aws");
+		if (k == UNSEEN || k == SETTLING)
+			x->ready = 0;
+		if (k == SETTLING)
+			_r.reg_quiet = NOW + 1;
 		if (k >= MATE_RUNS) {
 			/* Job 9, not in this round's queue: asked with it
 			 * (or, OTHER_ROUND, a round later), still running
@@ -667,6 +675,16 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 			_s.nrescales = 2;
 		}
 		_decide();
+		CU_ASSERT_EQUAL(j->pin_gpus, held ? 2 : 0);
+		if (k == SETTLING) {
+			/* Not placed yet, and still held the next round. */
+			ASSERT_ACTION(j, COPUS__ACT_NONE);
+			CU_ASSERT_EQUAL(x->ready, 0);
+			continue;
+		}
+		/* This round could restart it: one interval more. */
+		if (k == UNSEEN)
+			CU_ASSERT_EQUAL(x->ready, NOW);
 		/* Not held: as a new job, on its request (a start as it
 		 * is). */
 		ASSERT_ACTION(j, held ? COPUS__ACT_RESIZE : COPUS__ACT_START);
