@@ -293,6 +293,7 @@ $CONF_EXTRA}"
 			c0=$(ctld_cpu)
 			[ "$sched" != copus ] ||
 				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" >"$TMP/st0" 2>/dev/null
+			sdiag >"$TMP/sd0" 2>/dev/null
 			for ((i = 0; i < SAMPLES; i++)); do
 				# Sample i starts at i/SAMPLES of SPAN seconds (or
 				# later, when the calls take longer).
@@ -313,6 +314,20 @@ $CONF_EXTRA}"
 				s && /Total (cycles|backfilled jobs \(since last slurm start\))|Mean cycle:|Max cycle:/ {
 					sub(/^[ \t]*/, ""); out = out sprintf("%s %s; ", s, $0) }
 				END { print "   sdiag: " out }'
+			# slurmctld's own time for the RPCs while they were timed
+			# (sdiag's per-type totals, from the handler's start to
+			# its reply): what the clients' latency spent in slurmctld.
+			sdiag 2>/dev/null | awk 'function get() { c = t = ""
+					for (k = 2; k <= NF; k++) {
+						if ($k ~ /^count:/) c = substr($k, 7)
+						if ($k ~ /^total_time:/) t = substr($k, 12)
+					}
+					return c != "" && t != "" }
+				NR == FNR { if (get()) { c0[$1] = c; t0[$1] = t } next }
+				$1 ~ /^REQUEST_(JOB_INFO_SINGLE|JOB_INFO|SUBMIT_BATCH_JOB)$/ && get() {
+					n = c - c0[$1]; t -= t0[$1]
+					out = out sprintf("%s %d calls, %.2f ms mean; ", $1, n, n ? t / n / 1000 : 0) }
+				END { print "   slurmctld time per RPC in the samples: " out }' "$TMP/sd0" -
 			[ "$sched" != copus ] ||
 				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" 2>/dev/null |
 				awk '/^(rounds|event_rounds|event_rounds_idle|event_walks|round_ms_mean|round_ms_max|lock_(snapshot|actions)_(cycles|hold_mean_us|hold_max_us|hold_cpu_mean_us|hold_max_cpu_us|hold_max_preempted|hold_max_blocked|wait_mean_us)) / { out = out sprintf("%s %s; ", $1, $2) }
