@@ -212,6 +212,11 @@ static void _room(const struct copus__round *r, int *avail, int *spare)
 		avail[k] = r->nodes[k].usable ? r->free[k] : 0;
 		spare[k] = r->nodes[k].usable ? r->nodes[k].gpus : 0;
 	}
+	/*
+	 * A running job's decision is not taken from the free GPUs (it holds
+	 * its own already), only from the GPUs no decision takes: one the
+	 * round grows in place on a node counts there through that cap.
+	 */
 	for (i = 0; i < r->njobs; i++) {
 		if (!r->rj[r->rj_of[i]].running)
 			_take(avail, &r->dec[i], -1);
@@ -234,8 +239,10 @@ void copus__round_hold_pins(struct copus__round *r)
 			break;
 	if (!r->decided || i == r->njobs)
 		return;
-	for (k = 0; k < r->nnodes; k++)
-		total += r->nodes[k].gpus > 0 ? r->nodes[k].gpus : 0;
+	/* A slot holds a GPU at least: a held job's GPUs bound its slots. */
+	for (k = i; k < r->njobs; k++)
+		total += r->rj[r->rj_of[k]].pin_gpus > 0 ?
+				 r->rj[r->rj_of[k]].pin_gpus : 0;
 	avail = calloc(r->nnodes + 1, sizeof(*avail));
 	spare = calloc(r->nnodes + 1, sizeof(*spare));
 	even = calloc(r->nnodes + 1, sizeof(*even));

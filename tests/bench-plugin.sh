@@ -32,9 +32,12 @@
 # SAMPLES (default 40) samples, spread over SPAN seconds (default 60, two
 # cycles of sched/backfill's default bf_interval, six of copus_interval's)
 # or longer when the calls take longer, times one "squeue", one
-# "scontrol show job" of a random pending job and one "sbatch" (whose job
-# waits too). slurmctld's CPU time over the samples and its resident
-# memory, sdiag's cycle times and copus's round times (idle event rounds
+# "scontrol show job" of a random pending job, one "scontrol ping" (a
+# client's own cost: no job is read) and one "sbatch" (whose job waits
+# too). slurmctld's CPU time over the samples and its resident memory,
+# slurmctld's own time per RPC (sdiag), the CPU of the slurmd and
+# slurmstepd processes and of the whole machine, sdiag's cycle times and
+# copus's round times (idle event rounds
 # too) and lock figures (snapshot, actions) follow each row, the last
 # as counts of holds within each bound over the samples alone.
 # MaxJobCount is raised to fit, as a site would; CONF_EXTRA adds slurm.conf
@@ -262,6 +265,20 @@ $CONF_EXTRA}"
 		awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' \
 			"/proc/$(cat "$TMP/c/pids/slurmctld.pid")/stat"
 	}
+	# cpu_split: CPU seconds so far of every slurmd, of every slurmstepd,
+	# and of the whole machine (busy: all but idle and iowait).
+	cpu_split() {
+		local hz p d=0 st=0
+		hz=$(getconf CLK_TCK)
+		for p in $(pgrep -x slurmd); do
+			d=$((d + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+		done
+		for p in $(pgrep -x slurmstepd); do
+			st=$((st + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+		done
+		awk -v hz="$hz" -v d="$d" -v st="$st" '$1 == "cpu" {
+			printf "%.2f %.2f %.2f\n", d / hz, st / hz, ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+	}
 	# ctld_rss: slurmctld's resident memory, MiB.
 	ctld_rss() {
 		awk '/^VmRSS:/ { printf "%.0f\n", $2 / 1024 }' "/proc/$(cat "$TMP/c/pids/slurmctld.pid")/status"
@@ -289,8 +306,10 @@ $CONF_EXTRA}"
 			: >"$TMP/sq"
 			: >"$TMP/sc"
 			: >"$TMP/sb"
+			: >"$TMP/sp"
 			t0=${EPOCHREALTIME/./}
 			c0=$(ctld_cpu)
+			s0=$(cpu_split)
 			[ "$sched" != copus ] ||
 				"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" >"$TMP/st0" 2>/dev/null
 			sdiag >"$TMP/sd0" 2>/dev/null
@@ -302,6 +321,7 @@ $CONF_EXTRA}"
 				timed "$TMP/sq" squeue -h
 				id=${ids[$(((RANDOM * 32768 + RANDOM) % n))]}
 				timed "$TMP/sc" scontrol show job "$id"
+				timed "$TMP/sp" scontrol ping
 				timed "$TMP/sb" sbatch --parsable -o /dev/null --gres=gpu:1 -t 10 --wrap "sleep 1" &&
 					cat "$TMP/out" >>"$TMP/ids"
 			done
@@ -310,6 +330,9 @@ $CONF_EXTRA}"
 			echo "   slurmctld: $(echo "$c0 $(ctld_cpu) $t0 ${EPOCHREALTIME/./}" |
 				awk '{ printf "%.2f CPU s in the %.0f s of samples (%.0f%% of a core)", $2 - $1, ($4 - $3) / 1e6, 100 * ($2 - $1) / (($4 - $3) / 1e6) }'), RSS $(ctld_rss) MiB" |
 				tee -a "$TMP/ctld"
+			echo "   scontrol ping (no job read): $(stat "$TMP/sp") ms"
+			echo "   CPU in the samples: $(echo "$s0 $(cpu_split)" |
+				awk '{ printf "slurmd (all) %.2f s, slurmstepd (all) %.2f s, the machine busy %.2f s", $4 - $1, $5 - $2, $6 - $3 }')"
 			sdiag 2>/dev/null | awk '/^Main schedule/ { s = "main" } /^Backfilling/ { s = "backfill" }
 				s && /Total (cycles|backfilled jobs \(since last slurm start\))|Mean cycle:|Max cycle:/ {
 					sub(/^[ \t]*/, ""); out = out sprintf("%s %s; ", s, $0) }
