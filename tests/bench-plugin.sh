@@ -32,9 +32,10 @@
 # SAMPLES (default 40) samples, spread over SPAN seconds (default 60, two
 # cycles of sched/backfill's default bf_interval, six of copus_interval's)
 # or longer when the calls take longer, times one "squeue", one
-# "scontrol show job" of a random pending job, one "scontrol ping" (a
-# client's own cost: no job is read) and one "sbatch" (whose job waits
-# too). slurmctld's CPU time over the samples and its resident memory,
+# "scontrol show job" of a random pending job (a federation RPC, then the
+# job's), one "scontrol ping" (a client's own cost: no job is read), one
+# "scontrol --local show job" (the job's RPC alone) and one "sbatch"
+# (whose job waits too). slurmctld's CPU time over the samples and its resident memory,
 # slurmctld's own time per RPC (sdiag), the CPU of the slurmd and
 # slurmstepd processes and of the whole machine, sdiag's cycle times and
 # copus's round times (idle event rounds
@@ -307,6 +308,7 @@ $CONF_EXTRA}"
 			: >"$TMP/sc"
 			: >"$TMP/sb"
 			: >"$TMP/sp"
+			: >"$TMP/sl"
 			t0=${EPOCHREALTIME/./}
 			c0=$(ctld_cpu)
 			s0=$(cpu_split)
@@ -322,6 +324,7 @@ $CONF_EXTRA}"
 				id=${ids[$(((RANDOM * 32768 + RANDOM) % n))]}
 				timed "$TMP/sc" scontrol show job "$id"
 				timed "$TMP/sp" scontrol ping
+				timed "$TMP/sl" scontrol --local show job "$id"
 				timed "$TMP/sb" sbatch --parsable -o /dev/null --gres=gpu:1 -t 10 --wrap "sleep 1" &&
 					cat "$TMP/out" >>"$TMP/ids"
 			done
@@ -330,7 +333,7 @@ $CONF_EXTRA}"
 			echo "   slurmctld: $(echo "$c0 $(ctld_cpu) $t0 ${EPOCHREALTIME/./}" |
 				awk '{ printf "%.2f CPU s in the %.0f s of samples (%.0f%% of a core)", $2 - $1, ($4 - $3) / 1e6, 100 * ($2 - $1) / (($4 - $3) / 1e6) }'), RSS $(ctld_rss) MiB" |
 				tee -a "$TMP/ctld"
-			echo "   scontrol ping (no job read): $(stat "$TMP/sp") ms"
+			echo "   scontrol ping (no job read): $(stat "$TMP/sp") ms; scontrol --local show job (no federation RPC first): $(stat "$TMP/sl") ms"
 			echo "   CPU in the samples: $(echo "$s0 $(cpu_split)" |
 				awk '{ printf "slurmd (all) %.2f s, slurmstepd (all) %.2f s, the machine busy %.2f s", $4 - $1, $5 - $2, $6 - $3 }')"
 			sdiag 2>/dev/null | awk '/^Main schedule/ { s = "main" } /^Backfilling/ { s = "backfill" }
@@ -347,7 +350,7 @@ $CONF_EXTRA}"
 					}
 					return c != "" && t != "" }
 				NR == FNR { if (get()) { c0[$1] = c; t0[$1] = t } next }
-				$1 ~ /^REQUEST_(JOB_INFO_SINGLE|JOB_INFO|SUBMIT_BATCH_JOB)$/ && get() {
+				$1 ~ /^REQUEST_(JOB_INFO_SINGLE|JOB_INFO|SUBMIT_BATCH_JOB|FED_INFO|PING)$/ && get() {
 					n = c - c0[$1]; t -= t0[$1]
 					out = out sprintf("%s %d calls, %.2f ms mean; ", $1, n, n ? t / n / 1000 : 0) }
 				END { print "   slurmctld time per RPC in the samples: " out }' "$TMP/sd0" -
