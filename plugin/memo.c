@@ -70,6 +70,12 @@ bool copus__memo_strays(const struct copus__memo *in)
 	return in && in->launched && in->launched_before && !in->cleared;
 }
 
+void copus__memo_seen_running(struct copus__memo *in, time_t start)
+{
+	if (in && in->launched_before && start >= in->launched)
+		in->launched_before = false;
+}
+
 bool copus__memo_revived(const struct copus__memo *in, int rc, time_t end)
 {
 	return in && in->revived_end && end == in->revived_end &&

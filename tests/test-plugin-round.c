@@ -967,6 +967,35 @@ static void a_start_by_an_earlier_slurmctld_is_a_stray_in_the_same_second(void)
 	copus__memo_free(&_s);
 }
 
+/*
+ * A job started by an earlier slurmctld that this one has seen running,
+ * on nodes registered with it, since that start (a rescale that
+ * slurmctld's restart caught: the job checkpoints and exits while the new
+ * slurmctld runs it) has nothing left to clear when it is requeued; one
+ * seen running from before that start (a state saved before it) still
+ * has.
+ */
+static void a_run_the_new_slurmctld_saw_leaves_no_stray(void)
+{
+	struct copus__memo *m;
+
+	_cluster(1, 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m = copus__memo_get(&_s, 1));
+	m->launched = NOW;
+	m->launched_before = true;
+	copus__memo_seen_running(m, NOW - 30);
+	CU_ASSERT_TRUE(copus__memo_strays(m));
+	copus__memo_seen_running(m, NOW);
+	CU_ASSERT_FALSE(copus__memo_strays(m));
+	/* Not started by the plugin: nothing to clear, nothing changes. */
+	m->launched = 0;
+	m->launched_before = false;
+	copus__memo_seen_running(m, NOW);
+	CU_ASSERT_FALSE(copus__memo_strays(m));
+	copus__memo_seen_running(NULL, NOW);
+	copus__memo_free(&_s);
+}
+
 static void a_rigid_job_waits_for_one_of_higher_priority(void)
 {
 	struct copus__round_job *first, *second;
@@ -1609,6 +1638,7 @@ int main(void)
 		TEST(the_round_marks_its_starts_before_acting),
 		TEST(a_start_by_an_earlier_slurmctld_is_a_stray_in_the_same_second),
 		TEST(a_job_started_before_a_crash_is_cleared_before_it_starts),
+		TEST(a_run_the_new_slurmctld_saw_leaves_no_stray),
 		TEST(a_job_that_can_never_run_here_says_why),
 		TEST(a_job_without_gpus_is_left_to_slurm),
 		TEST(a_policy_failure_decides_nothing_and_names_the_job),
