@@ -368,8 +368,9 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 					j->action = COPUS__ACT_REQUEUE;
 				continue;
 			}
-			if (x || (d->gpu_type >= 0 && _rj_same_cell(r, j) &&
-				  !_policy_moves(s)) ||
+			if (x || r->between ||
+			    (d->gpu_type >= 0 && _rj_same_cell(r, j) &&
+			     !_policy_moves(s)) ||
 			    r->when - j->start < s->params.restart_delay)
 				continue;
 			if (d->gpu_type >= 0 && !_expressible(d, j))

@@ -177,6 +177,15 @@ struct copus__revive {
  */
 struct copus__round {
 	bool quick;			/* an event round: starts only */
+	/*
+	 * A full round before its copus_interval (one that follows a
+	 * rescale in flight, or a job's request set): it carries the
+	 * rescales on (requeues, held cells, starts) and starts pending jobs,
+	 * but moves no running job that is not in a rescale. The policy
+	 * decides moves once an interval, as copus-sim's rounds do, however
+	 * often the rescale protocol needs a round.
+	 */
+	bool between;
 	bool idle;			/* an event round that could start
 					 * nothing: no job was read */
 	double decay_hl;		/* PriorityDecayHalfLife, seconds */

@@ -291,7 +291,7 @@ static bool _changed(struct copus__sched *s)
  * their GPUs, and reallocation waits for the full round. Returns its
  * milliseconds when it started no job, else 0.
  */
-static double _round(struct copus__sched *s, bool quick)
+static double _round(struct copus__sched *s, bool quick, bool between)
 {
 	struct copus__round r;
 	struct timespec t, began;
@@ -299,6 +299,7 @@ static double _round(struct copus__sched *s, bool quick)
 
 	memset(&r, 0, sizeof(r));
 	r.quick = quick;
+	r.between = between;
 	s->round_began = time(NULL);
 	if (quick)
 		s->stats.event_rounds++;
@@ -385,7 +386,7 @@ static void *_agent(void *arg)
 				  NO_LOCK };
 	struct timespec now, next_full = { 0 }, event_after = { 0 };
 	struct copus__lock_clock clk;
-	bool full;
+	bool full, reconfig, on_interval;
 	char *dir;
 	int i;
 
@@ -426,6 +427,7 @@ static void *_agent(void *arg)
 					       &ts);
 		}
 		full = s->again || s->reconfig;
+		reconfig = s->reconfig;
 		s->again = false;
 		if (s->stop) {
 			slurm_mutex_unlock(&s->term_lock);
@@ -444,16 +446,25 @@ static void *_agent(void *arg)
 			slurm_mutex_unlock(&s->term_lock);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (full || copus__rescales_active(s) ||
-		    now.tv_sec >= next_full.tv_sec) {
-			next_full = now;
-			next_full.tv_sec += s->params.interval;
-			_event_gap(_round(s, false), &event_after);
+		/*
+		 * A round on its interval (or after a reconfigure) decides
+		 * every job; one that a rescale in flight or a request set
+		 * brings sooner carries the rescales on and moves no other
+		 * running job (copus__round.between).
+		 */
+		on_interval = reconfig || now.tv_sec >= next_full.tv_sec;
+		if (on_interval || full || copus__rescales_active(s)) {
+			if (on_interval) {
+				next_full = now;
+				next_full.tv_sec += s->params.interval;
+			}
+			_event_gap(_round(s, false, !on_interval),
+				   &event_after);
 		} else if ((_changed(s) ||
 			    (s->wake_at && time(NULL) >= s->wake_at)) &&
 			   _ms_between(&event_after, &now) >= 0) {
 			/* Something changed, or a held job may start. */
-			_event_gap(_round(s, true), &event_after);
+			_event_gap(_round(s, true, false), &event_after);
 		}
 	}
 	if (s->policy)

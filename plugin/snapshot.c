@@ -583,8 +583,9 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 		j->reason = "copus: no hint from its current run: keeps its "
 			    "GPUs";
 	}
-	if (r->quick && !j->rigid && !(x && !x->gave_up)) {
-		/* An event round places pending jobs only. */
+	if ((r->quick || r->between) && !j->rigid && !(x && !x->gave_up)) {
+		/* An event round, or one between two on copus_interval,
+		 * moves no running job. */
 		j->rigid = j->fixed = true;
 		j->reason = "copus: keeps its GPUs until the next full round";
 	}

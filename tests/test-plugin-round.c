@@ -569,6 +569,44 @@ static void a_checkpointed_job_is_requeued_once(void)
 	ASSERT_ACTION(j, COPUS__ACT_NONE);
 }
 
+/*
+ * A round between two on copus_interval (one that a rescale in flight
+ * brings sooner) asks no running job to move, not even one the policy
+ * moves off a node that went away, while it requeues a job that has
+ * checkpointed and starts a pending one; the next round on its interval
+ * asks the move.
+ */
+static void a_round_between_intervals_moves_no_running_job(void)
+{
+	struct copus__round_job *j, *c, *p;
+	struct copus__rescale *x = &_s.rescales[0];
+
+	_cluster(4, 4);
+	j = _running(1, 0, 1, 4, 1, 4, NOW - 1000);
+	_nodes[0].usable = false;
+	c = _running(2, 1, 1, 4, 1, 4, NOW - 1000);
+	memset(x, 0, sizeof(*x));
+	x->id = 2;
+	x->asked = NOW - 5;
+	_s.nrescales = 1;
+	c->in_rescale = true;
+	c->checkpointed = true;
+	p = _pending(3, 1, 2, 0, 0);
+	_r.between = true;
+	_decide();
+	CU_ASSERT(_r.dec[j->job].changed);
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+	ASSERT_ACTION(c, COPUS__ACT_REQUEUE);
+	ASSERT_ACTION(p, COPUS__ACT_START);
+	copus__round_free(&_r);
+	j->action = c->action = p->action = COPUS__ACT_NONE;
+	x->requeue_sent = true;
+	_r.between = false;
+	_decide();
+	ASSERT_ACTION(j, COPUS__ACT_ASK);
+	_s.nrescales = 0;
+}
+
 static void a_requeued_job_is_resized_after_the_release_gap(void)
 {
 	struct copus__round_job *j;
@@ -1627,6 +1665,7 @@ int main(void)
 		TEST(a_shrink_asks_the_job_with_a_hint_not_the_one_without),
 		TEST(a_rescale_in_flight_is_not_asked_again),
 		TEST(a_checkpointed_job_is_requeued_once),
+		TEST(a_round_between_intervals_moves_no_running_job),
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
 		TEST(a_requeued_job_restarts_on_the_cell_it_was_moved_to),
 		TEST(a_held_job_is_placed_on_its_whole_cell),
