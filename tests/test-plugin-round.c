@@ -546,6 +546,22 @@ static void a_rescale_in_flight_is_not_asked_again(void)
 	ASSERT_ACTION(j, COPUS__ACT_NONE);
 }
 
+/*
+ * Running job j, asked 5 s ago to move, has checkpointed: the only entry
+ * of the rescale table.
+ */
+static void _checkpointed(struct copus__round_job *j)
+{
+	struct copus__rescale *x = &_s.rescales[0];
+
+	memset(x, 0, sizeof(*x));
+	x->id = j->id;
+	x->asked = NOW - 5;
+	_s.nrescales = 1;
+	j->in_rescale = true;
+	j->checkpointed = true;
+}
+
 static void a_checkpointed_job_is_requeued_once(void)
 {
 	struct copus__round_job *j;
@@ -553,12 +569,7 @@ static void a_checkpointed_job_is_requeued_once(void)
 
 	_cluster(2, 4);
 	j = _running(1, 0, 1, 4, 1, 4, NOW - 1000);
-	memset(x, 0, sizeof(*x));
-	x->id = 1;
-	x->asked = NOW - 5;
-	_s.nrescales = 1;
-	j->in_rescale = true;
-	j->checkpointed = true;
+	_checkpointed(j);
 	_decide();
 	ASSERT_ACTION(j, COPUS__ACT_REQUEUE);
 	/* Once the plugin has requeued it, it waits. */
@@ -585,12 +596,7 @@ static void a_round_between_intervals_moves_no_running_job(void)
 	j = _running(1, 0, 1, 4, 1, 4, NOW - 1000);
 	_nodes[0].usable = false;
 	c = _running(2, 1, 1, 4, 1, 4, NOW - 1000);
-	memset(x, 0, sizeof(*x));
-	x->id = 2;
-	x->asked = NOW - 5;
-	_s.nrescales = 1;
-	c->in_rescale = true;
-	c->checkpointed = true;
+	_checkpointed(c);
 	p = _pending(3, 1, 2, 0, 0);
 	_r.between = true;
 	_decide();
