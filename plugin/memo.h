@@ -185,12 +185,14 @@ void copus__memo_sweep(struct copus__sched *s, bool keep_launched);
 bool copus__memo_strays(const struct copus__memo *in);
 
 /*
- * The job is seen running since start, by this slurmctld, on nodes that
- * have registered with it. When that run is the plugin's last start of it
- * (started at or after in->launched, not a run older than that from a
- * state saved before it), slurmctld sees that run end as any other, and
- * nothing of it is left to clear when it is requeued: it is no longer
- * launched_before.
+ * The job is seen running since start by this slurmctld. When that run is
+ * the plugin's last start of it (started at or after in->launched, not a
+ * run older than that from a state saved before it; the plugin saves a
+ * start before it makes it, so no later run can exist), slurmctld sees
+ * that run end as any other, whether its nodes have registered yet or
+ * not (an end reported when slurmctld is back, or the run missing at the
+ * registration), and nothing of it is left to clear when it is requeued:
+ * it is no longer launched_before.
  */
 void copus__memo_seen_running(struct copus__memo *in, time_t start);
 

@@ -567,11 +567,8 @@ static void _snapshot_running(struct copus__sched *s, struct copus__round *r,
 			 sizeof(j->user));
 	copus__job_user(job_ptr, j);
 	in = copus__job_info(s, job_ptr, j, r->when);
-	/* On nodes that have registered: this slurmctld runs it. */
-	for (k = 0; k < j->nalloc && !unheard[j->alloc[k].node]; k++)
-		;
-	if (k == j->nalloc)
-		copus__memo_seen_running(in, j->start);
+	/* This slurmctld runs it: it sees that run end. */
+	copus__memo_seen_running(in, j->start);
 	if (!j->rigid && !(x && !x->gave_up) &&
 	    !(in && in->have_hint && in->hint.restart_count == j->restarts)) {
 		/*
