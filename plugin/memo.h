@@ -155,7 +155,9 @@ struct copus__rescale {
 	time_t ready;			/* the first round in which its job,
 					 * requeued, could restart: past its
 					 * release gap, the registrations
-					 * settled (not saved) */
+					 * settled, no run of it left to
+					 * clear (round.c _may_restart; not
+					 * saved) */
 };
 
 /* The record of a job, or NULL. */
