@@ -29,13 +29,14 @@
 # for sched/backfill and sched/copus: 4*NODES one-GPU jobs fill every GPU
 # and run; then one-GPU jobs are submitted until DEPTHS[0] wait, the RPCs
 # are timed, more until DEPTHS[1] wait, timed again, and so on. Each of
-# SAMPLES (default 40) samples, spread over SPAN seconds (default 60, two
-# cycles of sched/backfill's default bf_interval, six of copus_interval's)
-# or longer when the calls take longer, times one "squeue", one
+# SAMPLES (default 80) samples, spread over SPAN seconds (default 120, four
+# cycles of sched/backfill's default bf_interval, twelve of copus_interval's)
+# or longer when the calls take longer, times, in a random order, one "squeue", one
 # "scontrol show job" of a random pending job (a federation RPC, then the
 # job's), one "scontrol ping" (a client's own cost: no job is read), one
 # "scontrol --local show job" (the job's RPC alone) and one "sbatch"
-# (whose job waits too). slurmctld's CPU time over the samples and its resident memory,
+# (whose job waits too); the job reads are also reported by the call that
+# came just before them. slurmctld's CPU time over the samples and its resident memory,
 # slurmctld's own time per RPC (sdiag), the CPU of the slurmd and
 # slurmstepd processes and of the whole machine, sdiag's cycle times and
 # copus's round times (idle event rounds
@@ -130,7 +131,7 @@ if [ "${1:-}" = churn ] || [ "${1:-}" = starts ] || [ "${1:-}" = depth ]; then
 		fail "cannot copy the plugins"
 	NODES=${2:-64}
 	GPUS=$((4 * NODES))
-	SAMPLES=${SAMPLES:-40} SPAN=${SPAN:-60}
+	SAMPLES=${SAMPLES:-80} SPAN=${SPAN:-120}
 	SUBMIT_P=${SUBMIT_P:-4}
 	if [ "$MODE" = churn ]; then
 		JOBS=${3:-3000} DUR=${4:-2}
@@ -287,7 +288,7 @@ $CONF_EXTRA}"
 
 	# depth_one SCHED: the rows of the depth table for SCHED.
 	depth_one() {
-		local sched=$1 d have=0 i id ids n end t0 c0 left
+		local sched=$1 d have=0 i id ids n end t0 c0 left k prev
 		up "$sched"
 		export JOBCMD_S=100000
 		submit "$GPUS" "$TMP/fill" --gres=gpu:1 -t 600
@@ -309,6 +310,7 @@ $CONF_EXTRA}"
 			: >"$TMP/sb"
 			: >"$TMP/sp"
 			: >"$TMP/sl"
+			rm -f "$TMP"/s[cl]-after-*
 			t0=${EPOCHREALTIME/./}
 			c0=$(ctld_cpu)
 			s0=$(cpu_split)
@@ -320,13 +322,25 @@ $CONF_EXTRA}"
 				# later, when the calls take longer).
 				left=$((t0 + i * SPAN * 1000000 / SAMPLES - ${EPOCHREALTIME/./}))
 				[ $left -le 0 ] || sleep "$((left / 1000000)).$(printf %06d $((left % 1000000)))"
-				timed "$TMP/sq" squeue -h
 				id=${ids[$(((RANDOM * 32768 + RANDOM) % n))]}
-				timed "$TMP/sc" scontrol show job "$id"
-				timed "$TMP/sp" scontrol ping
-				timed "$TMP/sl" scontrol --local show job "$id"
-				timed "$TMP/sb" sbatch --parsable -o /dev/null --gres=gpu:1 -t 10 --wrap "sleep 1" &&
-					cat "$TMP/out" >>"$TMP/ids"
+				# The five calls in a new random order each sample, so
+				# that no call always follows the same one (a call
+				# right after squeue meets slurmctld still sending
+				# and freeing squeue's reply); the two job reads are
+				# also filed apart when squeue came just before.
+				prev=
+				for k in $(shuf -e sq sc sp sl sb); do
+					case $k in
+					sq) timed "$TMP/sq" squeue -h ;;
+					sc) timed "$TMP/sc" scontrol show job "$id" ;;
+					sp) timed "$TMP/sp" scontrol ping ;;
+					sl) timed "$TMP/sl" scontrol --local show job "$id" ;;
+					sb) timed "$TMP/sb" sbatch --parsable -o /dev/null --gres=gpu:1 -t 10 --wrap "sleep 1" &&
+						cat "$TMP/out" >>"$TMP/ids" ;;
+					esac
+					case $k in sc | sl) tail -n1 "$TMP/$k" >>"$TMP/$k-after-${prev:-none}" ;; esac
+					prev=$k
+				done
 			done
 			echo "depth $sched $(squeue -h -t PD -o %i | wc -l) $RATE $(stat "$TMP/sq") $(stat "$TMP/sc") $(stat "$TMP/sb") $(check) $(load)" |
 				tee -a "$TMP/results"
@@ -334,6 +348,9 @@ $CONF_EXTRA}"
 				awk '{ printf "%.2f CPU s in the %.0f s of samples (%.0f%% of a core)", $2 - $1, ($4 - $3) / 1e6, 100 * ($2 - $1) / (($4 - $3) / 1e6) }'), RSS $(ctld_rss) MiB" |
 				tee -a "$TMP/ctld"
 			echo "   scontrol ping (no job read): $(stat "$TMP/sp") ms; scontrol --local show job (no federation RPC first): $(stat "$TMP/sl") ms"
+			echo "   job reads by the call before them: $(for k in sc sl; do for p in sq sc sp sl sb none; do
+				[ ! -s "$TMP/$k-after-$p" ] || printf '%s after %s %s (%d); ' "$k" "$p" "$(stat "$TMP/$k-after-$p")" "$(wc -l <"$TMP/$k-after-$p")"
+				done; done)(sc scontrol show job, sl --local, sq squeue, sp ping, sb sbatch; median/p95 ms (samples))"
 			echo "   CPU in the samples: $(echo "$s0 $(cpu_split)" |
 				awk '{ printf "slurmd (all) %.2f s, slurmstepd (all) %.2f s, the machine busy %.2f s", $4 - $1, $5 - $2, $6 - $3 }')"
 			sdiag 2>/dev/null | awk '/^Main schedule/ { s = "main" } /^Backfilling/ { s = "backfill" }
