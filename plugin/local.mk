@@ -64,8 +64,8 @@ plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 
 # The plugin's Slurm-free parts, unit-tested without slurmctld: the
 # parameters, the job options and hint models (test-plugin-sched), and the
-# round's decision (test-plugin-round). PLUGIN_ROUND_SOURCES: the round and
-# the Slurm-free files it needs.
+# round (test-plugin-round, test-plugin-restart). PLUGIN_ROUND_SOURCES: the
+# round and the Slurm-free files it needs.
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-input.c \
 	plugin/round-input.h plugin/round-users.c \
 	plugin/round-launches.c plugin/round-models.c plugin/round-models.h \
@@ -82,11 +82,20 @@ tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h
 tests_test_plugin_sched_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_sched_LDADD = $(TEST_LIBS)
+# The round's decision (test-plugin-round) and its rescales and restarts
+# (test-plugin-restart), on one world of rounds built by hand.
+PLUGIN_ROUND_WORLD = tests/plugin-round-world.c tests/plugin-round-world.h \
+	tests/harness.h $(PLUGIN_ROUND_SOURCES)
 check_PROGRAMS += tests/test-plugin-round
 tests_test_plugin_round_SOURCES = tests/test-plugin-round.c \
-	$(PLUGIN_ROUND_SOURCES) tests/harness.h
+	$(PLUGIN_ROUND_WORLD)
 tests_test_plugin_round_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_round_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test-plugin-restart
+tests_test_plugin_restart_SOURCES = tests/test-plugin-restart.c \
+	$(PLUGIN_ROUND_WORLD)
+tests_test_plugin_restart_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
+tests_test_plugin_restart_LDADD = $(TEST_LIBS)
 # Benchmark (not a test): the round's Slurm-free phases at up to 100,000
 # pending jobs on 65,536 GPUs.
 noinst_PROGRAMS += tests/bench-round
