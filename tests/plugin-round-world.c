@@ -120,27 +120,39 @@ struct copus__round_job *rw_running(uint32_t id, int first, int nodes,
 }
 
 /*
+ * Gives the job a record with a running job's hint: its id, restarts and
+ * time, then the members in rest (a JSON object's inside).
+ */
+void rw_hint_text(const struct copus__round_job *j, const char *rest)
+{
+	char text[COPUS_HINT_MAX_LEN + 1], err[128];
+	struct copus__memo *in = copus__memo_get(&W.s, j->id);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
+		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,%s}",
+		 j->id, j->restarts, NOW - 10, rest);
+	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
+		      COPUS_OK);
+	in->have_hint = true;
+	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+}
+
+/*
  * Gives the job a record with a hint that has a model for a100, and a
  * granularity when gran > 1.
  */
 void rw_hint_gran(const struct copus__round_job *j, int gran)
 {
-	char text[COPUS_HINT_MAX_LEN + 1], err[128], g[32] = "";
-	struct copus__memo *in = copus__memo_get(&W.s, j->id);
+	char rest[COPUS_HINT_MAX_LEN + 1], g[32] = "";
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
 	if (gran > 1)
 		snprintf(g, sizeof(g), ",\"gran\":%d", gran);
-	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
-		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,"
-		 "\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,"
-		 "\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":10,"
-		 "\"tgt\":100000%s,\"perf\":{\"a100\":[0.02,0.002,0.05,0.002,"
-		 "0.005,0.0005,1.5]}}", j->id, j->restarts, NOW - 10, g);
-	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
-		      COPUS_OK);
-	in->have_hint = true;
-	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+	snprintf(rest, sizeof(rest), "\"b0\":128,\"bmax\":4096,\"lmin\":8,"
+		 "\"lmax\":256,\"acc\":true,\"sqr\":0.01,\"var\":10,"
+		 "\"prog\":10,\"tgt\":100000%s,\"perf\":{\"a100\":[0.02,"
+		 "0.002,0.05,0.002,0.005,0.0005,1.5]}", g);
+	rw_hint_text(j, rest);
 }
 
 void rw_hint(const struct copus__round_job *j)
@@ -151,22 +163,14 @@ void rw_hint(const struct copus__round_job *j)
 /* Gives the job a record with a hint that describes its model (no perf). */
 void rw_hint_model(const struct copus__round_job *j, const char *mdl)
 {
-	char text[COPUS_HINT_MAX_LEN + 1], err[128];
-	struct copus__memo *in = copus__memo_get(&W.s, j->id);
+	char rest[COPUS_HINT_MAX_LEN + 1];
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
-	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
-		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,"
-		 "\"b0\":16,\"bmax\":16,\"lmin\":1,\"lmax\":16,"
-		 "\"acc\":true,\"sqr\":0,\"var\":0,\"prog\":10,"
-		 "\"tgt\":100000,\"mdl\":%s}", j->id, j->restarts, NOW - 10,
-		 mdl);
-	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
-		      COPUS_OK);
-	if (!in->hint.has_model)
-		fprintf(stderr, "the hint has no model: %s\n", err);
-	in->have_hint = true;
-	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+	snprintf(rest, sizeof(rest), "\"b0\":16,\"bmax\":16,\"lmin\":1,"
+		 "\"lmax\":16,\"acc\":true,\"sqr\":0,\"var\":0,"
+		 "\"prog\":10,\"tgt\":100000,\"mdl\":%s", mdl);
+	rw_hint_text(j, rest);
+	if (!copus__memo_find(&W.s, j->id)->hint.has_model)
+		fprintf(stderr, "the hint has no model: %s\n", rest);
 }
 
 /* The plan of a job's table for count GPUs on one node, or NULL. */

@@ -53,6 +53,11 @@ struct copus__round_job *rw_pending(uint32_t id, int nodes, int gpn,
 struct copus__round_job *rw_running(uint32_t id, int first, int nodes,
 				    int gpn, int emin, int emax, time_t start);
 /*
+ * Gives the job a record with a running job's hint: its id, restarts and
+ * time, then the members in rest (a JSON object's inside).
+ */
+void rw_hint_text(const struct copus__round_job *j, const char *rest);
+/*
  * Gives the job a record with a hint that has a model for a100, and a
  * granularity when gran > 1.
  */

@@ -659,20 +659,12 @@ static void a_reconfigure_with_a_constants_file_changes_the_plan(void)
  */
 static void _hint_perf(const struct copus__round_job *j, const char *perf)
 {
-	char text[COPUS_HINT_MAX_LEN + 1], err[128];
-	struct copus__memo *in = copus__memo_get(&W.s, j->id);
+	char rest[COPUS_HINT_MAX_LEN + 1];
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
-	snprintf(text, sizeof(text), "copus1:{\"v\":1,\"job\":%u,"
-		 "\"st\":\"running\",\"step\":10,\"rc\":%d,\"t\":%d,"
-		 "\"b0\":128,\"bmax\":4096,\"lmin\":8,\"lmax\":256,"
-		 "\"acc\":true,\"sqr\":0.01,\"var\":10,\"prog\":10,"
-		 "\"tgt\":100000,\"perf\":{%s}}", j->id, j->restarts, NOW - 10,
-		 perf);
-	ASSERT_STATUS(copus_hint_parse(text, &in->hint, err, sizeof(err)),
-		      COPUS_OK);
-	in->have_hint = true;
-	in->req_gpus = j->running ? j->cur_gpus : j->nodes_req * j->gpn_req;
+	snprintf(rest, sizeof(rest), "\"b0\":128,\"bmax\":4096,\"lmin\":8,"
+		 "\"lmax\":256,\"acc\":true,\"sqr\":0.01,\"var\":10,"
+		 "\"prog\":10,\"tgt\":100000,\"perf\":{%s}", perf);
+	rw_hint_text(j, rest);
 }
 
 /* The compute time of a micro-batch of 128 in the model the job got on t. */
