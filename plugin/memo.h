@@ -156,8 +156,7 @@ struct copus__rescale {
 					 * requeued, could restart: past its
 					 * release gap, the registrations
 					 * settled, no run of it left to
-					 * clear (round.c _may_restart; not
-					 * saved) */
+					 * clear (round.c _hold; not saved) */
 };
 
 /* The record of a job, or NULL. */

@@ -309,19 +309,48 @@ static void _wake(struct copus__round *r, time_t t)
 }
 
 /*
- * Whether a pending job that has run before may restart in this round: the
- * nodes' registrations have settled, no run of it from before a slurmctld
- * restart is left to clear, and its release gap has passed (the holds of
- * _plan, which gives each its reason).
+ * The holds on a pending job that has run before, in the order _plan
+ * applies them: the nodes' registrations settling after a restart, a run
+ * of it from before slurmctld's restart to clear on its nodes, the clear's
+ * KillWait, and the release gap after its requeue.
  */
-static bool _may_restart(const struct copus__round *r,
-			 const struct copus__round_job *j)
+enum _hold { HOLD_NONE, HOLD_SETTLING, HOLD_STRAYS, HOLD_CLEARING,
+	     HOLD_RELEASE };
+
+static const char *const _hold_reason[] = {
+	[HOLD_SETTLING] = "copus: has run before, restarts once the nodes "
+			  "that registered have settled",
+	[HOLD_STRAYS] = "copus: started before slurmctld restarted; its "
+			"nodes forget that run first",
+	[HOLD_CLEARING] = "copus: started before slurmctld restarted; "
+			  "restarts in a moment",
+	[HOLD_RELEASE] = "copus: requeued, restarts in a moment",
+};
+
+/* The job's first hold, and in *until when it ends. */
+static enum _hold _hold(const struct copus__round *r,
+			const struct copus__round_job *j, time_t *until)
 {
-	return !((j->restarts > 0 || j->ran) && r->when < r->reg_quiet) &&
-	       !j->strays &&
-	       !(j->cleared && r->when < j->cleared + COPUS__RELEASE_GAP +
-					 r->kill_wait) &&
-	       !(j->restarts > 0 && r->when < j->end + COPUS__RELEASE_GAP);
+	if ((j->restarts > 0 || j->ran) && r->when < r->reg_quiet) {
+		*until = r->reg_quiet;
+		return HOLD_SETTLING;
+	}
+	/* Its nodes are told now; it may start a gap and KillWait later. */
+	if (j->strays) {
+		*until = r->when + COPUS__RELEASE_GAP + r->kill_wait;
+		return HOLD_STRAYS;
+	}
+	if (j->cleared && r->when < j->cleared + COPUS__RELEASE_GAP +
+				   r->kill_wait) {
+		*until = j->cleared + COPUS__RELEASE_GAP + r->kill_wait;
+		return HOLD_CLEARING;
+	}
+	if (j->restarts > 0 && r->when < j->end + COPUS__RELEASE_GAP) {
+		*until = j->end + COPUS__RELEASE_GAP;
+		return HOLD_RELEASE;
+	}
+	*until = 0;
+	return HOLD_NONE;
 }
 
 /* Turns the decisions into actions and reasons (no locks). */
@@ -343,6 +372,8 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 		struct copus__round_job *j = &r->rj[r->rj_of[i]];
 		struct copus__memo *in = copus__memo_find(s, j->id);
 		struct copus__rescale *x = copus__rescale_find(s, j->id);
+		enum _hold hold;
+		time_t until;
 
 		if (in)
 			snprintf(in->reason, sizeof(in->reason), "%s",
@@ -386,8 +417,9 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->action = COPUS__ACT_ASK;
 			continue;
 		}
+		hold = _hold(r, j, &until);
 		/* Held to its cell until a round could place it there. */
-		if (x && !x->ready && _may_restart(r, j))
+		if (x && !x->ready && hold == HOLD_NONE)
 			x->ready = r->when;
 		if (d->gpu_type < 0) {
 			snprintf(j->reason_buf, sizeof(j->reason_buf),
@@ -404,24 +436,12 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->reason = j->reason_buf;
 			continue;
 		}
-		if ((j->restarts > 0 || j->ran) && r->when < r->reg_quiet) {
-			_wake(r, r->reg_quiet);
-			j->reason = "copus: has run before, restarts once the "
-				    "nodes that registered have settled";
-			continue;
-		}
-		if (j->strays) {
-			j->action = COPUS__ACT_CLEAR;
-			_wake(r, r->when + COPUS__RELEASE_GAP + r->kill_wait);
-			j->reason = "copus: started before slurmctld restarted; "
-				    "its nodes forget that run first";
-			continue;
-		}
-		if (j->cleared && r->when < j->cleared + COPUS__RELEASE_GAP +
-					   r->kill_wait) {
-			_wake(r, j->cleared + COPUS__RELEASE_GAP + r->kill_wait);
-			j->reason = "copus: started before slurmctld restarted; "
-				    "restarts in a moment";
+		/* The release gap waits for a start as it is (below). */
+		if (hold != HOLD_NONE && hold != HOLD_RELEASE) {
+			if (hold == HOLD_STRAYS)
+				j->action = COPUS__ACT_CLEAR;
+			_wake(r, until);
+			j->reason = _hold_reason[hold];
 			continue;
 		}
 		if (j->rigid ||
@@ -437,9 +457,9 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 				continue;
 			}
 		}
-		if (j->restarts > 0 && r->when < j->end + COPUS__RELEASE_GAP) {
-			_wake(r, j->end + COPUS__RELEASE_GAP);
-			j->reason = "copus: requeued, restarts in a moment";
+		if (hold == HOLD_RELEASE) {
+			_wake(r, until);
+			j->reason = _hold_reason[hold];
 			continue;
 		}
 		if (j->rigid) {
