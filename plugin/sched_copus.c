@@ -262,6 +262,7 @@ static void _count_round(struct copus__sched *s, const struct copus__round *r)
 		st->round_ms_max = ms;
 	st->jobs_running = r->nrunning;
 	st->jobs_pending = r->npending;
+	st->jobs_beyond = r->nover;
 	st->starts += r->started;
 	st->starts_last = r->started;
 	if (r->started > st->starts_max)

@@ -26,6 +26,8 @@
 	X(round_ms_max, gauge, "Longest round (milliseconds)")              \
 	X(jobs_running, gauge, "Running GPU jobs in the last round")        \
 	X(jobs_pending, gauge, "Pending jobs the last round considered")    \
+	X(jobs_beyond, gauge,                                                \
+	  "Pending jobs the last round left out (copus_max_jobs)")           \
 	X(starts, counter, "Jobs started")                                  \
 	X(starts_last, gauge, "Jobs started in the last round")             \
 	X(starts_max, gauge, "Most jobs started in one round")              \

@@ -1,7 +1,9 @@
 #!/bin/bash
 # copus_max_jobs bounds the pending jobs a round considers: they are the
-# ones of highest priority (not the first in Slurm's job list), and every
-# other pending job says why it waits.
+# ones of highest priority (not the first in Slurm's job list); every other
+# pending job waits with Slurm's reason Priority and no description (as
+# sched/backfill leaves those it does not reach), and the plugin's counters
+# say how many.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
@@ -23,17 +25,22 @@ next=$(sbatch --parsable -o /dev/null --gres=gpu:a100:1 -t 10 --wrap 'sleep 1') 
 [ "$(job_field "$high" Priority)" -gt "$(job_field "$low" Priority)" ] ||
 	fail "--nice did not lower the priority: $(job_field "$low" Priority) >= $(job_field "$high" Priority)"
 
-# reason ID: the job's pending reason as squeue shows it.
+# reason ID: the job's pending reason as squeue shows it (its description
+# when it has one).
 reason() { squeue -h -j "$1" -o %r; }
+# stat NAME: a counter of StateSaveLocation/copus_stats.
+stat() { sed -n "s/^$1\t\([0-9]*\)\t.*/\1/p" "$TMP/c/state/copus_stats"; }
 end=$((SECONDS + 15))
-until reason "$low" | grep -q copus_max_jobs &&
-	reason "$next" | grep -q copus_max_jobs; do
-	[ $SECONDS -lt $end ] || fail "the jobs beyond copus_max_jobs do not say why they wait: $low: '$(reason "$low")', $next: '$(reason "$next")'"
+until [ "$(reason "$low")" = Priority ] && [ "$(reason "$next")" = Priority ] &&
+	[ "$(stat jobs_beyond)" = 2 ]; do
+	[ $SECONDS -lt $end ] || fail "the jobs beyond copus_max_jobs do not wait as jobs of lower priority: $low: '$(reason "$low")', $next: '$(reason "$next")'; jobs_beyond '$(stat jobs_beyond)'"
 	sleep 0.3
 done
-reason "$high" | grep -q copus_max_jobs &&
-	fail "the job of highest priority was not considered: '$(reason "$high")'"
-echo "high: '$(reason "$high")'; low: '$(reason "$low")'"
+case $(reason "$high") in
+copus:*) ;;
+*) fail "the job of highest priority was not considered: '$(reason "$high")'" ;;
+esac
+echo "high: '$(reason "$high")'; low: '$(reason "$low")'; jobs_beyond $(stat jobs_beyond)"
 # Its time limit (10 minutes) bounds the remaining time the policy uses.
 end=$((SECONDS + 10))
 until grep -Pq "^$high\tPENDING\t.*\t600s\t" "$TMP/c/state/copus_status"; do
