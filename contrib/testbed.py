@@ -227,6 +227,14 @@ def report(argv):
     mean_gap = sum(gaps) / len(gaps) if gaps else None
     every = gaps + first_gaps
     mean_every = sum(every) / len(every) if every else None
+    # Each measured cost, in trace seconds, for copus-sim's
+    # --restart-delays: first starts apart from rescales.
+    with open(os.path.join(out, "restart-delays.csv"), "w") as f:
+        f.write("restart_delay,first\n")
+        for g in first_gaps:
+            f.write(f"{max(g, 0.0) * F:.1f},1\n")
+        for g in gaps:
+            f.write(f"{max(g, 0.0) * F:.1f},0\n")
     res = {
         "policy": a.policy,
         "scale": F,
@@ -260,6 +268,36 @@ def report(argv):
     json.dump(res, open(os.path.join(out, "testbed.json"), "w"), indent=1)
     for p in problems:
         print("testbed: " + p, file=sys.stderr)
+
+
+def merge_sims(argv):
+    """copus-sim's summaries of one workload under several draws of the
+    measured restart costs, as one summary: every figure the mean over the
+    draws (a job's JCT only when it finished in every draw, else -1), and
+    the draws' mean JCTs under "draws"."""
+    ap = argparse.ArgumentParser(prog="testbed.py merge-sims")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("sims", nargs="+", metavar="SIM.json")
+    a = ap.parse_args(argv)
+    runs = [json.load(open(p)) for p in a.sims]
+
+    def avg(vals):
+        if any(v is None or (isinstance(v, (int, float)) and v < 0)
+               for v in vals):
+            return -1
+        return sum(vals) / len(vals)
+
+    def merge(vals):
+        if all(isinstance(v, dict) for v in vals):
+            return {k: merge([v.get(k) for v in vals]) for k in vals[0]}
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool)
+               for v in vals):
+            return avg(vals)
+        return vals[0]
+
+    res = {k: merge([r.get(k) for r in runs]) for k in runs[0]}
+    res["draws"] = [r["mean"] for r in runs]
+    json.dump(res, open(a.out, "w"), indent=1)
 
 
 def plot(argv):
@@ -412,6 +450,10 @@ def compare(argv):
               f" {tb['finished']:>3}/{fin_sim:<3}"
               f" {tb['restarts_per_job']:>6.2f}/{srpj:<7.2f}"
               f" {gap if gap is not None else float('nan'):>6.0f}")
+        dr = sim.get("draws")
+        if dr and len(dr) > 1:
+            print(f"   sim: the mean of {len(dr)} draws of the measured"
+                  f" restart costs, {min(dr):.0f} to {max(dr):.0f}")
         for p in tb.get("problems", []):
             print("   " + p)
         if tb["finished"] < tb["jobs"]:
@@ -424,7 +466,8 @@ def compare(argv):
 
 def main():
     if len(sys.argv) < 2:
-        die("usage: testbed.py sample|scale|report|plot|compare ...")
+        die("usage: testbed.py sample|scale|report|plot|merge-sims|compare"
+            " ...")
     cmd, rest = sys.argv[1], sys.argv[2:]
     if cmd == "sample":
         sample(rest)
@@ -434,6 +477,8 @@ def main():
         report(rest)
     elif cmd == "plot":
         plot(rest)
+    elif cmd == "merge-sims":
+        merge_sims(rest)
     elif cmd == "compare":
         compare(rest)
     else:

@@ -37,7 +37,11 @@
 #                     GPU-seconds, the overheads (restart gap, idle GPUs
 #                     while jobs waited, rounds per minute), jcts per job
 #   DIR/sim.json      copus-sim's --summary of the same workload, cluster,
-#                     policy, round interval and measured restart cost
+#                     policy, round interval and measured restart costs:
+#                     each allocation costs one of the costs measured
+#                     (DIR/restart-delays.csv), drawn at random; every
+#                     figure is the mean over 8 draws (TESTBED_SIM_DRAWS),
+#                     each draw's mean JCT under "draws"
 #                     (backfill: with sched/backfill's cycle of 30 s)
 #   DIR/jobs.csv      sacct's records (one per run of a job)
 #   DIR/timeline.csv  GPUs per job every few seconds; DIR/testbed.png the
@@ -366,7 +370,7 @@ sacct -X -P -D -n --starttime=now-1days -o JobIDRaw,JobName,Submit,Start,End,Sta
 [ "$policy" = backfill ] || "$build/plugin/copusctl" stats --state-dir "$cdir/state" >"$out/copus-stats.txt" 2>&1 || true
 cp "$cdir/log/slurmctld.log" "$out/logs/" 2>/dev/null || true
 
-# What copus-sim says of the same workload, with the measured restart cost.
+# What copus-sim says of the same workload, with the measured restart costs.
 python3 "$py" report --out "$out" --scale "$scale" --policy "$policy" \
 	--interval "$interval" --ctld-log "$cdir/log/slurmctld.log"
 # copus-sim replays the jobs that Slurm took.
@@ -378,10 +382,20 @@ rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['si
 # between cycles only Slurm's main scheduler starts jobs, in order.
 simpol=$policy
 [ "$policy" = backfill ] && simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)")"
-"$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" --equal-per-node \
-	--gpus "$gpus_file" \
-	--interval "$(python3 -c "print($interval * $scale)")" \
-	--restart-delay "$rdelay" --summary "$out/sim.json" "$out/sim-workload.csv" \
-	>"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"
+# Each allocation costs one of the measured costs (first starts apart from
+# rescales), drawn at random: the mean over $draws draws is the prediction
+# (a 40-job run moves by several percent with the costs' draw alone).
+draws=${TESTBED_SIM_DRAWS:-8}
+sims=()
+for ((seed = 1; seed <= draws; seed++)); do
+	"$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" --equal-per-node \
+		--gpus "$gpus_file" \
+		--interval "$(python3 -c "print($interval * $scale)")" \
+		--restart-delay "$rdelay" --restart-delays "$out/restart-delays.csv" --seed "$seed" \
+		--summary "$out/sim-draw-$seed.json" "$out/sim-workload.csv" \
+		>"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"
+	sims+=("$out/sim-draw-$seed.json")
+done
+python3 "$py" merge-sims --out "$out/sim.json" "${sims[@]}"
 python3 "$py" plot --out "$out"
 python3 "$py" compare "$out"

@@ -28,6 +28,11 @@ struct cli_opts {
 	const char *history_in, *history_out, *rules;
 	const char *gpus;      /* --gpus FILE.json */
 	double interval, delay;
+	/* --restart-delays FILE and --seed, and the costs read from FILE
+	 * (sim_opts.delays; NULL: none). */
+	const char *delays_file;
+	unsigned long seed;
+	const struct sim_delays *delays;
 	enum sim_remaining rem;
 	bool probes;           /* --probes (sim_opts.probes) */
 	bool equal_per_node;   /* --equal-per-node (sim_opts.equal_per_node) */

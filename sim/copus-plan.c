@@ -305,15 +305,6 @@ static int cmd_show(const struct args *a)
 
 /* --------------------------------------------------------------- evaluate */
 
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* Relative errors of the predictions for the rows where test[i]; a row
  * with no plan counts as an error of 100%. The median of each
  * architecture follows on the same line. When res is not NULL, each
@@ -519,7 +510,7 @@ static int cmd_evaluate(const struct args *a)
 			goto out;
 		}
 		for (size_t i = nv; i > 1; i--) {
-			size_t j = (size_t)(rng_next(&st) % i);
+			size_t j = (size_t)(sim_rng_next(&st) % i);
 			size_t t = idx[i - 1];
 			idx[i - 1] = idx[j];
 			idx[j] = t;

@@ -51,6 +51,25 @@ static bool slots_fit(const struct sim_apply *a, const int *used,
 	return true;
 }
 
+/* The cost of a job's allocation (its first when first): --restart-delay's,
+ * or one of --restart-delays' of its kind drawn uniformly. */
+static double restart_cost(const struct sim_apply *a, bool first)
+{
+	const struct sim_delays *d = a->delays;
+	const double *v;
+	size_t n;
+
+	if (d == NULL)
+		return a->restart_delay;
+	v = first && d->nfirst ? d->first : d->rescale;
+	n = first && d->nfirst ? d->nfirst : d->nrescale;
+	if (n == 0) {
+		v = d->first;
+		n = d->nfirst;
+	}
+	return v[sim_rng_next(a->rng) % n];
+}
+
 /* A job takes the n slots (none: it stops) and pays its restart. */
 static void job_take(const struct sim_apply *a, struct sjob *j, int type,
 		     const copus_slot *slots, int n)
@@ -64,7 +83,7 @@ static void job_take(const struct sim_apply *a, struct sjob *j, int type,
 		copus__sim_update_local(j);
 		j->rescale = j->app->restart_delay >= 0.0
 				     ? j->app->restart_delay
-				     : a->restart_delay;
+				     : restart_cost(a, j->restarts < 0);
 		j->restarts++;
 	} else {
 		j->atomic = 0;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <copus/policy.h>
 
@@ -20,6 +21,10 @@ struct sim_apply {
 	bool equal_per_node;     /* --equal-per-node (sim_opts) */
 	bool moves_jobs;         /* the policy's trait */
 	double restart_delay;    /* a restart's cost unless the job's own */
+	/* --restart-delays: each allocation costs one of these, drawn with
+	 * rng (NULL: restart_delay). */
+	const struct sim_delays *delays;
+	uint64_t *rng;
 	int *used;               /* room for N GPU counts */
 	int *part;               /* room for a count per decision */
 };

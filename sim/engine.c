@@ -364,6 +364,7 @@ struct sim_state {
 	/* --equal-per-node: GPUs taken per node (N), each job's part or -1
 	 * (n). */
 	int *used, *part;
+	uint64_t rng; /* --restart-delays' draws */
 };
 
 /*
@@ -627,6 +628,8 @@ static void round_apply(struct sim_state *s, size_t na)
 		.equal_per_node = s->o->equal_per_node,
 		.moves_jobs = s->tr->moves_jobs,
 		.restart_delay = s->o->restart_delay,
+		.delays = s->o->delays,
+		.rng = &s->rng,
 		.used = s->used,
 		.part = s->part,
 	};
@@ -802,7 +805,8 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 			       .err = err,
 			       .len = len,
 			       .n = n,
-			       .N = c->nnodes };
+			       .N = c->nnodes,
+			       .rng = o->seed };
 	int rc;
 
 	s.t0 = (double)clock() / CLOCKS_PER_SEC;

@@ -68,7 +68,9 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 	copus_history_entry *history = NULL;
 	size_t nhistory = 0;
 	double mean = 0;
+	struct sim_delays delays = { 0 };
 	struct timespec ts1;
+	struct cli_opts ro = *o; /* o with the costs of --restart-delays */
 
 	if (sim_cluster_parse(o->cluster, &c, err, sizeof(err)) != COPUS_OK) {
 		fprintf(stderr, "copus-sim: %s\n", err);
@@ -144,7 +146,14 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 		fprintf(stderr, "copus-sim: %s\n", err);
 		goto out;
 	}
-	if (run_workloads(&c, apps, w, nw, o, history, nhistory) != 0)
+	if (o->delays_file &&
+	    sim_restart_delays(o->delays_file, &delays, err, sizeof(err)) !=
+		    COPUS_OK) {
+		fprintf(stderr, "copus-sim: %s\n", err);
+		goto out;
+	}
+	ro.delays = o->delays_file ? &delays : NULL;
+	if (run_workloads(&c, apps, w, nw, &ro, history, nhistory) != 0)
 		goto out;
 	status = print_results(w, nw, o->policy, o->rem, &mean);
 	if (status != 0)
@@ -184,5 +193,6 @@ out:
 		sim_app_free(&apps[a]);
 	sim_cluster_free(&c);
 	free(history);
+	sim_delays_free(&delays);
 	return status;
 }

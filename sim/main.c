@@ -2,7 +2,8 @@
  * copus-sim: replay Pollux-format workloads on a simulated cluster.
  *
  *   copus-sim --cluster 16x4 --profiles DIR --policy pollux \
- *             [--interval 60] [--restart-delay 30] [--jobs 2] [--probes] \
+ *             [--interval 60] [--restart-delay 30] [--restart-delays FILE] \
+ *             [--seed N] [--jobs 2] [--probes] \
  *             [--summary FILE.json] [--timeline FILE.csv] [--plot FILE.png] \
  *             [--history FILE] [--save-history FILE] WORKLOAD.csv...
  *   copus-sim --arena DIR --policy fifo:arena --max-rounds 1500 \
@@ -11,6 +12,7 @@
  * This file holds the options and the usage; the modes they choose are in
  * main-arena.c and main-workloads.c (see cli.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -84,6 +86,12 @@ static void usage(FILE *f)
 		"copus_planner_gpus\n"
 		"  --interval S         seconds between rounds (60)\n"
 		"  --restart-delay S    seconds a reallocation costs (30)\n"
+		"  --restart-delays FILE\n"
+		"                       each allocation costs one of FILE's\n"
+		"                       measured costs (CSV: restart_delay and\n"
+		"                       optional first, 1 for a first start's),\n"
+		"                       drawn at random with --seed N (1); the\n"
+		"                       policy is told --restart-delay\n"
 		"  --app-rules FILE     per model (CSV application,slowdown,\n"
 		"                       restart_delay): it trains slowdown times\n"
 		"                       slower than profiled, and a restart costs\n"
@@ -127,6 +135,8 @@ int main(int argc, char **argv)
 		{ "remaining", required_argument, NULL, 'R' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "restart-delay", required_argument, NULL, 'r' },
+		{ "restart-delays", required_argument, NULL, 'D' },
+		{ "seed", required_argument, NULL, 'e' },
 		{ "app-rules", required_argument, NULL, 'A' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "summary", required_argument, NULL, 's' },
@@ -150,6 +160,7 @@ int main(int argc, char **argv)
 			      .policy = "pollux",
 			      .interval = 60,
 			      .delay = 30,
+			      .seed = 1,
 			      .rem = SIM_REMAINING_PREDICT,
 			      .par = 2 };
 	int opt;
@@ -209,6 +220,18 @@ int main(int argc, char **argv)
 					o.interval = v;
 				else
 					o.delay = v;
+			}
+			break;
+		case 'D': o.delays_file = optarg; break;
+		case 'e':
+			errno = 0;
+			o.seed = strtoul(optarg, &end, 10);
+			if (*end || errno || !isdigit((unsigned char)*optarg)) {
+				fprintf(stderr,
+					"copus-sim: --seed: '%s' is not a "
+					"whole number\n",
+					optarg);
+				return 2;
 			}
 			break;
 		case 'j':

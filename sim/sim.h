@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <copus/model.h>
@@ -18,6 +19,16 @@
 #define SIM_MAX_TYPES 8
 #define SIM_MAX_APPS 16
 #define SIM_ERR_LEN 1024
+
+/* The next number of a splitmix64 sequence whose state is *s. */
+static inline uint64_t sim_rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
 
 /* ------------------------------------------------------------- csv.c */
 
@@ -98,6 +109,26 @@ struct app {
 int sim_app_rules(struct app *apps, size_t napps, const char *path, char *err,
 		  size_t len);
 
+/*
+ * Measured costs of an allocation, in seconds: of a job's first start
+ * (first) and of its later ones (rescale). A set that is empty takes the
+ * other's.
+ */
+struct sim_delays {
+	double *first, *rescale;
+	size_t nfirst, nrescale;
+};
+
+/*
+ * Read the costs of --restart-delays: CSV with a restart_delay column
+ * (seconds in [0, 86400]) and an optional first column (1: a first start's
+ * cost, 0: a later allocation's; without it, every row is both); at least
+ * one row. err names file, line and column. sim_delays_free releases them.
+ */
+int sim_restart_delays(const char *path, struct sim_delays *d, char *err,
+		       size_t len);
+void sim_delays_free(struct sim_delays *d);
+
 /* Completion epochs of Pollux's simulator. */
 int sim_app_epochs(const char *name);
 
@@ -176,6 +207,11 @@ struct sim_opts {
 	/* Every job gets the same GPUs on each of its nodes, as Slurm gives
 	 * them and as sched/copus asks its policy (--equal-per-node). */
 	bool equal_per_node;
+	/* --restart-delays: each allocation costs one of the measured costs,
+	 * drawn uniformly with seed (none: restart_delay, which the policy is
+	 * told in either case). */
+	const struct sim_delays *delays;
+	uint64_t seed;
 };
 
 struct sim_jobspec {

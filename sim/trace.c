@@ -371,6 +371,72 @@ out:
 	return rc;
 }
 
+void sim_delays_free(struct sim_delays *d)
+{
+	free(d->first);
+	free(d->rescale);
+	memset(d, 0, sizeof(*d));
+}
+
+int sim_restart_delays(const char *path, struct sim_delays *d, char *err,
+		       size_t len)
+{
+	struct csv c;
+	int col, cf = -1, rc;
+
+	memset(d, 0, sizeof(*d));
+	if ((rc = sim_csv_read(path, &c, err, len)) != COPUS_OK)
+		return rc;
+	rc = COPUS_EPARSE;
+	if ((col = sim_csv_col(&c, "restart_delay", err, len)) < 0)
+		goto out;
+	for (int k = 0; k < c.ncols; k++)
+		if (strcmp(c.header[k], "first") == 0)
+			cf = k;
+	if (c.nrows == 0) {
+		snprintf(err, len, "%s: no restart_delay rows", path);
+		goto out;
+	}
+	d->first = malloc(c.nrows * sizeof(*d->first));
+	d->rescale = malloc(c.nrows * sizeof(*d->rescale));
+	if (d->first == NULL || d->rescale == NULL) {
+		snprintf(err, len, "%s: out of memory", path);
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < c.nrows; i++) {
+		const char *f = cf >= 0 ? c.rows[i][cf] : "";
+		double v;
+
+		if (sim_csv_double(&c, i, col, &v, err, len) != COPUS_OK)
+			goto out;
+		if (!(v >= 0.0) || v > 86400.0) {
+			snprintf(err, len,
+				 "%s:%ld: column %d (restart_delay): '%s' "
+				 "is not in [0, 86400] seconds",
+				 path, c.lines[i], col + 1, c.rows[i][col]);
+			goto out;
+		}
+		if (cf >= 0 && strcmp(f, "0") != 0 && strcmp(f, "1") != 0) {
+			snprintf(err, len,
+				 "%s:%ld: column %d (first): '%s' is not 0 "
+				 "or 1",
+				 path, c.lines[i], cf + 1, f);
+			goto out;
+		}
+		if (cf < 0 || f[0] == '1')
+			d->first[d->nfirst++] = v;
+		if (cf < 0 || f[0] == '0')
+			d->rescale[d->nrescale++] = v;
+	}
+	rc = COPUS_OK;
+out:
+	if (rc != COPUS_OK)
+		sim_delays_free(d);
+	sim_csv_free(&c);
+	return rc;
+}
+
 int sim_app_load(struct app *a, const char *dir, const char *name,
 		 const char *const *types, int ntypes, char *err, size_t len)
 {

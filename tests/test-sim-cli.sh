@@ -2,7 +2,7 @@
 # copus-sim from the command line: the summary's keys, the timeline, two
 # workloads in parallel, copus's remaining-work modes, a history saved and
 # given back, what the policies know of other GPU types with and without
-# --probes, and the error messages of a malformed workload, a malformed
+# --probes, measured restart costs drawn at random, and the error messages of a malformed workload, a malformed
 # history and of bad options.
 set -u
 sim=${COPUS_SIM:-sim/copus-sim}
@@ -77,6 +77,62 @@ printf 'application,slowdown\ntoy,2\n' > "$tmp/r.csv"
 "$sim" --cluster 1x2 --profiles "$tmp/p" --app-rules "$tmp/r.csv" "$tmp/w1.csv" \
 	> /dev/null 2> "$tmp/err" && fail "rules without restart_delay were accepted"
 grep -q "no column 'restart_delay'" "$tmp/err" || { cat "$tmp/err"; fail "--app-rules header message"; }
+# Measured restart costs (--restart-delays): a first start costs one of the
+# rows marked first (here 10 s: JCTs 60 + 10 + 200 and 50 + 10 + 200), not
+# one of the rescales'; without the first column every row serves both
+# (30 s: as --restart-delay's default). Draws from several costs follow
+# --seed: the same seed gives the same run, and the costs drawn are the
+# file's (0 or 100 s). A bad value, a bad first and a file without rows are
+# named.
+printf 'restart_delay,first\n10,1\n99,0\n' > "$tmp/d.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo --restart-delays "$tmp/d.csv" \
+	--summary "$tmp/s.json" "$tmp/w1.csv" > /dev/null || fail "--restart-delays run"
+printf 'restart_delay\n30\n' > "$tmp/d1.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo --restart-delays "$tmp/d1.csv" \
+	--summary "$tmp/s1.json" "$tmp/w1.csv" > /dev/null || fail "--restart-delays one column"
+printf 'restart_delay,first\n0,1\n100,1\n' > "$tmp/d2.csv"
+for seed in 1 2 3 4 5 6 7 8 1; do
+	"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo --restart-delays "$tmp/d2.csv" \
+		--seed $seed --summary "$tmp/s2-$seed.json" "$tmp/w1.csv" > /dev/null ||
+		fail "--restart-delays --seed $seed"
+	[ -e "$tmp/s2-first.json" ] || cp "$tmp/s2-$seed.json" "$tmp/s2-first.json"
+done
+if command -v python3 > /dev/null; then
+	python3 - "$tmp" <<'PY' || fail "--restart-delays values"
+import json, sys
+t = sys.argv[1]
+s = json.load(open(t + "/s.json"))
+assert abs(s["jcts"]["w1"]["a"] - 270) < 1e-6, s
+assert abs(s["jcts"]["w1"]["b"] - 260) < 1e-6, s
+s = json.load(open(t + "/s1.json"))
+assert abs(s["jcts"]["w1"]["a"] - 290) < 1e-6, s
+assert abs(s["jcts"]["w1"]["b"] - 280) < 1e-6, s
+seen = set()
+for seed in range(1, 9):
+    j = json.load(open(f"{t}/s2-{seed}.json"))["jcts"]["w1"]
+    assert j["a"] in (260, 360) and j["b"] in (250, 350), j
+    seen.add((j["a"], j["b"]))
+assert len(seen) > 1, seen
+a = json.load(open(t + "/s2-first.json"))["jcts"]
+b = json.load(open(t + "/s2-1.json"))["jcts"]
+assert a == b, (a, b)
+PY
+fi
+printf 'restart_delay,first\n-5,0\n' > "$tmp/d.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --restart-delays "$tmp/d.csv" "$tmp/w1.csv" \
+	> /dev/null 2> "$tmp/err" && fail "a negative restart cost was accepted"
+grep -q "d.csv:2: column 1 (restart_delay): '-5'" "$tmp/err" || { cat "$tmp/err"; fail "--restart-delays message"; }
+printf 'restart_delay,first\n5,yes\n' > "$tmp/d.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --restart-delays "$tmp/d.csv" "$tmp/w1.csv" \
+	> /dev/null 2> "$tmp/err" && fail "first 'yes' was accepted"
+grep -q "d.csv:2: column 2 (first): 'yes' is not 0 or 1" "$tmp/err" || { cat "$tmp/err"; fail "--restart-delays first message"; }
+printf 'restart_delay\n' > "$tmp/d.csv"
+"$sim" --cluster 1x2 --profiles "$tmp/p" --restart-delays "$tmp/d.csv" "$tmp/w1.csv" \
+	> /dev/null 2> "$tmp/err" && fail "a file without costs was accepted"
+grep -q "d.csv: no restart_delay rows" "$tmp/err" || { cat "$tmp/err"; fail "--restart-delays empty message"; }
+"$sim" --cluster 1x2 --profiles "$tmp/p" --seed x "$tmp/w1.csv" \
+	> /dev/null 2> "$tmp/err" && fail "--seed x was accepted"
+grep -q -- "--seed: 'x'" "$tmp/err" || { cat "$tmp/err"; fail "--seed message"; }
 # A malformed workload: file, line and column in the message.
 printf 'name,time,application,num_replicas,batch_size\na,0,toy,x,10\n' > "$tmp/bad.csv"
 if "$sim" --cluster 1x2 --profiles "$tmp/p" "$tmp/bad.csv" 2> "$tmp/err"; then

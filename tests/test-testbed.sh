@@ -2,7 +2,8 @@
 # contrib/testbed.sh end to end, small: four jobs of a Sia workload replayed
 # on a loopback cluster with slurmdbd under sched/copus, then the report:
 # every job finished once, none lost or run twice (from sacct), and the
-# summary, copus-sim's run and the comparison are written. Run from the build
+# summary, copus-sim's runs (draws of the measured restart costs) and the
+# comparison are written. Run from the build
 # directory (srcdir: the source tree); needs ../shared/data beside the
 # source tree, MariaDB and slurmdbd.
 set -u
@@ -48,6 +49,14 @@ assert t["mean"] > 0, t
 assert t["makespan"] + t["scale"] >= max(t["jcts"].values()), t
 sim = next(iter(s["jcts"].values()))
 assert set(sim) == {"a", "b", "c", "d"}, sim
+# copus-sim drew each allocation's cost from the costs measured (4 first
+# starts at least, marked first), 8 times: sim.json's mean is the mean of
+# the draws' means.
+costs = [l.split(",") for l in open(d + "/restart-delays.csv").read().split("\n")[1:] if l]
+assert sum(1 for c in costs if c[1] == "1") == 4, costs
+assert len(s["draws"]) == 8, s["draws"]
+draws = [json.load(open(f"{d}/sim-draw-{k}.json"))["mean"] for k in range(1, 9)]
+assert abs(s["mean"] - sum(draws) / 8) < 1e-6, (s["mean"], draws)
 # One line per run of a job in jobs.csv, each run of a finished job ended.
 rows = [l.split(",") for l in open(d + "/jobs.csv").read().split("\n")[1:] if l]
 assert {r[1] for r in rows} == {"a", "b", "c", "d"}, rows
