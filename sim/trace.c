@@ -326,6 +326,22 @@ static int fit_oracle(struct app *a, int t)
 	return rc;
 }
 
+/* Row i's restart cost in column col of c: seconds in [0, 86400]. */
+static int restart_delay_at(const struct csv *c, size_t i, int col, double *v,
+			    char *err, size_t len)
+{
+	if (sim_csv_double(c, i, col, v, err, len) != COPUS_OK)
+		return COPUS_EPARSE;
+	if (!(*v >= 0.0) || *v > 86400.0) {
+		snprintf(err, len,
+			 "%s:%ld: column %d (restart_delay): '%s' is not in "
+			 "[0, 86400] seconds",
+			 c->path, c->lines[i], col + 1, c->rows[i][col]);
+		return COPUS_EPARSE;
+	}
+	return COPUS_OK;
+}
+
 int sim_app_rules(struct app *apps, size_t napps, const char *path, char *err,
 		  size_t len)
 {
@@ -343,20 +359,13 @@ int sim_app_rules(struct app *apps, size_t napps, const char *path, char *err,
 		double sd, rd;
 
 		if (sim_csv_double(&c, i, cs, &sd, err, len) != COPUS_OK ||
-		    sim_csv_double(&c, i, cr, &rd, err, len) != COPUS_OK)
+		    restart_delay_at(&c, i, cr, &rd, err, len) != COPUS_OK)
 			goto out;
 		if (!(sd > 0.0) || sd > 1000.0) {
 			snprintf(err, len,
 				 "%s:%ld: column %d (slowdown): '%s' "
 				 "is not in (0, 1000]",
 				 path, c.lines[i], cs + 1, c.rows[i][cs]);
-			goto out;
-		}
-		if (!(rd >= 0.0) || rd > 86400.0) {
-			snprintf(err, len,
-				 "%s:%ld: column %d (restart_delay): "
-				 "'%s' is not in [0, 86400] seconds",
-				 path, c.lines[i], cr + 1, c.rows[i][cr]);
 			goto out;
 		}
 		for (size_t a = 0; a < napps; a++)
@@ -408,15 +417,8 @@ int sim_restart_delays(const char *path, struct sim_delays *d, char *err,
 		const char *f = cf >= 0 ? c.rows[i][cf] : "";
 		double v;
 
-		if (sim_csv_double(&c, i, col, &v, err, len) != COPUS_OK)
+		if (restart_delay_at(&c, i, col, &v, err, len) != COPUS_OK)
 			goto out;
-		if (!(v >= 0.0) || v > 86400.0) {
-			snprintf(err, len,
-				 "%s:%ld: column %d (restart_delay): '%s' "
-				 "is not in [0, 86400] seconds",
-				 path, c.lines[i], col + 1, c.rows[i][col]);
-			goto out;
-		}
 		if (cf >= 0 && strcmp(f, "0") != 0 && strcmp(f, "1") != 0) {
 			snprintf(err, len,
 				 "%s:%ld: column %d (first): '%s' is not 0 "

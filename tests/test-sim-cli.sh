@@ -9,6 +9,15 @@ sim=${COPUS_SIM:-sim/copus-sim}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# refused WHAT MESSAGE ARG...: copus-sim ARG... on the cluster 1x2 and
+# the toy profiles fails, and its error says MESSAGE.
+refused() {
+	what=$1 msg=$2
+	shift 2
+	"$sim" --cluster 1x2 --profiles "$tmp/p" "$@" > /dev/null 2> "$tmp/err" &&
+		fail "$what was accepted"
+	grep -qF -- "$msg" "$tmp/err" || { cat "$tmp/err"; fail "$what: no \"$msg\""; }
+}
 
 mkdir -p "$tmp/p/toy"
 printf 'placement,local_bsz,step_time,sync_time\n1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n' \
@@ -70,13 +79,11 @@ assert abs(s["jcts"]["w1"]["b"] - 460) < 1e-6, s
 PY
 fi
 printf 'application,slowdown,restart_delay\ntoy,-1,10\n' > "$tmp/r.csv"
-"$sim" --cluster 1x2 --profiles "$tmp/p" --app-rules "$tmp/r.csv" "$tmp/w1.csv" \
-	> /dev/null 2> "$tmp/err" && fail "a negative slowdown was accepted"
-grep -q "r.csv:2: column 2 (slowdown): '-1'" "$tmp/err" || { cat "$tmp/err"; fail "--app-rules message"; }
+refused "a negative slowdown" "r.csv:2: column 2 (slowdown): '-1'" \
+	--app-rules "$tmp/r.csv" "$tmp/w1.csv"
 printf 'application,slowdown\ntoy,2\n' > "$tmp/r.csv"
-"$sim" --cluster 1x2 --profiles "$tmp/p" --app-rules "$tmp/r.csv" "$tmp/w1.csv" \
-	> /dev/null 2> "$tmp/err" && fail "rules without restart_delay were accepted"
-grep -q "no column 'restart_delay'" "$tmp/err" || { cat "$tmp/err"; fail "--app-rules header message"; }
+refused "rules without restart_delay" "no column 'restart_delay'" \
+	--app-rules "$tmp/r.csv" "$tmp/w1.csv"
 # Measured restart costs (--restart-delays): a first start costs one of the
 # rows marked first (here 10 s: JCTs 60 + 10 + 200 and 50 + 10 + 200), not
 # one of the rescales'; without the first column every row serves both
@@ -119,20 +126,15 @@ assert a == b, (a, b)
 PY
 fi
 printf 'restart_delay,first\n-5,0\n' > "$tmp/d.csv"
-"$sim" --cluster 1x2 --profiles "$tmp/p" --restart-delays "$tmp/d.csv" "$tmp/w1.csv" \
-	> /dev/null 2> "$tmp/err" && fail "a negative restart cost was accepted"
-grep -q "d.csv:2: column 1 (restart_delay): '-5'" "$tmp/err" || { cat "$tmp/err"; fail "--restart-delays message"; }
+refused "a negative restart cost" "d.csv:2: column 1 (restart_delay): '-5'" \
+	--restart-delays "$tmp/d.csv" "$tmp/w1.csv"
 printf 'restart_delay,first\n5,yes\n' > "$tmp/d.csv"
-"$sim" --cluster 1x2 --profiles "$tmp/p" --restart-delays "$tmp/d.csv" "$tmp/w1.csv" \
-	> /dev/null 2> "$tmp/err" && fail "first 'yes' was accepted"
-grep -q "d.csv:2: column 2 (first): 'yes' is not 0 or 1" "$tmp/err" || { cat "$tmp/err"; fail "--restart-delays first message"; }
+refused "first 'yes'" "d.csv:2: column 2 (first): 'yes' is not 0 or 1" \
+	--restart-delays "$tmp/d.csv" "$tmp/w1.csv"
 printf 'restart_delay\n' > "$tmp/d.csv"
-"$sim" --cluster 1x2 --profiles "$tmp/p" --restart-delays "$tmp/d.csv" "$tmp/w1.csv" \
-	> /dev/null 2> "$tmp/err" && fail "a file without costs was accepted"
-grep -q "d.csv: no restart_delay rows" "$tmp/err" || { cat "$tmp/err"; fail "--restart-delays empty message"; }
-"$sim" --cluster 1x2 --profiles "$tmp/p" --seed x "$tmp/w1.csv" \
-	> /dev/null 2> "$tmp/err" && fail "--seed x was accepted"
-grep -q -- "--seed: 'x'" "$tmp/err" || { cat "$tmp/err"; fail "--seed message"; }
+refused "a file without costs" "d.csv: no restart_delay rows" \
+	--restart-delays "$tmp/d.csv" "$tmp/w1.csv"
+refused "--seed x" "--seed: 'x'" --seed x "$tmp/w1.csv"
 # A malformed workload: file, line and column in the message.
 printf 'name,time,application,num_replicas,batch_size\na,0,toy,x,10\n' > "$tmp/bad.csv"
 if "$sim" --cluster 1x2 --profiles "$tmp/p" "$tmp/bad.csv" 2> "$tmp/err"; then
