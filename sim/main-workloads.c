@@ -146,9 +146,8 @@ int workloads_main(const struct cli_opts *o, char *const *paths, size_t nw,
 		fprintf(stderr, "copus-sim: %s\n", err);
 		goto out;
 	}
-	if (o->delays_file &&
-	    sim_restart_delays(o->delays_file, &delays, err, sizeof(err)) !=
-		    COPUS_OK) {
+	if (o->delays_file && sim_restart_delays(o->delays_file, &delays, err,
+						 sizeof(err)) != COPUS_OK) {
 		fprintf(stderr, "copus-sim: %s\n", err);
 		goto out;
 	}
