@@ -4,6 +4,8 @@
  * that carries them to the scheduler.
  */
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -178,16 +180,42 @@ const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx)
 	return NULL;
 }
 
-/* Fits the observations of one GPU type; COPUS_ENODATA when it has none. */
+/*
+ * Steps a configuration needs before its mean step time is fitted, once
+ * another configuration of the same type has that many. One step is not a
+ * measurement: the first step of a new micro-batch pays for allocations and
+ * kernel tuning on a GPU, or comes out near zero where the time went to the
+ * step before, and the fit weighs each configuration's mean alike, so a lone
+ * step at an outlying batch bends the model's slope for every batch size
+ * (a step of 1 us among steps of 5 ms made a job look sixteen times faster
+ * at four times its batch).
+ */
+#define FIT_MIN_STEPS 3
+
+/* Whether a type has a configuration measured on FIT_MIN_STEPS steps. */
+static bool _has_steady(const copus_ctx *ctx, const char *type)
+{
+	for (int i = 0; i < ctx->n_obs; i++)
+		if (ctx->obs[i].n >= FIT_MIN_STEPS &&
+		    strcmp(ctx->obs[i].type, type) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Fits the observations of one GPU type (those of FIT_MIN_STEPS steps or
+ * more, when it has any); COPUS_ENODATA when it has none.
+ */
 static int _fit_type(const copus_ctx *ctx, const char *type,
 		     copus_perf_params *p, size_t *nobs)
 {
 	copus_observation obs[COPUS_MAX_OBS];
 	size_t n = 0;
+	int64_t least = _has_steady(ctx, type) ? FIT_MIN_STEPS : 1;
 
 	for (int i = 0; i < ctx->n_obs; i++) {
 		const struct copus__obs *o = &ctx->obs[i];
-		if (strcmp(o->type, type) != 0 || o->n == 0)
+		if (strcmp(o->type, type) != 0 || o->n < least)
 			continue;
 		obs[n++] = (copus_observation){
 			.nodes = o->nodes,

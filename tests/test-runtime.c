@@ -657,6 +657,7 @@ int main(void)
 		TEST(test_hints_first_model_comes_early),
 		TEST(test_failed_rescale_checkpoint_tells_the_scheduler),
 		TEST(test_hints_scontrol),
+		TEST(test_hint_model_leaves_out_a_lone_step),
 		TEST(test_rescale_one_process),
 		TEST(test_rescale_three_ranks_to_two),
 		TEST(test_crash_while_writing_keeps_old_checkpoint),

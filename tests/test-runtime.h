@@ -96,6 +96,7 @@ void test_hints_callback_outside_slurm(void);
 void test_hints_first_model_comes_early(void);
 void test_failed_rescale_checkpoint_tells_the_scheduler(void);
 void test_hints_scontrol(void);
+void test_hint_model_leaves_out_a_lone_step(void);
 
 /* test-runtime-rescale.c */
 void test_rescale_one_process(void);
