@@ -42,7 +42,9 @@
 #                     (DIR/restart-delays.csv), drawn at random; every
 #                     figure is the mean over 8 draws (TESTBED_SIM_DRAWS),
 #                     each draw's mean JCT under "draws"
-#                     (backfill: with sched/backfill's cycle of 30 s)
+#                     (backfill: with sched/backfill's cycle of 30 s, its
+#                     jobs on Slurm's uneven GPUs per node; the others:
+#                     --equal-per-node, as sched/copus allocates)
 #   DIR/jobs.csv      sacct's records (one per run of a job)
 #   DIR/timeline.csv  GPUs per job every few seconds; DIR/testbed.png the
 #                     timeline and the JCT CDF of testbed and simulator
@@ -380,15 +382,19 @@ awk -F, 'NR == FNR { no[$1] = 1; next } FNR == 1 || !($1 in no)' \
 rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['sim_restart_delay'])")
 # sched/backfill's cycle (bf_interval, 30 s of wall time) in trace time:
 # between cycles only Slurm's main scheduler starts jobs, in order.
-simpol=$policy
-[ "$policy" = backfill ] && simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)")"
+# sched/copus gives a job the same GPUs on each of its nodes and copus-sim
+# carries out its decisions so (--equal-per-node); sched/backfill's jobs ask
+# for -N k --gpus=G, which Slurm may split unevenly (6 GPUs as 4 + 2), as
+# copus-sim's backfill places them.
+simpol=$policy even=(--equal-per-node)
+[ "$policy" = backfill ] && simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)")" even=()
 # Each allocation costs one of the measured costs (first starts apart from
 # rescales), drawn at random: the mean over $draws draws is the prediction
 # (a 40-job run moves by several percent with the costs' draw alone).
 draws=${TESTBED_SIM_DRAWS:-8}
 sims=()
 for ((seed = 1; seed <= draws; seed++)); do
-	"$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" --equal-per-node \
+	"$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" "${even[@]}" \
 		--gpus "$gpus_file" \
 		--interval "$(python3 -c "print($interval * $scale)")" \
 		--restart-delay "$rdelay" --restart-delays "$out/restart-delays.csv" --seed "$seed" \

@@ -684,7 +684,7 @@ int main(int argc, char **argv)
 	double t0, var = 1.0;
 	bool first = true;
 	long run_steps = 0;
-	int rc, gpus, nodes;
+	int rc, gpus, nodes, first_node;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rc = parse_args(argc, argv, &o);
@@ -709,7 +709,9 @@ int main(int argc, char **argv)
 				       &o.min_local, &o.max_local, &o.target);
 	}
 	nodes = o.nodes > 0 ? o.nodes : env_nodes();
-	gpus = o.gpus > 0 ? o.gpus : env_gpus_per_node() * nodes;
+	/* The GPUs of the node this runs on (the job's first). */
+	first_node = env_gpus_per_node();
+	gpus = o.gpus > 0 ? o.gpus : first_node * nodes;
 	if (gpus < nodes) {
 		fprintf(stderr, PROG ": %d GPUs on %d nodes: fewer GPUs than nodes\n",
 			gpus, nodes);
@@ -775,8 +777,9 @@ int main(int argc, char **argv)
 		/* Steps vary by a few per cent, as on real GPUs. */
 		jitter = fmax(0.8, 1 + 0.03 * gauss(&o.seed));
 		if (o.profile != NULL) {
-			if (trainer_profile_step(prof, nodes, replicas, local,
-						 accum, &grad, &rest) != 0) {
+			if (trainer_profile_step(prof, nodes, replicas,
+						 first_node, local, accum,
+						 &grad, &rest) != 0) {
 				fprintf(stderr, PROG ": step time: %d GPUs on %d nodes at micro-batch %d: not in the profile\n",
 					replicas, nodes, local);
 				goto fail;

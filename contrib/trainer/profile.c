@@ -96,14 +96,26 @@ void trainer_profile_split(const struct trainer_profile *p, double batch,
 }
 
 int trainer_profile_step(const struct trainer_profile *p, int nodes, int gpus,
-			 int local, int accum, double *grad, double *rest)
+			 int first, int local, int accum, double *grad,
+			 double *rest)
 {
 	int pl[64], nn = nodes < 64 ? nodes : 64;
 	double step, sync;
 
-	/* Slurm gives every node of a job the same GPU count. */
-	for (int i = 0; i < nn; i++)
-		pl[i] = gpus / nn + (i < gpus % nn);
+	/*
+	 * Slurm fills the nodes of a job that asks for a GPU count in order
+	 * (6 GPUs on 2 nodes of 4: 4 + 2), and gives every node the same
+	 * count where the job asks per node (sched/copus): each node holds
+	 * the first node's count, the last one the rest. Where the first
+	 * node's count cannot be that, the GPUs are spread evenly.
+	 */
+	if (first >= 1 && first * (nn - 1) < gpus && first * nn >= gpus) {
+		for (int i = 0, left = gpus; i < nn; i++, left -= first)
+			pl[i] = left < first ? left : first;
+	} else {
+		for (int i = 0; i < nn; i++)
+			pl[i] = gpus / nn + (i < gpus % nn);
+	}
 	if (sim_app_throughput(&p->app, 0, pl, nn, local, &step, &sync) != 0)
 		return -1;
 	/* Every micro-batch computes; the gradients are exchanged once. */

@@ -31,11 +31,13 @@ void trainer_profile_split(const struct trainer_profile *p, double batch,
 			   int replicas, int *local, int *accum);
 
 /*
- * One step on 'gpus' GPUs over 'nodes' nodes: the compute time of its
- * micro-batches (grad) and the time of the rest (the gradient exchange).
+ * One step on 'gpus' GPUs over 'nodes' nodes, 'first' of them on the first
+ * node: the compute time of its micro-batches (grad) and the time of the
+ * rest (the gradient exchange).
  */
 int trainer_profile_step(const struct trainer_profile *p, int nodes, int gpus,
-			 int local, int accum, double *grad, double *rest);
+			 int first, int local, int accum, double *grad,
+			 double *rest);
 
 /* Gradient |G|^2 and noise variance (at the initial batch) at 'progress'. */
 void trainer_profile_grad(const struct trainer_profile *p, double batch,
