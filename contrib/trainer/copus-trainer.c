@@ -565,24 +565,26 @@ static double now(void)
  * clock (the sum of every modelled time since the run started), so the
  * loop's own cost and a late wake-up on a busy machine are made up by the
  * next steps instead of adding up: at a large --speedup a step's sleep is a
- * millisecond, as long as that cost. A signal does not shorten a sleep.
+ * millisecond, as long as that cost. A sleep still lasts at least half its
+ * time, so that a delay (the runtime's refit after a new batch size, a busy
+ * machine) is made up over the next steps and no step measures near zero,
+ * which no GPU does. A signal does not shorten a sleep.
  */
 static double due = -1;
 
 static void sleep_for(double s)
 {
 	struct timespec d;
-	double t = now();
+	double t = now(), until;
 
 	if (due < 0)
 		due = t;
 	if (!(s > 0))
 		return;
 	due += s;
-	if (due <= t)
-		return;
-	d.tv_sec = (time_t)due;
-	d.tv_nsec = (long)((due - (double)d.tv_sec) * 1e9);
+	until = fmax(due, t + s / 2);
+	d.tv_sec = (time_t)until;
+	d.tv_nsec = (long)((until - (double)d.tv_sec) * 1e9);
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &d, NULL) == EINTR)
 		;
 }
