@@ -309,17 +309,12 @@ void test_hint_model_leaves_out_a_lone_step(void)
 	copus_config c = base_config();
 	copus_ctx *ctx;
 	copus_perf_params p;
-	char body[4096], path[512];
+	char body[4096];
 	size_t at;
-	FILE *f;
 
 	clear_env();
 	make_tmpdir();
-	snprintf(path, sizeof(path), "%s/ckpt-3.r0", tmpdir);
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs("x\n", f);
-	fclose(f);
+	put_tmp_file("ckpt-3.r0", "x\n");
 	at = (size_t)snprintf(body, sizeof(body),
 			      "{\"copus_ckpt\":4,\"job\":7,\"restart\":0,"
 			      "\"step\":3,\"samples\":1,\"progress\":1,"

@@ -327,17 +327,12 @@ void test_all_ranks_of_another_layout_name_both_layouts(void)
  */
 void test_resume_is_logged_by_rank_0(void)
 {
-	char body[1024], want[1024], out[8192], path[512];
+	char body[1024], want[1024], out[8192];
 	copus_ctx *ctx;
-	FILE *f;
 
 	clear_env();
 	make_tmpdir();
-	snprintf(path, sizeof(path), "%s/ckpt-60.r0", tmpdir);
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs("60 1\n", f);
-	fclose(f);
+	put_tmp_file("ckpt-60.r0", "60 1\n");
 	snprintf(body, sizeof(body),
 		 "{\"copus_ckpt\":4,\"job\":123,\"restart\":1,\"step\":60,"
 		 "\"samples\":1,\"progress\":1,\"world\":2,"

@@ -56,6 +56,18 @@ void make_tmpdir(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpdir));
 }
 
+void put_tmp_file(const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 void remove_tmpdir(void)
 {
 	char cmd[512];
