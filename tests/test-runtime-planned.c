@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include <copus/copus.h>
 #include <copus/plan.h>
 #include <copus/planner.h>
@@ -387,26 +385,6 @@ static int reshard_record(void *arg, int64_t step, const copus_ckpt_layout *old,
 	return 0;
 }
 
-static int load_ok(void *arg, const char *path, int64_t step)
-{
-	(void)arg, (void)path, (void)step;
-	return 0;
-}
-
-/* A file of the checkpoint directory with its CRC-32. */
-static unsigned long put_file(const char *name, const char *text)
-{
-	char path[600];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs(text, f);
-	fclose(f);
-	return crc32(crc32(0L, Z_NULL, 0), (const Bytef *)text,
-		     (uInt)strlen(text));
-}
 
 /*
  * A planned job's stages depend on its cell: its checkpoint records them,
@@ -434,8 +412,8 @@ void test_planned_stages_travel_with_the_checkpoint(void)
 	CU_ASSERT_EQUAL_FATAL(want.degrees.pipeline, 2);
 	k = want.first_layer[1];
 	other = k == 1 ? 2 : 1;
-	crc0 = put_file("ckpt-3.r0", "stage 0\n");
-	crc1 = put_file("ckpt-3.r1", "stage 1\n");
+	crc0 = put_tmp_file("ckpt-3.r0", "stage 0\n");
+	crc1 = put_tmp_file("ckpt-3.r1", "stage 1\n");
 	c.ckpt_dir = tmpdir;
 	c.load = load_ok;
 	snprintf(path, sizeof(path), "%s/copus.manifest", tmpdir);

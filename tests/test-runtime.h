@@ -20,8 +20,10 @@ void clear_env(void);
 /* A config with batch limits and no signal handler. */
 copus_config base_config(void);
 void make_tmpdir(void);
-/* A file of tmpdir holding text. */
-void put_tmp_file(const char *name, const char *text);
+/* A file of tmpdir holding text; its CRC-32, as a manifest lists it. */
+unsigned long put_tmp_file(const char *name, const char *text);
+/* A load callback that restores nothing. */
+int load_ok(void *arg, const char *path, int64_t step);
 void remove_tmpdir(void);
 /* copus_init fails with want, and copus_errmsg(NULL) names needle. */
 void expect_init_error(copus_config *c, int want, const char *needle);
