@@ -436,7 +436,10 @@ int copus_agree_pack(copus_ctx *ctx, double *out, int n);
 int copus_agree_unpack(copus_ctx *ctx, const double *sums, int n);
 
 /* The throughput parameters fitted from the steps measured so far on the
- * current run's GPU type. */
+ * current run's GPU type: each configuration (nodes, GPUs, micro-batch,
+ * accumulation) by its mean step time, leaving out those of fewer than 3
+ * steps once one configuration has 3 (a lone step is an outlier, the first
+ * at a new micro-batch above all). */
 int copus_perf_get(copus_ctx *ctx, copus_perf_params *out);
 
 /*
