@@ -327,6 +327,15 @@ static const char *const _hold_reason[] = {
 	[HOLD_RELEASE] = "copus: requeued, restarts in a moment",
 };
 
+time_t copus__round_release(const struct copus__round_job *j)
+{
+	time_t t = j->end + COPUS__RELEASE_GAP;
+
+	if (j->freed && j->freed + 1 < t)
+		t = j->freed + 1;
+	return t;
+}
+
 /* The job's first hold, and in *until when it ends. */
 static enum _hold _hold(const struct copus__round *r,
 			const struct copus__round_job *j, time_t *until)
@@ -345,8 +354,8 @@ static enum _hold _hold(const struct copus__round *r,
 		*until = j->cleared + COPUS__RELEASE_GAP + r->kill_wait;
 		return HOLD_CLEARING;
 	}
-	if (j->restarts > 0 && r->when < j->end + COPUS__RELEASE_GAP) {
-		*until = j->end + COPUS__RELEASE_GAP;
+	if (j->restarts > 0 && r->when < copus__round_release(j)) {
+		*until = copus__round_release(j);
 		return HOLD_RELEASE;
 	}
 	*until = 0;

@@ -30,8 +30,10 @@ struct copus__sched;
 /*
  * slurmd refuses a job credential created in the same second as the
  * revocation of the previous run's (slurm_cred.c: ctime <= revoked) and the
- * job then fails for good, so a requeued job is released two seconds after
- * its end at the earliest.
+ * job then fails for good. slurmctld stamps the revocation when the run
+ * ends (deallocate_nodes, under its job lock), so a requeued job is
+ * released in the second after the plugin first saw that run over
+ * (round_job.freed), and two seconds after its end at the latest.
  */
 #define COPUS__RELEASE_GAP 2
 
@@ -97,6 +99,12 @@ struct copus__round_job {
 	 */
 	bool strays;
 	time_t cleared;
+	/*
+	 * When the plugin first saw its last run over (pending, no longer
+	 * completing), read under slurmctld's job lock, so no earlier than
+	 * the revocation of that run's credential (0: not seen).
+	 */
+	time_t freed;
 	long limit_s;			/* its time limit, seconds; 0 none,
 					 * -1 unlimited */
 	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
@@ -299,6 +307,13 @@ void copus__round_hold_pins(struct copus__round *r);
 
 /* Frees what copus__round_decide() allocated; the snapshot's copies stay. */
 void copus__round_free(struct copus__round *r);
+
+/*
+ * When a job requeued after its run ended (restarts > 0) may start again:
+ * the second after the plugin saw that run over, and COPUS__RELEASE_GAP s
+ * after its end at the latest (COPUS__RELEASE_GAP).
+ */
+time_t copus__round_release(const struct copus__round_job *j);
 
 /*
  * The least priority a pending job needs to be among the max_jobs that a

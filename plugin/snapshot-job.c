@@ -207,8 +207,9 @@ bool copus__job_startable(job_record_t *job_ptr)
  * minutes, so that its next launch credential postdates the revocation of
  * the last one. An elastic job resumes from its checkpoint wherever it
  * restarts, so the plugin treats it as one it requeued: the policy gives it
- * a cell and the plugin releases it COPUS__RELEASE_GAP seconds after its end,
- * which is all slurmd needs. Held jobs, rigid jobs and begin times that
+ * a cell and the plugin releases it as one of its own requeues
+ * (copus__round_release), which is all slurmd needs. Held jobs, rigid jobs
+ * and begin times that
  * users set are left alone.
  */
 bool copus__job_slurm_requeued(job_record_t *job_ptr, time_t now)

@@ -127,6 +127,51 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
 }
 
 /*
+ * slurmctld stamps the revocation of a run's credential when the run ends,
+ * so a requeued job that the plugin saw over (freed) in the second its run
+ * ended starts in the next second, not COPUS__RELEASE_GAP s after its end;
+ * one first seen over a second later waits for the gap as before, and so
+ * does one never seen over (a round before it, or slurmctld restarted).
+ */
+static void a_requeued_job_starts_the_second_after_its_run_was_seen_over(void)
+{
+	struct copus__round_job *j;
+	/* { end, freed, may it start at NOW } */
+	static const struct {
+		time_t end, freed;
+		bool starts;
+	} cases[] = {
+		{ NOW - 1, NOW - 1, true },  { NOW, NOW, false },
+		{ NOW - 1, NOW, false },     { NOW - 2, NOW - 1, true },
+		{ NOW - 1, 0, false },	     { NOW - 2, 0, true },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		rw_cluster(2, 4);
+		j = rw_pending(1, 1, 1, 1, 4);
+		rw_hint(j);
+		j->restarts = 1;
+		j->in_rescale = true;
+		j->waits_release = true;
+		j->end = cases[k].end;
+		j->freed = cases[k].freed;
+		CU_ASSERT_EQUAL(copus__round_release(j) <= NOW,
+				cases[k].starts);
+		rw_decide();
+		if (cases[k].starts) {
+			ASSERT_ACTION(j, COPUS__ACT_RESIZE);
+		} else {
+			ASSERT_ACTION(j, COPUS__ACT_NONE);
+			CU_ASSERT_STRING_EQUAL(
+				j->reason, "copus: requeued, restarts in a moment");
+			/* The agent wakes for it in the second it may start. */
+			CU_ASSERT_EQUAL(W.r.wake, copus__round_release(j));
+		}
+		copus__round_free(&W.r);
+	}
+}
+
+/*
  * A job requeued for a rescale restarts on the cell the round that asked
  * it decided (2 aws GPUs here), not on what the policy would give it as a
  * new job (its request, 4 dgx-ext GPUs), for one round interval after it
@@ -537,6 +582,7 @@ int main(void)
 		TEST(a_checkpointed_job_is_requeued_once),
 		TEST(a_round_between_intervals_moves_no_running_job),
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
+		TEST(a_requeued_job_starts_the_second_after_its_run_was_seen_over),
 		TEST(a_requeued_job_restarts_on_the_cell_it_was_moved_to),
 		TEST(a_held_job_is_placed_on_its_whole_cell),
 		TEST(a_restarted_job_waits_until_registrations_settle),
