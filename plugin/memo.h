@@ -58,13 +58,6 @@ struct copus__memo {
 	 */
 	time_t cleared;
 	/*
-	 * When the plugin first saw the run of restart count freed_rc over
-	 * (round_job.freed); not saved: after a slurmctld restart the
-	 * release waits the whole COPUS__RELEASE_GAP.
-	 */
-	int freed_rc;
-	time_t freed;
-	/*
 	 * How many times the plugin released the hold slurmctld put on it
 	 * after its node refused a start as a second copy of the cleared
 	 * run (snapshot.c, _refused); at most COPUS__REFUSED_MAX.
@@ -142,9 +135,9 @@ void copus__memo_history(const struct copus__memo *in, char *buf,
  * (COPUS_RESCALE_SIGNAL). When it reports st="checkpointed" the plugin
  * requeues it; a job that exits with 75 is requeued by Slurm itself
  * (RequeueExit=75). Once it is pending, the policy decides its new cell and
- * the plugin sets it, no earlier than the second after the plugin saw the
- * job's run over (copus__round_release). Only the plugin's thread touches
- * the table
+ * the plugin sets it, no earlier than the second after Slurm finished its
+ * requeue (copus__round_release). Only the plugin's thread touches the
+ * table
  * (copus__sched.rescales).
  */
 #define COPUS__RESCALE_MAX 256

@@ -331,8 +331,8 @@ time_t copus__round_release(const struct copus__round_job *j)
 {
 	time_t t = j->end + COPUS__RELEASE_GAP;
 
-	if (j->freed && j->freed + 1 < t)
-		t = j->freed + 1;
+	if (j->requeued && j->requeued + 1 < t)
+		t = j->requeued + 1;
 	return t;
 }
 

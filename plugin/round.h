@@ -31,9 +31,10 @@ struct copus__sched;
  * slurmd refuses a job credential created in the same second as the
  * revocation of the previous run's (slurm_cred.c: ctime <= revoked) and the
  * job then fails for good. slurmctld stamps the revocation when the run
- * ends (deallocate_nodes, under its job lock), so a requeued job is
- * released in the second after the plugin first saw that run over
- * (round_job.freed), and two seconds after its end at the latest.
+ * ends (deallocate_nodes), and the requeue completes later, once every node
+ * has ended the run (batch_requeue_fini, which sets the job's submit time),
+ * so a requeued job is released in the second after that
+ * (round_job.requeued), and two seconds after its end at the latest.
  */
 #define COPUS__RELEASE_GAP 2
 
@@ -100,11 +101,11 @@ struct copus__round_job {
 	bool strays;
 	time_t cleared;
 	/*
-	 * When the plugin first saw its last run over (pending, no longer
-	 * completing), read under slurmctld's job lock, so no earlier than
-	 * the revocation of that run's credential (0: not seen).
+	 * When Slurm completed its last requeue (its submit time since,
+	 * once no longer completing), no earlier than the revocation of the
+	 * credential of the run it ended (0: not known).
 	 */
-	time_t freed;
+	time_t requeued;
 	long limit_s;			/* its time limit, seconds; 0 none,
 					 * -1 unlimited */
 	int nodes_req, gpn_req;		/* the request now: nodes, GPUs each */
@@ -310,7 +311,7 @@ void copus__round_free(struct copus__round *r);
 
 /*
  * When a job requeued after its run ended (restarts > 0) may start again:
- * the second after the plugin saw that run over, and COPUS__RELEASE_GAP s
+ * the second after Slurm completed its requeue, and COPUS__RELEASE_GAP s
  * after its end at the latest (COPUS__RELEASE_GAP).
  */
 time_t copus__round_release(const struct copus__round_job *j);

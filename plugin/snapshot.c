@@ -499,14 +499,9 @@ static void _snapshot_pending(struct copus__sched *s, struct copus__round *r,
 	j->ran = in && in->launched;
 	j->strays = copus__memo_strays(in);
 	j->cleared = in ? in->cleared : 0;
-	/* Now, under the job lock: after the run's revocation was stamped. */
-	if (in && j->restarts > 0 && !IS_JOB_COMPLETING(job_ptr)) {
-		if (in->freed_rc != j->restarts || !in->freed) {
-			in->freed_rc = j->restarts;
-			in->freed = time(NULL);
-		}
-		j->freed = in->freed;
-	}
+	/* Set by batch_requeue_fini, once every node ended the run. */
+	if (j->restarts > 0 && !IS_JOB_COMPLETING(job_ptr))
+		j->requeued = d->submit_time;
 	r->npending++;
 }
 

@@ -128,17 +128,17 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
 
 /*
  * slurmctld stamps the revocation of a run's credential when the run ends,
- * so a requeued job that the plugin saw over (freed) in the second its run
- * ended starts in the next second, not COPUS__RELEASE_GAP s after its end;
- * one first seen over a second later waits for the gap as before, and so
- * does one never seen over (a round before it, or slurmctld restarted).
+ * before its requeue completes, so a job whose requeue completed in the
+ * second its run ended starts in the next second, not COPUS__RELEASE_GAP s
+ * after its end; one requeued a second later waits for the gap as before,
+ * and so does one whose requeue time is not known.
  */
-static void a_requeued_job_starts_the_second_after_its_run_was_seen_over(void)
+static void a_requeued_job_starts_the_second_after_its_requeue(void)
 {
 	struct copus__round_job *j;
-	/* { end, freed, may it start at NOW } */
+	/* { end, requeued, may it start at NOW } */
 	static const struct {
-		time_t end, freed;
+		time_t end, requeued;
 		bool starts;
 	} cases[] = {
 		{ NOW - 1, NOW - 1, true },  { NOW, NOW, false },
@@ -154,7 +154,7 @@ static void a_requeued_job_starts_the_second_after_its_run_was_seen_over(void)
 		j->in_rescale = true;
 		j->waits_release = true;
 		j->end = cases[k].end;
-		j->freed = cases[k].freed;
+		j->requeued = cases[k].requeued;
 		CU_ASSERT_EQUAL(copus__round_release(j) <= NOW,
 				cases[k].starts);
 		rw_decide();
@@ -582,7 +582,7 @@ int main(void)
 		TEST(a_checkpointed_job_is_requeued_once),
 		TEST(a_round_between_intervals_moves_no_running_job),
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
-		TEST(a_requeued_job_starts_the_second_after_its_run_was_seen_over),
+		TEST(a_requeued_job_starts_the_second_after_its_requeue),
 		TEST(a_requeued_job_restarts_on_the_cell_it_was_moved_to),
 		TEST(a_held_job_is_placed_on_its_whole_cell),
 		TEST(a_restarted_job_waits_until_registrations_settle),
