@@ -263,10 +263,12 @@ if [ "$policy" = backfill ]; then
 	args+=(--sched backfill)
 else
 	# The example's settings, with the policy and its round in trace time.
-	# A restart costs what a rescale takes on this cluster, as a site
-	# would set it: about 2 s of wall time (the plugin's 2-s release gap,
-	# then the launch; testbed.json's restart_gap_wall_mean), or the
-	# example's 30 trace seconds where that is more.
+	# The policy is told a restart costs 2 s of wall time, or the
+	# example's 30 trace seconds where that is more: a rescale takes
+	# 0.5-1.5 s here (from the request to the first step on the new GPUs:
+	# the checkpoint, the wait for the second after Slurm's requeue, the
+	# launch; testbed.json's restart_gap_wall_mean), and the parameter is
+	# whole seconds. copus-sim is told the measured cost.
 	restart=$(python3 -c "print(max(2, round(30 / $scale)))")
 	args+=(--sched copus --plugin-dir "$plugins" --spank "$plugins/spank_copus.so"
 		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=$restart,copus_checkpoint_deadline=60,copus_planner_gpus=$gpus_file")
