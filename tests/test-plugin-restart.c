@@ -103,7 +103,12 @@ static void a_round_between_intervals_moves_no_running_job(void)
 	W.s.nrescales = 0;
 }
 
-static void a_requeued_job_is_resized_after_the_release_gap(void)
+/*
+ * On a new cluster of 2 x 4 GPUs, job 1 (1-4 GPUs, with a hint), requeued
+ * for a rescale: its run ended at end, Slurm completed its requeue at
+ * requeued (0: not known).
+ */
+static struct copus__round_job *_requeued_pending(time_t end, time_t requeued)
 {
 	struct copus__round_job *j;
 
@@ -113,7 +118,16 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
 	j->restarts = 1;
 	j->in_rescale = true;
 	j->waits_release = true;
-	j->end = NOW - COPUS__RELEASE_GAP + 1;
+	j->end = end;
+	j->requeued = requeued;
+	return j;
+}
+
+static void a_requeued_job_is_resized_after_the_release_gap(void)
+{
+	struct copus__round_job *j;
+
+	j = _requeued_pending(NOW - COPUS__RELEASE_GAP + 1, 0);
 	rw_decide();
 	ASSERT_ACTION(j, COPUS__ACT_NONE);
 	CU_ASSERT_STRING_EQUAL(j->reason,
@@ -147,14 +161,7 @@ static void a_requeued_job_starts_the_second_after_its_requeue(void)
 	};
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-		rw_cluster(2, 4);
-		j = rw_pending(1, 1, 1, 1, 4);
-		rw_hint(j);
-		j->restarts = 1;
-		j->in_rescale = true;
-		j->waits_release = true;
-		j->end = cases[k].end;
-		j->requeued = cases[k].requeued;
+		j = _requeued_pending(cases[k].end, cases[k].requeued);
 		CU_ASSERT_EQUAL(copus__round_release(j) <= NOW,
 				cases[k].starts);
 		rw_decide();
