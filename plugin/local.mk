@@ -126,7 +126,8 @@ SLURM_TESTS = tests/test-slurm-loopback.sh tests/test-slurm-spank.sh \
 	tests/test-slurm-plan.sh tests/test-slurm-fairshare.sh \
 	tests/test-slurm-crash-start.sh tests/test-slurm-faults.sh \
 	tests/test-slurm-requeue-retry.sh tests/test-slurm-yield.sh \
-	tests/test-slurm-immediate.sh tests/test-slurm-stale-requeue.sh
+	tests/test-slurm-immediate.sh tests/test-slurm-stale-requeue.sh \
+	tests/test-slurm-epilog.sh
 # make check runs them all; contrib/dev.sh's make distcheck, which follows
 # a make check of the same tree, names fewer on its command line (the dist
 # tree's examples and a first job; it checks what the tarball holds).

@@ -317,7 +317,9 @@ static double _round(struct copus__sched *s, bool quick, bool between)
 		copus__snapshot_free(&r);
 		return _ms_since(&began);
 	}
-	copus__memo_sweep(s, r.when < r.reg_quiet);
+	/* A snapshot cut short (a reconfigure) did not see every job. */
+	if (!r.error[0])
+		copus__memo_sweep(s, r.when < r.reg_quiet);
 	r.t_snap = _ms_since(&t);
 	copus__history_learn(s, r.state_dir, r.obs, r.nobs);
 	copus__round_decide(s, &r);

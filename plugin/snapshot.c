@@ -175,6 +175,20 @@ static void _snapshot(struct copus__sched *s, struct copus__round *r)
 			_snapshot_running(s, r, job_ptr, &cap, unheard);
 			continue;
 		}
+		/*
+		 * A run ending, its epilog still running: one that exited to
+		 * be rescaled (RequeueExit) is requeued only after it. What
+		 * the plugin knows of the job (first submission, service,
+		 * request, rescales) stays for its next run.
+		 */
+		if (IS_JOB_COMPLETING(job_ptr) && !IS_JOB_PENDING(job_ptr)) {
+			struct copus__memo *in =
+				copus__memo_find(s, job_ptr->job_id);
+
+			if (in)
+				in->seen = true;
+			continue;
+		}
 		if (IS_JOB_FINISHED(job_ptr) && !IS_JOB_COMPLETING(job_ptr) &&
 		    copus__ended_of_request(s, r, job_ptr))
 			continue;
