@@ -28,6 +28,7 @@ struct cli_opts {
 	const char *history_in, *history_out, *rules;
 	const char *gpus;      /* --gpus FILE.json */
 	double interval, delay;
+	double min_run;        /* --min-run (sim_opts.min_run) */
 	/* --restart-delays FILE and --seed, and the costs read from FILE
 	 * (sim_opts.delays; NULL: none). */
 	const char *delays_file;

@@ -40,6 +40,17 @@ static int even_part(const struct sim_apply *a, struct sjob *j,
 	return k;
 }
 
+/*
+ * Whether a running job is held where it is: it has trained less than
+ * --min-run seconds on its GPUs (its restart paid), as sched/copus leaves a
+ * job alone for copus_restart_delay after Slurm starts its run.
+ */
+static bool held(const struct sim_apply *a, const struct sjob *j)
+{
+	return a->min_run > 0 && j->gpus > 0 &&
+	       a->now - j->run_start < a->min_run;
+}
+
 /* Whether the n slots fit the GPUs left on their nodes (used). */
 static bool slots_fit(const struct sim_apply *a, const int *used,
 		      const copus_slot *slots, int n)
@@ -84,6 +95,7 @@ static void job_take(const struct sim_apply *a, struct sjob *j, int type,
 		j->rescale = j->app->restart_delay >= 0.0
 				     ? j->app->restart_delay
 				     : restart_cost(a, j->restarts < 0);
+		j->run_start = a->now + j->rescale;
 		j->restarts++;
 	} else {
 		j->atomic = 0;
@@ -93,10 +105,11 @@ static void job_take(const struct sim_apply *a, struct sjob *j, int type,
 
 /*
  * With --equal-per-node, the decisions as Slurm carries them out: each
- * changed job's part (even_part); the jobs that move give up their GPUs
- * first, then each takes its part where the GPUs are still free (a job
- * kept as it is may hold GPUs the policy gave to another), or else goes
- * back to the GPUs it had when they are free, or waits.
+ * changed job's part (even_part) unless it is held; the jobs that move
+ * give up their GPUs first, then each takes its part where the GPUs are
+ * still free (a job kept as it is may hold GPUs the policy gave to
+ * another), or else goes back to the GPUs it had when they are free, or
+ * waits.
  */
 static void apply_even(const struct sim_apply *a, struct sjob *jobs,
 		       const size_t *idx, const copus_decision *dec, size_t na)
@@ -109,7 +122,7 @@ static void apply_even(const struct sim_apply *a, struct sjob *jobs,
 		const copus_decision *d = &dec[q];
 
 		part[q] = -1;
-		if (d->changed)
+		if (d->changed && !held(a, j))
 			part[q] = d->gpu_type < 0 ? 0 : even_part(a, j, d);
 		for (int k = 0; part[q] < 0 && k < a->N; k++)
 			used[k] += j->place[k];

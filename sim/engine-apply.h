@@ -20,6 +20,8 @@ struct sim_apply {
 	int N;
 	bool equal_per_node;     /* --equal-per-node (sim_opts) */
 	bool moves_jobs;         /* the policy's trait */
+	double now;              /* the round's time */
+	double min_run;          /* --min-run (sim_opts) */
 	double restart_delay;    /* a restart's cost unless the job's own */
 	/* --restart-delays: each allocation costs one of these, drawn with
 	 * rng (NULL: restart_delay). */
@@ -36,8 +38,9 @@ struct sim_apply {
  * largest part with the same GPUs on each node (copus_even_slots); a
  * running job keeps its GPUs where the plugin leaves it (that part is its
  * own shape and the policy does not move jobs, or goes nowhere or the
- * other way than the decision); a job given GPUs that a kept job still
- * holds goes back to its own, or waits.
+ * other way than the decision, or it has trained less than a->min_run
+ * seconds on them); a job given GPUs that a kept job still holds goes back
+ * to its own, or waits.
  */
 void copus__sim_apply(const struct sim_apply *a, struct sjob *jobs,
 		      const size_t *idx, const copus_decision *dec, size_t na);

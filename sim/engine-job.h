@@ -31,6 +31,7 @@ struct sjob {
 	int epoch;
 	double attained;    /* GPU-seconds */
 	double rescale;     /* seconds of restart left */
+	double run_start;   /* when it began to train on its GPUs */
 	int restarts;       /* -1 before the first allocation */
 	double completion;  /* < 0 while running */
 	double target_batch; /* <= 0: the policy chooses */

@@ -627,6 +627,8 @@ static void round_apply(struct sim_state *s, size_t na)
 		.N = s->N,
 		.equal_per_node = s->o->equal_per_node,
 		.moves_jobs = s->tr->moves_jobs,
+		.now = s->now,
+		.min_run = s->o->min_run,
 		.restart_delay = s->o->restart_delay,
 		.delays = s->o->delays,
 		.rng = &s->rng,

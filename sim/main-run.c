@@ -28,7 +28,8 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 			      .history = history,
 			      .nhistory = nhistory,
 			      .probes = co->probes,
-			      .equal_per_node = co->equal_per_node };
+			      .equal_per_node = co->equal_per_node,
+			      .min_run = co->min_run };
 	bool want_timeline = co->timeline != NULL;
 	bool want_series = co->png != NULL;
 	FILE *tl = NULL, *se = NULL;

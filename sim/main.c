@@ -77,6 +77,11 @@ static void usage(FILE *f)
 		"asks\n"
 		"                       Slurm; contrib/testbed.sh sets it but\n"
 		"                       for backfill)\n"
+		"  --min-run S          with --equal-per-node: a job trains S "
+		"seconds on its\n"
+		"                       GPUs before it is moved again, as "
+		"sched/copus's\n"
+		"                       copus_restart_delay holds it (0)\n"
 		"  --gpus FILE.json     GPU constants per type (copus-plan's "
 		"text, or a\n"
 		"                       type named after a built-in one: "
@@ -153,6 +158,7 @@ int main(int argc, char **argv)
 		{ "probes", no_argument, NULL, 'B' },
 		{ "no-probes", no_argument, NULL, 'b' },
 		{ "equal-per-node", no_argument, NULL, 'E' },
+		{ "min-run", required_argument, NULL, 'M' },
 		{ "gpus", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -202,6 +208,7 @@ int main(int argc, char **argv)
 		case 'S': o.history_out = optarg; break;
 		case 'i':
 		case 'r':
+		case 'M':
 			errno = 0;
 			{
 				double v = strtod(optarg, &end);
@@ -212,15 +219,18 @@ int main(int argc, char **argv)
 						"copus-sim: --%s: '%s' "
 						"is not a whole number of "
 						"seconds\n",
-						opt == 'i' ? "interval"
-							   : "restart-delay",
+						opt == 'i'   ? "interval"
+						: opt == 'r' ? "restart-delay"
+							     : "min-run",
 						optarg);
 					return 2;
 				}
 				if (opt == 'i')
 					o.interval = v;
-				else
+				else if (opt == 'r')
 					o.delay = v;
+				else
+					o.min_run = v;
 			}
 			break;
 		case 'D': o.delays_file = optarg; break;
@@ -328,6 +338,13 @@ int main(int argc, char **argv)
 	}
 	if (o.profiles == NULL || optind >= argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (o.min_run > 0 && !o.equal_per_node) {
+		fprintf(stderr,
+			"copus-sim: --min-run holds jobs as sched/copus "
+			"carries decisions out: it needs "
+			"--equal-per-node\n");
 		return 2;
 	}
 	return workloads_main(&o, argv + optind, (size_t)(argc - optind), &ts0);

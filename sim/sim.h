@@ -207,6 +207,10 @@ struct sim_opts {
 	/* Every job gets the same GPUs on each of its nodes, as Slurm gives
 	 * them and as sched/copus asks its policy (--equal-per-node). */
 	bool equal_per_node;
+	/* --min-run: least seconds a job trains on its GPUs before the
+	 * decisions may move it again (sched/copus's copus_restart_delay;
+	 * with equal_per_node), 0 for none. */
+	double min_run;
 	/* --restart-delays: each allocation costs one of the measured costs,
 	 * drawn uniformly with seed (none: restart_delay, which the policy is
 	 * told in either case). */

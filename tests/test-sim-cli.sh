@@ -2,7 +2,8 @@
 # copus-sim from the command line: the summary's keys, the timeline, two
 # workloads in parallel, copus's remaining-work modes, a history saved and
 # given back, what the policies know of other GPU types with and without
-# --probes, measured restart costs drawn at random, and the error messages of a malformed workload, a malformed
+# --probes, measured restart costs drawn at random, --min-run's hold, and
+# the error messages of a malformed workload, a malformed
 # history and of bad options.
 set -u
 sim=${COPUS_SIM:-sim/copus-sim}
@@ -271,4 +272,36 @@ if [ -d "$sia/traces" ]; then
 else
 	echo "skipped --equal-per-node: no $sia"
 fi
+
+# --min-run: a running job is not moved (or stopped) until it has trained
+# that long on its GPUs, its restart paid, as sched/copus holds it for
+# copus_restart_delay: with a restart of 30 s and --min-run 120, no job's
+# GPUs change within 150 s of their last change. Without it pollux moves
+# jobs a round (60 s) apart, so the check can fail.
+if [ -d "$sia/traces" ]; then
+	for m in '' 120; do
+		"$sim" --cluster aws:4x4 --profiles "$sia/traces" --policy pollux \
+			--equal-per-node ${m:+--min-run $m} --restart-delay 30 \
+			--timeline "$tmp/t.csv" "$tmp/w40.csv" > "$tmp/out" 2>&1 ||
+			{ cat "$tmp/out"; fail "--min-run '$m' run"; }
+		soon=$(awk -F, 'NR > 1 {
+			k = $4 "," $5 "," $10
+			if ($3 in had && k != had[$3] && gpus[$3] > 0 && $2 - at[$3] < 150) n++
+			if (!($3 in had) || k != had[$3]) { had[$3] = k; at[$3] = $2 }
+			gpus[$3] = $4
+		} END { print n + 0 }' "$tmp/t.csv")
+		if [ -n "$m" ]; then
+			[ "$soon" -eq 0 ] || fail "--min-run 120: $soon moves within 150 s of a job's last"
+		else
+			[ "$soon" -gt 0 ] || fail "without --min-run no job moved within 150 s: the check above shows nothing"
+		fi
+	done
+else
+	echo "skipped --min-run: no $sia"
+fi
+refused "--min-run without --equal-per-node" \
+	"--min-run holds jobs as sched/copus carries decisions out: it needs --equal-per-node" \
+	--min-run 60 "$tmp/w1.csv"
+refused "--min-run 1.5" "--min-run: '1.5' is not a whole number of seconds" \
+	--equal-per-node --min-run 1.5 "$tmp/w1.csv"
 echo "PASS"
