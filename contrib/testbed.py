@@ -88,6 +88,9 @@ def report(argv):
     ap.add_argument("--policy", required=True)
     ap.add_argument("--interval", type=float, required=True)
     ap.add_argument("--ctld-log", required=True)
+    ap.add_argument("--told-cost", type=float, metavar="S",
+                    help="the restart cost sched/copus's policy was told "
+                    "(copus_restart_cost, wall seconds)")
     a = ap.parse_args(argv)
     out, F = a.out, a.scale
     t0 = float(open(os.path.join(out, "start")).read())
@@ -257,9 +260,12 @@ def report(argv):
         # sched/copus's full and event rounds per minute of wall time.
         "rounds_per_minute_wall": rounds,
         "event_rounds_per_minute_wall": events,
-        # What copus-sim is told every allocation costs: the measured
-        # mean over first starts and rescales, else its default of 30 s.
-        "sim_restart_delay": (max(1, round(mean_every * F))
+        # What copus-sim's policy is told an allocation costs (what each
+        # one costs is drawn from restart-delays.csv): what sched/copus's
+        # policy was told, so that both weigh a move alike; else (backfill,
+        # which moves nothing) the measured mean, else copus-sim's 30 s.
+        "sim_restart_delay": (round(a.told_cost * F) if a.told_cost
+                              else max(1, round(mean_every * F))
                               if every else 30),
         "problems": problems,
         "jcts": jcts,

@@ -37,14 +37,17 @@
 #                     GPU-seconds, the overheads (restart gap, idle GPUs
 #                     while jobs waited, rounds per minute), jcts per job
 #   DIR/sim.json      copus-sim's --summary of the same workload, cluster,
-#                     policy, round interval and measured restart costs:
-#                     each allocation costs one of the costs measured
+#                     policy, round interval and restart costs: its policy
+#                     is told the cost sched/copus's was; each allocation
+#                     costs one of the costs measured
 #                     (DIR/restart-delays.csv), drawn at random; every
 #                     figure is the mean over 8 draws (TESTBED_SIM_DRAWS),
 #                     each draw's mean JCT under "draws"
 #                     (backfill: with sched/backfill's cycle of 30 s, its
 #                     jobs on Slurm's uneven GPUs per node; the others:
-#                     --equal-per-node, as sched/copus allocates)
+#                     --equal-per-node, as sched/copus allocates, and
+#                     --min-run, its copus_restart_delay)
+#   DIR/sim-commands  copus-sim's command line for each draw
 #   DIR/jobs.csv      sacct's records (one per run of a job)
 #   DIR/timeline.csv  GPUs per job every few seconds; DIR/testbed.png the
 #                     timeline and the JCT CDF of testbed and simulator
@@ -259,6 +262,7 @@ AccountingStorageTRES=gres/gpu
 PriorityType=priority/multifactor
 MaxJobCount=100000"
 args=(--nodes "$nodes" --gpus "$gpus_arg" --cpus 8 --mem 64000 --conf-extra "$extra")
+restart=""
 if [ "$policy" = backfill ]; then
 	args+=(--sched backfill)
 else
@@ -268,7 +272,8 @@ else
 	# 0.5-1.5 s here (from the request to the first step on the new GPUs:
 	# the checkpoint, the wait for the second after Slurm's requeue, the
 	# launch; testbed.json's restart_gap_wall_mean), and the parameter is
-	# whole seconds. copus-sim is told the measured cost.
+	# whole seconds. copus-sim's policy is told the same; its allocations
+	# cost what they measured here.
 	restart=$(python3 -c "print(max(2, round(30 / $scale)))")
 	args+=(--sched copus --plugin-dir "$plugins" --spank "$plugins/spank_copus.so"
 		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=$restart,copus_checkpoint_deadline=60,copus_planner_gpus=$gpus_file")
@@ -376,7 +381,7 @@ cp "$cdir/log/slurmctld.log" "$out/logs/" 2>/dev/null || true
 
 # What copus-sim says of the same workload, with the measured restart costs.
 python3 "$py" report --out "$out" --scale "$scale" --policy "$policy" \
-	--interval "$interval" --ctld-log "$cdir/log/slurmctld.log"
+	--interval "$interval" --ctld-log "$cdir/log/slurmctld.log" ${restart:+--told-cost "$restart"}
 # copus-sim replays the jobs that Slurm took.
 awk -F, 'NR == FNR { no[$1] = 1; next } FNR == 1 || !($1 in no)' \
 	"$out/refused.csv" "$out/workload.csv" >"$out/sim-workload.csv" 2>/dev/null ||
@@ -385,23 +390,28 @@ rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['si
 # sched/backfill's cycle (bf_interval, 30 s of wall time) in trace time:
 # between cycles only Slurm's main scheduler starts jobs, in order.
 # sched/copus gives a job the same GPUs on each of its nodes and copus-sim
-# carries out its decisions so (--equal-per-node); sched/backfill's jobs ask
-# for -N k --gpus=G, which Slurm may split unevenly (6 GPUs as 4 + 2), as
-# copus-sim's backfill places them.
-simpol=$policy even=(--equal-per-node)
+# carries out its decisions so (--equal-per-node), and leaves a job where it
+# is for copus_restart_delay after its run starts (--min-run);
+# sched/backfill's jobs ask for -N k --gpus=G, which Slurm may split
+# unevenly (6 GPUs as 4 + 2), as copus-sim's backfill places them.
+simpol=$policy even=(--equal-per-node --min-run "$(python3 -c "print(round($interval * $scale))")")
 [ "$policy" = backfill ] && simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)")" even=()
 # Each allocation costs one of the measured costs (first starts apart from
 # rescales), drawn at random: the mean over $draws draws is the prediction
 # (a 40-job run moves by several percent with the costs' draw alone).
 draws=${TESTBED_SIM_DRAWS:-8}
+# Each draw's command line goes to DIR/sim-commands, to be run again.
 sims=()
+: >"$out/sim-commands"
 for ((seed = 1; seed <= draws; seed++)); do
-	"$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" "${even[@]}" \
-		--gpus "$gpus_file" \
-		--interval "$(python3 -c "print($interval * $scale)")" \
-		--restart-delay "$rdelay" --restart-delays "$out/restart-delays.csv" --seed "$seed" \
-		--summary "$out/sim-draw-$seed.json" "$out/sim-workload.csv" \
-		>"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"
+	cmd=("$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" "${even[@]}"
+		--gpus "$gpus_file"
+		--interval "$(python3 -c "print($interval * $scale)")"
+		--restart-delay "$rdelay" --restart-delays "$out/restart-delays.csv" --seed "$seed"
+		--summary "$out/sim-draw-$seed.json" "$out/sim-workload.csv")
+	printf '%q ' "${cmd[@]}" >>"$out/sim-commands"
+	echo >>"$out/sim-commands"
+	"${cmd[@]}" >"$out/sim.txt" 2>&1 || die "copus-sim failed (see $out/sim.txt)"
 	sims+=("$out/sim-draw-$seed.json")
 done
 python3 "$py" merge-sims --out "$out/sim.json" "${sims[@]}"

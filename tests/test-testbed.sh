@@ -58,6 +58,15 @@ assert sum(1 for c in costs if c[1] == "1") == 4, costs
 assert len(s["draws"]) == 8, s["draws"]
 draws = [json.load(open(f"{d}/sim-draw-{k}.json"))["mean"] for k in range(1, 9)]
 assert abs(s["mean"] - sum(draws) / 8) < 1e-6, (s["mean"], draws)
+# copus-sim's policy is told what sched/copus's was (copus_restart_cost: 2 s
+# of wall time, 40 trace seconds at x 20), not the measured mean: told a
+# cheaper restart, the simulated policy moved jobs more eagerly.
+assert t["sim_restart_delay"] == 2 * t["scale"], t["sim_restart_delay"]
+# It holds a job where it is for one round after its run starts, as
+# copus_restart_delay does (3 s of wall time at x 20: 60 trace seconds).
+cmds = open(d + "/sim-commands").read().splitlines()
+assert len(cmds) == 8 and all("--restart-delay 40 " in c for c in cmds), cmds
+assert all("--equal-per-node --min-run 60 " in c for c in cmds), cmds
 # One line per run of a job in jobs.csv, each run of a finished job ended.
 rows = [l.split(",") for l in open(d + "/jobs.csv").read().split("\n")[1:] if l]
 assert {r[1] for r in rows} == {"a", "b", "c", "d"}, rows
