@@ -13,6 +13,7 @@
 
 #include "engine-apply.h"
 #include "engine-job.h"
+#include "engine-predict.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -51,129 +52,6 @@ void sim_result_free(struct sim_result *r)
 }
 
 /* What the predictor knows of a job: its application, request, batch. */
-static copus_job_attrs job_attrs(const struct sjob *j)
-{
-	return (copus_job_attrs){ .application = j->app->name,
-				  .user = NULL,
-				  .gpus = j->spec->replicas,
-				  .batch = j->spec->batch };
-}
-
-/* A finished job, as the predictor learns it (its name is its app's). */
-static void record_finished(struct sim_result *res, const struct sjob *j)
-{
-	copus_history_entry *e = &res->finished[res->nfinished++];
-
-	memset(e, 0, sizeof(*e));
-	e->work = j->solo_tail[0];
-	e->gpus = j->spec->replicas;
-	e->batch = j->spec->batch;
-	snprintf(e->app, sizeof(e->app), "%s", j->app->name);
-}
-
-/* The history, given to the predictor in one training. */
-static int learn_history(copus_predictor *p, const copus_history_entry *h,
-			 size_t n)
-{
-	copus_job_attrs *a;
-	double *w;
-	int rc;
-
-	if (n == 0)
-		return COPUS_OK;
-	a = calloc(n, sizeof(*a));
-	w = calloc(n, sizeof(*w));
-	rc = a != NULL && w != NULL ? COPUS_OK : COPUS_ENOMEM;
-	for (size_t i = 0; rc == COPUS_OK && i < n; i++) {
-		a[i] = copus_history_attrs(&h[i]);
-		w[i] = h[i].work;
-	}
-	if (rc == COPUS_OK)
-		rc = copus_predictor_add_many(p, a, w, n);
-	free(a);
-	free(w);
-	return rc;
-}
-
-/* Whether job j is in the system at now with a remaining time to predict. */
-static bool in_system(const struct sjob *j, double now)
-{
-	return j->spec->submit <= now && j->completion < 0 &&
-	       isfinite(copus__sim_solo_remaining(j));
-}
-
-/*
- * The remaining time of every job in the system, all at once, once the
- * predictor has learned from a finished job (copus_predictor_remaining_many:
- * each running job also tells the predictor that its total is more than it
- * has done). attrs, done and left hold n values each.
- */
-static int predict_left(copus_predictor *p, struct sjob *jobs, size_t n,
-			double now, copus_job_attrs *attrs, double *done,
-			double *left)
-{
-	size_t m = 0;
-	int rc;
-
-	if (copus_predictor_count(p) == 0)
-		return COPUS_OK;
-	for (size_t i = 0; i < n; i++) {
-		struct sjob *j = &jobs[i];
-		if (!in_system(j, now))
-			continue;
-		attrs[m] = job_attrs(j);
-		done[m++] = fmax(j->solo_tail[0] - copus__sim_solo_remaining(j),
-				 0.0);
-	}
-	if (m == 0)
-		return COPUS_OK;
-	if ((rc = copus_predictor_remaining_many(p, attrs, done, m, left)) !=
-	    COPUS_OK)
-		return rc;
-	m = 0;
-	for (size_t i = 0; i < n; i++)
-		if (in_system(&jobs[i], now)) {
-			jobs[i].pred_left = left[m++];
-			jobs[i].predicted = true;
-		}
-	return COPUS_OK;
-}
-
-/*
- * The remaining time on the request that the copus policy is told: the
- * truth, nothing (-1), or what the predictor expects (predict_left).
- */
-static double copus_remaining(const struct sjob *j, enum sim_remaining how)
-{
-	double truth = copus__sim_solo_remaining(j);
-
-	if (how == SIM_REMAINING_ORACLE)
-		return isfinite(truth) ? truth : -1.0;
-	if (how == SIM_REMAINING_NONE || !j->predicted || !isfinite(truth))
-		return -1.0;
-	return j->pred_left;
-}
-
-/* Record how far a prediction of remaining time is from the truth. */
-static int sample_error(const struct sjob *j, double predicted, double **errs,
-			size_t *n, size_t *cap)
-{
-	double truth = copus__sim_solo_remaining(j);
-
-	if (!(truth > 0.0) || !isfinite(truth) || predicted < 0.0)
-		return COPUS_OK;
-	if (*n == *cap) {
-		size_t nc = *cap ? 2 * *cap : 1024;
-		double *e = realloc(*errs, nc * sizeof(*e));
-		if (e == NULL)
-			return COPUS_ENOMEM;
-		*errs = e;
-		*cap = nc;
-	}
-	(*errs)[(*n)++] = fabs(predicted - truth) / truth;
-	return COPUS_OK;
-}
-
 /* "unknown policy 'name' (fifo, ...)", listing the policies the core has. */
 static void unknown_policy(char *err, size_t len, const char *name)
 {
@@ -384,7 +262,7 @@ static int sim_predictor(struct sim_state *s)
 		snprintf(s->err, s->len, "predictor: %s", copus_strerror(rc));
 		return rc;
 	}
-	rc = learn_history(s->pred, s->o->history, s->o->nhistory);
+	rc = copus__sim_learn_history(s->pred, s->o->history, s->o->nhistory);
 	if (rc != COPUS_OK)
 		snprintf(s->err, s->len, "predictor: the history: %s",
 			 copus_strerror(rc));
@@ -489,9 +367,9 @@ static int round_progress(struct sim_state *s)
 		res->jct[i] = j->completion - j->spec->submit;
 		s->done++;
 		if (j->solo_tail[0] > 0.0)
-			record_finished(res, j);
+			copus__sim_record_finished(res, j);
 		if (s->pred != NULL && j->solo_tail[0] > 0.0) {
-			at = job_attrs(j);
+			at = copus__sim_job_attrs(j);
 			pc = clock();
 			rc = copus_predictor_add(s->pred, &at, j->solo_tail[0]);
 			res->pred_seconds +=
@@ -535,12 +413,13 @@ static int round_job_input(struct sim_state *s, size_t i, copus_job *q)
 	if (tr->models != COPUS_MODELS_NONE)
 		q->models = j->models;
 	if (tr->remaining == COPUS_REMAINING_PREDICT) {
-		q->remaining = copus_remaining(j, s->o->remaining);
+		q->remaining = copus__sim_remaining(j, s->o->remaining);
 		if (s->pred != NULL && !j->predicted)
 			s->res->pred_unknown++;
 		if (s->pred != NULL && j->predicted &&
-		    (rc = sample_error(j, q->remaining, &s->errs, &s->nerr,
-				       &s->caperr)) != COPUS_OK)
+		    (rc = copus__sim_sample_error(j, q->remaining, &s->errs,
+						  &s->nerr, &s->caperr)) !=
+			    COPUS_OK)
 			return rc;
 	} else if (tr->remaining == COPUS_REMAINING_ORACLE) {
 		q->remaining = oracle_remaining(j, tr->models, s->g0);
@@ -567,8 +446,8 @@ static int round_input(struct sim_state *s, size_t *na)
 
 	if (s->pred != NULL) {
 		pc = clock();
-		rc = predict_left(s->pred, s->jobs, s->n, s->now, s->attrs,
-				  s->pdone, s->pleft);
+		rc = copus__sim_predict_left(s->pred, s->jobs, s->n, s->now,
+					     s->attrs, s->pdone, s->pleft);
 		s->res->pred_seconds += (double)(clock() - pc) / CLOCKS_PER_SEC;
 		if (rc != COPUS_OK)
 			return rc;
