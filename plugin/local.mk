@@ -23,7 +23,7 @@ endif
 plugin_sched_copus_la_SOURCES = \
 	plugin/sched_copus.c plugin/sched_copus.h \
 	plugin/snapshot.c plugin/snapshot.h plugin/snapshot-job.c \
-	plugin/snapshot-job.h \
+	plugin/snapshot-job.h plugin/snapshot-node.c plugin/snapshot-node.h \
 	plugin/intake.c plugin/intake.h \
 	plugin/round.c plugin/round.h plugin/round-input.c plugin/round-input.h \
 	plugin/round-users.c plugin/round-plans.c plugin/round-launches.c \

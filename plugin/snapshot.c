@@ -22,6 +22,7 @@
 #include "intake.h"
 #include "snapshot.h"
 #include "snapshot-job.h"
+#include "snapshot-node.h"
 
 /*
  * The partitions of a snapshot's jobs, numbered as they come: the round
@@ -43,10 +44,7 @@ struct _epoch {
 };
 
 /* Nodes and partitions */
-static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i);
 static int _part_index(struct _parts *parts, part_record_t *part_ptr);
-static uint8_t *_part_row(struct copus__round *r, int k,
-			  part_record_t *part_ptr);
 
 
 /* The round's jobs */
@@ -71,11 +69,6 @@ static void _registered(struct copus__sched *s, struct copus__round *r,
 static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr);
 static bool _nothing_to_start(struct copus__sched *s);
 static void _snapshot(struct copus__sched *s, struct copus__round *r);
-static bool _usable(node_record_t *node_ptr, int i);
-static void _node_gres(node_record_t *node_ptr, int *avail, int *alloc,
-		       char *type, size_t tlen);
-static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
-		     int i, time_t now);
 
 void copus__snapshot(struct copus__sched *s, struct copus__round *r)
 {
@@ -129,10 +122,10 @@ static void _snapshot(struct copus__sched *s, struct copus__round *r)
 	for (i = 0; (node_ptr = next_node(&i)); i++) {
 		snprintf(r->names[i], sizeof(r->names[i]), "%s",
 			 node_ptr->name);
-		_node_gpus(r, node_ptr, i);
-		r->nodes[i].usable = _usable(node_ptr, i);
+		copus__node_gpus(r, node_ptr, i);
+		r->nodes[i].usable = copus__node_usable(node_ptr, i);
 		unheard[i] = !r->nodes[i].usable &&
-			     _unheard(s, node_ptr, i, r->when);
+			     copus__node_unheard(s, node_ptr, i, r->when);
 		_registered(s, r, node_ptr, i);
 	}
 	if (r->ntypes == 0) {
@@ -288,21 +281,6 @@ static bool _ghost(const struct copus__sched *s, job_record_t *job_ptr)
 	       job_ptr->start_time + grace < g->unreg_seen;
 }
 
-static bool _unheard(const struct copus__sched *s, node_record_t *node_ptr,
-		     int i, time_t now)
-{
-	time_t wait = slurm_conf.slurmd_timeout ? slurm_conf.slurmd_timeout
-						: COPUS__REGISTER_WAIT;
-
-	if (now >= s->started + wait || IS_NODE_DOWN(node_ptr) ||
-	    IS_NODE_DRAIN(node_ptr) || IS_NODE_FAIL(node_ptr))
-		return false;
-	if (node_ptr->last_response >= s->started)
-		return false;
-	return IS_NODE_NO_RESPOND(node_ptr) ||
-	       !(avail_node_bitmap && bit_test(avail_node_bitmap, i));
-}
-
 /*
  * Whether a pending job asks for no generic resource at all (the plugin
  * starts such jobs on CPUs): after each full round by reading every job,
@@ -402,8 +380,9 @@ static bool _nothing_to_start(struct copus__sched *s)
 		/* Every round notes the nodes' registrations: a node not
 		 * yet registered after a restart is seen so (_ghost). */
 		_registered(s, &r, node_ptr, i);
-		_node_gres(node_ptr, &avail, &alloc, type, sizeof(type));
-		if (_usable(node_ptr, i) && avail > 0 && alloc < avail)
+		copus__node_gres(node_ptr, &avail, &alloc, type, sizeof(type));
+		if (copus__node_usable(node_ptr, i) && avail > 0 &&
+		    alloc < avail)
 			idle = false;
 	}
 	if (idle)
@@ -492,7 +471,7 @@ static void _snapshot_pending(struct copus__sched *s, struct copus__round *r,
 	j->waits_release = !startable;
 	if (!d->exc_node_bitmap && !d->req_node_bitmap &&
 	    !job_ptr->resv_ptr) {
-		j->eligible = _part_row(r, j->part,
+		j->eligible = copus__part_row(r, j->part,
 					job_ptr->part_ptr);
 		j->eligible_shared = true;
 	} else
@@ -713,30 +692,6 @@ static void _rj_free(struct copus__round_job *j)
 		xfree(j->eligible);
 }
 
-/*
- * The nodes of partition number k (part_ptr), made once per round and
- * shared by its jobs that name no nodes and no reservation of their own:
- * a row a job would otherwise hold, of one byte a node, for 100,000 jobs
- * on 8,192 nodes.
- */
-static uint8_t *_part_row(struct copus__round *r, int k,
-			  part_record_t *part_ptr)
-{
-	int i;
-
-	if (k >= r->nparts_rows) {
-		xrecalloc(r->parts_rows, k + 1, sizeof(*r->parts_rows));
-		r->nparts_rows = k + 1;
-	}
-	if (!r->parts_rows[k]) {
-		r->parts_rows[k] = xcalloc(r->nnodes + 1, 1);
-		for (i = 0; i < r->nnodes; i++)
-			r->parts_rows[k][i] =
-				bit_test(part_ptr->node_bitmap, i);
-	}
-	return r->parts_rows[k];
-}
-
 void copus__snapshot_free(struct copus__round *r)
 {
 	int i;
@@ -758,63 +713,6 @@ void copus__snapshot_free(struct copus__round *r)
 	xfree(r->over);
 	xfree(r->obs);
 	memset(r, 0, sizeof(*r));
-}
-
-/* The node's GPUs: configured, allocated, type (first type only). */
-/* Whether slurmctld may start jobs on a node now. */
-static bool _usable(node_record_t *node_ptr, int i)
-{
-	return avail_node_bitmap && bit_test(avail_node_bitmap, i) &&
-	       !IS_NODE_DRAIN(node_ptr) && !IS_NODE_FAIL(node_ptr) &&
-	       !IS_NODE_NO_RESPOND(node_ptr);
-}
-
-/*
- * A node's GPUs from its gres_list: configured (*avail), allocated
- * (*alloc), and their type (the first type named; "gpu" when none).
- */
-static void _node_gres(node_record_t *node_ptr, int *avail, int *alloc,
-		       char *type, size_t tlen)
-{
-	list_itr_t *it;
-	gres_state_t *gs;
-
-	*avail = *alloc = 0;
-	snprintf(type, tlen, "gpu");
-	if (!node_ptr->gres_list)
-		return;
-	it = list_iterator_create(node_ptr->gres_list);
-	while ((gs = list_next(it))) {
-		gres_node_state_t *g = gs->gres_data;
-
-		if (!gs->gres_name || strcmp(gs->gres_name, "gpu") || !g)
-			continue;
-		*avail += (int)g->gres_cnt_avail;
-		*alloc += (int)g->gres_cnt_alloc;
-		if (g->type_cnt > 0 && g->type_name && g->type_name[0] &&
-		    g->type_name[0][0])
-			snprintf(type, tlen, "%s", g->type_name[0]);
-	}
-	list_iterator_destroy(it);
-}
-
-static void _node_gpus(struct copus__round *r, node_record_t *node_ptr, int i)
-{
-	char type[16];
-	int avail, alloc, t;
-
-	_node_gres(node_ptr, &avail, &alloc, type, sizeof(type));
-	r->nodes[i].gpus = avail;
-	r->cfg[i] = avail;
-	r->free[i] = avail > alloc ? avail - alloc : 0;
-	t = copus__type_index(r, type);
-	if (t < 0 && avail > 0 && r->ntypes < COPUS_MAX_GPU_TYPES) {
-		t = r->ntypes++;
-		snprintf(r->types[t], sizeof(r->types[t]), "%s", type);
-	}
-	r->nodes[i].gpu_type = t < 0 ? 0 : t;
-	if (t < 0)
-		r->nodes[i].gpus = 0;
 }
 
 static int _part_index(struct _parts *parts, part_record_t *part_ptr)
