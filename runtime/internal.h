@@ -200,8 +200,9 @@ struct copus_ctx {
 	struct copus__publisher *pub;
 	double hint_interval;
 	double last_hint;        /* monotonic seconds; < 0: never */
-	bool hint_modelled;      /* a hint of this run carried a model, or
-				  * a fit failed: no early hint */
+	bool hint_modelled;      /* a hint of this run carried a model of
+				  * its placement, or a fit failed: no
+				  * early hint */
 	uint64_t last_hint_seq;
 };
 
@@ -286,6 +287,11 @@ copus_grad_stats copus__grad(const copus_ctx *ctx);
 int copus__fit(copus_ctx *ctx);
 /* The fitted parameters of the current GPU type, or NULL. */
 const copus_perf_params *copus__perf_of_type(const copus_ctx *ctx);
+/*
+ * Whether the run's own placement (its GPU type, nodes and data-parallel
+ * replicas) has a configuration measured on enough steps to be fitted.
+ */
+bool copus__placement_measured(const copus_ctx *ctx);
 
 /* checkpoint.c */
 /*

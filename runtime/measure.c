@@ -77,13 +77,19 @@ int copus_grad_stats_get(const copus_ctx *ctx, copus_grad_stats *out)
 	return copus_noise_get(&ctx->noise, out);
 }
 
+/* The nodes an observation names: those of the data-parallel replicas. */
+static int _obs_nodes(const copus_ctx *ctx)
+{
+	return ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
+						   : ctx->degrees.data;
+}
+
 /* Add a step's times to the observation of its configuration. */
 static void _record_obs(copus_ctx *ctx, int local, int accum, double step,
 			double compute)
 {
 	struct copus__obs *o = NULL;
-	int nodes = ctx->info.nodes < ctx->degrees.data ? ctx->info.nodes
-							: ctx->degrees.data;
+	int nodes = _obs_nodes(ctx);
 
 	for (int i = 0; i < ctx->n_obs && o == NULL; i++) {
 		struct copus__obs *c = &ctx->obs[i];
@@ -199,6 +205,20 @@ static bool _has_steady(const copus_ctx *ctx, const char *type)
 		if (ctx->obs[i].n >= FIT_MIN_STEPS &&
 		    strcmp(ctx->obs[i].type, type) == 0)
 			return true;
+	return false;
+}
+
+bool copus__placement_measured(const copus_ctx *ctx)
+{
+	int nodes = _obs_nodes(ctx);
+
+	for (int i = 0; i < ctx->n_obs; i++) {
+		const struct copus__obs *o = &ctx->obs[i];
+		if (o->n >= FIT_MIN_STEPS && o->nodes == nodes &&
+		    o->replicas == ctx->degrees.data &&
+		    strcmp(o->type, ctx->gpu_type) == 0)
+			return true;
+	}
 	return false;
 }
 

@@ -611,8 +611,10 @@ static double _lr_gain(const copus_ctx *ctx, const copus_grad_stats *g,
 
 /*
  * Whether a "running" hint is due: the run's first, one an interval after
- * the last, or the run's first with a model (hint.h, "Rate"), tried from
- * COPUS_HINT_FIRST_MODEL s after the last hint on.
+ * the last, or the run's first with a model of its own placement (hint.h,
+ * "Rate"), tried from COPUS_HINT_FIRST_MODEL s after the last hint on, once
+ * that placement has been measured: a run restored on other GPUs than its
+ * model knows tells the scheduler how it does on them within seconds.
  */
 static bool _hint_due(copus_ctx *ctx)
 {
@@ -621,7 +623,8 @@ static bool _hint_due(copus_ctx *ctx)
 
 	if (ctx->last_hint < 0 || since >= ctx->hint_interval)
 		return true;
-	if (ctx->hint_modelled || since < COPUS_HINT_FIRST_MODEL)
+	if (ctx->hint_modelled || since < COPUS_HINT_FIRST_MODEL ||
+	    !copus__placement_measured(ctx))
 		return false;
 	rc = copus__fit(ctx);
 	if (rc != COPUS_OK && rc != COPUS_ENODATA)
@@ -667,7 +670,8 @@ int copus_step_end(copus_ctx *ctx, int local, int accum_steps)
 		 */
 		ctx->last_hint = copus__now();
 		copus__fit(ctx);
-		if (copus__perf_of_type(ctx) != NULL)
+		if (copus__perf_of_type(ctx) != NULL &&
+		    copus__placement_measured(ctx))
 			ctx->hint_modelled = true;
 		copus__publish_hint(ctx, COPUS_STATE_RUNNING, false);
 	}

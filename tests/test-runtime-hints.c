@@ -130,6 +130,72 @@ void test_hints_first_model_comes_early(void)
 }
 
 /*
+ * A run restored on other GPUs than its model knows (its checkpoint measured
+ * 2 replicas; it runs on 1): its first hint carries the restored model, and
+ * the model with its own placement measured follows COPUS_HINT_FIRST_MODEL s
+ * later, not an interval later: the scheduler learns within seconds how a
+ * rescaled job does on its new GPUs.
+ */
+void test_hints_model_of_new_placement_comes_early(void)
+{
+	copus_config c = base_config();
+	copus_ctx *ctx;
+	copus_hint first, second;
+	char first_text[COPUS_HINT_MAX_LEN + 1], body[2048];
+	double first_at;
+	unsigned long crc;
+
+	clear_env();
+	make_tmpdir();
+	setenv("SLURM_JOB_ID", "79", 1);
+	crc = put_tmp_file("ckpt-3.r0", "x\n");
+	snprintf(body, sizeof(body),
+		 "{\"copus_ckpt\":4,\"job\":79,\"restart\":0,"
+		 "\"step\":3,\"samples\":1,\"progress\":1,"
+		 "\"world\":1,\"save_all_ranks\":0,"
+		 "\"layout\":[1,1,1],\"data_inner\":0,"
+		 "\"written\":0,\"layers\":0,"
+		 "\"files\":[[\"ckpt-3.r0\",2,%lu]],"
+		 "\"noise\":[0.9,0,0,1,0],\"obs\":["
+		 "[\"aws\",1,2,16,0,0.2,0.3,10],"
+		 "[\"aws\",1,2,32,0,0.35,0.45,10]]",
+		 crc);
+	put_manifest_v4(body);
+	c.ckpt_dir = tmpdir;
+	c.gpu_type = "aws";
+	c.load = load_ok;
+	c.publish = record_hint;
+	c.hint_interval = 3600;
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(hints_seen, 1);
+	snprintf(first_text, sizeof(first_text), "%s", last_hint);
+	first_at = last_hint_at;
+	while (now_s() - first_at < COPUS_HINT_FIRST_MODEL + 1.0) {
+		copus_step_begin(ctx);
+		spin(1e-3);
+		ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	}
+	CU_ASSERT_EQUAL(hints_seen, 2);
+	ASSERT_STATUS(copus_hint_parse(first_text, &first, NULL, 0), COPUS_OK);
+	ASSERT_STATUS(copus_hint_parse(last_hint, &second, NULL, 0), COPUS_OK);
+	/* The first carried the checkpoint's model of 2 replicas; the second
+	 * the model refitted with the steps on 1, which are far shorter. */
+	CU_ASSERT_EQUAL(first.n_perf, 1);
+	CU_ASSERT_EQUAL(second.n_perf, 1);
+	CU_ASSERT(second.perf[0].perf.alpha_c != first.perf[0].perf.alpha_c ||
+		  second.perf[0].perf.beta_c != first.perf[0].perf.beta_c);
+	CU_ASSERT(last_hint_at - first_at >= COPUS_HINT_FIRST_MODEL);
+	CU_ASSERT(second.step > first.step);
+	copus_finalize(ctx);
+	remove_tmpdir();
+	clear_env();
+}
+
+/*
  * Outside Slurm the callback is the channel: it gets the hints of the job
  * COPUS_JOB_ID names; without any job id copus_init says what is missing
  * instead of never calling it.

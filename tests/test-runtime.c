@@ -677,6 +677,7 @@ int main(void)
 		TEST(test_hints_callback),
 		TEST(test_hints_callback_outside_slurm),
 		TEST(test_hints_first_model_comes_early),
+		TEST(test_hints_model_of_new_placement_comes_early),
 		TEST(test_failed_rescale_checkpoint_tells_the_scheduler),
 		TEST(test_hints_scontrol),
 		TEST(test_hint_model_leaves_out_a_lone_step),

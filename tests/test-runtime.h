@@ -98,6 +98,7 @@ void test_planned_stages_travel_with_the_checkpoint(void);
 void test_hints_callback(void);
 void test_hints_callback_outside_slurm(void);
 void test_hints_first_model_comes_early(void);
+void test_hints_model_of_new_placement_comes_early(void);
 void test_failed_rescale_checkpoint_tells_the_scheduler(void);
 void test_hints_scontrol(void);
 void test_hint_model_leaves_out_a_lone_step(void);

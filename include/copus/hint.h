@@ -115,10 +115,13 @@
  * except the state changes of a rescale ("checkpointing", "checkpointed"),
  * which go out at once (at most two per rescale request), and the first
  * hint of a run with a throughput model: a run's first hint goes out at its
- * first step, before anything is measured, and the first one that carries a
- * model follows COPUS_HINT_FIRST_MODEL (2) s later or as soon as a model can
- * be fitted after that (once per run), so that the scheduler can size a job
- * within seconds of its start instead of an interval later. The plugin reads
+ * first step, before anything is measured (or with the model its checkpoint
+ * kept), and the first one that carries a model of the run's own placement
+ * (its GPU type, nodes and data-parallel replicas, measured on 3 steps or
+ * more) follows COPUS_HINT_FIRST_MODEL (2) s later or as soon as that
+ * placement is measured after that (once per run), so that the scheduler
+ * can size a job within seconds of its start or of its rescale instead of
+ * an interval later. The plugin reads
  * the Comment once per scheduling round, so a misbehaving job costs it at
  * most one parse per round.
  *
