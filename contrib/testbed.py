@@ -100,6 +100,10 @@ def report(argv):
     with open(os.path.join(out, "submitted.csv"), newline="") as f:
         for r in csv.DictReader(f):
             submitted[r["id"]] = (r["name"], float(r["submit_wall"]))
+    # How late the replay handed each job to sbatch, in wall seconds after
+    # its arrival (trace time / F).
+    late = [sw - t0 - trace[name] / F for name, sw in submitted.values()
+            if name in trace]
     runs = {}
     with open(os.path.join(out, "sacct.txt")) as f:
         for line in f:
@@ -257,6 +261,8 @@ def report(argv):
         "first_start_gap_mean": (sum(first_gaps) / len(first_gaps) * F
                                  if first_gaps else None),
         "idle_gpu_seconds_while_pending": idle,
+        "submit_late_wall_mean": sum(late) / len(late) if late else None,
+        "submit_late_wall_max": max(late) if late else None,
         # sched/copus's full and event rounds per minute of wall time.
         "rounds_per_minute_wall": rounds,
         "event_rounds_per_minute_wall": events,

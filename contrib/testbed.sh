@@ -35,7 +35,8 @@
 # It writes, in trace seconds:
 #   DIR/testbed.json  mean, p99, makespan, finished, restarts per job,
 #                     GPU-seconds, the overheads (restart gap, idle GPUs
-#                     while jobs waited, rounds per minute), jcts per job
+#                     while jobs waited, rounds per minute, how late jobs
+#                     were submitted), jcts per job
 #   DIR/sim.json      copus-sim's --summary of the same workload, cluster,
 #                     policy, round interval and restart costs: its policy
 #                     is told the cost sched/copus's was; each allocation
@@ -305,7 +306,7 @@ chmod +x "$out/job.sh"
 # as few nodes as hold them, as sched/copus allocates; the plugin gives
 # every job GPUs of one type.
 submit() {
-	local name=$1 app=$2 gpus=$3 batch=$4 k per id req=()
+	local name=$1 app=$2 gpus=$3 batch=$4 k per id u req=()
 	if [ "$policy" = backfill ]; then
 		k=$(((gpus + gpn - 1) / gpn))
 		((k <= nodes)) || die "job $name asks for $gpus GPUs, more than $spec has"
@@ -321,56 +322,84 @@ submit() {
 	fi
 	# A job the cluster can never hold is refused by sbatch: the report
 	# lists it and the replay goes on.
+	u=$(usec)
 	if ! id=$(sbatch --parsable -J "$name" -o "$out/logs/$name.out" --open-mode=append \
 		"${req[@]}" "$out/job.sh" "$app" "$batch" "$gpus" 2>"$out/sbatch.err"); then
 		echo "$name,$(tr '\n' ' ' <"$out/sbatch.err")" >>"$out/refused.csv"
 		echo "$PROG: sbatch refused $name: $(cat "$out/sbatch.err")" >&2
 		return 0
 	fi
-	echo "$id,$name,$(python3 -c 'import time; print(f"{time.time():.3f}")')" >>"$out/submitted.csv"
+	printf '%s,%s,%d.%06d\n' "$id" "$name" $((u / 1000000)) $((u % 1000000)) >>"$out/submitted.csv"
+}
+
+# Wall time now, in microseconds since the epoch (no process per call).
+usec() { local t=$EPOCHREALTIME; echo $((10#${t/[.,]/})); }
+
+# A sample every 2 s, until DIR/.replayed appears: GPUs per running job and
+# its type, and the pending count. It runs beside the arrivals, so that
+# neither waits for the other.
+sampler() {
+	local now pend id name tres nn nl g first
+	set +e
+	while [ ! -e "$out/.replayed" ]; do
+		now=$((($(usec) - t0us) / 1000))
+		now=$(printf '%d.%03d' $((now / 1000)) $((now % 1000)))
+		pend=$(squeue -h -t PENDING 2>/dev/null | wc -l)
+		while IFS='|' read -r id name tres nn nl; do
+			[ -n "$id" ] || continue
+			g=$(sed -n 's/.*gres\/gpu=\([0-9]*\).*/\1/p' <<<"$tres")
+			first=$(scontrol show hostnames "$nl" 2>/dev/null | head -n 1)
+			echo "$now,$id,$name,${g:-0},${nodetype[$first]:-},$pend" >>"$out/timeline.csv"
+		done < <(squeue -h -t RUNNING -O 'JobID:|,Name:|,tres-alloc:|,NumNodes:|,NodeList:' 2>/dev/null | tr -d ' ')
+		[ "$pend" -gt 0 ] && ! grep -q ",$pend\$" <<<"$(tail -n 1 "$out/timeline.csv")" &&
+			echo "$now,,,0,,$pend" >>"$out/timeline.csv"
+		sleep 2
+	done
 }
 
 say "replaying (at most ${limit}s)"
 echo "id,name,submit_wall" >"$out/submitted.csv"
 echo "wall,job,name,gpus,type,pending" >"$out/timeline.csv"
+rm -f "$out/.replayed"
 declare -A nodetype
 while read -r n g; do
 	nodetype[$n]=$(sed -n 's/^gpu:\([A-Za-z0-9_.-]*\):.*/\1/p' <<<"$g")
 done < <(sinfo -h -N -o '%N %G')
-t0=$(python3 -c 'import time; print(f"{time.time():.3f}")')
-echo "$t0" >"$out/start"
 mapfile -t rows < <(tail -n +2 "$out/workload.csv")
-next=0
-while :; do
-	now=$(python3 -c "import time; print(f'{time.time() - $t0:.3f}')")
-	# Arrivals due by now (trace time / F).
-	while [ $next -lt ${#rows[@]} ]; do
-		IFS=, read -r name at app reps batch <<<"${rows[$next]}"
-		python3 -c "import sys; sys.exit(not $at / $scale <= $now)" || break
-		submit "$name" "$app" "$reps" "$batch"
-		next=$((next + 1))
-	done
-	# A sample: GPUs per running job and its type, and the pending count.
-	pend=$(squeue -h -t PENDING 2>/dev/null | wc -l)
-	while IFS='|' read -r id name tres nn nl; do
-		[ -n "$id" ] || continue
-		g=$(sed -n 's/.*gres\/gpu=\([0-9]*\).*/\1/p' <<<"$tres")
-		first=$(scontrol show hostnames "$nl" 2>/dev/null | head -n 1)
-		echo "$now,$id,$name,${g:-0},${nodetype[$first]:-},$pend" >>"$out/timeline.csv"
-	done < <(squeue -h -t RUNNING -O 'JobID:|,Name:|,tres-alloc:|,NumNodes:|,NodeList:' 2>/dev/null | tr -d ' ')
-	[ "$pend" -gt 0 ] && ! grep -q ",$pend\$" <<<"$(tail -n 1 "$out/timeline.csv")" &&
-		echo "$now,,,0,,$pend" >>"$out/timeline.csv"
-	live=$(squeue -h 2>/dev/null | wc -l)
-	if [ "$live" -eq 0 ] && [ $next -ge ${#rows[@]} ]; then
-		say "every job finished after $(printf %.0f "$now")s"
+# Each arrival's wall time after the start, in microseconds (trace time / F).
+mapfile -t due < <(awk -F, -v f="$scale" 'NR > 1 { printf "%.0f\n", $2 / f * 1e6 }' "$out/workload.csv")
+t0us=$(usec)
+printf '%d.%06d\n' $((t0us / 1000000)) $((t0us % 1000000)) >"$out/start"
+sampler &
+spid=$!
+# Each job is submitted when it is due: the replay sleeps until then.
+endus=$((t0us + limit * 1000000))
+left=""
+for ((next = 0; next < ${#rows[@]}; next++)); do
+	at=$((t0us + due[next]))
+	if ((at > endus)); then
+		left=1
 		break
 	fi
-	if python3 -c "import sys; sys.exit(not $now >= $limit)"; then
-		say "${limit}s are up: $live job(s) left unfinished"
-		break
-	fi
-	sleep 2
+	wait_us=$((at - $(usec)))
+	((wait_us <= 0)) || sleep "$(printf '%d.%06d' $((wait_us / 1000000)) $((wait_us % 1000000)))"
+	IFS=, read -r name _ app reps batch <<<"${rows[$next]}"
+	submit "$name" "$app" "$reps" "$batch"
 done
+# Then until every job has finished, or the time is up.
+while [ -z "$left" ]; do
+	live=$(squeue -h 2>/dev/null | wc -l)
+	if [ "$live" -eq 0 ]; then
+		say "every job finished after $((($(usec) - t0us) / 1000000))s"
+		break
+	fi
+	(($(usec) < endus)) || left=1
+	[ -n "$left" ] || sleep 1
+done
+[ -z "$left" ] || say "${limit}s are up: $(squeue -h 2>/dev/null | wc -l) job(s) left unfinished"
+touch "$out/.replayed"
+wait "$spid" || true
+rm -f "$out/.replayed"
 
 # Let accounting catch up, then read it.
 sleep 3

@@ -48,6 +48,9 @@ assert all(v > 0 for v in t["jcts"].values()), t["jcts"]
 # replay's start, to the millisecond) by one second of wall time.
 assert t["mean"] > 0, t
 assert t["makespan"] + t["scale"] >= max(t["jcts"].values()), t
+# Each job went to sbatch when it was due (b, c and d 1.5, 3 and 4.5 s in),
+# not at the next of the replay's samples, which are 2 s apart.
+assert len(t["jcts"]) == 4 and t["submit_late_wall_max"] < 0.75, t
 sim = next(iter(s["jcts"].values()))
 assert set(sim) == {"a", "b", "c", "d"}, sim
 # copus-sim drew each allocation's cost from the costs measured (4 first
