@@ -82,6 +82,40 @@ void test_hints_callback(void)
 }
 
 /*
+ * Runs a job under c from its first step until COPUS_HINT_FIRST_MODEL + 1 s
+ * after its first hint, in steps of 1 ms: by the clock, not by a count of
+ * steps, which a loaded machine makes longer than 1 ms. It sent exactly two
+ * hints, parsed into first and second; returns the wall seconds between.
+ */
+static double run_to_second_hint(copus_config *c, copus_hint *first,
+				 copus_hint *second)
+{
+	copus_ctx *ctx;
+	char first_text[COPUS_HINT_MAX_LEN + 1];
+	double first_at, gap;
+
+	hints_seen = 0;
+	ASSERT_STATUS(copus_init(c, &ctx), COPUS_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+	copus_step_begin(ctx);
+	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	CU_ASSERT_EQUAL(hints_seen, 1);
+	snprintf(first_text, sizeof(first_text), "%s", last_hint);
+	first_at = last_hint_at;
+	while (now_s() - first_at < COPUS_HINT_FIRST_MODEL + 1.0) {
+		copus_step_begin(ctx);
+		spin(1e-3);
+		ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
+	}
+	CU_ASSERT_EQUAL(hints_seen, 2);
+	ASSERT_STATUS(copus_hint_parse(first_text, first, NULL, 0), COPUS_OK);
+	ASSERT_STATUS(copus_hint_parse(last_hint, second, NULL, 0), COPUS_OK);
+	gap = last_hint_at - first_at;
+	copus_finalize(ctx);
+	return gap;
+}
+
+/*
  * A run's first hint goes out at its first step, with nothing measured; the
  * first one with a throughput model follows COPUS_HINT_FIRST_MODEL s later,
  * not an interval later, and only once: the interval rules after it.
@@ -89,43 +123,20 @@ void test_hints_callback(void)
 void test_hints_first_model_comes_early(void)
 {
 	copus_config c = base_config();
-	copus_ctx *ctx;
 	copus_hint first, second;
-	char first_text[COPUS_HINT_MAX_LEN + 1];
-	double first_at;
+	double gap;
 
 	clear_env();
 	setenv("SLURM_JOB_ID", "78", 1);
 	c.publish = record_hint;
 	c.hint_interval = 3600;
-	hints_seen = 0;
-	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-	copus_step_begin(ctx);
-	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
-	CU_ASSERT_EQUAL(hints_seen, 1);
-	snprintf(first_text, sizeof(first_text), "%s", last_hint);
-	first_at = last_hint_at;
-	/*
-	 * Steps of 1 ms until COPUS_HINT_FIRST_MODEL + 1 s have passed since
-	 * the first hint: by the clock, not by a count of steps, which a
-	 * loaded machine makes longer than 1 ms.
-	 */
-	while (now_s() - first_at < COPUS_HINT_FIRST_MODEL + 1.0) {
-		copus_step_begin(ctx);
-		spin(1e-3);
-		ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
-	}
-	CU_ASSERT_EQUAL(hints_seen, 2);
-	ASSERT_STATUS(copus_hint_parse(first_text, &first, NULL, 0), COPUS_OK);
-	ASSERT_STATUS(copus_hint_parse(last_hint, &second, NULL, 0), COPUS_OK);
+	gap = run_to_second_hint(&c, &first, &second);
 	CU_ASSERT_EQUAL(first.n_perf, 0);
 	CU_ASSERT_EQUAL(second.n_perf, 1);
 	/* The model came COPUS_HINT_FIRST_MODEL s after the first hint, not
 	 * before, and many steps later. */
-	CU_ASSERT(last_hint_at - first_at >= COPUS_HINT_FIRST_MODEL);
+	CU_ASSERT(gap >= COPUS_HINT_FIRST_MODEL);
 	CU_ASSERT(second.step > first.step);
-	copus_finalize(ctx);
 	clear_env();
 }
 
@@ -139,10 +150,9 @@ void test_hints_first_model_comes_early(void)
 void test_hints_model_of_new_placement_comes_early(void)
 {
 	copus_config c = base_config();
-	copus_ctx *ctx;
 	copus_hint first, second;
-	char first_text[COPUS_HINT_MAX_LEN + 1], body[2048];
-	double first_at;
+	char body[2048];
+	double gap;
 	unsigned long crc;
 
 	clear_env();
@@ -166,31 +176,15 @@ void test_hints_model_of_new_placement_comes_early(void)
 	c.load = load_ok;
 	c.publish = record_hint;
 	c.hint_interval = 3600;
-	hints_seen = 0;
-	ASSERT_STATUS(copus_init(&c, &ctx), COPUS_OK);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-	copus_step_begin(ctx);
-	ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
-	CU_ASSERT_EQUAL(hints_seen, 1);
-	snprintf(first_text, sizeof(first_text), "%s", last_hint);
-	first_at = last_hint_at;
-	while (now_s() - first_at < COPUS_HINT_FIRST_MODEL + 1.0) {
-		copus_step_begin(ctx);
-		spin(1e-3);
-		ASSERT_STATUS(copus_step_end(ctx, 16, 0), COPUS_OK);
-	}
-	CU_ASSERT_EQUAL(hints_seen, 2);
-	ASSERT_STATUS(copus_hint_parse(first_text, &first, NULL, 0), COPUS_OK);
-	ASSERT_STATUS(copus_hint_parse(last_hint, &second, NULL, 0), COPUS_OK);
+	gap = run_to_second_hint(&c, &first, &second);
 	/* The first carried the checkpoint's model of 2 replicas; the second
 	 * the model refitted with the steps on 1, which are far shorter. */
 	CU_ASSERT_EQUAL(first.n_perf, 1);
 	CU_ASSERT_EQUAL(second.n_perf, 1);
 	CU_ASSERT(second.perf[0].perf.alpha_c != first.perf[0].perf.alpha_c ||
 		  second.perf[0].perf.beta_c != first.perf[0].perf.beta_c);
-	CU_ASSERT(last_hint_at - first_at >= COPUS_HINT_FIRST_MODEL);
+	CU_ASSERT(gap >= COPUS_HINT_FIRST_MODEL);
 	CU_ASSERT(second.step > first.step);
-	copus_finalize(ctx);
 	remove_tmpdir();
 	clear_env();
 }

@@ -249,6 +249,16 @@ grep -q '"probes": *false' "$tmp/s.json" || fail "fifo --probes: the summary say
 "$sim" --arena "$tmp" --policy fifo --probes 2> "$tmp/err" && fail "--probes accepted with --arena"
 grep -q -- '--probes is for workloads' "$tmp/err" || { cat "$tmp/err"; fail "--probes --arena message"; }
 
+# An option's check: with the option (OPTION not empty) COUNT, the cases it
+# rules out, must be 0; without it above 0, or the check shows nothing.
+none_only_with() { # OPTION COUNT MESSAGE-WITH MESSAGE-WITHOUT
+	if [ -n "$1" ]; then
+		[ "$2" -eq 0 ] || fail "$3"
+	else
+		[ "$2" -gt 0 ] || fail "$4: the check shows nothing"
+	fi
+}
+
 # --equal-per-node: on nodes of 3 GPUs, the copus policy spreads some jobs
 # unevenly (3 + 1) by default and never with it, as Slurm allocates; pollux,
 # which places unevenly whatever it is told, is applied as sched/copus asks
@@ -262,11 +272,9 @@ if [ -d "$sia/traces" ]; then
 			--timeline "$tmp/t.csv" "$tmp/w40.csv" > "$tmp/out" 2>&1 ||
 			{ cat "$tmp/out"; fail "$pol $e run"; }
 		uneven=$(awk -F, 'NR > 1 && $5 > 0 && $4 % $5 != 0' "$tmp/t.csv" | wc -l)
-		if [ -n "$e" ]; then
-			[ "$uneven" -eq 0 ] || fail "$pol --equal-per-node: $uneven rows of unequal GPUs per node"
-		else
-			[ "$uneven" -gt 0 ] || fail "$pol without --equal-per-node: no job was spread unevenly: the check above shows nothing"
-		fi
+		none_only_with "$e" "$uneven" \
+			"$pol --equal-per-node: $uneven rows of unequal GPUs per node" \
+			"$pol without --equal-per-node: no job was spread unevenly"
 	done
 	done
 else
@@ -290,11 +298,9 @@ if [ -d "$sia/traces" ]; then
 			if (!($3 in had) || k != had[$3]) { had[$3] = k; at[$3] = $2 }
 			gpus[$3] = $4
 		} END { print n + 0 }' "$tmp/t.csv")
-		if [ -n "$m" ]; then
-			[ "$soon" -eq 0 ] || fail "--min-run 120: $soon moves within 150 s of a job's last"
-		else
-			[ "$soon" -gt 0 ] || fail "without --min-run no job moved within 150 s: the check above shows nothing"
-		fi
+		none_only_with "$m" "$soon" \
+			"--min-run 120: $soon moves within 150 s of a job's last" \
+			"without --min-run no job moved within 150 s"
 	done
 else
 	echo "skipped --min-run: no $sia"
