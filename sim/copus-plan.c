@@ -509,6 +509,11 @@ static int cmd_evaluate(const struct args *a)
 			rc = 1;
 			goto out;
 		}
+		/* Shuffled from the file's order: a seed names one split,
+		 * whichever seeds come before it. */
+		for (size_t i = 0, k = 0; i < n; i++)
+			if (rows[i].seconds > 0.0 && !out_cell[i])
+				idx[k++] = i;
 		for (size_t i = nv; i > 1; i--) {
 			size_t j = (size_t)(sim_rng_next(&st) % i);
 			size_t t = idx[i - 1];

@@ -169,6 +169,20 @@ n=$(grep -Ec '^ +[12] +[0-9.]+% +[0-9.]+%$' "$tmp/eval2")
 grep -Eq '^worst split: median [0-9.]+% \(seed [12]\), p90 [0-9.]+% \(seed [12]\)$' "$tmp/eval2" ||
 	fail "evaluate: no worst split in $(cat "$tmp/eval2")"
 
+# A seed names one split: the same whichever seeds come before it.
+"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1,2,3,4,5 \
+	--residuals "$tmp/res-all.csv" > /dev/null 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "evaluate --seeds 1,2,3,4,5"; }
+for s in 2 3 4 5; do
+	"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds $s \
+		--residuals "$tmp/res-one.csv" > /dev/null 2> "$tmp/err" ||
+		{ cat "$tmp/err"; fail "evaluate --seeds $s"; }
+	a=$(grep "^\"seed $s, random half\"," "$tmp/res-all.csv" | sort)
+	b=$(grep "^\"seed $s, random half\"," "$tmp/res-one.csv" | sort)
+	[ -n "$b" ] && [ "$a" = "$b" ] ||
+		fail "seed $s predicts other cells after seeds 1-$((s - 1)) than alone: '$a' against '$b'"
+done
+
 # --exclude-cell leaves a cell out of every split, said on the output;
 # without it every cell counts.
 "$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1 \
