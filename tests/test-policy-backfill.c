@@ -272,6 +272,57 @@ static void between_backfill_cycles_only_jobs_in_order_start(void)
 }
 
 /*
+ * sched_delay=3: slurmctld's main scheduler runs at most once every
+ * batch_sched_delay, when a job was submitted or ended since its last run.
+ * A job submitted at 1 s, a second after a pass, starts at 3 s, not at 1
+ * or 2; the end of the jobs at 20 s starts the next one at once. Without
+ * the option every round is a pass. The backfill cycle (bf_interval=100)
+ * runs at 0 s only.
+ */
+static void the_main_scheduler_waits_for_sched_delay(void)
+{
+	struct world w;
+
+	for (int delay = 0; delay < 2; delay++) {
+		world_init(&w,
+			   delay ? "backfill:bf_interval=100,sched_delay=3" :
+				   "backfill:bf_interval=100",
+			   2, four, NULL, 1);
+		add(&w, 1, 4, 0, 0);
+		decide(&w, 0);
+		ASSERT_GPUS(&w, 1, 4);
+		apply(&w);
+		add(&w, 2, 2, 1, 0);
+		decide(&w, 1);
+		ASSERT_GPUS(&w, 2, delay ? 0 : 2);
+		if (delay) {
+			CU_ASSERT(strstr(w.d[1].reason,
+					 "waits for Slurm's next scheduling "
+					 "pass") != NULL);
+			apply(&w);
+			decide(&w, 2);
+			ASSERT_GPUS(&w, 2, 0);
+			apply(&w);
+			decide(&w, 3);
+			ASSERT_GPUS(&w, 2, 2);
+		}
+		apply(&w);
+		add(&w, 3, 8, 4, 0);
+		decide(&w, 10);
+		ASSERT_GPUS(&w, 3, 0);
+		apply(&w);
+		leave(&w, index_of(&w, 2));
+		leave(&w, index_of(&w, 1));
+		decide(&w, 20);
+		ASSERT_GPUS(&w, 3, 8);
+		copus_policy_destroy(w.p);
+	}
+	ASSERT_STATUS(copus_policy_create("backfill:sched_delay=-1", NULL,
+					  NULL),
+		      COPUS_EINVAL);
+}
+
+/*
  * Spare GPUs: a long job that uses only GPUs the head's reservation leaves
  * free starts; one that would take reserved GPUs waits.
  */
@@ -463,6 +514,7 @@ static const struct test_case tests[] = {
 	TEST(a_job_runs_and_is_reserved_on_its_types),
 	TEST(a_bad_time_limit_is_refused),
 		TEST(between_backfill_cycles_only_jobs_in_order_start),
+		TEST(the_main_scheduler_waits_for_sched_delay),
 };
 
 int main(void)

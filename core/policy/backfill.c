@@ -49,6 +49,15 @@
  * Slurm's cycle). On a cluster whose time runs faster than the trace (the
  * testbed), S is the cycle in trace seconds.
  *
+ * An event does not start the main scheduler at once: slurmctld runs it at
+ * most once every batch_sched_delay (3 s), and then only if a job was
+ * submitted or ended since its last run. sched_delay=S does so: a round
+ * less than S seconds after the last main-scheduler pass, or with no job
+ * new or ended since, starts nothing unless it is a backfill pass. By
+ * default (0) every round is a main-scheduler pass: with rounds of 60 s
+ * the delay is lost in the round. On the testbed, whose rounds are a
+ * second of wall time, S is batch_sched_delay in trace seconds.
+ *
  * What Slurm does that this does not: the free GPUs of the future are
  * counted per GPU type, not per node (a job that fits by count may not
  * place; it is then tested again from the next time GPUs free up); times
@@ -85,6 +94,7 @@ struct bf_opts {
 	bool easy;
 	double w_age, w_size, max_age;
 	double bf_interval; /* 0: a backfill pass every round */
+	double sched_delay; /* 0: a main-scheduler pass every round */
 };
 
 /* What the policy remembers of a job between rounds. */
@@ -99,6 +109,8 @@ struct backfill {
 	struct bf_seen *seen; /* sorted by id */
 	size_t nseen;
 	double last_pass; /* when the last backfill pass ran; -INFINITY */
+	double last_sched; /* the last main-scheduler pass; -INFINITY */
+	bool event; /* a job was submitted or ended since then */
 };
 
 /*
@@ -156,6 +168,8 @@ static int parse_opts(struct bf_opts *o, const char *opts)
 			o->max_age = v;
 		else if (strcmp(tok, "bf_interval") == 0)
 			o->bf_interval = v;
+		else if (strcmp(tok, "sched_delay") == 0)
+			o->sched_delay = v;
 		else
 			return COPUS_EINVAL;
 	}
@@ -171,6 +185,7 @@ static int backfill_create(const char *opts, void **state)
 		return COPUS_ENOMEM;
 	b->o.default_time = INFINITY;
 	b->last_pass = -INFINITY;
+	b->last_sched = -INFINITY;
 	b->o.window = BF_WINDOW;
 	b->o.max_test = BF_MAX_JOB_TEST;
 	b->o.max_age = BF_MAX_AGE;
@@ -379,17 +394,38 @@ static int backfill_decide(void *state, const copus_policy_params *prm,
 	struct profile prof[COPUS_MAX_GPU_TYPES];
 	int nt = c->num_types, total = 0;
 	long tested = 0;
-	bool reserved = false, waited = false;
+	bool reserved = false, waited = false, main_pass;
 	/* A backfill pass, or the main scheduler's (see the top). */
 	bool pass = !(now - b->last_pass < o->bf_interval);
+	size_t ran_before = 0, still_running = 0;
 	int rc = copus__round_create(c, jobs, njobs, &r);
 
 	(void)prm;
 	if (pass)
 		b->last_pass = now;
-	memset(prof, 0, sizeof(prof));
 	if (rc != COPUS_OK)
 		return rc;
+	/* A job new since the last round, or one that ran then and no
+	 * longer does, is an event for the main scheduler. */
+	for (size_t i = 0; i < b->nseen; i++)
+		ran_before += isfinite(b->seen[i].start);
+	for (size_t j = 0; j < r->n; j++) {
+		const struct bf_seen *old = seen_find(b, r->jobs[j].id);
+
+		if (old == NULL)
+			b->event = true;
+		else if (isfinite(old->start) && copus__alloc_valid(r, j))
+			still_running++;
+	}
+	if (still_running < ran_before)
+		b->event = true;
+	main_pass = o->sched_delay <= 0.0 ||
+		    (b->event && !(now - b->last_sched < o->sched_delay));
+	if (main_pass) {
+		b->last_sched = now;
+		b->event = false;
+	}
+	memset(prof, 0, sizeof(prof));
 	ord = calloc(r->n + 1, sizeof(*ord));
 	ns = calloc(r->n + 1, sizeof(*ns));
 	if (ord == NULL || ns == NULL) {
@@ -452,6 +488,12 @@ static int backfill_decide(void *state, const copus_policy_params *prm,
 
 		if (r->types[j] >= 0)
 			continue;
+		if (!main_pass && !pass) {
+			reason(res->reasons[j], sizeof(res->reasons[j]),
+			       "waits for Slurm's next scheduling pass", -1, c,
+			       0);
+			continue;
+		}
 		if (waited && !pass) {
 			reason(res->reasons[j], sizeof(res->reasons[j]),
 			       "waits for the next backfill cycle", -1, c, 0);
