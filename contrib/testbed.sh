@@ -417,14 +417,18 @@ awk -F, 'NR == FNR { no[$1] = 1; next } FNR == 1 || !($1 in no)' \
 	cp "$out/workload.csv" "$out/sim-workload.csv"
 rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['sim_restart_delay'])")
 # sched/backfill's cycle (bf_interval, 30 s of wall time) in trace time:
-# between cycles only Slurm's main scheduler starts jobs, in order.
+# between cycles only Slurm's main scheduler starts jobs, in order, and
+# slurmctld runs it at most every batch_sched_delay (3 s of wall time),
+# after a job was submitted or ended: at F = 90 that is 270 trace seconds,
+# the difference between a job's starting on one GPU type or the other.
 # sched/copus gives a job the same GPUs on each of its nodes and copus-sim
 # carries out its decisions so (--equal-per-node), and leaves a job where it
 # is for copus_restart_delay after its run starts (--min-run);
 # sched/backfill's jobs ask for -N k --gpus=G, which Slurm may split
 # unevenly (6 GPUs as 4 + 2), as copus-sim's backfill places them.
 simpol=$policy even=(--equal-per-node --min-run "$(python3 -c "print(round($interval * $scale))")")
-[ "$policy" = backfill ] && simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)")" even=()
+[ "$policy" = backfill ] && even=() &&
+	simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)"),sched_delay=$(python3 -c "print(3 * $scale)")"
 # Each allocation costs one of the measured costs (first starts apart from
 # rescales), drawn at random: the mean over $draws draws is the prediction
 # (a 40-job run moves by several percent with the costs' draw alone).

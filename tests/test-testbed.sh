@@ -105,6 +105,10 @@ r = t["mean"] / s["mean"]
 assert 0.8 <= r <= 1.25, f"testbed {t['mean']:.0f} s, copus-sim {s['mean']:.0f} s"
 print("PASS: backfill, testbed mean %.0f s, copus-sim %.0f s" % (t["mean"], s["mean"]))
 P
+# copus-sim's backfill runs Slurm's cycles in trace time: bf_interval 30 s
+# and batch_sched_delay 3 s, at F = 20.
+grep -q -- '--policy backfill:bf_interval=600,sched_delay=60 ' "$bf/sim-commands" ||
+	fail "copus-sim's backfill is not told Slurm's cycles: $(head -n 1 "$bf/sim-commands")"
 
 # The runs side by side, and a directory that is not a run.
 "$TOP/contrib/testbed.sh" compare --plot "$TMP/cmp.png" "$out" "$bf" "$TMP/none" >"$TMP/cmp.log" 2>&1 ||
