@@ -106,8 +106,9 @@ assert 0.8 <= r <= 1.25, f"testbed {t['mean']:.0f} s, copus-sim {s['mean']:.0f} 
 print("PASS: backfill, testbed mean %.0f s, copus-sim %.0f s" % (t["mean"], s["mean"]))
 P
 # copus-sim's backfill runs Slurm's cycles in trace time: bf_interval 30 s
-# and batch_sched_delay 3 s, at F = 20.
-grep -q -- '--policy backfill:bf_interval=600,sched_delay=60 ' "$bf/sim-commands" ||
+# and batch_sched_delay 3 s, at F = 20 (the command is written with
+# printf %q, which escapes the comma).
+grep -Eq -- '--policy backfill:bf_interval=600\\?,sched_delay=60 ' "$bf/sim-commands" ||
 	fail "copus-sim's backfill is not told Slurm's cycles: $(head -n 1 "$bf/sim-commands")"
 
 # The runs side by side, and a directory that is not a run.
