@@ -387,9 +387,10 @@ for ((next = 0; next < ${#rows[@]}; next++)); do
 	submit "$name" "$app" "$reps" "$batch"
 done
 # Then until every job has finished, or the time is up.
+# A squeue that fails (slurmctld busy or restarting) says nothing about
+# the jobs: the loop asks again a second later.
 while [ -z "$left" ]; do
-	live=$(squeue -h 2>/dev/null | wc -l)
-	if [ "$live" -eq 0 ]; then
+	if live=$(squeue -h 2>/dev/null | wc -l) && [ "$live" -eq 0 ]; then
 		say "every job finished after $((($(usec) - t0us) / 1000000))s"
 		break
 	fi
