@@ -4,7 +4,8 @@
  *   copus-plan predict --data DIR [--calibrate TRAIN.json] --query Q.csv
  *   copus-plan show MODEL BATCH CELL --data DIR [--calibrate TRAIN.json]
  *   copus-plan evaluate --data DIR --prof PROF.json [--seeds 1,2,3]
- *                       [--residuals OUT.csv] [--exclude-cell CELL,...]
+ *                       [--residuals OUT.csv]
+ *                       [--exclude-cell CELL|MODEL:BATCH:CELL,...]
  *   copus-plan calibrate --data DIR [--calibrate TRAIN.json] --out GPUS.json
  *
  * predict and show also take --gpus GPUS.json: constants that calibrate
@@ -37,7 +38,7 @@ static const char usage[] =
 	"[--calibrate TRAIN.json]\n"
 	"       copus-plan evaluate --data DIR --prof PROF.json "
 	"[--seeds 1,2,3] [--residuals OUT.csv]\n"
-	"                [--exclude-cell CELL[,CELL...]]\n"
+	"                [--exclude-cell CELL|MODEL:BATCH:CELL[,...]]\n"
 	"       copus-plan calibrate --data DIR [--calibrate TRAIN.json] "
 	"--out GPUS.json\n"
 	"predict and show also take --gpus GPUS.json.\n";
@@ -374,17 +375,38 @@ static void report(const char *what, struct plan_data *d,
 	free(e);
 }
 
-/* Whether cell is one of the comma-separated names of list. */
-static bool listed(const char *list, const char *cell)
+/*
+ * Whether row r is among list's entries: a cell name ("4_a40_4_n_2_d",
+ * every model's time there) or one measured time, "MODEL:BATCH:CELL".
+ */
+static bool listed(const char *list, const struct plan_data *d,
+		   const struct plan_row *r)
 {
-	size_t len = strlen(cell);
+	char one[3 * PLAN_NAME_LEN], *c1, *c2;
 
 	for (const char *s = list; s != NULL && *s;) {
 		const char *end = strchr(s, ',');
 		size_t k = end ? (size_t)(end - s) : strlen(s);
-		if (k == len && strncmp(s, cell, k) == 0)
-			return true;
+		bool fits = k < sizeof(one);
+		if (fits) {
+			memcpy(one, s, k);
+			one[k] = '\0';
+		}
 		s = end ? end + 1 : NULL;
+		if (!fits)
+			continue;
+		c1 = strchr(one, ':');
+		c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (c2 == NULL) {
+			if (strcmp(one, r->cell_name) == 0)
+				return true;
+			continue;
+		}
+		*c1 = *c2 = '\0';
+		if (strcmp(one, d->models[r->model].name) == 0 &&
+		    strtol(c1 + 1, NULL, 10) == r->batch &&
+		    strcmp(c2 + 1, r->cell_name) == 0)
+			return true;
 	}
 	return false;
 }
@@ -466,10 +488,10 @@ static int cmd_evaluate(const struct args *a)
 	}
 	for (int g = 0; g < d.n_gpus; g++)
 		prior[g] = d.gpus[g].gpu;
-	/* The cells of --exclude-cell take no part: neither calibrated on
-	 * nor predicted. */
+	/* The cells and times of --exclude-cell take no part: neither
+	 * calibrated on nor predicted. */
 	for (size_t i = 0; i < n; i++) {
-		out_cell[i] = listed(a->exclude, rows[i].cell_name);
+		out_cell[i] = listed(a->exclude, &d, &rows[i]);
 		n_out += out_cell[i];
 		if (rows[i].seconds > 0.0 && !out_cell[i])
 			idx[nv++] = i;
@@ -477,8 +499,7 @@ static int cmd_evaluate(const struct args *a)
 	printf("%zu measured times (%zu entries with no plan)\n", nv,
 	       n - nv - n_out);
 	if (n_out)
-		printf("excluded: %zu entries of the cells %s\n", n_out,
-		       a->exclude);
+		printf("excluded: %zu entries of %s\n", n_out, a->exclude);
 
 	/* Devices and collectives alone. */
 	for (size_t i = 0; i < n; i++)

@@ -188,10 +188,20 @@ done
 "$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1 \
 	--exclude-cell 2_a40_2_n_2_d --residuals "$tmp/res-x.csv" > "$tmp/eval3" 2> "$tmp/err" ||
 	{ cat "$tmp/err"; fail "evaluate --exclude-cell"; }
-grep -q '^excluded: 2 entries of the cells 2_a40_2_n_2_d$' "$tmp/eval3" ||
+grep -q '^excluded: 2 entries of 2_a40_2_n_2_d$' "$tmp/eval3" ||
 	fail "evaluate --exclude-cell does not say so: $(cat "$tmp/eval3")"
 grep -q '^3 measured times' "$tmp/eval3" || fail "evaluate --exclude-cell: $(head -1 "$tmp/eval3")"
 grep -q 2_a40_2_n_2_d "$tmp/res-x.csv" && fail "an excluded cell was predicted"
+# MODEL:BATCH:CELL leaves out that one time, the cell's others stay.
+"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1 \
+	--exclude-cell moe_1B:256:2_a40_2_n_2_d,bert_1B:64:1_a40_1_n_1_d \
+	--residuals "$tmp/res-y.csv" > "$tmp/eval4" 2> "$tmp/err" ||
+	{ cat "$tmp/err"; fail "evaluate --exclude-cell MODEL:BATCH:CELL"; }
+grep -q '^excluded: 1 entries of moe_1B:256:2_a40_2_n_2_d,bert_1B:64:1_a40_1_n_1_d$' "$tmp/eval4" ||
+	fail "evaluate --exclude-cell MODEL:BATCH:CELL: $(cat "$tmp/eval4")"
+grep -q '^4 measured times' "$tmp/eval4" || fail "evaluate --exclude-cell MODEL:BATCH:CELL: $(head -1 "$tmp/eval4")"
+grep -q '^"uncalibrated",moe_1B,256,2_a40_2_n_2_d,' "$tmp/res-y.csv" && fail "the excluded time was predicted"
+grep -q '^"uncalibrated",bert_1B,128,2_a40_2_n_2_d,' "$tmp/res-y.csv" || fail "another model's time in the cell was left out"
 grep -q '^excluded' "$tmp/eval" && fail "evaluate excludes a cell by default"
 grep -q '^5 measured times' "$tmp/eval" || fail "evaluate: $(head -1 "$tmp/eval")"
 
