@@ -531,11 +531,15 @@ static int cmd_evaluate(const struct args *a)
 			goto out;
 		}
 		/* Shuffled from the file's order: a seed names one split,
-		 * whichever seeds come before it. */
-		for (size_t i = 0, k = 0; i < n; i++)
-			if (rows[i].seconds > 0.0 && !out_cell[i])
-				idx[k++] = i;
-		for (size_t i = nv; i > 1; i--) {
+		 * whichever seeds come before it. The times of
+		 * --exclude-cell are shuffled too, then left out of both
+		 * halves, so that every other time falls in the half it
+		 * falls in without the option. */
+		size_t nm = 0, n_train = 0;
+		for (size_t i = 0; i < n; i++)
+			if (rows[i].seconds > 0.0)
+				idx[nm++] = i;
+		for (size_t i = nm; i > 1; i--) {
 			size_t j = (size_t)(sim_rng_next(&st) % i);
 			size_t t = idx[i - 1];
 			idx[i - 1] = idx[j];
@@ -543,8 +547,12 @@ static int cmd_evaluate(const struct args *a)
 		}
 		memset(train, 0, n * sizeof(*train));
 		memset(test, 0, n * sizeof(*test));
-		for (size_t k = 0; k < nv; k++)
-			(k < nv / 2 ? train : test)[idx[k]] = true;
+		for (size_t k = 0; k < nm; k++) {
+			if (out_cell[idx[k]])
+				continue;
+			(k < nm / 2 ? train : test)[idx[k]] = true;
+			n_train += k < nm / 2;
+		}
 		for (int g = 0; g < d.n_gpus; g++)
 			d.gpus[g].gpu = prior[g];
 		if (plan_calibrate(&d, rows, n, train, err, sizeof(err))) {
@@ -553,7 +561,7 @@ static int cmd_evaluate(const struct args *a)
 			goto out;
 		}
 		snprintf(what, sizeof(what), "seed %lu, random half", seed);
-		report(what, &d, rows, n, test, nv / 2, res, &med, &p90);
+		report(what, &d, rows, n, test, n_train, res, &med, &p90);
 		split_seed[n_split] = seed;
 		split_med[n_split] = med;
 		split_p90[n_split++] = p90;

@@ -193,7 +193,7 @@ grep -q '^excluded: 2 entries of 2_a40_2_n_2_d$' "$tmp/eval3" ||
 grep -q '^3 measured times' "$tmp/eval3" || fail "evaluate --exclude-cell: $(head -1 "$tmp/eval3")"
 grep -q 2_a40_2_n_2_d "$tmp/res-x.csv" && fail "an excluded cell was predicted"
 # MODEL:BATCH:CELL leaves out that one time, the cell's others stay.
-"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1 \
+"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1,2,3,4,5 \
 	--exclude-cell moe_1B:256:2_a40_2_n_2_d,bert_1B:64:1_a40_1_n_1_d \
 	--residuals "$tmp/res-y.csv" > "$tmp/eval4" 2> "$tmp/err" ||
 	{ cat "$tmp/err"; fail "evaluate --exclude-cell MODEL:BATCH:CELL"; }
@@ -202,6 +202,15 @@ grep -q '^excluded: 1 entries of moe_1B:256:2_a40_2_n_2_d,bert_1B:64:1_a40_1_n_1
 grep -q '^4 measured times' "$tmp/eval4" || fail "evaluate --exclude-cell MODEL:BATCH:CELL: $(head -1 "$tmp/eval4")"
 grep -q '^"uncalibrated",moe_1B,256,2_a40_2_n_2_d,' "$tmp/res-y.csv" && fail "the excluded time was predicted"
 grep -q '^"uncalibrated",bert_1B,128,2_a40_2_n_2_d,' "$tmp/res-y.csv" || fail "another model's time in the cell was left out"
+# The times left are split as they are without the option: each seed's
+# held-out half is the same, less the excluded time.
+for s in 1 2 3 4 5; do
+	a=$(grep "^\"seed $s, random half\"," "$tmp/res-all.csv" | cut -d, -f3-5 |
+		grep -v '^moe_1B,256,2_a40_2_n_2_d$' | sort)
+	b=$(grep "^\"seed $s, random half\"," "$tmp/res-y.csv" | cut -d, -f3-5 | sort)
+	[ -n "$b" ] && [ "$a" = "$b" ] ||
+		fail "seed $s holds out other times with --exclude-cell: '$a' against '$b'"
+done
 grep -q '^excluded' "$tmp/eval" && fail "evaluate excludes a cell by default"
 grep -q '^5 measured times' "$tmp/eval" || fail "evaluate: $(head -1 "$tmp/eval")"
 
