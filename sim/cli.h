@@ -26,18 +26,19 @@ struct cli_opts {
 	const char *cluster, *profiles, *policy;
 	const char *summary, *timeline, *png;
 	const char *history_in, *history_out, *rules;
-	const char *gpus;      /* --gpus FILE.json */
+	const char *gpus; /* --gpus FILE.json */
 	double interval, delay;
-	double min_run;        /* --min-run (sim_opts.min_run) */
+	double min_run; /* --min-run (sim_opts.min_run) */
+	double phase;	/* --round-phase (sim_opts.round_phase) */
 	/* --restart-delays FILE and --seed, and the costs read from FILE
 	 * (sim_opts.delays; NULL: none). */
 	const char *delays_file;
 	unsigned long seed;
 	const struct sim_delays *delays;
 	enum sim_remaining rem;
-	bool probes;           /* --probes (sim_opts.probes) */
-	bool equal_per_node;   /* --equal-per-node (sim_opts.equal_per_node) */
-	long par;              /* workloads simulated at once (--jobs) */
+	bool probes;	     /* --probes (sim_opts.probes) */
+	bool equal_per_node; /* --equal-per-node (sim_opts.equal_per_node) */
+	long par;	     /* workloads simulated at once (--jobs) */
 };
 
 /* A workload: its file, its jobs, and its result once simulated. */
@@ -95,14 +96,12 @@ int write_history(const char *path, const struct wl *w, size_t nw);
 int print_results(const struct wl *w, size_t nw, const char *policy,
 		  enum sim_remaining rem, double *mean);
 /* The JSON summary (--summary) of the workloads. */
-int write_summary(const char *path, const char *policy,
-		  enum sim_remaining rem, bool probes, struct wl *w, size_t nw,
-		  double mean);
+int write_summary(const char *path, const char *policy, enum sim_remaining rem,
+		  bool probes, struct wl *w, size_t nw, double mean);
 /* The workloads' timelines in one file (--timeline); 1 on failure. */
 int write_timeline(const char *path, const struct wl *w, size_t nw);
 /* A plot per workload (--plot), png itself when there is one workload. */
-void draw_plots(const char *png, const struct wl *w, size_t nw,
-		int total_gpus);
+void draw_plots(const char *png, const struct wl *w, size_t nw, int total_gpus);
 /* The remaining-time knowledge a policy actually gets. */
 enum sim_remaining used_remaining(const char *policy, enum sim_remaining rem);
 /* Whether the policy learns the jobs' models (what --probes changes). */

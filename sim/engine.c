@@ -691,6 +691,9 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	int rc;
 
 	s.t0 = (double)clock() / CLOCKS_PER_SEC;
+	/* Each round first moves now on by an interval. */
+	if (o->round_phase > 0)
+		s.now = o->round_phase - o->interval;
 	memset(res, 0, sizeof(*res));
 	prm.interval = o->interval;
 	prm.restart_delay = o->restart_delay;

@@ -29,7 +29,8 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 			      .nhistory = nhistory,
 			      .probes = co->probes,
 			      .equal_per_node = co->equal_per_node,
-			      .min_run = co->min_run };
+			      .min_run = co->min_run,
+			      .round_phase = co->phase };
 	bool want_timeline = co->timeline != NULL;
 	bool want_series = co->png != NULL;
 	FILE *tl = NULL, *se = NULL;

@@ -77,6 +77,12 @@ static void usage(FILE *f)
 		"asks\n"
 		"                       Slurm; contrib/testbed.sh sets it but\n"
 		"                       for backfill)\n"
+		"  --round-phase S      the rounds at S, S + interval, ... "
+		"seconds, S less\n"
+		"                       than the interval, as slurmctld "
+		"ticks at its own\n"
+		"                       phase (0: at interval, 2 interval, "
+		"...)\n"
 		"  --min-run S          with --equal-per-node: a job trains S "
 		"seconds on its\n"
 		"                       GPUs before it is moved again, as "
@@ -159,6 +165,7 @@ int main(int argc, char **argv)
 		{ "no-probes", no_argument, NULL, 'b' },
 		{ "equal-per-node", no_argument, NULL, 'E' },
 		{ "min-run", required_argument, NULL, 'M' },
+		{ "round-phase", required_argument, NULL, 'F' },
 		{ "gpus", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -209,28 +216,42 @@ int main(int argc, char **argv)
 		case 'i':
 		case 'r':
 		case 'M':
+		case 'F':
 			errno = 0;
 			{
 				double v = strtod(optarg, &end);
 
+				/* The round's interval and phase may be
+				 * fractions, as a testbed's slurmctld ticks
+				 * every 1.001 s: F times that in trace
+				 * seconds. */
+				bool frac = opt == 'i' || opt == 'F';
 				if (*end || errno || !(v >= (opt == 'i')) ||
-				    v > 86400 || v != floor(v)) {
+				    v > 86400 || (!frac && v != floor(v))) {
 					fprintf(stderr,
 						"copus-sim: --%s: '%s' "
-						"is not a whole number of "
+						"is not a %s of "
 						"seconds\n",
 						opt == 'i'   ? "interval"
 						: opt == 'r' ? "restart-delay"
-							     : "min-run",
-						optarg);
+						: opt == 'M' ? "min-run"
+							     : "round-phase",
+						optarg,
+						opt == 'i'
+							? "number from 1 to 86400"
+						: opt == 'F'
+							? "number from 0 to 86400"
+							: "whole number");
 					return 2;
 				}
 				if (opt == 'i')
 					o.interval = v;
 				else if (opt == 'r')
 					o.delay = v;
-				else
+				else if (opt == 'M')
 					o.min_run = v;
+				else
+					o.phase = v;
 			}
 			break;
 		case 'D': o.delays_file = optarg; break;
@@ -338,6 +359,13 @@ int main(int argc, char **argv)
 	}
 	if (o.profiles == NULL || optind >= argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (o.phase >= o.interval) {
+		fprintf(stderr,
+			"copus-sim: --round-phase: %g is not less than "
+			"--interval (%g)\n",
+			o.phase, o.interval);
 		return 2;
 	}
 	if (o.min_run > 0 && !o.equal_per_node) {

@@ -38,8 +38,8 @@ struct csv {
 	int ncols;
 	char **header;
 	size_t nrows;
-	char ***rows;   /* rows[i][c] */
-	long *lines;    /* the file line of each row (1-based) */
+	char ***rows; /* rows[i][c] */
+	long *lines;  /* the file line of each row (1-based) */
 };
 
 /* Read a whole CSV file; on error, err names the file and line. */
@@ -144,8 +144,8 @@ void sim_app_free(struct app *a);
  * True step and sync time of a placement (GPUs per node, in node order,
  * zeros ignored) at micro-batch 'local' on GPU type t.
  */
-int sim_app_throughput(const struct app *a, int t, const int *placement,
-		       int nn, double local, double *step, double *sync);
+int sim_app_throughput(const struct app *a, int t, const int *placement, int nn,
+		       double local, double *step, double *sync);
 /* Gradient statistics at total batch 'batch' during epoch 'epoch'. */
 void sim_app_grad(const struct app *a, double batch, int epoch, double *sqr,
 		  double *var);
@@ -187,9 +187,9 @@ struct sim_opts {
 	enum sim_remaining remaining;
 	double interval;
 	double restart_delay;
-	FILE *timeline;          /* NULL: none */
+	FILE *timeline; /* NULL: none */
 	const char *workload_name;
-	FILE *series;            /* per round: time, used GPUs, queued */
+	FILE *series; /* per round: time, used GPUs, queued */
 	/* Finished jobs the predictor knows before the first round (a
 	 * cluster's history; see copus/predict.h). */
 	const copus_history_entry *history;
@@ -211,6 +211,10 @@ struct sim_opts {
 	 * decisions may move it again (sched/copus's copus_restart_delay;
 	 * with equal_per_node), 0 for none. */
 	double min_run;
+	/* --round-phase: the rounds fall at round_phase, round_phase +
+	 * interval, ... (0: at interval, 2 interval, ...), as a testbed's
+	 * slurmctld ticks at its own phase. */
+	double round_phase;
 	/* --restart-delays: each allocation costs one of the measured costs,
 	 * drawn uniformly with seed (none: restart_delay, which the policy is
 	 * told in either case). */
@@ -222,19 +226,19 @@ struct sim_jobspec {
 	char name[64];
 	double submit;
 	char app_name[32];
-	int app;        /* index into the app table, set by the caller */
-	int replicas;   /* the user's request */
+	int app;      /* index into the app table, set by the caller */
+	int replicas; /* the user's request */
 	double batch;
 };
 
 struct sim_result {
 	size_t njobs;
 	char (*names)[64];
-	double *jct;    /* < 0: did not finish */
+	double *jct; /* < 0: did not finish */
 	double *ftf;
 	int *restarts_of; /* per job: its starts after the first */
 	double avg_jct, p99_jct, makespan, max_ftf, gpu_hours;
-	long restarts;    /* of all jobs */
+	long restarts; /* of all jobs */
 	/* The predictor's relative error on remaining time (sampled every
 	 * round over running jobs): median and 90th percentile; NAN when not
 	 * predicting. */
@@ -261,9 +265,8 @@ int sim_workload_read(const char *path, struct sim_jobspec **out, size_t *n,
 
 /* Run one workload to completion (or the round limit). */
 int sim_run(const struct sim_cluster *c, const struct app *apps,
-	    const struct sim_jobspec *jobs, size_t n,
-	    const struct sim_opts *o, struct sim_result *res, char *err,
-	    size_t len);
+	    const struct sim_jobspec *jobs, size_t n, const struct sim_opts *o,
+	    struct sim_result *res, char *err, size_t len);
 void sim_result_free(struct sim_result *r);
 
 /* v in ascending order. */
