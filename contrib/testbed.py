@@ -81,6 +81,40 @@ def ctld_stamp(line):
         float(m.group(2) or 0)
 
 
+def ctld_ticks(log, t0):
+    """The wake-ups of slurmctld's background loop, which runs the main
+    scheduler, from the main scheduler's starts in its log ("sched:
+    Allocate"): (period, first), wall seconds, with every wake-up at
+    t0 + first + k * period (a period of 1 s after a single pass; None
+    with none). The loop
+    sleeps ten times 100 ms and then works, so its period is a little over
+    a second and its phase is its own; each pass is counted in whole
+    periods from the one before, and a least-squares line through them
+    gives both."""
+    ts = []
+    try:
+        for line in open(log, errors="replace"):
+            if "sched: Allocate" in line:
+                t = ctld_stamp(line)
+                # A pass logs every job it starts, within milliseconds.
+                if t is not None and (not ts or t - t0 - ts[-1] > 0.3):
+                    ts.append(t - t0)
+    except OSError:
+        return None
+    if not ts:
+        return None
+    if len(ts) == 1:
+        # One pass: its phase, and the loop's nominal second.
+        return 1.0, ts[0] % 1.0
+    n = [0]
+    for a, b in zip(ts, ts[1:]):
+        n.append(n[-1] + max(1, round(b - a)))
+    mn, mt = sum(n) / len(n), sum(ts) / len(ts)
+    period = (sum((x - mn) * (y - mt) for x, y in zip(n, ts)) /
+              sum((x - mn) ** 2 for x in n))
+    return period, (mt - period * mn) % period
+
+
 def report(argv):
     ap = argparse.ArgumentParser(prog="testbed.py report")
     ap.add_argument("--out", required=True)
@@ -242,6 +276,7 @@ def report(argv):
             f.write(f"{max(g, 0.0) * F:.1f},1\n")
         for g in gaps:
             f.write(f"{max(g, 0.0) * F:.1f},0\n")
+    ticks = ctld_ticks(a.ctld_log, t0)
     res = {
         "policy": a.policy,
         "scale": F,
@@ -273,6 +308,11 @@ def report(argv):
         "sim_restart_delay": (round(a.told_cost * F) if a.told_cost
                               else max(1, round(mean_every * F))
                               if every else 30),
+        # slurmctld's background loop: its wake-ups, at
+        # ctld_tick_phase_wall + k * ctld_tick_period_wall after the start
+        # (null where its main scheduler started no job).
+        "ctld_tick_period_wall": ticks[0] if ticks else None,
+        "ctld_tick_phase_wall": ticks[1] if ticks else None,
         "problems": problems,
         "jcts": jcts,
         "job_restarts": restarts,

@@ -283,6 +283,19 @@ say "the cluster: ${args[*]}"
 QUIET=1 "$top/contrib/loopback-cluster.sh" up "$cdir" "${args[@]}" >>"$log" 2>&1 ||
 	die "the cluster did not come up (logs in $cdir/log)"
 
+# slurmctld's background loop runs the main scheduler at most once every
+# batch_sched_delay (3 s) after its last pass, and its first pass comes a
+# few seconds after it starts, with or without jobs. A job submitted
+# within 3 s of that pass waits for a grid set by slurmctld's start, which
+# copus-sim does not know. The replay starts once that pass is 3 s old.
+if [ "$policy" = backfill ]; then
+	for ((i = 0; i < 60; i++)); do
+		grep -q 'SchedulerParameters=' "$cdir/log/slurmctld.log" 2>/dev/null && break
+		sleep 0.5
+	done
+	sleep 3
+fi
+
 # The batch script: the node's GPU type, then the trainer in place of the
 # shell, so that the rescale signal reaches libcopus.
 fixed=""
@@ -430,6 +443,19 @@ rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['si
 simpol=$policy even=(--equal-per-node --min-run "$(python3 -c "print(round($interval * $scale))")")
 [ "$policy" = backfill ] && even=() &&
 	simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)"),sched_delay=$(python3 -c "print(3 * $scale)")"
+# slurmctld's main scheduler runs when its background loop wakes, about
+# once a second at a phase of its own (testbed.json's ctld_tick_*): a job
+# that arrives just after a wake-up waits for the next, and a 3 s delay
+# then decides which GPUs are free for it. copus-sim's backfill rounds fall
+# at the same instants, in trace time.
+rounds=(--interval "$(python3 -c "print($interval * $scale)")")
+if [ "$policy" = backfill ]; then
+	ticks=$(python3 -c "import json; t = json.load(open('$out/testbed.json'))
+if t.get('ctld_tick_period_wall'):
+    i = round(t['ctld_tick_period_wall'] * $scale, 6)
+    print(i, round(t['ctld_tick_phase_wall'] * $scale, 6) % i)")
+	[ -z "$ticks" ] || rounds=(--interval "${ticks% *}" --round-phase "${ticks#* }")
+fi
 # Each allocation costs one of the measured costs (first starts apart from
 # rescales), drawn at random: the mean over $draws draws is the prediction
 # (a 40-job run moves by several percent with the costs' draw alone).
@@ -439,8 +465,7 @@ sims=()
 : >"$out/sim-commands"
 for ((seed = 1; seed <= draws; seed++)); do
 	cmd=("$sim" --cluster "$spec" --profiles "$profiles" --policy "$simpol" "${even[@]}"
-		--gpus "$gpus_file"
-		--interval "$(python3 -c "print($interval * $scale)")"
+		--gpus "$gpus_file" "${rounds[@]}"
 		--restart-delay "$rdelay" --restart-delays "$out/restart-delays.csv" --seed "$seed"
 		--summary "$out/sim-draw-$seed.json" "$out/sim-workload.csv")
 	printf '%q ' "${cmd[@]}" >>"$out/sim-commands"

@@ -117,6 +117,24 @@ t = json.load(open(d + "/testbed.json"))
 s = json.load(open(d + "/sim.json"))
 assert t["finished"] == 2 and not t["problems"], t
 assert open(d + "/../squeue-failed").read().strip() == "3", "the replay's squeue did not fail 3 times"
+# The replay began once slurmctld's first main-scheduler pass was
+# batch_sched_delay (3 s) old: its first job was not held to a grid set by
+# slurmctld's start.
+import datetime
+def stamp(line):
+    return datetime.datetime.fromisoformat(line[1:24]).timestamp()
+log = open(d + "/cluster/log/slurmctld.log", errors="replace").read().splitlines()
+first_pass = next(stamp(l) for l in log if "SchedulerParameters=" in l)
+first_job = next(stamp(l) for l in log if "_slurm_rpc_submit_batch_job" in l)
+assert first_job - first_pass >= 3.0, f"the first job came {first_job - first_pass:.2f} s after slurmctld's first pass"
+# slurmctld's background loop wakes about once a second, at a phase read
+# from its log; copus-sim's backfill rounds fall at the same instants, in
+# trace time (x 20).
+P, ph = t["ctld_tick_period_wall"], t["ctld_tick_phase_wall"]
+assert 0.99 < P < 1.02 and 0 <= ph < P, (P, ph)
+cmd = open(d + "/sim-commands").readline().split()
+i, r = float(cmd[cmd.index("--interval") + 1]), float(cmd[cmd.index("--round-phase") + 1])
+assert abs(i - 20 * P) < 1e-3 and abs(r - 20 * ph) < 1e-3, (i, r, P, ph)
 rows = [l.split(",") for l in open(d + "/jobs.csv").read().split("\n")[1:] if l]
 assert sorted((r[1], r[7]) for r in rows) == [("e", "6"), ("f", "6")], rows
 r = t["mean"] / s["mean"]
