@@ -310,34 +310,30 @@ refused "--min-run without --equal-per-node" \
 	--min-run 60 "$tmp/w1.csv"
 refused "--min-run 1.5" "--min-run: '1.5' is not a whole number of seconds" \
 	--equal-per-node --min-run 1.5 "$tmp/w1.csv"
+# fifo_jcts A B ARG...: fifo on w1 with ARG... ends a and b with JCTs A and B.
+fifo_jcts() {
+	ja=$1 jb=$2
+	shift 2
+	"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo "$@" \
+		--summary "$tmp/s.json" "$tmp/w1.csv" > /dev/null || fail "fifo $* run"
+	command -v python3 > /dev/null || return 0
+	python3 - "$tmp/s.json" "$ja" "$jb" <<'PY' || fail "fifo $*: JCTs not $ja and $jb"
+import json, sys
+s = json.load(open(sys.argv[1]))
+a, b = float(sys.argv[2]), float(sys.argv[3])
+assert abs(s["jcts"]["w1"]["a"] - a) < 1e-6 and abs(s["jcts"]["w1"]["b"] - b) < 1e-6, s
+PY
+}
 # --round-phase 15: the rounds at 15, 75, 135...: a (due at 0) and b (due
 # at 10) start at 15, not at the round at 60, and end 45 s sooner (JCTs
 # 245 and 235: the wait to 15, 30 s restart, 200 s of training).
-"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo --round-phase 15 \
-	--summary "$tmp/s.json" "$tmp/w1.csv" > /dev/null || fail "--round-phase 15 run"
-if command -v python3 > /dev/null; then
-	python3 - "$tmp/s.json" <<'PY' || fail "--round-phase 15 summary"
-import json, sys
-s = json.load(open(sys.argv[1]))
-assert abs(s["jcts"]["w1"]["a"] - 245) < 1e-6, s
-assert abs(s["jcts"]["w1"]["b"] - 235) < 1e-6, s
-PY
-fi
+fifo_jcts 245 235 --round-phase 15
 refused "--round-phase of the interval" "--round-phase: 60 is not less than --interval (60)" \
 	--round-phase 60 "$tmp/w1.csv"
 # Fractions: rounds every 60.5 s from 14.2 (14.2, 74.7, 135.2, 195.7).
 # Both jobs start at 14.2 and train from 44.2; the last round finishes the
 # 48.5 s left in whole seconds (49), as copus-sim ends an epoch: at 244.7.
-"$sim" --cluster 1x2 --profiles "$tmp/p" --policy fifo --round-phase 14.2 --interval 60.5 \
-	--summary "$tmp/s.json" "$tmp/w1.csv" > /dev/null || fail "--round-phase 14.2 --interval 60.5 run"
-if command -v python3 > /dev/null; then
-	python3 - "$tmp/s.json" <<'PY' || fail "--round-phase 14.2 --interval 60.5 summary"
-import json, sys
-s = json.load(open(sys.argv[1]))
-assert abs(s["jcts"]["w1"]["a"] - 244.7) < 1e-6, s
-assert abs(s["jcts"]["w1"]["b"] - 234.7) < 1e-6, s
-PY
-fi
+fifo_jcts 244.7 234.7 --round-phase 14.2 --interval 60.5
 refused "--round-phase -1" "--round-phase: '-1' is not a number from 0 to 86400 of seconds" \
 	--round-phase -1 "$tmp/w1.csv"
 refused "--interval 0.5" "--interval: '0.5' is not a number from 1 to 86400 of seconds" \
