@@ -379,36 +379,74 @@ static void report(const char *what, struct plan_data *d,
  * Whether row r is among list's entries: a cell name ("4_a40_4_n_2_d",
  * every model's time there) or one measured time, "MODEL:BATCH:CELL".
  */
-static bool listed(const char *list, const struct plan_data *d,
-		   const struct plan_row *r)
+/* Whether one entry of --exclude-cell (K characters at E), CELL or
+ * MODEL:BATCH:CELL, names row R. */
+static bool entry_matches(const char *e, size_t k, const struct plan_data *d,
+			  const struct plan_row *r)
 {
-	char one[3 * PLAN_NAME_LEN], *c1, *c2;
+	char one[3 * PLAN_NAME_LEN], *c1, *c2, *end;
 
+	if (k >= sizeof(one))
+		return false;
+	memcpy(one, e, k);
+	one[k] = '\0';
+	c1 = strchr(one, ':');
+	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (c2 == NULL)
+		return strcmp(one, r->cell_name) == 0;
+	*c1 = *c2 = '\0';
+	return strcmp(one, d->models[r->model].name) == 0 &&
+	       strtol(c1 + 1, &end, 10) == r->batch && end == c2 &&
+	       strcmp(c2 + 1, r->cell_name) == 0;
+}
+
+/* Calls FN on each comma-separated entry of LIST until it returns true;
+ * returns whether one did. */
+static bool each_entry(const char *list,
+		       bool (*fn)(const char *e, size_t k, void *ctx),
+		       void *ctx)
+{
 	for (const char *s = list; s != NULL && *s;) {
 		const char *end = strchr(s, ',');
 		size_t k = end ? (size_t)(end - s) : strlen(s);
-		bool fits = k < sizeof(one);
-		if (fits) {
-			memcpy(one, s, k);
-			one[k] = '\0';
-		}
-		s = end ? end + 1 : NULL;
-		if (!fits)
-			continue;
-		c1 = strchr(one, ':');
-		c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (c2 == NULL) {
-			if (strcmp(one, r->cell_name) == 0)
-				return true;
-			continue;
-		}
-		*c1 = *c2 = '\0';
-		if (strcmp(one, d->models[r->model].name) == 0 &&
-		    strtol(c1 + 1, NULL, 10) == r->batch &&
-		    strcmp(c2 + 1, r->cell_name) == 0)
+		if (fn(s, k, ctx))
 			return true;
+		s = end ? end + 1 : NULL;
 	}
 	return false;
+}
+
+struct entry_ctx {
+	const struct plan_data *d;
+	const struct plan_row *rows;
+	size_t n;
+	const char *bad; /* the first entry that names no row */
+	size_t bad_len;
+};
+
+static bool matches_row(const char *e, size_t k, void *ctx)
+{
+	struct entry_ctx *c = ctx;
+	return entry_matches(e, k, c->d, c->rows);
+}
+
+static bool matches_nothing(const char *e, size_t k, void *ctx)
+{
+	struct entry_ctx *c = ctx;
+	for (size_t i = 0; i < c->n; i++)
+		if (entry_matches(e, k, c->d, &c->rows[i]))
+			return false;
+	c->bad = e;
+	c->bad_len = k;
+	return true;
+}
+
+/* Whether --exclude-cell's LIST names row R. */
+static bool listed(const char *list, const struct plan_data *d,
+		   const struct plan_row *r)
+{
+	struct entry_ctx c = { .d = d, .rows = r, .n = 1 };
+	return each_entry(list, matches_row, &c);
 }
 
 /*
@@ -489,7 +527,17 @@ static int cmd_evaluate(const struct args *a)
 	for (int g = 0; g < d.n_gpus; g++)
 		prior[g] = d.gpus[g].gpu;
 	/* The cells and times of --exclude-cell take no part: neither
-	 * calibrated on nor predicted. */
+	 * calibrated on nor predicted. An entry that names none of them is
+	 * a mistake (a typo would otherwise exclude nothing, unsaid). */
+	struct entry_ctx ec = { .d = &d, .rows = rows, .n = n };
+	if (each_entry(a->exclude, matches_nothing, &ec)) {
+		fprintf(stderr,
+			"copus-plan: --exclude-cell: '%.*s' names no measured "
+			"time in %s (entries are CELL or MODEL:BATCH:CELL)\n",
+			(int)ec.bad_len, ec.bad, a->prof);
+		rc = 1;
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		out_cell[i] = listed(a->exclude, &d, &rows[i]);
 		n_out += out_cell[i];

@@ -9,6 +9,14 @@ plan=${COPUS_PLAN:-sim/copus-plan}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+expect_error() { # what, expected text, command...
+	what=$1 want=$2
+	shift 2
+	if "$@" > "$tmp/o" 2> "$tmp/e"; then
+		fail "$what: succeeded"
+	fi
+	grep -qF -- "$want" "$tmp/e" || fail "$what: '$(cat "$tmp/e")' lacks '$want'"
+}
 
 d="$tmp/planner"
 mkdir -p "$d"
@@ -194,10 +202,10 @@ grep -q '^3 measured times' "$tmp/eval3" || fail "evaluate --exclude-cell: $(hea
 grep -q 2_a40_2_n_2_d "$tmp/res-x.csv" && fail "an excluded cell was predicted"
 # MODEL:BATCH:CELL leaves out that one time, the cell's others stay.
 "$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1,2,3,4,5 \
-	--exclude-cell moe_1B:256:2_a40_2_n_2_d,bert_1B:64:1_a40_1_n_1_d \
+	--exclude-cell moe_1B:256:2_a40_2_n_2_d, \
 	--residuals "$tmp/res-y.csv" > "$tmp/eval4" 2> "$tmp/err" ||
 	{ cat "$tmp/err"; fail "evaluate --exclude-cell MODEL:BATCH:CELL"; }
-grep -q '^excluded: 1 entries of moe_1B:256:2_a40_2_n_2_d,bert_1B:64:1_a40_1_n_1_d$' "$tmp/eval4" ||
+grep -q '^excluded: 1 entries of moe_1B:256:2_a40_2_n_2_d,$' "$tmp/eval4" ||
 	fail "evaluate --exclude-cell MODEL:BATCH:CELL: $(cat "$tmp/eval4")"
 grep -q '^4 measured times' "$tmp/eval4" || fail "evaluate --exclude-cell MODEL:BATCH:CELL: $(head -1 "$tmp/eval4")"
 grep -q '^"uncalibrated",moe_1B,256,2_a40_2_n_2_d,' "$tmp/res-y.csv" && fail "the excluded time was predicted"
@@ -211,6 +219,14 @@ for s in 1 2 3 4 5; do
 	[ -n "$b" ] && [ "$a" = "$b" ] ||
 		fail "seed $s holds out other times with --exclude-cell: '$a' against '$b'"
 done
+# An entry that names no measured time (a batch not measured, a typo that
+# drops the cell) is refused, named, rather than excluding nothing.
+for x in bert_1B:64:1_a40_1_n_1_d moe_1B:256 2_a40_2_n_2_d,2_a40_2_n_3_d \
+	moe_1B:256x:2_a40_2_n_2_d; do
+	bad=${x#2_a40_2_n_2_d,}
+	expect_error "--exclude-cell $x" "--exclude-cell: '$bad' names no measured time" \
+		"$plan" evaluate --data "$d" --prof "$tmp/prof.json" --seeds 1 --exclude-cell "$x"
+done
 grep -q '^excluded' "$tmp/eval" && fail "evaluate excludes a cell by default"
 grep -q '^5 measured times' "$tmp/eval" || fail "evaluate: $(head -1 "$tmp/eval")"
 
@@ -223,14 +239,6 @@ for w in 'stage 0: layers 0-' 'memory per GPU' 'compute' 'tensor' \
 done
 
 # Errors name the file, the line and the field.
-expect_error() { # what, expected text, command...
-	what=$1 want=$2
-	shift 2
-	if "$@" > "$tmp/o" 2> "$tmp/e"; then
-		fail "$what: succeeded"
-	fi
-	grep -qF -- "$want" "$tmp/e" || fail "$what: '$(cat "$tmp/e")' lacks '$want'"
-}
 printf 'model,batch,cell\nbert_1B,128,1_a40_1_n_2_d\ngpt_1T,128,1_a40_1_n_2_d\n' > "$tmp/q1.csv"
 expect_error "unknown model" "q1.csv:3: field 'model': unknown model 'gpt_1T'" \
 	"$plan" predict --data "$d" --query "$tmp/q1.csv"
