@@ -138,6 +138,15 @@ static void usage(FILE *f)
 		"left\n");
 }
 
+/* The long name of the option whose getopt value is C. */
+static const char *long_name(const struct option *opts, int c)
+{
+	for (; opts->name != NULL; opts++)
+		if (opts->val == c)
+			return opts->name;
+	return "?";
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -184,9 +193,19 @@ int main(int argc, char **argv)
 				 .throughput = ARENA_THROUGHPUT_ORACLE,
 				 .max_rounds = 6000 };
 
+	/* Which options were given: the workloads' options mean nothing to
+	 * --arena's replay and Arena's to a workload, so either is refused
+	 * rather than silently ignored. */
+	bool given[128] = { false };
+	static const char workload_only[] = "cpirDeAjgHSEMFG";
+	static const char arena_only[] = "LTCm";
+
 	clock_gettime(CLOCK_MONOTONIC, &ts0);
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end;
+
+		if (opt > 0 && opt < 128)
+			given[opt] = true;
 
 		switch (opt) {
 		case 'c': o.cluster = optarg; break;
@@ -346,6 +365,16 @@ int main(int argc, char **argv)
 				"policy knows of each cell\n");
 			return 2;
 		}
+		for (const char *c = workload_only; *c; c++) {
+			if (given[(unsigned char)*c]) {
+				fprintf(stderr,
+					"copus-sim: --%s is for workloads; "
+					"--arena replays Arena's own trace "
+					"on its own cluster and rounds\n",
+					long_name(opts, *c));
+				return 2;
+			}
+		}
 		if (optind < argc) {
 			fprintf(stderr,
 				"copus-sim: --arena reads its own trace; "
@@ -356,6 +385,13 @@ int main(int argc, char **argv)
 		ao.policy = o.policy;
 		ao.remaining = o.rem;
 		return arena_main(arena, &ao, o.summary, o.timeline);
+	}
+	for (const char *c = arena_only; *c; c++) {
+		if (given[(unsigned char)*c]) {
+			fprintf(stderr, "copus-sim: --%s is for --arena DIR\n",
+				long_name(opts, *c));
+			return 2;
+		}
 	}
 	if (o.profiles == NULL || optind >= argc) {
 		usage(stderr);

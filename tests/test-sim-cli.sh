@@ -248,6 +248,16 @@ grep -q 'none.json' "$tmp/err" || { cat "$tmp/err"; fail "--gpus missing file me
 grep -q '"probes": *false' "$tmp/s.json" || fail "fifo --probes: the summary says probes"
 "$sim" --arena "$tmp" --policy fifo --probes 2> "$tmp/err" && fail "--probes accepted with --arena"
 grep -q -- '--probes is for workloads' "$tmp/err" || { cat "$tmp/err"; fail "--probes --arena message"; }
+# The workloads' options are refused with --arena (its replay has its own
+# rounds, cluster and trace), and Arena's options without it.
+for o in "--round-phase 10" "--interval 30" "--min-run 60" "--cluster 2x4" "--jobs 2"; do
+	"$sim" --arena "$tmp" --policy fifo $o 2> "$tmp/err" && fail "$o accepted with --arena"
+	grep -q -- "${o%% *} is for workloads" "$tmp/err" || { cat "$tmp/err"; fail "$o --arena message"; }
+done
+for o in "--max-rounds 5" "--cell-choice none" "--throughput planner" "--arena-rules honest"; do
+	"$sim" --policy fifo --profiles "$tmp" $o "$tmp/w.csv" 2> "$tmp/err" && fail "$o accepted without --arena"
+	grep -q -- "${o%% *} is for --arena" "$tmp/err" || { cat "$tmp/err"; fail "$o without --arena: message"; }
+done
 
 # An option's check: with the option (OPTION not empty) COUNT, the cases it
 # rules out, must be 0; without it above 0, or the check shows nothing.
