@@ -291,7 +291,11 @@ if [ -z "${COPUS_DATA:-}" ] || [ ! -f "$data/planner/models.csv" ]; then
 fi
 printf 'model,batch,cell\nbert__2.6B,256,2_a40_2_n_2_d\nmoe_10B,512,2_a100_2_n_4_d\nwide_resnet_2B,256,1_v100_1_n_8_d\nbert_39B,128,1_a10_1_n_1_d\n' \
 	> "$tmp/qa.csv"
-"$plan" predict --data "$data/planner" --calibrate "$data/database/prof_database.json" \
+# One calibration on Arena's times (it is the costly step; that the written
+# constants plan as the calibration itself does is shown above, on $d).
+"$plan" calibrate --data "$data/planner" --calibrate "$data/database/prof_database.json" \
+	--out "$tmp/arena-gpus.json" 2> "$tmp/err" || { cat "$tmp/err"; fail "Arena: calibrate"; }
+"$plan" predict --data "$data/planner" --gpus "$tmp/arena-gpus.json" \
 	--query "$tmp/qa.csv" > "$tmp/oa" 2> "$tmp/err" ||
 	{ cat "$tmp/err"; fail "predict on Arena's data"; }
 awk -F, 'NR > 1 && $1 != "bert_39B" {
@@ -300,10 +304,4 @@ awk -F, 'NR > 1 && $1 != "bert_39B" {
 	END { exit bad }' "$tmp/oa" || fail "Arena: a plan without a time or off its cell"
 grep -q '^bert_39B,128,1_a10_1_n_1_d,,' "$tmp/oa" ||
 	fail "Arena: a 39B model has a plan on one A10"
-# The constants calibrate writes plan as the calibration does.
-"$plan" calibrate --data "$data/planner" --calibrate "$data/database/prof_database.json" \
-	--out "$tmp/arena-gpus.json" 2> "$tmp/err" || { cat "$tmp/err"; fail "Arena: calibrate"; }
-"$plan" predict --data "$data/planner" --gpus "$tmp/arena-gpus.json" \
-	--query "$tmp/qa.csv" > "$tmp/ob" 2> "$tmp/err" || { cat "$tmp/err"; fail "Arena: predict --gpus"; }
-cmp -s "$tmp/oa" "$tmp/ob" || fail "Arena: the written constants plan otherwise: $(diff "$tmp/oa" "$tmp/ob")"
 exit 0
