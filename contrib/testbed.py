@@ -115,6 +115,29 @@ def ctld_ticks(log, t0):
     return period, (mt - period * mn) % period
 
 
+START_RE = re.compile(r"(?:sched: Allocate|sched/backfill: _start_job: "
+                      r"Started|sched/copus: started) JobId=(\d+)\b")
+
+
+def ctld_starts(log):
+    """Each job's first start, to the millisecond, from slurmctld's log:
+    its main scheduler's "sched: Allocate", the backfill thread's "Started"
+    or sched/copus's "started" ({job id: wall seconds}). sacct's start is
+    the whole second, which would add its fraction to every start's cost:
+    slurmctld starts jobs when its loop wakes, at a phase of its own."""
+    first = {}
+    try:
+        for line in open(log, errors="replace"):
+            m = START_RE.search(line)
+            if m and m.group(1) not in first:
+                t = ctld_stamp(line)
+                if t is not None:
+                    first[m.group(1)] = t
+    except OSError:
+        pass
+    return first
+
+
 def report(argv):
     ap = argparse.ArgumentParser(prog="testbed.py report")
     ap.add_argument("--out", required=True)
@@ -196,7 +219,8 @@ def report(argv):
         elif final["state"] not in ("PENDING", "RUNNING", "REQUEUED"):
             problems.append(f"{name} (job {jid}): ended {final['state']}")
     # Start overheads, in wall seconds: for a job's first run, from its
-    # start (sacct, to the second) to its first step; for each rescale, from
+    # start (slurmctld's log, to the millisecond; sacct's second where the
+    # log has none) to its first step; for each rescale, from
     # the plugin's "asked to checkpoint" to the job's next first step (the
     # trainer's --stamp lines). copus-sim charges one delay for every
     # allocation, first ones included, so it gets the mean over both.
@@ -209,6 +233,7 @@ def report(argv):
     except OSError:
         pass
     gaps, first_gaps = [], []
+    started = ctld_starts(a.ctld_log)
     for jid, (name, sw) in submitted.items():
         firsts = []
         try:
@@ -221,10 +246,10 @@ def report(argv):
             continue
         ran = [r for r in runs.get(jid, []) if r["start"] is not None]
         if ran and firsts:
-            g = min((x for x in firsts if x >= ran[0]["start"]),
-                    default=None)
+            s0 = started.get(jid, ran[0]["start"])
+            g = min((x for x in firsts if x >= s0), default=None)
             if g is not None:
-                first_gaps.append(g - ran[0]["start"])
+                first_gaps.append(g - s0)
         for t in asked.get(jid, []):
             nxt = [x for x in firsts if t is not None and x > t]
             if nxt:

@@ -59,6 +59,21 @@ assert set(sim) == {"a", "b", "c", "d"}, sim
 costs = [l.split(",") for l in open(d + "/restart-delays.csv").read().split("\n")[1:] if l]
 assert sum(1 for c in costs if c[1] == "1") == 4, costs
 assert len(s["draws"]) == 8, s["draws"]
+# A first start costs from the job's start in slurmctld's log (to the
+# millisecond, not sacct's whole second) to its first step.
+import datetime, re
+started = {}
+for l in open(d + "/cluster/log/slurmctld.log", errors="replace"):
+    m = re.search(r"sched/copus: started JobId=(\d+)", l)
+    if m and m.group(1) not in started:
+        started[m.group(1)] = datetime.datetime.fromisoformat(l[1:24]).timestamp()
+ids = dict(l.split(",")[:2] for l in open(d + "/submitted.csv").read().split("\n")[1:] if l)
+want = []
+for jid, name in ids.items():
+    steps = [float(l.split()[-1]) for l in open(f"{d}/logs/{name}.out") if l.startswith("first step at")]
+    want.append(round((min(x for x in steps if x >= started[jid]) - started[jid]) * t["scale"], 1))
+got = sorted(float(c[0]) for c in costs if c[1] == "1")
+assert len(want) == 4 and all(abs(a - b) < 0.11 for a, b in zip(sorted(want), got)), (sorted(want), got)
 draws = [json.load(open(f"{d}/sim-draw-{k}.json"))["mean"] for k in range(1, 9)]
 assert abs(s["mean"] - sum(draws) / 8) < 1e-6, (s["mean"], draws)
 # copus-sim's policy is told what sched/copus's was (copus_restart_cost: 2 s
