@@ -199,6 +199,14 @@ fail:
 	return rc;
 }
 
+int copus_policy_set_restart_delay(copus_policy *p, double seconds)
+{
+	if (p == NULL || !isfinite(seconds) || seconds < 0.0)
+		return COPUS_EINVAL;
+	p->prm.restart_delay = seconds;
+	return COPUS_OK;
+}
+
 const char *copus_policy_name(const copus_policy *p)
 {
 	return p == NULL ? "" : p->name;

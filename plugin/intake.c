@@ -24,6 +24,8 @@ static uint64_t _hash(const char *s);
 static bool _hint_run_ok(job_record_t *job_ptr, const copus_hint *h);
 static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
 		      struct copus__memo *in);
+static void _cost_measured(struct copus__sched *s, job_record_t *job_ptr,
+			   struct copus__memo *in);
 
 /*
  * A job that ended after it was asked to checkpoint in the run that
@@ -207,8 +209,36 @@ static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
 		in->seen_t1 = time(NULL);
 		in->seen_p1 = h.progress;
 	}
+	if (in->cost_asked > 0.0 && h.restart_count > in->cost_rc &&
+	    h.state == COPUS_STATE_RUNNING)
+		_cost_measured(s, job_ptr, in);
 	in->hint = h;
 	in->have_hint = true;
+}
+
+/*
+ * The first hint of the run that followed a rescale request: what that
+ * rescale cost the job, from the request to its stepping again on the new
+ * GPUs (the hint comes after its first step), for copus_restart_cost=
+ * measured and copusctl stats.
+ */
+static void _cost_measured(struct copus__sched *s, job_record_t *job_ptr,
+			   struct copus__memo *in)
+{
+	struct timespec ts;
+	double cost;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	cost = (double)ts.tv_sec + ts.tv_nsec / 1e9 - in->cost_asked;
+	in->cost_asked = 0.0;
+	if (!(cost >= 0.0))
+		return;	/* the clock was set back */
+	copus__costs_add(&s->costs, cost);
+	s->stats.rescales_measured++;
+	s->stats.restart_cost_last = cost;
+	info("%s: %pJ steps again %.3fs after it was asked to checkpoint; "
+	     "the last %d rescale(s) cost %.3fs on average", plugin_type,
+	     job_ptr, cost, s->costs.n, copus__costs_mean(&s->costs, 0.0));
 }
 
 /*

@@ -2,6 +2,7 @@
  * The tables of memo.h: the per-job records (sorted by id) and the rescales
  * in flight. Plain C, no Slurm, so that the round's tests link it.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,27 @@ void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x)
 {
 	*x = s->rescales[--s->nrescales];
 	s->state_dirty = true;
+}
+
+void copus__costs_add(struct copus__costs *c, double seconds)
+{
+	if (!isfinite(seconds) || seconds < 0.0)
+		return;
+	c->v[c->next] = seconds;
+	c->next = (c->next + 1) % COPUS__COSTS_MAX;
+	if (c->n < COPUS__COSTS_MAX)
+		c->n++;
+}
+
+double copus__costs_mean(const struct copus__costs *c, double dflt)
+{
+	double sum = 0.0;
+
+	if (c->n <= 0)
+		return dflt;
+	for (int i = 0; i < c->n; i++)
+		sum += c->v[i];
+	return sum / c->n;
 }
 
 void copus__memo_asked(struct copus__memo *in, time_t when, int from, int to,

@@ -96,6 +96,14 @@ struct copus__memo {
 	double base_prog, base_t, rate;	/* first hint of that run, rate */
 	char reason[64];		/* last decision's reason */
 	/*
+	 * The last rescale request that moved it to a cell (not to the
+	 * queue), for its measured cost (copus__costs): when it was made,
+	 * on slurmctld's clock to the microsecond, and the run it asked;
+	 * cost_asked 0 once measured or given up (not saved).
+	 */
+	double cost_asked;
+	int cost_rc;
+	/*
 	 * The model its hint describes ("mdl") and the id the planner's
 	 * cache keys its plans by: a new id whenever the model changes
 	 * (0: none yet).
@@ -231,6 +239,24 @@ bool copus__rescales_active(struct copus__sched *s);
 bool copus__rescale_pinned(const struct copus__sched *s,
 			   const struct copus__rescale *x, time_t end,
 			   time_t now);
+
+/*
+ * What the plugin's last rescales cost, each from its checkpoint request to
+ * the first hint of the run that followed it (the job stepping again on
+ * its new GPUs): the cost that copus_restart_cost=measured counts.
+ */
+#define COPUS__COSTS_MAX 16
+struct copus__costs {
+	double v[COPUS__COSTS_MAX];
+	int n, next;			/* how many, where the next goes */
+};
+
+/* Notes one measured cost (seconds; a cost that is not a finite number
+ * >= 0 is not noted); the oldest drops out. */
+void copus__costs_add(struct copus__costs *c, double seconds);
+
+/* The mean of the costs noted, or dflt when none is. */
+double copus__costs_mean(const struct copus__costs *c, double dflt);
 
 /* Drops a rescale from the table (which copus_state then saves). */
 void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x);

@@ -16,6 +16,7 @@ void copus__params_default(struct copus__params *p)
 	p->restart_delay = 120;
 	p->ckpt_deadline = 120;
 	p->restart_cost = 30;
+	p->restart_measured = false;
 	p->fairness = -1.0;
 	p->fairshare = 1.0;
 	p->max_jobs = 1000;
@@ -48,8 +49,6 @@ struct _int_key {
 static const struct _int_key _int_keys[] = {
 	{ "copus_interval", offsetof(struct copus__params, interval), 1, 3600 },
 	{ "copus_restart_delay", offsetof(struct copus__params, restart_delay),
-	  0, 86400 },
-	{ "copus_restart_cost", offsetof(struct copus__params, restart_cost),
 	  0, 86400 },
 	{ "copus_checkpoint_deadline",
 	  offsetof(struct copus__params, ckpt_deadline), 1, 86400 },
@@ -146,6 +145,35 @@ static int _param(const char *item, struct copus__params *p,
 			return 1;
 		}
 		*(int *)((char *)p + k->off) = (int)v;
+		return 0;
+	}
+	if (!strcmp(key, "copus_restart_cost")) {
+		const char *num = val;
+		bool measured = false;
+		char *end = NULL;
+		double v = p->restart_cost;
+
+		if (val && !strncmp(val, "measured", 8) &&
+		    (val[8] == '\0' || val[8] == ':')) {
+			measured = true;
+			num = val[8] ? val + 9 : NULL;
+		}
+		if (num) {
+			errno = 0;
+			v = strtod(num, &end);
+		}
+		if (!val || (num && (!*num || errno || *end || !isfinite(v) ||
+				     v < 0.0 || v > 86400.0))) {
+			snprintf(stays, sizeof(stays), "%s%g",
+				 p->restart_measured ? "measured:" : "",
+				 p->restart_cost);
+			_report_stays(report, arg, "is not a number of seconds "
+				      "from 0 to 86400, \"measured\" or "
+				      "\"measured:SECONDS\"", key, val, stays);
+			return 1;
+		}
+		p->restart_cost = v;
+		p->restart_measured = measured;
 		return 0;
 	}
 	if (!strcmp(key, "copus_policy")) {

@@ -6,6 +6,8 @@
 #ifndef COPUS_PLUGIN_PARAMS_H
 #define COPUS_PLUGIN_PARAMS_H
 
+#include <stdbool.h>
+
 #include <copus/policy.h>
 
 /* The plugin's own SchedulerParameters keys (all start with copus_). */
@@ -13,8 +15,13 @@ struct copus__params {
 	int interval;		/* copus_interval: seconds between rounds */
 	int restart_delay;	/* copus_restart_delay: seconds between two
 				 * rescales of one job */
-	int restart_cost;	/* copus_restart_cost: seconds of progress a
-				 * rescale costs a job, as the policy counts */
+	double restart_cost;	/* copus_restart_cost: seconds of progress a
+				 * rescale costs a job, as the policy counts
+				 * (with restart_measured, until one of the
+				 * plugin's rescales is measured) */
+	bool restart_measured;	/* copus_restart_cost=measured[:S]: the
+				 * policy counts the mean cost of the
+				 * plugin's last rescales (rescale.h) */
 	int ckpt_deadline;	/* copus_checkpoint_deadline: seconds a job has
 				 * to checkpoint when asked */
 	double fairness;	/* copus_fairness: Pollux's p, in [-10, 1] */

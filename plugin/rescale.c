@@ -31,6 +31,15 @@ static int _gres_unrequested(void *x, void *key);
 static void _clear_gpu_request(struct copus__sched *s, uint32_t id);
 static void _release_refused(struct copus__sched *s, uint32_t id);
 
+/* The wall clock, in seconds to the microsecond. */
+static double _now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 void copus__requests(struct copus__sched *s, struct copus__round *r)
 {
 	time_t now = time(NULL);
@@ -107,9 +116,14 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			     r->types[j->alloc_type], x->to, x->type,
 			     j->num_nodes, r->dec[j->job].reason);
 			copus__log_plan(r, j);
-			if ((in = copus__memo_find(s, j->id)))
+			if ((in = copus__memo_find(s, j->id))) {
 				copus__memo_asked(in, now, x->from, x->to,
 						  j->dtype >= 0 ? x->type : "");
+				/* A move to the queue waits there too: not
+				 * a restart's cost alone. */
+				in->cost_asked = x->to > 0 ? _now_real() : 0.0;
+				in->cost_rc = j->restarts;
+			}
 			break;
 		case COPUS__ACT_REQUEUE:
 			if (!x)
@@ -208,6 +222,9 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			x->gave_up = true;
 			s->state_dirty = true;
 			s->stats.rescales_timed_out++;
+			struct copus__memo *m = copus__memo_find(s, x->id);
+			if (m)
+				m->cost_asked = 0.0;
 			i++;
 			continue;
 		}

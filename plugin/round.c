@@ -136,6 +136,14 @@ static void _decide(struct copus__sched *s, struct copus__round *r)
 			 "decisions");
 		return;
 	}
+	/* The cost of a move it counts: the configured one, or what the
+	 * last rescales were measured to cost. */
+	s->stats.restart_cost_counted =
+		s->params.restart_measured
+			? copus__costs_mean(&s->costs, s->params.restart_cost)
+			: s->params.restart_cost;
+	copus_policy_set_restart_delay(s->policy,
+				       s->stats.restart_cost_counted);
 	rc = copus_policy_decide(s->policy, &c, r->jobs, r->njobs,
 				 (double)r->when, r->dec);
 	if (rc != COPUS_OK) {

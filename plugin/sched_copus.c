@@ -130,9 +130,10 @@ static void _load_params(struct copus__sched *s)
 			    NULL);
 	copus__config_check(&v, _report_config, NULL);
 	info("%s: policy %s, interval %ds, restart delay %ds, restart cost "
-	     "%ds, checkpoint deadline %ds, fairness %.2f, at most %d pending "
-	     "jobs per round", plugin_type, s->params.policy,
+	     "%s%gs, checkpoint deadline %ds, fairness %.2f, at most %d "
+	     "pending jobs per round", plugin_type, s->params.policy,
 	     s->params.interval, s->params.restart_delay,
+	     s->params.restart_measured ? "measured, until then " : "",
 	     s->params.restart_cost, s->params.ckpt_deadline,
 	     s->params.fairness, s->params.max_jobs);
 }

@@ -87,6 +87,7 @@ struct copus__sched {
 	int nmemo, memo_cap;
 	struct copus__rescale rescales[COPUS__RESCALE_MAX];
 	int nrescales;
+	struct copus__costs costs;	/* the last rescales' measured costs */
 	/* copus_state would differ from the file: save it. */
 	bool state_dirty;
 	/* Lines in the history file (after the first) since it was last

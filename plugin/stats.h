@@ -35,6 +35,14 @@
 	X(rescales_done, counter, "Rescaled jobs that restarted")           \
 	X(rescales_timed_out, counter,                                       \
 	  "Jobs that did not checkpoint within the deadline")                \
+	X(rescales_measured, counter,                                        \
+	  "Rescales whose cost was measured: from the checkpoint request "   \
+	  "to the first hint of the run on the new GPUs")                    \
+	X(restart_cost_last, gauge,                                          \
+	  "The last measured cost of a rescale (seconds)")                   \
+	X(restart_cost_counted, gauge,                                       \
+	  "The cost of a rescale the policy counts (seconds; "               \
+	  "copus_restart_cost)")                                             \
 	X(requeued, counter, "Jobs requeued after their checkpoint")        \
 	X(requeued_after_end, counter,                                       \
 	  "Jobs requeued after they ended of a rescale request")             \

@@ -124,6 +124,30 @@ static void a_job_on_an_unusable_node_is_asked_to_move(void)
 	CU_ASSERT_EQUAL(W.r.dec[j->job].slots[0].node, 1);
 }
 
+/*
+ * The cost of a move the round's policy counts: copus_restart_cost's
+ * seconds, or with copus_restart_cost=measured the mean cost of the last
+ * measured rescales (the seconds until there is one); copusctl stats shows
+ * it (restart_cost_counted).
+ */
+static void the_round_counts_the_measured_restart_cost(void)
+{
+	for (int mode = 0; mode < 3; mode++) {
+		rw_cluster(1, 4);
+		rw_pending(1, 1, 2, 1, 4);
+		W.s.params.restart_cost = 12.5;
+		W.s.params.restart_measured = mode > 0;
+		if (mode != 1) {
+			copus__costs_add(&W.s.costs, 0.5);
+			copus__costs_add(&W.s.costs, 1.5);
+		}
+		rw_decide();
+		CU_ASSERT_EQUAL(W.r.decided, 1);
+		ASSERT_CLOSE(W.s.stats.restart_cost_counted,
+			     mode == 2 ? 1.0 : 12.5, 1e-12);
+	}
+}
+
 static void a_job_is_not_asked_again_within_its_restart_delay(void)
 {
 	struct copus__round_job *j;
@@ -880,6 +904,7 @@ int main(void)
 		TEST(a_job_of_a_gpu_multiple_starts_on_a_multiple),
 		TEST(a_running_rigid_job_is_never_moved),
 		TEST(a_job_on_an_unusable_node_is_asked_to_move),
+		TEST(the_round_counts_the_measured_restart_cost),
 		TEST(a_job_is_not_asked_again_within_its_restart_delay),
 		TEST(a_same_shape_move_needs_a_policy_that_moves_jobs),
 		TEST(a_move_slurm_cannot_express_is_asked_as_its_largest_part),

@@ -12,6 +12,7 @@
 #include "copus/error.h"
 #include "../runtime/file.h"
 #include "harness.h"
+#include "memo.h"
 #include "options.h"
 #include "params.h"
 #include "round.h"
@@ -155,6 +156,77 @@ static void a_rejected_key_names_the_value_that_stays(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_policy stays pollux"));
 	CU_ASSERT_STRING_EQUAL(p.policy, "pollux");
 	CU_ASSERT_EQUAL(_reports, 5);
+}
+
+/*
+ * copus_restart_cost: seconds (a fraction too), or "measured", which
+ * counts the plugin's measured rescales and until then the seconds in
+ * effect, or "measured:S", which counts S until then.
+ */
+static void the_restart_cost_is_seconds_or_measured(void)
+{
+	struct copus__params p;
+
+	_reports = 0;
+	CU_ASSERT_EQUAL(copus__params_parse(NULL, &p, _collect, NULL), 0);
+	ASSERT_CLOSE(p.restart_cost, 30, 0);
+	CU_ASSERT(!p.restart_measured);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_restart_cost=0.75", &p,
+					    _collect, NULL), 0);
+	ASSERT_CLOSE(p.restart_cost, 0.75, 1e-12);
+	CU_ASSERT(!p.restart_measured);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_restart_cost=measured", &p,
+					    _collect, NULL), 0);
+	ASSERT_CLOSE(p.restart_cost, 30, 0);
+	CU_ASSERT(p.restart_measured);
+	CU_ASSERT_EQUAL(copus__params_parse("copus_restart_cost=measured:2.5",
+					    &p, _collect, NULL), 0);
+	ASSERT_CLOSE(p.restart_cost, 2.5, 1e-12);
+	CU_ASSERT(p.restart_measured);
+	CU_ASSERT_EQUAL(_reports, 0);
+	/* Each bad value is named, and what stays. */
+	const char *bad[] = { "copus_restart_cost=measured:2.5,"
+			      "copus_restart_cost=measuredx",
+			      "copus_restart_cost=measured:2.5,"
+			      "copus_restart_cost=measured:",
+			      "copus_restart_cost=measured:2.5,"
+			      "copus_restart_cost=-1",
+			      "copus_restart_cost=measured:2.5,"
+			      "copus_restart_cost=nan",
+			      "copus_restart_cost=measured:2.5,"
+			      "copus_restart_cost=86401",
+			      "copus_restart_cost=measured:2.5,"
+			      "copus_restart_cost" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL(copus__params_parse(bad[i], &p, _collect,
+						    NULL), 1);
+		CU_ASSERT_PTR_NOT_NULL(strstr(_last, "copus_restart_cost "
+					      "stays measured:2.5"));
+		CU_ASSERT(p.restart_measured);
+		ASSERT_CLOSE(p.restart_cost, 2.5, 1e-12);
+	}
+	CU_ASSERT_PTR_NOT_NULL(strstr(_last, "is not a number of seconds"));
+}
+
+/* The measured costs: the mean of the last 16; nonsense is not noted. */
+static void the_last_rescale_costs_are_averaged(void)
+{
+	struct copus__costs c = { 0 };
+
+	ASSERT_CLOSE(copus__costs_mean(&c, 30), 30, 0);
+	copus__costs_add(&c, NAN);
+	copus__costs_add(&c, -1.0);
+	copus__costs_add(&c, INFINITY);
+	CU_ASSERT_EQUAL(c.n, 0);
+	copus__costs_add(&c, 2.0);
+	copus__costs_add(&c, 4.0);
+	ASSERT_CLOSE(copus__costs_mean(&c, 30), 3.0, 1e-12);
+	for (int i = 0; i < COPUS__COSTS_MAX; i++)
+		copus__costs_add(&c, 1.0);
+	CU_ASSERT_EQUAL(c.n, COPUS__COSTS_MAX);
+	ASSERT_CLOSE(copus__costs_mean(&c, 30), 1.0, 1e-12);
+	copus__costs_add(&c, 1.0 + COPUS__COSTS_MAX);
+	ASSERT_CLOSE(copus__costs_mean(&c, 30), 2.0, 1e-12);
 }
 
 static void requeue_exit_lists_are_read(void)
@@ -1018,6 +1090,8 @@ int main(void)
 		TEST(the_planner_constants_file_is_an_absolute_path),
 		TEST(bad_params_are_reported_by_key_and_value),
 		TEST(a_rejected_key_names_the_value_that_stays),
+		TEST(the_restart_cost_is_seconds_or_measured),
+		TEST(the_last_rescale_costs_are_averaged),
 		TEST(requeue_exit_lists_are_read),
 		TEST(missing_settings_are_warned_about),
 		TEST(submissions_that_can_never_run_are_refused),

@@ -151,6 +151,55 @@ static void restart_cost_holds_a_nearly_finished_job(void)
 	CU_ASSERT_EQUAL(gpus_of(&w, 0), 2);
 }
 
+/*
+ * The restart cost a caller measured (sched/copus's copus_restart_cost=
+ * measured) reaches the next round: the nearly finished job above grows
+ * once a move costs half a second instead of 30; a cost that is not a
+ * number >= 0 is refused and the one in effect stays.
+ */
+static void a_measured_restart_cost_reaches_the_next_round(void)
+{
+	struct world w;
+	copus_decision d[MAXJ];
+	copus_policy *p = NULL;
+	int gpus;
+
+	world_init(&w, 1, 4);
+	copus_job *jb = add_job(&w, true, 2, 40, scalable());
+	run_alloc(&w, 0, 0, 2);
+	jb->restarts = 1;
+	ASSERT_STATUS(copus_policy_create("copus", &PRM, &p), COPUS_OK);
+	for (int round = 0; round < 4; round++) {
+		if (round == 1) {
+			ASSERT_STATUS(copus_policy_set_restart_delay(p, 0.5),
+				      COPUS_OK);
+		}
+		if (round == 2) {
+			ASSERT_STATUS(copus_policy_set_restart_delay(p, NAN),
+				      COPUS_EINVAL);
+			ASSERT_STATUS(copus_policy_set_restart_delay(p, -1.0),
+				      COPUS_EINVAL);
+		}
+		if (round == 3) {
+			ASSERT_STATUS(copus_policy_set_restart_delay(p, 30.0),
+				      COPUS_OK);
+		}
+		ASSERT_STATUS(copus_policy_decide(p, &w.c, w.jobs, w.n, 3600,
+						  d),
+			      COPUS_OK);
+		gpus = 0;
+		for (int i = 0; i < d[0].num_slots; i++)
+			gpus += d[0].slots[i].gpus;
+		if (round == 0 || round == 3) {
+			CU_ASSERT_EQUAL(gpus, 2);
+		} else {
+			CU_ASSERT(gpus > 2);
+		}
+	}
+	copus_policy_destroy(p);
+	ASSERT_STATUS(copus_policy_set_restart_delay(NULL, 1.0), COPUS_EINVAL);
+}
+
 static void fairness_guard_lets_a_starved_job_in(void)
 {
 	struct world w;
@@ -623,6 +672,7 @@ int main(void)
 		TEST(a_running_job_moves_to_make_room),
 		TEST(goodput_decides_how_many_gpus_a_job_uses),
 		TEST(restart_cost_holds_a_nearly_finished_job),
+		TEST(a_measured_restart_cost_reaches_the_next_round),
 		TEST(fairness_guard_lets_a_starved_job_in),
 		TEST(fairness_guard_is_relative_to_the_other_jobs),
 		TEST(unknown_work_favours_the_least_served),

@@ -11,13 +11,16 @@
 #  3. A job that ignores the checkpoint request is not resized and keeps
 #     running.
 #  4. A pending job that accepts two GPU types is moved to the free type.
+# The policy counts what the rescales were measured to cost
+# (copus_restart_cost=measured:2): from the request to the restarted run's
+# first hint, as the log and copusctl stats show.
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
 spank=$(need_plugin spank_copus) || exit $?
 cluster_up --nodes 2 --gpus a100:4,v100:4 --sched copus --spank "$spank" \
 	--plugin-dir "$(dirname "$so")" \
-	--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=2,copus_checkpoint_deadline=4
+	--sched-params copus_interval=1,copus_restart_delay=2,copus_restart_cost=measured:2,copus_checkpoint_deadline=4
 hint_job "$TMP/job.sh"
 
 
@@ -35,6 +38,18 @@ until grep -Pq "^$e\tRUNNING\telastic:1-4\ta100\t4\t1\t[0-9.]+\t" "$TMP/c/state/
 	sleep 0.3
 done
 restarts=$(grep -c '^start ' "$TMP/e.out")
+log=$TMP/c/log/slurmctld.log
+grep -q "restart cost measured, until then 2s" "$log" ||
+	fail "slurmctld's log does not show copus_restart_cost=measured:2: $(grep 'restart cost' "$log")"
+wait_line "$log" "JobId=$e steps again [0-9.]+s after it was asked to checkpoint; the last [0-9]+ rescale\\(s\\) cost [0-9.]+s on average" 10 ||
+	fail "the plugin did not measure job $e's rescale: $(grep "JobId=$e" "$log" | tail -5)"
+mean=$(grep -o 'rescale(s) cost [0-9.]*s on average' "$log" | tail -1 | grep -o '[0-9][0-9.]*' | tail -1)
+sleep 2
+"$PWD/plugin/copusctl" stats --state-dir "$TMP/c/state" >"$TMP/stats" || fail "copusctl stats failed"
+awk -v m="$mean" '$1 == "restart_cost_counted" && $2 > 0 && $2 - m < 0.002 && m - $2 < 0.002 { ok = 1 } END { exit !ok }' "$TMP/stats" ||
+	fail "the policy does not count the measured mean $mean s: $(grep -E '^(restart_cost|rescales_measured)' "$TMP/stats")"
+grep -Eq '^rescales_measured +[1-9][0-9]* ' "$TMP/stats" ||
+	fail "copusctl stats counts no measured rescale: $(cat "$TMP/stats")"
 
 r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 3') ||
 	fail "sbatch refused the rigid job"

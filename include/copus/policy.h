@@ -294,6 +294,15 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 			const copus_job *jobs, size_t n, double now,
 			copus_decision *out);
 
+/*
+ * Sets the restart cost the policy counts from the next round on
+ * (copus_policy_params.restart_delay), for a caller that measures what its
+ * restarts cost (sched/copus's copus_restart_cost=measured). Returns
+ * COPUS_EINVAL for a NULL policy or a cost that is not a finite number
+ * >= 0, and the cost in effect stays.
+ */
+int copus_policy_set_restart_delay(copus_policy *p, double seconds);
+
 void copus_policy_destroy(copus_policy *p);
 
 /*
