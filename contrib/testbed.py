@@ -146,8 +146,9 @@ def report(argv):
     ap.add_argument("--interval", type=float, required=True)
     ap.add_argument("--ctld-log", required=True)
     ap.add_argument("--told-cost", type=float, metavar="S",
-                    help="the restart cost sched/copus's policy was told "
-                    "(copus_restart_cost, wall seconds)")
+                    help="the restart cost sched/copus's policy counted "
+                    "until it measured one (copus_restart_cost=measured:S, "
+                    "wall seconds)")
     a = ap.parse_args(argv)
     out, F = a.out, a.scale
     t0 = float(open(os.path.join(out, "start")).read())
@@ -270,9 +271,13 @@ def report(argv):
         used, pend = samples[t1]
         if pend > 0:
             idle += max(cap - used, 0) * (t2 - t1) * F
-    rounds = events = None
+    rounds = events = counted = measured = None
     try:
         st = open(os.path.join(out, "copus-stats.txt")).read()
+        c = re.search(r"^restart_cost_counted\s+([0-9.eE+-]+)", st, re.M)
+        counted = float(c.group(1)) * F if c else None
+        c = re.search(r"^rescales_measured\s+(\d+)", st, re.M)
+        measured = int(c.group(1)) if c else None
         m = re.search(r"^rounds\s+(\d+)", st, re.M)
         e = re.search(r"^event_rounds\s+(\d+)", st, re.M)
         if m and e and len(ts) > 1:
@@ -325,11 +330,16 @@ def report(argv):
         "submit_late_wall_max": max(late) if late else None,
         # sched/copus's full and event rounds per minute of wall time.
         "rounds_per_minute_wall": rounds,
+        # The cost of a move sched/copus's policy counted at the end
+        # (copus_restart_cost=measured: the mean of the last measured).
+        "restart_cost_counted": counted,
+        "rescales_measured": measured,
         "event_rounds_per_minute_wall": events,
-        # What copus-sim's policy is told an allocation costs (what each
-        # one costs is drawn from restart-delays.csv): what sched/copus's
-        # policy was told, so that both weigh a move alike; else (backfill,
-        # which moves nothing) the measured mean, else copus-sim's 30 s.
+        # What copus-sim's policy is told an allocation costs until it has
+        # measured one (what each costs is drawn from restart-delays.csv):
+        # what sched/copus's policy was told, so that both weigh a move
+        # alike; else (backfill, which moves nothing) the measured mean,
+        # else copus-sim's 30 s.
         "sim_restart_delay": (round(a.told_cost * F) if a.told_cost
                               else max(1, round(mean_every * F))
                               if every else 30),

@@ -268,16 +268,16 @@ if [ "$policy" = backfill ]; then
 	args+=(--sched backfill)
 else
 	# The example's settings, with the policy and its round in trace time.
-	# The policy is told a restart costs 2 s of wall time, or the
-	# example's 30 trace seconds where that is more: a rescale takes
-	# 0.5-1.5 s here (from the request to the first step on the new GPUs:
-	# the checkpoint, the wait for the second after Slurm's requeue, the
-	# launch; testbed.json's restart_gap_wall_mean), and the parameter is
-	# whole seconds. copus-sim's policy is told the same; its allocations
-	# cost what they measured here.
+	# The policy counts what the plugin's rescales were measured to cost
+	# (copus_restart_cost=measured: 0.5-1.5 s here, from the request to
+	# the first step on the new GPUs: the checkpoint, the wait for the
+	# second after Slurm's requeue, the launch), and until the first is
+	# measured 2 s of wall time, or the example's 30 trace seconds where
+	# that is more. copus-sim's policy counts the same
+	# (--restart-measured); its allocations cost what they measured here.
 	restart=$(python3 -c "print(max(2, round(30 / $scale)))")
 	args+=(--sched copus --plugin-dir "$plugins" --spank "$plugins/spank_copus.so"
-		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=$restart,copus_checkpoint_deadline=60,copus_planner_gpus=$gpus_file")
+		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=measured:$restart,copus_checkpoint_deadline=60,copus_planner_gpus=$gpus_file")
 fi
 say "the cluster: ${args[*]}"
 QUIET=1 "$top/contrib/loopback-cluster.sh" up "$cdir" "${args[@]}" >>"$log" 2>&1 ||
@@ -440,7 +440,7 @@ rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['si
 # is for copus_restart_delay after its run starts (--min-run);
 # sched/backfill's jobs ask for -N k --gpus=G, which Slurm may split
 # unevenly (6 GPUs as 4 + 2), as copus-sim's backfill places them.
-simpol=$policy even=(--equal-per-node --min-run "$(python3 -c "print(round($interval * $scale))")")
+simpol=$policy even=(--equal-per-node --restart-measured --min-run "$(python3 -c "print(round($interval * $scale))")")
 [ "$policy" = backfill ] && even=() &&
 	simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)"),sched_delay=$(python3 -c "print(3 * $scale)")"
 # slurmctld's main scheduler runs when its background loop wakes, about

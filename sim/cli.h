@@ -38,6 +38,7 @@ struct cli_opts {
 	enum sim_remaining rem;
 	bool probes;	     /* --probes (sim_opts.probes) */
 	bool equal_per_node; /* --equal-per-node (sim_opts.equal_per_node) */
+	bool restart_measured; /* --restart-measured (sim_opts.restart_measured) */
 	long par;	     /* workloads simulated at once (--jobs) */
 };
 

@@ -85,6 +85,8 @@ static double restart_cost(const struct sim_apply *a, bool first)
 static void job_take(const struct sim_apply *a, struct sjob *j, int type,
 		     const copus_slot *slots, int n)
 {
+	bool moved = j->gpus > 0 && j->restarts >= 0;
+
 	memset(j->place, 0, (size_t)a->N * sizeof(int));
 	for (int k = 0; k < n; k++)
 		j->place[slots[k].node] = slots[k].gpus;
@@ -96,10 +98,13 @@ static void job_take(const struct sim_apply *a, struct sjob *j, int type,
 				     ? j->app->restart_delay
 				     : restart_cost(a, j->restarts < 0);
 		j->run_start = a->now + j->rescale;
+		j->moved = moved;
+		j->move_cost = j->rescale;
 		j->restarts++;
 	} else {
 		j->atomic = 0;
 		j->accum = 0;
+		j->moved = false;
 	}
 }
 

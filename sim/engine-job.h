@@ -32,6 +32,8 @@ struct sjob {
 	double attained;    /* GPU-seconds */
 	double rescale;     /* seconds of restart left */
 	double run_start;   /* when it began to train on its GPUs */
+	bool moved;         /* its last move's cost is not yet counted */
+	double move_cost;   /* what that move cost (--restart-measured) */
 	int restarts;       /* -1 before the first allocation */
 	double completion;  /* < 0 while running */
 	double target_batch; /* <= 0: the policy chooses */

@@ -243,6 +243,9 @@ struct sim_state {
 	 * (n). */
 	int *used, *part;
 	uint64_t rng; /* --restart-delays' draws */
+	/* --restart-measured: the last moves' costs, the next slot. */
+	double costs[SIM_COSTS_MAX];
+	int ncosts, next_cost;
 };
 
 /*
@@ -470,11 +473,41 @@ static int round_input(struct sim_state *s, size_t *na)
 }
 
 /* The policy decides for the na jobs, its CPU time kept. */
+/*
+ * --restart-measured: the moves of jobs that train again by now are
+ * counted, and the policy is told their mean cost, as sched/copus measures
+ * a rescale once the job's first hint of its new run arrives.
+ */
+static void round_costs(struct sim_state *s)
+{
+	double sum = 0.0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->jobs[i];
+
+		if (!j->moved || j->gpus <= 0 || s->now < j->run_start)
+			continue;
+		s->costs[s->next_cost] = j->move_cost;
+		s->next_cost = (s->next_cost + 1) % SIM_COSTS_MAX;
+		if (s->ncosts < SIM_COSTS_MAX)
+			s->ncosts++;
+		j->moved = false;
+	}
+	for (int k = 0; k < s->ncosts; k++)
+		sum += s->costs[k];
+	if (s->ncosts > 0) {
+		s->res->restart_counted = sum / s->ncosts;
+		copus_policy_set_restart_delay(s->pol, s->res->restart_counted);
+	}
+}
+
 static int round_decide(struct sim_state *s, size_t na)
 {
 	struct timespec c0, c1;
 	int rc;
 
+	if (s->o->restart_measured)
+		round_costs(s);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	rc = copus_policy_decide(s->pol, &s->cl, s->cj, na, s->now, s->dec);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
@@ -695,6 +728,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	if (o->round_phase > 0)
 		s.now = o->round_phase - o->interval;
 	memset(res, 0, sizeof(*res));
+	res->restart_counted = o->restart_delay;
 	prm.interval = o->interval;
 	prm.restart_delay = o->restart_delay;
 	prm.equal_per_node = o->equal_per_node;

@@ -29,6 +29,7 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 			      .nhistory = nhistory,
 			      .probes = co->probes,
 			      .equal_per_node = co->equal_per_node,
+			      .restart_measured = co->restart_measured,
 			      .min_run = co->min_run,
 			      .round_phase = co->phase };
 	bool want_timeline = co->timeline != NULL;

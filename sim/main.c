@@ -104,6 +104,12 @@ static void usage(FILE *f)
 		"                       optional first, 1 for a first start's),\n"
 		"                       drawn at random with --seed N (1); the\n"
 		"                       policy is told --restart-delay\n"
+		"  --restart-measured   the policy is told the mean cost of "
+		"the last 16\n"
+		"                       moves once each job trains again, "
+		"--restart-delay\n"
+		"                       until then, as sched/copus's\n"
+		"                       copus_restart_cost=measured\n"
 		"  --app-rules FILE     per model (CSV application,slowdown,\n"
 		"                       restart_delay): it trains slowdown times\n"
 		"                       slower than profiled, and a restart costs\n"
@@ -174,6 +180,7 @@ int main(int argc, char **argv)
 		{ "no-probes", no_argument, NULL, 'b' },
 		{ "equal-per-node", no_argument, NULL, 'E' },
 		{ "min-run", required_argument, NULL, 'M' },
+		{ "restart-measured", no_argument, NULL, 'K' },
 		{ "round-phase", required_argument, NULL, 'F' },
 		{ "gpus", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
@@ -197,7 +204,7 @@ int main(int argc, char **argv)
 	 * --arena's replay and Arena's to a workload, so either is refused
 	 * rather than silently ignored. */
 	bool given[128] = { false };
-	static const char workload_only[] = "cpirDeAjgHSEMFG";
+	static const char workload_only[] = "cpirDeAjgHSEMFGK";
 	static const char arena_only[] = "LTCm";
 
 	clock_gettime(CLOCK_MONOTONIC, &ts0);
@@ -298,6 +305,7 @@ int main(int argc, char **argv)
 		case 'B': o.probes = true; break;
 		case 'b': o.probes = false; break;
 		case 'E': o.equal_per_node = true; break;
+		case 'K': o.restart_measured = true; break;
 		case 'G': o.gpus = optarg; break;
 		case 'a': arena = optarg; break;
 		case 'L':

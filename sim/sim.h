@@ -207,6 +207,14 @@ struct sim_opts {
 	/* Every job gets the same GPUs on each of its nodes, as Slurm gives
 	 * them and as sched/copus asks its policy (--equal-per-node). */
 	bool equal_per_node;
+	/*
+	 * --restart-measured: the policy is told the mean cost of the last
+	 * SIM_COSTS_MAX moves (a running job's allocation changed, not a
+	 * start from the queue), each counted once the job trains again, and
+	 * restart_delay until then: what sched/copus measures and counts with
+	 * copus_restart_cost=measured.
+	 */
+	bool restart_measured;
 	/* --min-run: least seconds a job trains on its GPUs before the
 	 * decisions may move it again (sched/copus's copus_restart_delay;
 	 * with equal_per_node), 0 for none. */
@@ -221,6 +229,9 @@ struct sim_opts {
 	const struct sim_delays *delays;
 	uint64_t seed;
 };
+
+/* The moves whose cost --restart-measured averages. */
+#define SIM_COSTS_MAX 16
 
 struct sim_jobspec {
 	char name[64];
@@ -239,6 +250,9 @@ struct sim_result {
 	int *restarts_of; /* per job: its starts after the first */
 	double avg_jct, p99_jct, makespan, max_ftf, gpu_hours;
 	long restarts; /* of all jobs */
+	/* The cost of a move the policy was told in the last round with
+	 * jobs: restart_delay, or with restart_measured the measured mean. */
+	double restart_counted;
 	/* The predictor's relative error on remaining time (sampled every
 	 * round over running jobs): median and 90th percentile; NAN when not
 	 * predicting. */

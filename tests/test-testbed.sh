@@ -76,15 +76,21 @@ got = sorted(float(c[0]) for c in costs if c[1] == "1")
 assert len(want) == 4 and all(abs(a - b) < 0.11 for a, b in zip(sorted(want), got)), (sorted(want), got)
 draws = [json.load(open(f"{d}/sim-draw-{k}.json"))["mean"] for k in range(1, 9)]
 assert abs(s["mean"] - sum(draws) / 8) < 1e-6, (s["mean"], draws)
-# copus-sim's policy is told what sched/copus's was (copus_restart_cost: 2 s
-# of wall time, 40 trace seconds at x 20), not the measured mean: told a
-# cheaper restart, the simulated policy moved jobs more eagerly.
+# copus-sim's policy counts what sched/copus's did: until a move is
+# measured, copus_restart_cost=measured:2 (2 s of wall time, 40 trace seconds
+# at x 20), then the mean of the measured (--restart-measured).
 assert t["sim_restart_delay"] == 2 * t["scale"], t["sim_restart_delay"]
 # It holds a job where it is for one round after its run starts, as
 # copus_restart_delay does (3 s of wall time at x 20: 60 trace seconds).
 cmds = open(d + "/sim-commands").read().splitlines()
 assert len(cmds) == 8 and all("--restart-delay 40 " in c for c in cmds), cmds
-assert all("--equal-per-node --min-run 60 " in c for c in cmds), cmds
+assert all("--equal-per-node --restart-measured --min-run 60 " in c for c in cmds), cmds
+# The plugin counted what its rescales cost: copusctl stats' figure, in
+# trace seconds, near the mean request-to-first-step gap measured here
+# (the plugin notices the first hint up to a poll later).
+assert t["rescales_measured"] is not None and t["restart_cost_counted"] is not None, t
+if t["rescales_measured"] and t["rescales_measured"] == t["restart_gaps"]:
+    assert 0.5 * t["restart_gap_mean"] <= t["restart_cost_counted"] <= t["restart_gap_mean"] + 0.5 * t["scale"], (t["restart_cost_counted"], t["restart_gap_mean"])
 # One line per run of a job in jobs.csv, each run of a finished job ended.
 rows = [l.split(",") for l in open(d + "/jobs.csv").read().split("\n")[1:] if l]
 assert {r[1] for r in rows} == {"a", "b", "c", "d"}, rows
