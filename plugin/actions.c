@@ -21,6 +21,8 @@ static void _clear(job_record_t *job_ptr);
 static void _missing(uint32_t id);
 static int _start(job_record_t *job_ptr, const struct copus__round_job *j,
 		  bitstr_t *allow);
+static void _off_ran(struct copus__sched *s, const struct copus__round_job *j,
+		     bitstr_t **allow);
 static bitstr_t *_allowed(struct copus__round *r,
 			  const struct copus__round_job *j, bool any);
 static int _replace(struct copus__round *r, job_record_t *job_ptr,
@@ -94,9 +96,15 @@ void copus__act(struct copus__sched *s, struct copus__round *r)
 		}
 		if (j->job >= 0)
 			allow = _allowed(r, j, false);
+		if (j->early)
+			_off_ran(s, j, &allow);
 		if (_start(job_ptr, j, allow) == SLURM_SUCCESS ||
-		    _replace(r, job_ptr, j) == SLURM_SUCCESS) {
+		    (!j->early && _replace(r, job_ptr, j) == SLURM_SUCCESS)) {
 			started++;
+			if (j->early)
+				info("%s: %pJ restarted at once after its "
+				     "requeue, on none of the nodes of the run "
+				     "it ended", plugin_type, job_ptr);
 			copus__log_plan(r, j);
 		} else if (!IS_JOB_PENDING(job_ptr)) {
 			/* Cancelled: its deadline cannot be met. */
@@ -308,6 +316,27 @@ static int _replace(struct copus__round *r, job_record_t *job_ptr,
 		verbose("%s: %pJ was refused on its decided nodes and started "
 			"where Slurm placed it", plugin_type, job_ptr);
 	return rc;
+}
+
+/*
+ * A job started within its release gap (round_job.early): the nodes it may
+ * start on lose those of the run it ended, which may have revoked its
+ * credential in this very second (NULL when it has none left).
+ */
+static void _off_ran(struct copus__sched *s, const struct copus__round_job *j,
+		     bitstr_t **allow)
+{
+	const struct copus__rescale *x = copus__rescale_find(s, j->id);
+
+	if (!x || !*allow) {
+		/* Not known: no node. */
+		FREE_NULL_BITMAP(*allow);
+		*allow = bit_alloc(node_record_count);
+		return;
+	}
+	for (int i = 0; i < x->nran; i++)
+		if (x->ran[i] >= 0 && x->ran[i] < node_record_count)
+			bit_clear(*allow, x->ran[i]);
 }
 
 /*

@@ -144,11 +144,13 @@ void copus__memo_history(const struct copus__memo *in, char *buf,
  * requeues it; a job that exits with 75 is requeued by Slurm itself
  * (RequeueExit=75). Once it is pending, the policy decides its new cell and
  * the plugin sets it, no earlier than the second after Slurm finished its
- * requeue (copus__round_release). Only the plugin's thread touches the
- * table
+ * requeue (copus__round_release), or at once on nodes outside the run it
+ * ended (round.c, _early). Only the plugin's thread touches the table
  * (copus__sched.rescales).
  */
 #define COPUS__RESCALE_MAX 256
+/* Nodes of the asked run a rescale keeps (copus__rescale.ran). */
+#define COPUS__RAN_MAX 32
 struct copus__rescale {
 	uint32_t id;
 	time_t asked;
@@ -166,6 +168,19 @@ struct copus__rescale {
 					 * release gap, the registrations
 					 * settled, no run of it left to
 					 * clear (round.c _hold; not saved) */
+	/*
+	 * The run it was asked in (not saved): its nodes (indices in
+	 * slurmctld's node table, nran of them; 0: not known, or more than
+	 * COPUS__RAN_MAX), the table's version then (copus__sched.reconfigs)
+	 * and when the run started. slurmd refuses a credential created in
+	 * the second its node revoked the job's last one, or before; a node
+	 * outside that run revoked none since the run began (round.c,
+	 * _early).
+	 */
+	int ran[COPUS__RAN_MAX];
+	int nran;
+	unsigned ran_reconfigs;
+	time_t ran_start;
 };
 
 /* The record of a job, or NULL. */

@@ -253,6 +253,8 @@ static int _param(const char *item, struct copus__params *p,
 	return 1;
 }
 
+static int _has_item(const char *params, const char *item);
+
 int copus__params_parse(const char *sched_params, struct copus__params *p,
 			void (*report)(const char *msg, void *arg), void *arg)
 {
@@ -279,6 +281,7 @@ int copus__params_parse(const char *sched_params, struct copus__params *p,
 		}
 		s = comma ? comma + 1 : NULL;
 	}
+	p->fifo_off = _has_item(sched_params, "sched_interval=-1");
 	return errors;
 }
 

@@ -44,6 +44,9 @@ struct copus__params {
 	 * (copus/planner.h's JSON format), an absolute path; "": the
 	 * built-in constants of each GPU type. */
 	char planner_gpus[256];
+	/* SchedulerParameters holds sched_interval=-1: Slurm's own FIFO
+	 * pass starts no job, so only the plugin's starts place a job. */
+	bool fifo_off;
 };
 
 /* Sets the defaults. */

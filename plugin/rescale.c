@@ -40,6 +40,22 @@ static double _now_real(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The nodes of the run x asks to checkpoint (copus__rescale.ran). */
+static void _note_run(struct copus__rescale *x, const struct copus__round *r,
+		      const struct copus__round_job *j)
+{
+	x->nran = 0;
+	/* Every node of the run, GPUs or not, or none. */
+	if (j->nalloc < 1 || j->nalloc != j->nrun ||
+	    j->nalloc > COPUS__RAN_MAX)
+		return;
+	for (int k = 0; k < j->nalloc; k++)
+		x->ran[k] = j->alloc[k].node;
+	x->nran = j->nalloc;
+	x->ran_reconfigs = r->reconfigs;
+	x->ran_start = j->start;
+}
+
 void copus__requests(struct copus__sched *s, struct copus__round *r)
 {
 	time_t now = time(NULL);
@@ -110,6 +126,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			x->to = j->dtype >= 0 ? j->per_node * j->num_nodes : 0;
 			snprintf(x->type, sizeof(x->type), "%s",
 				 j->dtype >= 0 ? r->types[j->dtype] : "-");
+			_note_run(x, r, j);
 			info("%s: JobId=%u asked to checkpoint to go from %d %s "
 			     "GPU(s) to %d %s GPU(s) on %d node(s) (%s)",
 			     plugin_type, j->id, j->cur_gpus,

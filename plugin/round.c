@@ -370,6 +370,31 @@ static enum _hold _hold(const struct copus__round *r,
 	return HOLD_NONE;
 }
 
+/*
+ * Whether a job held only for its release gap may start now on the nodes
+ * decided for it: it was requeued for the rescale x, whose run it ended
+ * (no run since), the decision places it on none of that run's nodes, and
+ * only the plugin starts jobs (sched_interval=-1), which start it there
+ * alone (actions.c). The credential slurmd refuses is one created in the
+ * second the node revoked the job's last one or before: a node outside the
+ * run revoked none since that run started, and every earlier run ended
+ * before it started, in an earlier second than this one.
+ */
+static bool _early(const struct copus__sched *s, const struct copus__round *r,
+		   const struct copus__round_job *j,
+		   const struct copus__rescale *x, const copus_decision *d)
+{
+	if (!s->params.fifo_off || !x || x->gave_up || x->nran < 1 ||
+	    x->ran_reconfigs != r->reconfigs || j->restarts != x->rc + 1 ||
+	    x->ran_start >= r->when || d->gpu_type < 0 || d->num_slots < 1)
+		return false;
+	for (int k = 0; k < d->num_slots; k++)
+		for (int i = 0; i < x->nran; i++)
+			if (d->slots[k].node == x->ran[i])
+				return false;
+	return true;
+}
+
 /* Turns the decisions into actions and reasons (no locks). */
 static void _plan(struct copus__sched *s, struct copus__round *r)
 {
@@ -435,6 +460,10 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			continue;
 		}
 		hold = _hold(r, j, &until);
+		if (hold == HOLD_RELEASE && _early(s, r, j, x, d)) {
+			hold = HOLD_NONE;
+			j->early = true;
+		}
 		/* Held to its cell until a round could place it there. */
 		if (x && !x->ready && hold == HOLD_NONE)
 			x->ready = r->when;

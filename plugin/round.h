@@ -118,6 +118,8 @@ struct copus__round_job {
 	int ntypes;
 	copus_slot *alloc;		/* running: its GPUs per node */
 	int nalloc, alloc_type, cur_gpus;
+	int nrun;			/* running: its nodes, with GPUs or
+					 * not */
 	char *nodelist;
 	char app[64], user[16];		/* the predictor's attributes */
 	int user_grp;			/* its user's index in user_left */
@@ -145,6 +147,13 @@ struct copus__round_job {
 	 * pin_gpus 0 when not held.
 	 */
 	int pin_gpus, pin_type;
+	/*
+	 * Requeued for a rescale and started within its release gap on
+	 * nodes outside the run it ended (round.c, _early): it may start on
+	 * none of that run's nodes (its rescale's ran), and only on its
+	 * decided ones.
+	 */
+	bool early;
 	char reason_buf[96];
 	/* Its hint's verdict changed this round: claimed over seen progress,
 	 * negative when trusted again; over claim_span seconds. */

@@ -127,6 +127,7 @@ void copus__job_alloc(struct copus__round *r, job_record_t *job_ptr,
 	n = bit_set_count(job_ptr->node_bitmap);
 	if (n <= 0)
 		return;
+	j->nrun = n;
 	per = xcalloc(n, sizeof(*per));
 	it = list_iterator_create(job_ptr->gres_list_alloc);
 	while ((gs = list_next(it))) {

@@ -113,7 +113,7 @@ struct copus__round_job *rw_running(uint32_t id, int first, int nodes,
 		if (j->rigid)
 			W.nodes[first + k].gpus -= gpn;
 	}
-	j->nalloc = nodes;
+	j->nalloc = j->nrun = nodes;
 	j->cur_gpus = nodes * gpn;
 	W.r.nrunning++;
 	return j;

@@ -281,6 +281,65 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 }
 
 /*
+ * A job requeued for a rescale in the second its run ended restarts at once
+ * when the round places it on none of that run's nodes and only the plugin
+ * starts jobs (sched_interval=-1): slurmd refuses a credential of the
+ * second in which its node revoked the job's last one, and only that run's
+ * nodes did (MOVED, from dgx-ext to aws). It waits for its release gap when
+ * the round places it on a node of that run (SAME), when Slurm's FIFO pass
+ * could start it anywhere (FIFO), when that run's nodes are not known (a
+ * rescale slurmctld read back from its state: UNKNOWN), when the node table
+ * changed since (RECONFIG), when it ran again since (LATER_RUN: that run's
+ * nodes are not known), and when that run began in this very second, when
+ * an earlier run may have revoked the credential elsewhere (SAME_SECOND).
+ */
+static void a_job_moved_off_its_nodes_restarts_without_the_release_gap(void)
+{
+	enum { MOVED, SAME, FIFO, UNKNOWN, RECONFIG, LATER_RUN, SAME_SECOND,
+	       CASES };
+	struct copus__round_job *j;
+	struct copus__rescale *x = &W.s.rescales[0];
+
+	for (int k = 0; k < CASES; k++) {
+		rw_cluster(2, 4);
+		W.s.params.fifo_off = k != FIFO;
+		rw_site_types();
+		W.nodes[1].gpu_type = 1;
+		j = rw_pending(1, 1, 4, 1, 4);
+		rw_hint(j);
+		_requeued(j, NOW, 4, 2, "aws");
+		j->requeued = NOW;
+		CU_ASSERT(copus__round_release(j) > NOW);
+		x->rc = 0;
+		x->ran[0] = k == SAME ? 1 : 0;
+		x->nran = k == UNKNOWN ? 0 : 1;
+		x->ran_reconfigs = W.r.reconfigs + (k == RECONFIG);
+		x->ran_start = k == SAME_SECOND ? NOW : NOW - 100;
+		if (k == LATER_RUN)
+			j->restarts = 2;
+		if (k == SAME) {
+			/* Moved within aws: node 0 is aws too. */
+			W.nodes[0].gpu_type = 1;
+			W.nodes[0].usable = false;
+		}
+		rw_decide();
+		CU_ASSERT_EQUAL(j->dtype, 1);
+		CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
+		CU_ASSERT_EQUAL(j->early, k == MOVED);
+		if (k == MOVED) {
+			ASSERT_ACTION(j, COPUS__ACT_RESIZE);
+		} else {
+			ASSERT_ACTION(j, COPUS__ACT_NONE);
+			CU_ASSERT_STRING_EQUAL(
+				j->reason, "copus: requeued, restarts in a moment");
+			CU_ASSERT_EQUAL(W.r.wake, copus__round_release(j));
+		}
+		copus__round_free(&W.r);
+	}
+	W.s.nrescales = 0;
+}
+
+/*
  * A job held to the cell it was moved to (6 a100 GPUs) that the policy
  * places as 4 + 2 (pollux does; Slurm would be asked for 4) or leaves
  * queued: the round places it as 3 + 3 on GPUs Slurm has free, its own
@@ -591,6 +650,7 @@ int main(void)
 		TEST(a_requeued_job_is_resized_after_the_release_gap),
 		TEST(a_requeued_job_starts_the_second_after_its_requeue),
 		TEST(a_requeued_job_restarts_on_the_cell_it_was_moved_to),
+		TEST(a_job_moved_off_its_nodes_restarts_without_the_release_gap),
 		TEST(a_held_job_is_placed_on_its_whole_cell),
 		TEST(a_restarted_job_waits_until_registrations_settle),
 		TEST(a_job_started_before_a_crash_waits_until_registrations_settle),

@@ -11,6 +11,8 @@
 #  3. A job that ignores the checkpoint request is not resized and keeps
 #     running.
 #  4. A pending job that accepts two GPU types is moved to the free type.
+#  5. Moved to the other type's node when that is free, it restarts there at
+#     once after its requeue, not in the next second.
 # The policy counts what the rescales were measured to cost
 # (copus_restart_cost=measured:2): from the request to the restarted run's
 # first hint, as the log and copusctl stats show.
@@ -100,6 +102,24 @@ wait_state "$t" RUNNING 30 || fail "the two-type job did not start on the v100 n
 [ "$(job_field "$t" NodeList)" = n2 ] || fail "the two-type job runs on $(job_field "$t" NodeList), not n2"
 job_field "$t" TresPerNode | grep -q 'gpu:v100:' ||
 	fail "the two-type job's request is $(job_field "$t" TresPerNode)"
-scancel "$a" "$t"
+
+# 5. Once the a100 node is free the two-type job moves there (its hint runs
+#    it twice as fast on a100): none of the nodes of the run it ends is
+#    among those it goes to, so it restarts at once after its requeue,
+#    without waiting for the next second (slurmd refuses only a credential
+#    of the second in which that run's nodes revoked the last one), and
+#    runs there.
+scancel "$a"
+wait_line "$log" "JobId=$t restarted at once after its requeue, on none of the nodes of the run it ended" 60 ||
+	fail "the two-type job did not restart at once on the a100 node: $(grep "JobId=$t" "$log" | tail -5)"
+wait_line "$TMP/t.out" '^start restart=[1-9][0-9]* ' 30 || fail "the two-type job did not restart: $(cat "$TMP/t.out")"
+# (It may grow on n1 once more, through the same protocol.)
+end=$((SECONDS + 30))
+until [ "$(job_field "$t" JobState)" = RUNNING ] && [ "$(job_field "$t" NodeList)" = n1 ]; do
+	[ $SECONDS -lt $end ] || fail "the moved job is $(job_field "$t" JobState) on $(job_field "$t" NodeList), not running on n1: $(job_field "$t" Reason)"
+	sleep 0.3
+done
+grep -q "credential.*revoked\|CREDENTIAL_REVOKED" "$TMP"/c/log/*.log && fail "a node refused a credential: $(grep -h 'revoked' "$TMP"/c/log/*.log | tail -3)"
+scancel "$t"
 "$CLUSTER" status "$TMP/c" | grep -q '^slurmctld: running' || fail "slurmctld died"
 echo "PASS"
