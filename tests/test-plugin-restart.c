@@ -141,6 +141,22 @@ static void a_requeued_job_is_resized_after_the_release_gap(void)
 }
 
 /*
+ * A requeued job the round resized to restart (starts), or held for its
+ * release gap, with the agent woken for it in the second it may start.
+ */
+static void _assert_released(const struct copus__round_job *j, bool starts)
+{
+	if (starts) {
+		ASSERT_ACTION(j, COPUS__ACT_RESIZE);
+		return;
+	}
+	ASSERT_ACTION(j, COPUS__ACT_NONE);
+	CU_ASSERT_STRING_EQUAL(j->reason,
+			       "copus: requeued, restarts in a moment");
+	CU_ASSERT_EQUAL(W.r.wake, copus__round_release(j));
+}
+
+/*
  * slurmctld stamps the revocation of a run's credential when the run ends,
  * before its requeue completes, so a job whose requeue completed in the
  * second its run ended starts in the next second, not COPUS__RELEASE_GAP s
@@ -165,15 +181,7 @@ static void a_requeued_job_starts_the_second_after_its_requeue(void)
 		CU_ASSERT_EQUAL(copus__round_release(j) <= NOW,
 				cases[k].starts);
 		rw_decide();
-		if (cases[k].starts) {
-			ASSERT_ACTION(j, COPUS__ACT_RESIZE);
-		} else {
-			ASSERT_ACTION(j, COPUS__ACT_NONE);
-			CU_ASSERT_STRING_EQUAL(
-				j->reason, "copus: requeued, restarts in a moment");
-			/* The agent wakes for it in the second it may start. */
-			CU_ASSERT_EQUAL(W.r.wake, copus__round_release(j));
-		}
+		_assert_released(j, cases[k].starts);
 		copus__round_free(&W.r);
 	}
 }
@@ -326,14 +334,7 @@ static void a_job_moved_off_its_nodes_restarts_without_the_release_gap(void)
 		CU_ASSERT_EQUAL(j->dtype, 1);
 		CU_ASSERT_EQUAL(j->per_node * j->num_nodes, 2);
 		CU_ASSERT_EQUAL(j->early, k == MOVED);
-		if (k == MOVED) {
-			ASSERT_ACTION(j, COPUS__ACT_RESIZE);
-		} else {
-			ASSERT_ACTION(j, COPUS__ACT_NONE);
-			CU_ASSERT_STRING_EQUAL(
-				j->reason, "copus: requeued, restarts in a moment");
-			CU_ASSERT_EQUAL(W.r.wake, copus__round_release(j));
-		}
+		_assert_released(j, k == MOVED);
 		copus__round_free(&W.r);
 	}
 	W.s.nrescales = 0;
