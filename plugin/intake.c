@@ -116,6 +116,15 @@ static uint64_t _hash(const char *s)
 	return h;
 }
 
+uint64_t copus__job_signature(job_record_t *job_ptr)
+{
+	uint64_t h = _hash(job_ptr->comment ? job_ptr->comment : "");
+
+	h = (h ^ job_ptr->job_state) * 1099511628211ULL;
+	h = (h ^ job_ptr->restart_cnt) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
 /*
  * Whether a hint may come from the job's current run: a running job's
  * hint must carry its restart count; a pending job's may also come from

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 struct copus__round;
@@ -45,5 +46,12 @@ void copus__learn(struct copus__sched *s, struct copus__round *r,
  */
 bool copus__ended_of_request(struct copus__sched *s, struct copus__round *r,
 			     struct job_record *job_ptr);
+
+/*
+ * What a look at a job tells of its progress through a rescale: its state
+ * (with its flags), its restart count and its Comment (its hint), folded
+ * into a number that changes when any of them does; never 0.
+ */
+uint64_t copus__job_signature(struct job_record *job_ptr);
 
 #endif /* COPUS_PLUGIN_INTAKE_H */

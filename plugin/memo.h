@@ -181,6 +181,9 @@ struct copus__rescale {
 	int nran;
 	unsigned ran_reconfigs;
 	time_t ran_start;
+	/* Its job as the last watch saw it (copus__job_signature; 0: not
+	 * looked at yet; not saved). */
+	uint64_t watched;
 };
 
 /* The record of a job, or NULL. */

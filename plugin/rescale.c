@@ -20,6 +20,7 @@
 #include "slurm-compat.h"
 
 #include "copus/hint.h"
+#include "intake.h"
 #include "rescale.h"
 #include "round.h"
 #include "locks.h"
@@ -332,6 +333,34 @@ static void _clear_gpu_request(struct copus__sched *s, uint32_t id)
 	copus__unlock(&clk, &s->stats.locks[COPUS__LOCK_rescale]);
 	debug("%s: JobId=%u: GPU request cleared (%d entr%s dropped)",
 	      plugin_type, id, dropped, dropped == 1 ? "y" : "ies");
+}
+
+bool copus__rescales_changed(struct copus__sched *s)
+{
+	slurmctld_lock_t locks = { NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK,
+				   NO_LOCK };
+	struct copus__lock_clock clk;
+	bool changed = false;
+
+	if (!copus__rescales_active(s))
+		return false;
+	copus__lock(&clk, locks);
+	for (int i = 0; i < s->nrescales; i++) {
+		struct copus__rescale *x = &s->rescales[i];
+		job_record_t *job_ptr;
+		uint64_t sig;
+
+		if (x->gave_up)
+			continue;
+		job_ptr = find_job_record(x->id);
+		/* A job gone is a change too: any sign but 0. */
+		sig = job_ptr ? copus__job_signature(job_ptr) : 2;
+		if (x->watched && sig != x->watched)
+			changed = true;
+		x->watched = sig;
+	}
+	copus__unlock(&clk, &s->stats.locks[COPUS__LOCK_watch]);
+	return changed;
 }
 
 /*

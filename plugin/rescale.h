@@ -6,6 +6,8 @@
 #ifndef COPUS_PLUGIN_RESCALE_H
 #define COPUS_PLUGIN_RESCALE_H
 
+#include <stdbool.h>
+
 struct copus__round;
 struct copus__round_job;
 struct copus__sched;
@@ -17,6 +19,16 @@ struct copus__sched;
  * stale entries.
  */
 void copus__requests(struct copus__sched *s, struct copus__round *r);
+
+/*
+ * Whether a job with a rescale in flight changed since the last look
+ * (copus__job_signature): it reported its checkpoint, its requeue
+ * completed, it restarted or it ended. Looks at those jobs only, under
+ * slurmctld's job read lock, so that it may look every COPUS__WATCH_MS
+ * and the round that requeues or restarts the job comes as soon as it can
+ * act. The first look at a rescale only notes its job.
+ */
+bool copus__rescales_changed(struct copus__sched *s);
 
 /*
  * Logs the plan of a job's decided cell, when it has one, in the words of

@@ -381,6 +381,33 @@ static void _event_gap(double round_ms, struct timespec *after)
 	}
 }
 
+/*
+ * The agent's next wake-up: ms from now, or the start of the second a held
+ * job may start in (s->wake_at) when that comes sooner, so that it starts
+ * as its hold ends, not at the next look.
+ */
+static void _wake_time(const struct copus__sched *s, long ms,
+		       struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	if (s->wake_at > ts->tv_sec &&
+	    (s->wake_at - ts->tv_sec) * 1000L - ts->tv_nsec / 1000000L < ms) {
+		/* A millisecond in: time() has turned. */
+		ts->tv_sec = s->wake_at;
+		ts->tv_nsec = 1000000L;
+		return;
+	}
+	ts->tv_nsec += ms * 1000000L;
+	ts->tv_sec += ts->tv_nsec / 1000000000L;
+	ts->tv_nsec %= 1000000000L;
+}
+
+/* Whether a held job's hold has ended (copus__round.wake). */
+static bool _wake_due(const struct copus__sched *s)
+{
+	return s->wake_at && time(NULL) >= s->wake_at;
+}
+
 static void *_agent(void *arg)
 {
 	struct copus__sched *s = arg;
@@ -388,9 +415,10 @@ static void *_agent(void *arg)
 	/* The configuration and partitions, read (_load_params). */
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, READ_LOCK,
 				  NO_LOCK };
-	struct timespec now, next_full = { 0 }, event_after = { 0 };
+	struct timespec now, next_full = { 0 }, event_after = { 0 },
+			rescale_after = { 0 };
 	struct copus__lock_clock clk;
-	bool full, reconfig, on_interval;
+	bool full, reconfig, on_interval, watched;
 	char *dir;
 	int i;
 
@@ -409,24 +437,16 @@ static void *_agent(void *arg)
 	while (1) {
 		slurm_mutex_lock(&s->term_lock);
 		if (!s->stop && !s->again) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			/*
-			 * While a rescale is in flight, full rounds come four
-			 * times a second: the job's checkpoint is noticed, and
-			 * the job restarted, within a moment, not an interval.
-			 */
 			/*
 			 * Between full rounds, every COPUS__EVENT_MS the
 			 * plugin looks whether a job or a node changed (a job
 			 * was submitted or ended, a node returned) and, if so,
-			 * starts what fits in an event round.
+			 * starts what fits in an event round. While a rescale
+			 * is in flight it looks at the rescales' jobs every
+			 * COPUS__WATCH_MS (below).
 			 */
-			ts.tv_nsec += (copus__rescales_active(s) ? 250L :
-				       COPUS__EVENT_MS) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			_wake_time(s, copus__rescales_active(s) ?
+				   COPUS__WATCH_MS : COPUS__EVENT_MS, &ts);
 			pthread_cond_timedwait(&s->term_cond, &s->term_lock,
 					       &ts);
 		}
@@ -454,18 +474,33 @@ static void *_agent(void *arg)
 		 * A round on its interval (or after a reconfigure) decides
 		 * every job; one that a rescale in flight or a request set
 		 * brings sooner carries the rescales on and moves no other
-		 * running job (copus__round.between).
+		 * running job (copus__round.between). While a rescale is in
+		 * flight such a round comes as soon as one of its jobs
+		 * changed (it checkpointed, its requeue completed) or a held
+		 * job's hold ended, and every COPUS__RESCALE_MS regardless.
 		 */
 		on_interval = reconfig || now.tv_sec >= next_full.tv_sec;
-		if (on_interval || full || copus__rescales_active(s)) {
+		watched = false;
+		if (!on_interval && !full && copus__rescales_active(s) &&
+		    _ms_between(&rescale_after, &now) < 0)
+			watched = copus__rescales_changed(s) || _wake_due(s);
+		if (on_interval || full || watched ||
+		    (copus__rescales_active(s) &&
+		     _ms_between(&rescale_after, &now) >= 0)) {
+			if (watched)
+				s->stats.watch_rounds++;
 			if (on_interval) {
 				next_full = now;
 				next_full.tv_sec += s->params.interval;
 			}
+			rescale_after = now;
+			rescale_after.tv_nsec += COPUS__RESCALE_MS * 1000000L;
+			rescale_after.tv_sec += rescale_after.tv_nsec /
+						1000000000L;
+			rescale_after.tv_nsec %= 1000000000L;
 			_event_gap(_round(s, false, !on_interval),
 				   &event_after);
-		} else if ((_changed(s) ||
-			    (s->wake_at && time(NULL) >= s->wake_at)) &&
+		} else if ((_changed(s) || _wake_due(s)) &&
 			   _ms_between(&event_after, &now) >= 0) {
 			/* Something changed, or a held job may start. */
 			_event_gap(_round(s, true, false), &event_after);

@@ -57,6 +57,13 @@ struct copus__resize_memo {
 /* Event rounds that start nothing take at most 1 / (1 + COPUS__EVENT_IDLE)
  * of the time. */
 #define COPUS__EVENT_IDLE 9
+/*
+ * While a rescale is in flight: milliseconds between two looks at its jobs
+ * (rescale.h, copus__rescales_changed), and between two rounds when none
+ * of them changed.
+ */
+#define COPUS__WATCH_MS 20
+#define COPUS__RESCALE_MS 250
 
 struct copus__sched {
 	/* The agent's control. */

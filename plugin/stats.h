@@ -19,6 +19,9 @@
 	  "Rounds that only started jobs, on a change between full rounds")  \
 	X(event_rounds_idle, counter,                                        \
 	  "Event rounds that read no job: no free GPU and no job for CPUs")  \
+	X(watch_rounds, counter,                                             \
+	  "Rounds brought on as a job in a rescale changed (checkpointed, "  \
+	  "requeued) or a held job's hold ended")                            \
 	X(event_walks, counter,                                              \
 	  "Looks through every job for one without GPUs (one a full round)") \
 	X(round_ms_last, gauge, "Time of the last round (milliseconds)")    \
@@ -63,7 +66,9 @@
 	X(rescale, "the clearing of a resized job's GPU request (jobs "     \
 		   "written)")                                               \
 	X(config, "the reading of the settings (configuration and "         \
-		  "partitions read)")
+		  "partitions read)")                                        \
+	X(watch, "the look at the jobs of the rescales in flight between "  \
+		 "rounds (jobs read)")
 
 enum copus__lock_phase {
 #define COPUS__LOCK_ENUM(name, what) COPUS__LOCK_##name,

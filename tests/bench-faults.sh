@@ -24,7 +24,9 @@
 # Each step is reached by waiting for its evidence: sbatch's answer, the job
 # RUNNING, its Comment holding a hint, the plugin's "asked to checkpoint"
 # line, the checkpoint's manifest on disk, slurmctld's "WEXITSTATUS 75"
-# line, the job PENDING with a restart, RUNNING again with a restart, and
+# line or the plugin's "checkpointed ... requeued" (whichever ends the run
+# first: the job exits with 75 as it publishes its checkpoint, and the
+# plugin requeues it as it sees that), the job PENDING with a restart, RUNNING again with a restart, and
 # slurmctld's "WEXITSTATUS 0" line. Then, once every job has ended, it
 # checks the invariants:
 #   - each job ran to completion exactly once (one run printed its end and
@@ -135,7 +137,10 @@ reached() {
 	first-hint) scontrol -o show job "$e" 2>/dev/null | grep -q 'Comment=copus1:' ;;
 	asked) grep -q "sched/copus: JobId=$e asked to checkpoint" "$log" ;;
 	checkpointed) [ -f "$cell/ckpt/copus.manifest" ] ;;
-	exited-75) grep -q "_job_complete: JobId=$e WEXITSTATUS 75" "$log" ;;
+	exited-75)
+		# Its run ended for the requeue: it exited with 75, or the
+		# plugin, which saw its checkpoint first, requeued it.
+		grep -Eq "_job_complete: JobId=$e WEXITSTATUS 75|sched/copus: JobId=$e checkpointed at step .*; requeued\$" "$log" ;;
 	requeued)
 		[ "$(field "$e" JobState)" = PENDING ] && [ "$(field "$e" Restarts)" -ge 1 ] 2>/dev/null ;;
 	restarted)

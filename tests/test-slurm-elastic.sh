@@ -52,6 +52,11 @@ awk -v m="$mean" '$1 == "restart_cost_counted" && $2 > 0 && $2 - m < 0.002 && m 
 	fail "the policy does not count the measured mean $mean s: $(grep -E '^(restart_cost|rescales_measured)' "$TMP/stats")"
 grep -Eq '^rescales_measured +[1-9][0-9]* ' "$TMP/stats" ||
 	fail "copusctl stats counts no measured rescale: $(cat "$TMP/stats")"
+# The requeue and the restart come as the job reports its checkpoint and
+# its requeue completes, in a round the plugin's look at the rescale's job
+# brings on, not at the next quarter second.
+grep -Eq '^watch_rounds +[1-9][0-9]* ' "$TMP/stats" ||
+	fail "copusctl stats counts no round brought on by a rescale's job: $(grep -E '^(watch|lock_watch)' "$TMP/stats")"
 
 r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 3') ||
 	fail "sbatch refused the rigid job"
