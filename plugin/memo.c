@@ -180,6 +180,28 @@ double copus__costs_mean(const struct copus__costs *c, double dflt)
 	return sum / c->n;
 }
 
+double copus__round_phase(const struct copus__costs *leads, double margin)
+{
+	double best = NAN, best_wait = INFINITY;
+
+	if (leads->n <= 0)
+		return NAN;
+	for (int k = 0; k < 100; k++) {
+		double phase = k / 100.0, wait = 0.0;
+
+		for (int i = 0; i < leads->n; i++) {
+			double f = fmod(phase + leads->v[i], 1.0);
+
+			wait += f <= 1.0 - margin ? 1.0 - f : 2.0 - f;
+		}
+		if (wait < best_wait - 1e-9) {
+			best_wait = wait;
+			best = phase;
+		}
+	}
+	return best;
+}
+
 void copus__memo_asked(struct copus__memo *in, time_t when, int from, int to,
 		       const char *type)
 {

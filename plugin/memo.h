@@ -181,6 +181,9 @@ struct copus__rescale {
 	int nran;
 	unsigned ran_reconfigs;
 	time_t ran_start;
+	/* When the round that asked it began (wall clock, in seconds to
+	 * the microsecond; 0: not known; not saved). */
+	double round_real;
 	/* Its job as the last watch saw it (copus__job_signature; 0: not
 	 * looked at yet; not saved). */
 	uint64_t watched;
@@ -275,6 +278,20 @@ void copus__costs_add(struct copus__costs *c, double seconds);
 
 /* The mean of the costs noted, or dflt when none is. */
 double copus__costs_mean(const struct copus__costs *c, double dflt);
+
+/*
+ * Where in the second (0 to 1) a round that may ask jobs to checkpoint
+ * should begin, given leads (seconds from the beginning of such a round to
+ * the requeue of a job it asked, as copus__costs): a job requeued in one
+ * second restarts on the nodes of its last run from the next (slurmd
+ * refuses a credential created in the second the node revoked the last
+ * one), so the phase is the one, in hundredths, that leaves the least wait
+ * from the leads' requeues to the next second. A requeue within margin
+ * seconds of a second's end counts as one in the next second (the node
+ * revokes the credential a moment after the requeue). NaN when no lead is
+ * noted.
+ */
+double copus__round_phase(const struct copus__costs *leads, double margin);
 
 /* Drops a rescale from the table (which copus_state then saves). */
 void copus__rescale_drop(struct copus__sched *s, struct copus__rescale *x);

@@ -128,6 +128,7 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			snprintf(x->type, sizeof(x->type), "%s",
 				 j->dtype >= 0 ? r->types[j->dtype] : "-");
 			_note_run(x, r, j);
+			x->round_real = s->round_real;
 			info("%s: JobId=%u asked to checkpoint to go from %d %s "
 			     "GPU(s) to %d %s GPU(s) on %d node(s) (%s)",
 			     plugin_type, j->id, j->cur_gpus,
@@ -148,6 +149,11 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 				break;
 			x->requeue_sent = true;
 			s->stats.requeued++;
+			/* Its lead (copus__round_phase); the round's requeue
+			 * comes as the watch sees the checkpoint. */
+			if (x->round_real > 0.0)
+				copus__costs_add(&s->leads,
+						 _now_real() - x->round_real);
 			if (copus_slurm_requeue(j->id, 0) != SLURM_SUCCESS &&
 			    errno != ESLURM_JOB_PENDING)
 				verbose("%s: JobId=%u: requeue: %m (it may "

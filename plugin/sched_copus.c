@@ -381,25 +381,58 @@ static void _event_gap(double round_ms, struct timespec *after)
 	}
 }
 
+/* The wall clock, in seconds to the microsecond. */
+static double _real_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /*
- * The agent's next wake-up: ms from now, or the start of the second a held
- * job may start in (s->wake_at) when that comes sooner, so that it starts
- * as its hold ends, not at the next look.
+ * The agent's next wake-up: ms from now, or sooner the beginning of the
+ * next full round (full_at, wall clock) or the start of the second a held
+ * job may start in (s->wake_at, a millisecond in, when time() has turned),
+ * so that each comes on time, not at the next look.
  */
-static void _wake_time(const struct copus__sched *s, long ms,
+static void _wake_time(const struct copus__sched *s, long ms, double full_at,
 		       struct timespec *ts)
 {
-	clock_gettime(CLOCK_REALTIME, ts);
-	if (s->wake_at > ts->tv_sec &&
-	    (s->wake_at - ts->tv_sec) * 1000L - ts->tv_nsec / 1000000L < ms) {
-		/* A millisecond in: time() has turned. */
-		ts->tv_sec = s->wake_at;
-		ts->tv_nsec = 1000000L;
-		return;
+	double now = _real_now(), at = now + ms / 1e3;
+
+	if (s->wake_at > now && (double)s->wake_at + 1e-3 < at)
+		at = (double)s->wake_at + 1e-3;
+	if (full_at > now && full_at < at)
+		at = full_at;
+	ts->tv_sec = (time_t)at;
+	ts->tv_nsec = (long)((at - (double)ts->tv_sec) * 1e9);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
 	}
-	ts->tv_nsec += ms * 1000000L;
-	ts->tv_sec += ts->tv_nsec / 1000000000L;
-	ts->tv_nsec %= 1000000000L;
+}
+
+/*
+ * When the full round after one that began at began comes: interval
+ * seconds later, moved by at most half a second to the phase within the
+ * second that the rescales' leads call for (copus__round_phase), so that
+ * the jobs it asks to checkpoint are requeued late in a second and those
+ * that restart on their nodes wait least for the next.
+ */
+static double _next_full(struct copus__sched *s, double began)
+{
+	double at = began + s->params.interval,
+	       phase = copus__round_phase(&s->leads, COPUS__PHASE_MARGIN),
+	       aligned;
+
+	s->stats.round_phase = isnan(phase) ? -1.0 : phase;
+	if (isnan(phase))
+		return at;
+	aligned = floor(at - 0.5) + phase;
+	if (aligned < at - 0.5)
+		aligned += 1.0;
+	return aligned;
 }
 
 /* Whether a held job's hold has ended (copus__round.wake). */
@@ -415,13 +448,14 @@ static void *_agent(void *arg)
 	/* The configuration and partitions, read (_load_params). */
 	slurmctld_lock_t conf = { READ_LOCK, NO_LOCK, NO_LOCK, READ_LOCK,
 				  NO_LOCK };
-	struct timespec now, next_full = { 0 }, event_after = { 0 },
-			rescale_after = { 0 };
+	struct timespec now, event_after = { 0 }, rescale_after = { 0 };
+	double next_full = 0.0, began;
 	struct copus__lock_clock clk;
 	bool full, reconfig, on_interval, watched;
 	char *dir;
 	int i;
 
+	s->stats.round_phase = -1.0;
 	copus__lock(&clk, conf);
 	_load_params(s);
 	dir = xstrdup(slurm_conf.state_save_location);
@@ -446,7 +480,8 @@ static void *_agent(void *arg)
 			 * COPUS__WATCH_MS (below).
 			 */
 			_wake_time(s, copus__rescales_active(s) ?
-				   COPUS__WATCH_MS : COPUS__EVENT_MS, &ts);
+				   COPUS__WATCH_MS : COPUS__EVENT_MS, next_full,
+				   &ts);
 			pthread_cond_timedwait(&s->term_cond, &s->term_lock,
 					       &ts);
 		}
@@ -479,7 +514,10 @@ static void *_agent(void *arg)
 		 * changed (it checkpointed, its requeue completed) or a held
 		 * job's hold ended, and every COPUS__RESCALE_MS regardless.
 		 */
-		on_interval = reconfig || now.tv_sec >= next_full.tv_sec;
+		/* (A wall clock set back does not hold the rounds back.) */
+		began = _real_now();
+		on_interval = reconfig || began >= next_full ||
+			      next_full - began > s->params.interval + 1.0;
 		watched = false;
 		if (!on_interval && !full && copus__rescales_active(s) &&
 		    _ms_between(&rescale_after, &now) < 0)
@@ -490,8 +528,8 @@ static void *_agent(void *arg)
 			if (watched)
 				s->stats.watch_rounds++;
 			if (on_interval) {
-				next_full = now;
-				next_full.tv_sec += s->params.interval;
+				s->round_real = began;
+				next_full = _next_full(s, began);
 			}
 			rescale_after = now;
 			rescale_after.tv_nsec += COPUS__RESCALE_MS * 1000000L;

@@ -64,6 +64,12 @@ struct copus__resize_memo {
  */
 #define COPUS__WATCH_MS 20
 #define COPUS__RESCALE_MS 250
+/*
+ * Seconds before a second's end within which a requeue may count as one in
+ * the next second: the node revokes the job's credential a moment after
+ * slurmctld requeues it (copus__round_phase).
+ */
+#define COPUS__PHASE_MARGIN 0.1
 
 struct copus__sched {
 	/* The agent's control. */
@@ -95,6 +101,13 @@ struct copus__sched {
 	struct copus__rescale rescales[COPUS__RESCALE_MAX];
 	int nrescales;
 	struct copus__costs costs;	/* the last rescales' measured costs */
+	/*
+	 * The last rescales' leads, each from the beginning of the round that
+	 * asked the job to checkpoint to its requeue (copus__round_phase),
+	 * and when the current full round began (wall clock; s).
+	 */
+	struct copus__costs leads;
+	double round_real;
 	/* copus_state would differ from the file: save it. */
 	bool state_dirty;
 	/* Lines in the history file (after the first) since it was last

@@ -24,6 +24,10 @@
 	  "requeued) or a held job's hold ended")                            \
 	X(event_walks, counter,                                              \
 	  "Looks through every job for one without GPUs (one a full round)") \
+	X(round_phase, gauge,                                                \
+	  "Where in the second full rounds begin, so that the requeues of "  \
+	  "the jobs they ask fall late in a second (0-1; -1: anywhere, no "  \
+	  "requeue measured yet)")                                           \
 	X(round_ms_last, gauge, "Time of the last round (milliseconds)")    \
 	X(round_ms_mean, gauge, "Mean time of a round (milliseconds)")      \
 	X(round_ms_max, gauge, "Longest round (milliseconds)")              \

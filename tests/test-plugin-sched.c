@@ -229,6 +229,46 @@ static void the_last_rescale_costs_are_averaged(void)
 	ASSERT_CLOSE(copus__costs_mean(&c, 30), 2.0, 1e-12);
 }
 
+/* Where the requeue of a job asked at phase p with lead l falls. */
+static double _requeued_at(double p, double l)
+{
+	return fmod(p + l, 1.0);
+}
+
+/*
+ * Full rounds begin where the jobs they ask are requeued late in a second,
+ * short of its last margin seconds, after the most of the leads.
+ */
+static void rounds_begin_where_requeues_fall_late_in_a_second(void)
+{
+	struct copus__costs c = { 0 };
+	double p;
+
+	CU_ASSERT_TRUE(isnan(copus__round_phase(&c, 0.1)));
+	copus__costs_add(&c, 0.12);
+	p = copus__round_phase(&c, 0.1);
+	CU_ASSERT_TRUE(p >= 0.0 && p < 1.0);
+	CU_ASSERT_TRUE(_requeued_at(p, 0.12) >= 0.88 &&
+		       _requeued_at(p, 0.12) <= 0.9 + 1e-9);
+	p = copus__round_phase(&c, 0.3);
+	CU_ASSERT_TRUE(_requeued_at(p, 0.12) >= 0.68 &&
+		       _requeued_at(p, 0.12) <= 0.7 + 1e-9);
+	/* Leads of more than a second. */
+	c = (struct copus__costs){ 0 };
+	copus__costs_add(&c, 2.37);
+	p = copus__round_phase(&c, 0.1);
+	CU_ASSERT_TRUE(_requeued_at(p, 2.37) >= 0.88 &&
+		       _requeued_at(p, 2.37) <= 0.9 + 1e-9);
+	/* Eight jobs that checkpoint in 0.12 s outweigh one in 0.62 s. */
+	c = (struct copus__costs){ 0 };
+	for (int i = 0; i < 8; i++)
+		copus__costs_add(&c, 0.12);
+	copus__costs_add(&c, 0.62);
+	p = copus__round_phase(&c, 0.1);
+	CU_ASSERT_TRUE(_requeued_at(p, 0.12) >= 0.88 &&
+		       _requeued_at(p, 0.12) <= 0.9 + 1e-9);
+}
+
 static void requeue_exit_lists_are_read(void)
 {
 	CU_ASSERT_TRUE(copus__list_has("75", 75));
@@ -1092,6 +1132,7 @@ int main(void)
 		TEST(a_rejected_key_names_the_value_that_stays),
 		TEST(the_restart_cost_is_seconds_or_measured),
 		TEST(the_last_rescale_costs_are_averaged),
+		TEST(rounds_begin_where_requeues_fall_late_in_a_second),
 		TEST(requeue_exit_lists_are_read),
 		TEST(missing_settings_are_warned_about),
 		TEST(submissions_that_can_never_run_are_refused),

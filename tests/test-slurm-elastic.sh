@@ -57,6 +57,9 @@ grep -Eq '^rescales_measured +[1-9][0-9]* ' "$TMP/stats" ||
 # brings on, not at the next quarter second.
 grep -Eq '^watch_rounds +[1-9][0-9]* ' "$TMP/stats" ||
 	fail "copusctl stats counts no round brought on by a rescale's job: $(grep -E '^(watch|lock_watch)' "$TMP/stats")"
+# With requeues measured, full rounds begin at a phase of the second.
+awk '$1 == "round_phase" && $2 >= 0 && $2 < 1 { ok = 1 } END { exit !ok }' "$TMP/stats" ||
+	fail "full rounds are not aligned to a phase of the second after the rescales: $(grep '^round_phase' "$TMP/stats")"
 
 r=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 -t 10 --wrap 'sleep 3') ||
 	fail "sbatch refused the rigid job"
