@@ -482,8 +482,13 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			j->reason = j->reason_buf;
 			continue;
 		}
-		/* The release gap waits for a start as it is (below). */
-		if (hold != HOLD_NONE && hold != HOLD_RELEASE) {
+		/*
+		 * Held. Within the release gap even a job whose request and
+		 * begin time already fit (set by an earlier round that placed
+		 * it off its nodes, _early) waits: this round may place it on
+		 * them.
+		 */
+		if (hold != HOLD_NONE) {
 			if (hold == HOLD_STRAYS)
 				j->action = COPUS__ACT_CLEAR;
 			_wake(r, until);
@@ -502,11 +507,6 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 					j->action = COPUS__ACT_START;
 				continue;
 			}
-		}
-		if (hold == HOLD_RELEASE) {
-			_wake(r, until);
-			j->reason = _hold_reason[hold];
-			continue;
 		}
 		if (j->rigid) {
 			j->reason = "copus: waiting for its begin time";

@@ -304,7 +304,7 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 static void a_job_moved_off_its_nodes_restarts_without_the_release_gap(void)
 {
 	enum { MOVED, SAME, FIFO, UNKNOWN, RECONFIG, LATER_RUN, SAME_SECOND,
-	       CASES };
+	       SET_BEFORE, CASES };
 	struct copus__round_job *j;
 	struct copus__rescale *x = &W.s.rescales[0];
 
@@ -319,13 +319,24 @@ static void a_job_moved_off_its_nodes_restarts_without_the_release_gap(void)
 		j->requeued = NOW;
 		CU_ASSERT(copus__round_release(j) > NOW);
 		x->rc = 0;
-		x->ran[0] = k == SAME ? 1 : 0;
+		x->ran[0] = k == SAME || k == SET_BEFORE ? 1 : 0;
 		x->nran = k == UNKNOWN ? 0 : 1;
 		x->ran_reconfigs = W.r.reconfigs + (k == RECONFIG);
 		x->ran_start = k == SAME_SECOND ? NOW : NOW - 100;
 		if (k == LATER_RUN)
 			j->restarts = 2;
-		if (k == SAME) {
+		if (k == SET_BEFORE) {
+			/*
+			 * An earlier round, which placed it off its nodes, set
+			 * its request to the cell (and its begin time to
+			 * then); this one places it on a node of its run: it
+			 * waits for the gap as any other.
+			 */
+			j->gpn_req = 2;
+			snprintf(j->type_req, sizeof(j->type_req), "aws");
+			j->waits_release = false;
+		}
+		if (k == SAME || k == SET_BEFORE) {
 			/* Moved within aws: node 0 is aws too. */
 			W.nodes[0].gpu_type = 1;
 			W.nodes[0].usable = false;
