@@ -267,9 +267,13 @@ static bool _has_type(const copus_hint_perf *perf, int n, const char *type)
  * checkpoint), in the order of their observations, at most
  * COPUS_HINT_MAX_TYPES in all. Each model is fitted from its own type's
  * observations only. The scheduler so keeps what the job measured on a type
- * after it moves to another. A type of an earlier run whose observations
- * do not fit is left out; a failed fit of the current type fails, as its
- * hint cannot say how the job runs now.
+ * after it moves to another, also before the current type is measured: a
+ * run restored on a new type then still publishes the models of the others
+ * (and COPUS_ENODATA is returned, for the current type), where a hint
+ * without them would leave the scheduler nothing on this job but its
+ * estimates until the new type's first fit. A type of an earlier run whose
+ * observations do not fit is left out; a failed fit of the current type
+ * fails, as its hint cannot say how the job runs now.
  */
 int copus__fit(copus_ctx *ctx)
 {
@@ -282,14 +286,15 @@ int copus__fit(copus_ctx *ctx)
 							: COPUS_ENODATA;
 	memset(perf, 0, sizeof(perf));
 	rc = _fit_type(ctx, ctx->gpu_type, &perf[0].perf, &n);
-	if (rc == COPUS_ENODATA)
-		return rc;
-	if (rc != COPUS_OK)
+	if (rc != COPUS_OK && rc != COPUS_ENODATA)
 		return copus__fail(ctx, rc,
 				   "fit of %zu observations failed: %s", n,
 				   copus_strerror(rc));
-	snprintf(perf[0].type, sizeof(perf[0].type), "%s", ctx->gpu_type);
-	nperf = 1;
+	if (rc == COPUS_OK) {
+		snprintf(perf[0].type, sizeof(perf[0].type), "%s",
+			 ctx->gpu_type);
+		nperf = 1;
+	}
 	for (int i = 0; i < ctx->n_obs && nperf < COPUS_HINT_MAX_TYPES; i++) {
 		const char *type = ctx->obs[i].type;
 
@@ -304,7 +309,7 @@ int copus__fit(copus_ctx *ctx)
 	ctx->obs_dirty = false;
 	memcpy(ctx->perf, perf, sizeof(perf));
 	ctx->n_perf = nperf;
-	return COPUS_OK;
+	return rc;
 }
 
 int copus_perf_get(copus_ctx *ctx, copus_perf_params *out)

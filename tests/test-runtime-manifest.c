@@ -366,7 +366,8 @@ static void assert_same_perf(const copus_perf_params *got,
  * A job that ran on type "slow", checkpointed, and restarted on type
  * "fast" tells the scheduler its model on both: "fast" first, fitted from
  * this run's steps, then "slow", the fit of the steps the checkpoint kept,
- * the same model the first run published.
+ * the same model the first run published; before its first steps on
+ * "fast", "slow" alone.
  */
 void test_hint_carries_the_models_of_earlier_types(void)
 {
@@ -402,8 +403,19 @@ void test_hint_carries_the_models_of_earlier_types(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
 	ASSERT_STATUS(copus_info(ctx, &in), COPUS_OK);
 	CU_ASSERT_EQUAL(in.restored, 1);
-	/* Before its first fit on "fast", no model, as before. */
+	/*
+	 * Before its first fit on "fast", no model of it; the hint still
+	 * tells the scheduler how the job did on "slow", so that it does not
+	 * decide on its estimates alone until "fast" is measured.
+	 */
 	ASSERT_STATUS(copus_perf_get(ctx, &fast), COPUS_ENODATA);
+	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
+	if (h.n_perf != 1)
+		fprintf(stderr, "before a step on fast the hint has %d "
+			"models, expected 1 (slow)\n", h.n_perf);
+	CU_ASSERT_EQUAL_FATAL(h.n_perf, 1);
+	CU_ASSERT_STRING_EQUAL(h.perf[0].type, "slow");
+	assert_same_perf(&h.perf[0].perf, &slow);
 	timed_steps(ctx, 8, 0.001);
 	ASSERT_STATUS(copus_perf_get(ctx, &fast), COPUS_OK);
 	ASSERT_STATUS(copus_hint_get(ctx, &h), COPUS_OK);
