@@ -30,6 +30,7 @@ struct cli_opts {
 	double interval, delay;
 	double min_run; /* --min-run (sim_opts.min_run) */
 	double phase;	/* --round-phase (sim_opts.round_phase) */
+	double event_rounds; /* --event-rounds (sim_opts.event_rounds) */
 	/* --restart-delays FILE and --seed, and the costs read from FILE
 	 * (sim_opts.delays; NULL: none). */
 	const char *delays_file;

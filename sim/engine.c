@@ -242,6 +242,10 @@ struct sim_state {
 	/* --equal-per-node: GPUs taken per node (N), each job's part or -1
 	 * (n). */
 	int *used, *part;
+	/* --event-rounds: the free GPUs of each node (N); jobs submitted
+	 * by then have been seen by a round. */
+	copus_node *free_nodes;
+	double seen_until;
 	uint64_t rng; /* --restart-delays' draws */
 	/* --restart-measured: the last moves' costs, the next slot. */
 	double costs[SIM_COSTS_MAX];
@@ -308,6 +312,7 @@ static int sim_setup(struct sim_state *s, const struct app *apps,
 	s->cj = calloc(n + 1, sizeof(*s->cj));
 	s->dec = calloc(n + 1, sizeof(*s->dec));
 	s->used = calloc((size_t)s->N + 1, sizeof(*s->used));
+	s->free_nodes = calloc((size_t)s->N + 1, sizeof(*s->free_nodes));
 	s->part = calloc(n + 1, sizeof(*s->part));
 	s->idx = calloc(n + 1, sizeof(*s->idx));
 	res->names = calloc(n + 1, sizeof(*res->names));
@@ -315,9 +320,9 @@ static int sim_setup(struct sim_state *s, const struct app *apps,
 	res->ftf = calloc(n + 1, sizeof(double));
 	res->restarts_of = calloc(n + 1, sizeof(int));
 	res->finished = calloc(n + 1, sizeof(*res->finished));
-	if (!s->jobs || !s->cj || !s->dec || !s->used || !s->part || !s->idx ||
-	    !res->names || !res->jct || !res->ftf || !res->restarts_of ||
-	    !res->finished)
+	if (!s->jobs || !s->cj || !s->dec || !s->used || !s->free_nodes ||
+	    !s->part || !s->idx || !res->names || !res->jct || !res->ftf ||
+	    !res->restarts_of || !res->finished)
 		return COPUS_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = &s->jobs[i];
@@ -348,12 +353,13 @@ static int sim_setup(struct sim_state *s, const struct app *apps,
 }
 
 /*
- * The round that ends: every job progresses an interval from now, and a
- * job that finishes gets its JCT, leaves its GPUs and teaches the
- * predictor its total work, in seconds alone on its request (a unit that
- * does not depend on how it was scheduled).
+ * The round that ends: every job progresses sec seconds from now (an
+ * interval, or a part of one with --event-rounds), and a job that finishes
+ * gets its JCT, leaves its GPUs and teaches the predictor its total work,
+ * in seconds alone on its request (a unit that does not depend on how it
+ * was scheduled).
  */
-static int round_progress(struct sim_state *s)
+static int round_progress(struct sim_state *s, double sec)
 {
 	struct sim_result *res = s->res;
 	clock_t pc;
@@ -364,7 +370,7 @@ static int round_progress(struct sim_state *s)
 		bool was = j->completion >= 0;
 		copus_job_attrs at;
 
-		copus__sim_job_step(j, s->now, s->o->interval, s->N);
+		copus__sim_job_step(j, s->now, sec, s->N);
 		if (was || j->completion < 0)
 			continue;
 		res->jct[i] = j->completion - j->spec->submit;
@@ -501,7 +507,7 @@ static void round_costs(struct sim_state *s)
 	}
 }
 
-static int round_decide(struct sim_state *s, size_t na)
+static int round_decide(struct sim_state *s, const copus_cluster *cl, size_t na)
 {
 	struct timespec c0, c1;
 	int rc;
@@ -509,7 +515,7 @@ static int round_decide(struct sim_state *s, size_t na)
 	if (s->o->restart_measured)
 		round_costs(s);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-	rc = copus_policy_decide(s->pol, &s->cl, s->cj, na, s->now, s->dec);
+	rc = copus_policy_decide(s->pol, cl, s->cj, na, s->now, s->dec);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	if (s->ndt == s->capdt) {
 		size_t nc = s->capdt ? 2 * s->capdt : 1024;
@@ -531,11 +537,11 @@ static int round_decide(struct sim_state *s, size_t na)
 	return rc;
 }
 
-/* The decisions applied (engine-apply.c). */
-static void round_apply(struct sim_state *s, size_t na)
+/* The decisions applied (engine-apply.c) on the nodes of cl. */
+static void round_apply(struct sim_state *s, const copus_cluster *cl, size_t na)
 {
 	const struct sim_apply ap = {
-		.nodes = s->cl.nodes,
+		.nodes = cl->nodes,
 		.N = s->N,
 		.equal_per_node = s->o->equal_per_node,
 		.moves_jobs = s->tr->moves_jobs,
@@ -589,6 +595,78 @@ static int round_report(struct sim_state *s, size_t na)
 }
 
 /*
+ * --event-rounds: the pending jobs started on the free GPUs, as
+ * sched/copus's event round does: the policy decides for them alone, on
+ * the GPUs the running jobs leave free.
+ */
+static int round_event(struct sim_state *s)
+{
+	copus_cluster cl = s->cl;
+	size_t na = 0, m = 0;
+	int free_gpus = 0, rc;
+
+	for (int k = 0; k < s->N; k++)
+		s->free_nodes[k] = s->cl.nodes[k];
+	for (size_t i = 0; i < s->n; i++)
+		for (int k = 0; s->jobs[i].gpus > 0 && k < s->N; k++)
+			s->free_nodes[k].gpus -= s->jobs[i].place[k];
+	for (int k = 0; k < s->N; k++)
+		free_gpus += s->free_nodes[k].gpus;
+	if (free_gpus <= 0)
+		return COPUS_OK;
+	if ((rc = round_input(s, &na)) != COPUS_OK)
+		return rc;
+	for (size_t q = 0; q < na; q++) {
+		if (s->jobs[s->idx[q]].gpus > 0)
+			continue;
+		s->cj[m] = s->cj[q];
+		s->idx[m++] = s->idx[q];
+	}
+	if (m == 0)
+		return COPUS_OK;
+	cl.nodes = s->free_nodes;
+	if ((rc = round_decide(s, &cl, m)) != COPUS_OK)
+		return rc;
+	round_apply(s, &cl, m);
+	return COPUS_OK;
+}
+
+/*
+ * The jobs progress an interval; with --event-rounds, in parts of that
+ * many seconds, each followed by an event round when a job arrived or
+ * finished in it.
+ */
+static int round_interval(struct sim_state *s)
+{
+	double t0 = s->now, step = s->o->event_rounds;
+	double left = s->o->interval;
+	int rc;
+
+	while (step > 0 && left > step * (1 + 1e-9)) {
+		size_t done = s->done;
+		bool arrived = false;
+
+		if ((rc = round_progress(s, step)) != COPUS_OK)
+			return rc;
+		s->now += step;
+		left -= step;
+		for (size_t i = 0; i < s->n && !arrived; i++)
+			arrived = s->jobs[i].spec->submit > s->seen_until &&
+				  s->jobs[i].spec->submit <= s->now;
+		if (!arrived && s->done == done)
+			continue;
+		s->seen_until = s->now;
+		if ((rc = round_event(s)) != COPUS_OK)
+			return rc;
+	}
+	if ((rc = round_progress(s, left)) != COPUS_OK)
+		return rc;
+	s->now = t0 + s->o->interval;
+	s->seen_until = s->now;
+	return COPUS_OK;
+}
+
+/*
  * One round: the jobs progress an interval, then the policy decides for
  * the jobs in the system and its decisions are applied. A simulation
  * still running after SIM_MAX_TIME is given up.
@@ -605,15 +683,14 @@ static int sim_round(struct sim_state *s)
 			 s->o->workload_name, SIM_MAX_TIME / 86400);
 		return COPUS_ERANGE;
 	}
-	if ((rc = round_progress(s)) != COPUS_OK)
+	if ((rc = round_interval(s)) != COPUS_OK)
 		return rc;
-	s->now += s->o->interval;
 	s->res->rounds++;
 	if ((rc = round_input(s, &na)) != COPUS_OK)
 		return rc;
-	if (na > 0 && (rc = round_decide(s, na)) != COPUS_OK)
+	if (na > 0 && (rc = round_decide(s, &s->cl, na)) != COPUS_OK)
 		return rc;
-	round_apply(s, na);
+	round_apply(s, &s->cl, na);
 	return round_report(s, na);
 }
 
@@ -685,6 +762,7 @@ static void sim_finish(struct sim_state *s, int rc)
 	free(s->cj);
 	free(s->dec);
 	free(s->used);
+	free(s->free_nodes);
 	free(s->part);
 	free(s->idx);
 	copus_policy_destroy(s->pol);
@@ -727,6 +805,7 @@ int sim_run(const struct sim_cluster *c, const struct app *apps,
 	/* Each round first moves now on by an interval. */
 	if (o->round_phase > 0)
 		s.now = o->round_phase - o->interval;
+	s.seen_until = -INFINITY;
 	memset(res, 0, sizeof(*res));
 	res->restart_counted = o->restart_delay;
 	prm.interval = o->interval;

@@ -31,7 +31,8 @@ static int run_one(const struct sim_cluster *c, const struct app *apps,
 			      .equal_per_node = co->equal_per_node,
 			      .restart_measured = co->restart_measured,
 			      .min_run = co->min_run,
-			      .round_phase = co->phase };
+			      .round_phase = co->phase,
+			      .event_rounds = co->event_rounds };
 	bool want_timeline = co->timeline != NULL;
 	bool want_series = co->png != NULL;
 	FILE *tl = NULL, *se = NULL;

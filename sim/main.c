@@ -104,6 +104,13 @@ static void usage(FILE *f)
 		"                       optional first, 1 for a first start's),\n"
 		"                       drawn at random with --seed N (1); the\n"
 		"                       policy is told --restart-delay\n"
+		"  --event-rounds S     between rounds, every S s in which a "
+		"job arrived\n"
+		"                       or finished, start pending jobs on the "
+		"free GPUs\n"
+		"                       (running jobs keep theirs), as "
+		"sched/copus's\n"
+		"                       event rounds do\n"
 		"  --restart-measured   the policy is told the mean cost of "
 		"the last 16\n"
 		"                       moves once each job trains again, "
@@ -182,6 +189,7 @@ int main(int argc, char **argv)
 		{ "min-run", required_argument, NULL, 'M' },
 		{ "restart-measured", no_argument, NULL, 'K' },
 		{ "round-phase", required_argument, NULL, 'F' },
+		{ "event-rounds", required_argument, NULL, 'V' },
 		{ "gpus", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -281,6 +289,19 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'D': o.delays_file = optarg; break;
+		case 'V':
+			errno = 0;
+			o.event_rounds = strtod(optarg, &end);
+			if (*end || errno || !(o.event_rounds > 0) ||
+			    o.event_rounds > 86400) {
+				fprintf(stderr,
+					"copus-sim: --event-rounds: '%s' is "
+					"not a number of seconds from 0 "
+					"(excluded) to 86400\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'e':
 			errno = 0;
 			o.seed = strtoul(optarg, &end, 10);

@@ -223,6 +223,13 @@ struct sim_opts {
 	 * interval, ... (0: at interval, 2 interval, ...), as a testbed's
 	 * slurmctld ticks at its own phase. */
 	double round_phase;
+	/*
+	 * --event-rounds S: between two rounds, every S seconds in which a
+	 * job arrived or finished, an event round starts pending jobs on the
+	 * free GPUs (the policy decides for them alone; running jobs keep
+	 * theirs), as sched/copus's event rounds do. 0: none.
+	 */
+	double event_rounds;
 	/* --restart-delays: each allocation costs one of the measured costs,
 	 * drawn uniformly with seed (none: restart_delay, which the policy is
 	 * told in either case). */

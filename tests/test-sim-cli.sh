@@ -346,6 +346,15 @@ refused "--round-phase of the interval" "--round-phase: 60 is not less than --in
 fifo_jcts 244.7 234.7 --round-phase 14.2 --interval 60.5
 refused "--round-phase -1" "--round-phase: '-1' is not a number from 0 to 86400 of seconds" \
 	--round-phase -1 "$tmp/w1.csv"
+# --event-rounds 5: a (due at 0) starts in the event round at 5 and b (due
+# at 10) in the one at 10, not at the round at 60 (JCTs 235 and 230: the
+# wait, 30 s restart, 200 s of training); every 25 s, at 25 (235 - 25 + 25
+# = 255 and 245). Without arrivals nothing changes: the default's 290, 280.
+fifo_jcts 290 280
+fifo_jcts 235 230 --event-rounds 5
+fifo_jcts 255 245 --event-rounds 25
+refused "--event-rounds 0" "--event-rounds: '0' is not a number of seconds from 0 (excluded) to 86400" \
+	--event-rounds 0 "$tmp/w1.csv"
 refused "--interval 0.5" "--interval: '0.5' is not a number from 1 to 86400 of seconds" \
 	--interval 0.5 "$tmp/w1.csv"
 echo "PASS"
