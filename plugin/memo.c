@@ -124,6 +124,15 @@ bool copus__rescales_active(struct copus__sched *s)
 	return false;
 }
 
+bool copus__costs_awaited(const struct copus__sched *s, double now)
+{
+	for (int i = 0; i < s->nmemo; i++)
+		if (s->memo[i].cost_asked > 0.0 &&
+		    now - s->memo[i].cost_asked < s->params.ckpt_deadline)
+			return true;
+	return false;
+}
+
 bool copus__rescale_pinned(const struct copus__sched *s,
 			   const struct copus__rescale *x, time_t end,
 			   time_t now)

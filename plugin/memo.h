@@ -242,6 +242,13 @@ struct copus__rescale *copus__rescale_find(struct copus__sched *s, uint32_t id);
 
 /* Whether a rescale in flight waits for its job (one not given up). */
 bool copus__rescales_active(struct copus__sched *s);
+/*
+ * Whether a rescale's cost waits for the first hint of the job's new run
+ * (a memo's cost_asked, asked less than copus_checkpoint_deadline before
+ * now, real seconds): the event round that hint brings must read it, or
+ * the cost would count the wait for the next full round.
+ */
+bool copus__costs_awaited(const struct copus__sched *s, double now);
 
 /*
  * Whether a job requeued for the rescale x (ended at end) is still held to

@@ -340,8 +340,10 @@ static bool _no_cpu_job(struct copus__sched *s, struct copus__round *r,
 
 /*
  * Whether an event round can start nothing, before it reads the jobs: no
- * usable node has a free GPU, no rescale is in flight, and no pending job
- * asks for no generic resource at all (_no_cpu_job). On a full cluster
+ * usable node has a free GPU, no rescale is in flight or waits for the
+ * first hint of the job's new run to count its cost (a job's hint is an
+ * event: this round reads it as it comes), and no pending job asks for no
+ * generic resource at all (_no_cpu_job). On a full cluster
  * with a deep queue, where every submission is an event, the round then
  * reads no job further; the next full round does what waits (deadlines,
  * holds it caused, completions). The look takes read locks only, so that
@@ -358,10 +360,13 @@ static bool _nothing_to_start(struct copus__sched *s)
 	struct copus__round r = { 0 };
 	node_record_t *node_ptr;
 	struct _epoch at;
+	struct timespec now;
 	bool idle = !copus__rescales_active(s);
 	int i;
 
-	if (!idle)
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (!idle || copus__costs_awaited(s, (double)now.tv_sec +
+						     now.tv_nsec / 1e9))
 		return false;
 	copus__lock(&clk, locks);
 	at.parts = last_part_update;
