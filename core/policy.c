@@ -343,6 +343,99 @@ static int granular_jobs(const copus_job *jobs, size_t n, bool honours,
 	return COPUS_OK;
 }
 
+/* Could the policy give job jb its allocation (copus_job.keep)? */
+static bool keepable(const copus_cluster *c, const copus_job *jb)
+{
+	if (!jb->keep || jb->alloc_slots < 1 || jb->alloc_type < 0 ||
+	    !copus__type_allowed(jb, jb->alloc_type))
+		return false;
+	/* As a decision's slots are: in node order, none empty. */
+	for (int i = 0; i < jb->alloc_slots; i++) {
+		const copus_slot *sl = &jb->alloc[i];
+		const copus_node *nd = &c->nodes[sl->node];
+
+		if (!nd->usable || nd->gpu_type != jb->alloc_type ||
+		    sl->gpus < 1 || (i > 0 && sl->node <= sl[-1].node))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The policy's decisions into res: for the jobs it may decide for, on the
+ * GPUs the kept ones (copus_job.keep) leave, and each kept job's
+ * allocation as its own.
+ */
+static int decide_around_kept(copus_policy *p, const copus_cluster *c,
+			      const copus_job *jobs, size_t n, double now,
+			      struct copus__result *res)
+{
+	copus_node *nodes = NULL;
+	copus_job *sub = NULL;
+	size_t *idx = NULL, m = 0, j;
+	int rc = COPUS_OK;
+
+	for (j = 0; j < n && !keepable(c, &jobs[j]); j++)
+		;
+	if (j == n || !p->ops->traits.elastic)
+		return p->ops->decide(p->state, &p->prm, c, jobs, n, now, res);
+	nodes = malloc((size_t)c->num_nodes * sizeof(*nodes));
+	sub = malloc(n * sizeof(*sub));
+	idx = malloc(n * sizeof(*idx));
+	if (!nodes || !sub || !idx) {
+		rc = COPUS_ENOMEM;
+		goto out;
+	}
+	memcpy(nodes, c->nodes, (size_t)c->num_nodes * sizeof(*nodes));
+	for (j = 0; j < n; j++) {
+		if (!keepable(c, &jobs[j])) {
+			sub[m] = jobs[j];
+			idx[m++] = j;
+			continue;
+		}
+		for (int i = 0; i < jobs[j].alloc_slots; i++)
+			nodes[jobs[j].alloc[i].node].gpus -=
+				jobs[j].alloc[i].gpus;
+	}
+	copus_cluster free_part = *c;
+
+	free_part.nodes = nodes;
+	rc = p->ops->decide(p->state, &p->prm, &free_part, sub, m, now, res);
+	if (rc != COPUS_OK)
+		goto out;
+	/* Each result to its job's place (idx[i] >= i: from the last). */
+	for (size_t i = m; i-- > 0;) {
+		res->off[idx[i]] = res->off[i];
+		res->cnt[idx[i]] = res->cnt[i];
+		res->types[idx[i]] = res->types[i];
+		memcpy(res->reasons[idx[i]], res->reasons[i],
+		       sizeof(res->reasons[i]));
+	}
+	for (j = 0; j < n; j++) {
+		const copus_job *jb = &jobs[j];
+
+		if (!keepable(c, jb))
+			continue;
+		if (res->used + (size_t)jb->alloc_slots > res->cap) {
+			rc = COPUS_ESTATE;
+			goto out;
+		}
+		res->off[j] = res->used;
+		res->cnt[j] = jb->alloc_slots;
+		res->types[j] = jb->alloc_type;
+		memcpy(res->slots + res->used, jb->alloc,
+		       (size_t)jb->alloc_slots * sizeof(*jb->alloc));
+		res->used += (size_t)jb->alloc_slots;
+		snprintf(res->reasons[j], sizeof(res->reasons[j]),
+			 "kept where it runs this round");
+	}
+out:
+	free(nodes);
+	free(sub);
+	free(idx);
+	return rc;
+}
+
 int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 			const copus_job *jobs, size_t n, double now,
 			copus_decision *out)
@@ -391,8 +484,7 @@ int copus_policy_decide(copus_policy *p, const copus_cluster *c,
 	}
 	if ((rc = granular_jobs(jobs, n, p->ops->granular, &gjobs)) != COPUS_OK)
 		goto out;
-	rc = p->ops->decide(p->state, &p->prm, c, gjobs ? gjobs : jobs, n, now,
-			    &res);
+	rc = decide_around_kept(p, c, gjobs ? gjobs : jobs, n, now, &res);
 	if (rc != COPUS_OK)
 		goto out;
 	for (size_t j = 0; j < n; j++) {

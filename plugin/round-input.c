@@ -213,6 +213,9 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		c->alloc = j->alloc;
 		c->alloc_slots = j->nalloc;
 		c->alloc_type = j->alloc_type;
+		/* Never moved within its copus_restart_delay (round.c): the
+		 * policy plans the others on the GPUs it leaves. */
+		c->keep = r->when - j->start < s->params.restart_delay;
 	} else {
 		c->alloc_type = -1;
 	}

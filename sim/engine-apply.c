@@ -40,15 +40,14 @@ static int even_part(const struct sim_apply *a, struct sjob *j,
 	return k;
 }
 
-/*
- * Whether a running job is held where it is: it has trained less than
- * --min-run seconds on its GPUs (its restart paid), as sched/copus leaves a
- * job alone for copus_restart_delay after Slurm starts its run.
- */
+bool copus__sim_held(double min_run, double now, const struct sjob *j)
+{
+	return min_run > 0 && j->gpus > 0 && now - j->run_start < min_run;
+}
+
 static bool held(const struct sim_apply *a, const struct sjob *j)
 {
-	return a->min_run > 0 && j->gpus > 0 &&
-	       a->now - j->run_start < a->min_run;
+	return copus__sim_held(a->min_run, a->now, j);
 }
 
 /* Whether the n slots fit the GPUs left on their nodes (used). */

@@ -32,6 +32,14 @@ struct sim_apply {
 };
 
 /*
+ * Whether a running job is held where it is at time now: it has trained
+ * less than min_run seconds (--min-run) on its GPUs, its restart paid, as
+ * sched/copus leaves a job alone for copus_restart_delay after Slurm starts
+ * its run. The policy is told so (copus_job.keep).
+ */
+bool copus__sim_held(double min_run, double now, const struct sjob *j);
+
+/*
  * Applies the na decisions dec (dec[q] for jobs[idx[q]]): a job whose GPUs
  * changed takes its new placement and pays its restart, or stops. With
  * a->equal_per_node, each decision as sched/copus asks Slurm for it: its

@@ -416,6 +416,7 @@ static int round_job_input(struct sim_state *s, size_t i, copus_job *q)
 	q->max_gpus = q->req_gpus;
 	q->max_gpus_had = j->max_prof;
 	q->elastic = tr->elastic;
+	q->keep = copus__sim_held(s->o->min_run, s->now, j);
 	if (tr->elastic)
 		q->max_gpus =
 			elastic_max_gpus(j, tr->picks_batch, s->total_gpus);

@@ -160,6 +160,43 @@ static void a_job_is_not_asked_again_within_its_restart_delay(void)
 	ASSERT_ACTION(j, COPUS__ACT_NONE);
 }
 
+/* The round's policy from now on, placing jobs as Slurm asks for them. */
+static void _use_policy(const char *name)
+{
+	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+
+	copus_policy_destroy(W.s.policy);
+	prm.equal_per_node = true;
+	ASSERT_STATUS(copus_policy_create(name, &prm, &W.s.policy), COPUS_OK);
+}
+
+/*
+ * A running job within its copus_restart_delay is never moved, so the
+ * policy is told to keep it (copus_job.keep) and plans the others on the
+ * GPUs it leaves: a job arriving on a node full of it waits, where after
+ * that delay pollux shares the node between the two.
+ */
+static void a_job_within_its_restart_delay_keeps_its_gpus_from_the_others(void)
+{
+	for (int late = 0; late < 2; late++) {
+		struct copus__round_job *run, *wait;
+		time_t since = late ? 1000 : W.s.params.restart_delay - 1;
+
+		rw_cluster(1, 4);
+		_use_policy("pollux");
+		run = rw_running(1, 0, 1, 4, 1, 4, NOW - since);
+		wait = rw_pending(2, 1, 1, 1, 4);
+		rw_decide();
+		CU_ASSERT_FATAL(run->job >= 0 && wait->job >= 0);
+		CU_ASSERT_EQUAL(W.r.jobs[run->job].keep, !late);
+		CU_ASSERT_EQUAL(W.r.dec[run->job].changed, late);
+		CU_ASSERT_EQUAL(W.r.dec[wait->job].gpus > 0, late);
+		if (!late)
+			ASSERT_ACTION(wait, COPUS__ACT_NONE);
+		ASSERT_ACTION(run, late ? COPUS__ACT_ASK : COPUS__ACT_NONE);
+	}
+}
+
 /*
  * A job of exactly 4 GPUs on a node that went down: the same cell on the
  * other node. The copus policy makes such a move when it is worth the
@@ -168,14 +205,10 @@ static void a_job_is_not_asked_again_within_its_restart_delay(void)
  */
 static void _same_shape_move(const char *policy, enum copus__action want)
 {
-	copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
 	struct copus__round_job *j;
 
 	rw_cluster(2, 4);
-	copus_policy_destroy(W.s.policy);
-	prm.equal_per_node = true;
-	ASSERT_STATUS(copus_policy_create(policy, &prm, &W.s.policy),
-		      COPUS_OK);
+	_use_policy(policy);
 	CU_ASSERT_EQUAL(copus_policy_traits(W.s.policy)->moves_jobs,
 			want == COPUS__ACT_ASK);
 	j = rw_running(1, 0, 1, 4, 4, 4, NOW - 1000);
@@ -906,6 +939,7 @@ int main(void)
 		TEST(a_job_on_an_unusable_node_is_asked_to_move),
 		TEST(the_round_counts_the_measured_restart_cost),
 		TEST(a_job_is_not_asked_again_within_its_restart_delay),
+		TEST(a_job_within_its_restart_delay_keeps_its_gpus_from_the_others),
 		TEST(a_same_shape_move_needs_a_policy_that_moves_jobs),
 		TEST(a_move_slurm_cannot_express_is_asked_as_its_largest_part),
 		TEST(a_shrink_asks_the_job_with_a_hint_not_the_one_without),

@@ -1007,6 +1007,126 @@ static void test_even_fit_places_a_count_on_the_fewest_nodes(void)
 	}
 }
 
+/* Do the two decisions give the same GPU type and slots? */
+static bool same_decision(const copus_decision *a, const copus_decision *b)
+{
+	if (a->gpu_type != b->gpu_type || a->gpus != b->gpus ||
+	    a->num_slots != b->num_slots)
+		return false;
+	for (int k = 0; k < a->num_slots; k++)
+		if (a->slots[k].node != b->slots[k].node ||
+		    a->slots[k].gpus != b->slots[k].gpus)
+			return false;
+	return true;
+}
+
+/*
+ * A kept job (copus_job.keep) gets its allocation, unchanged, and every
+ * elastic policy decides for the others exactly as it would on the GPUs
+ * the kept ones leave, without them; told nothing, the policies do move
+ * such jobs on these instances.
+ */
+static void test_a_kept_job_keeps_its_gpus_and_the_others_share_the_rest(void)
+{
+	static const char *const names[] = { "optimus", "pollux", "sia",
+					     "copus" };
+	copus_model m[6];
+	const copus_model *mp[6][1];
+	copus_job j[6], rest[6], told[6];
+	copus_decision d[6], dk[6], dr[6];
+	copus_slot alloc[6][4];
+	copus_node left[4];
+	int moved = 0;
+
+	for (int pi = 0; pi < 4; pi++) {
+		for (int round = 0; round < 20; round++) {
+			copus_cluster c = make_cluster(4, 4), cr = c;
+			copus_policy *p, *pk, *pr;
+			size_t nr = 0, ir[6];
+
+			ASSERT_STATUS(copus_policy_create(names[pi], NULL, &p),
+				      COPUS_OK);
+			ASSERT_STATUS(copus_policy_create(names[pi], NULL, &pk),
+				      COPUS_OK);
+			ASSERT_STATUS(copus_policy_create(names[pi], NULL, &pr),
+				      COPUS_OK);
+			for (int i = 0; i < 6; i++) {
+				m[i] = toy_model(0.001 + urand() * 0.05,
+						 0.0005 + urand() * 0.005);
+				mp[i][0] = &m[i];
+				j[i] = rigid((uint64_t)i + 1,
+					     1 + (int)(urand() * 6), urand() * 100,
+					     urand() * 1000);
+				j[i].elastic = true;
+				j[i].max_gpus = 12;
+				j[i].attained = urand() * 1e4;
+				j[i].models = mp[i];
+			}
+			/* Three start; the three others arrive. */
+			ASSERT_STATUS(copus_policy_decide(p, &c, j, 3, 100, d),
+				      COPUS_OK);
+			for (int i = 0; i < 3; i++) {
+				for (int k = 0; k < d[i].num_slots; k++)
+					alloc[i][k] = d[i].slots[k];
+				j[i].alloc = alloc[i];
+				j[i].alloc_slots = d[i].num_slots;
+				j[i].alloc_type = d[i].gpu_type;
+				j[i].keep = d[i].gpus > 0 && i < 2;
+			}
+			/* A queued job's keep is ignored. */
+			j[5].keep = true;
+			for (int k = 0; k < 4; k++)
+				left[k] = c.nodes[k];
+			for (int i = 0; i < 6; i++) {
+				if (!j[i].keep || j[i].alloc_slots == 0) {
+					rest[nr] = j[i];
+					ir[nr++] = (size_t)i;
+					continue;
+				}
+				for (int k = 0; k < j[i].alloc_slots; k++)
+					left[j[i].alloc[k].node].gpus -=
+						j[i].alloc[k].gpus;
+			}
+			cr.nodes = left;
+			for (int i = 0; i < 6; i++) {
+				told[i] = j[i];
+				told[i].keep = false;
+			}
+			ASSERT_STATUS(copus_policy_decide(p, &c, told, 6, 400, d),
+				      COPUS_OK);
+			ASSERT_STATUS(copus_policy_decide(pk, &c, j, 6, 400, dk),
+				      COPUS_OK);
+			ASSERT_STATUS(copus_policy_decide(pr, &cr, rest, nr, 400,
+							  dr),
+				      COPUS_OK);
+			check_feasible(&c, dk, 6, false);
+			for (int i = 0; i < 6; i++) {
+				if (!j[i].keep || j[i].alloc_slots == 0)
+					continue;
+				CU_ASSERT_FALSE(dk[i].changed);
+				CU_ASSERT_EQUAL(dk[i].num_slots, j[i].alloc_slots);
+				for (int k = 0; k < dk[i].num_slots; k++) {
+					CU_ASSERT_EQUAL(dk[i].slots[k].node,
+							j[i].alloc[k].node);
+					CU_ASSERT_EQUAL(dk[i].slots[k].gpus,
+							j[i].alloc[k].gpus);
+				}
+				/* Told nothing, does the policy move it? */
+				moved += d[i].changed;
+			}
+			for (size_t q = 0; q < nr; q++)
+				if (!same_decision(&dk[ir[q]], &dr[q]))
+					CU_FAIL("a job not kept is decided "
+						"otherwise than on the GPUs the "
+						"kept ones leave");
+			copus_policy_destroy(p);
+			copus_policy_destroy(pk);
+			copus_policy_destroy(pr);
+		}
+	}
+	CU_ASSERT(moved > 0);
+}
+
 static const struct test_case tests[] = {
 	TEST(test_even_slots_keep_the_most_gpus_a_node_count_can),
 	TEST(test_even_fit_places_a_count_on_the_fewest_nodes),
@@ -1021,6 +1141,7 @@ static const struct test_case tests[] = {
 	TEST(test_pollux_search_matches_exhaustive),
 	TEST(test_pollux_one_multinode_job_per_node),
 	TEST(test_elastic_policies_keep_jobs_within_their_bounds),
+	TEST(test_a_kept_job_keeps_its_gpus_and_the_others_share_the_rest),
 	TEST(test_fifo_arena_spreads_over_the_emptiest_nodes),
 	TEST(test_fifo_arena_waits_in_order_and_retries_after_an_end),
 	TEST(test_fifo_arena_stops_a_type_at_the_first_that_does_not_fit),

@@ -151,6 +151,17 @@ typedef struct copus_job {
 	 * INFINITY: unlimited. Read by backfill; the others ignore it.
 	 */
 	double time_limit;
+	/*
+	 * Keep the job where it runs this round: a running job its caller
+	 * will not move now (sched/copus: one that has run less than its
+	 * copus_restart_delay). An elastic policy (traits.elastic) decides for
+	 * the other jobs on the GPUs the kept ones leave, and gives each kept
+	 * job its allocation; told nothing, it would plan the others on GPUs
+	 * that do not come free. Ignored for a queued job, for one whose
+	 * allocation no policy could give (a node not usable, a type it may
+	 * not run on), and by the policies that do not resize jobs.
+	 */
+	bool keep;
 } copus_job;
 
 /* The decision for one job. */
