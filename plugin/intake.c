@@ -234,11 +234,7 @@ static void _job_hint(struct copus__sched *s, job_record_t *job_ptr,
 static void _cost_measured(struct copus__sched *s, job_record_t *job_ptr,
 			   struct copus__memo *in)
 {
-	struct timespec ts;
-	double cost;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	cost = (double)ts.tv_sec + ts.tv_nsec / 1e9 - in->cost_asked;
+	double cost = copus__now_real() - in->cost_asked;
 	in->cost_asked = 0.0;
 	if (!(cost >= 0.0))
 		return;	/* the clock was set back */

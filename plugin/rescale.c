@@ -32,15 +32,6 @@ static int _gres_unrequested(void *x, void *key);
 static void _clear_gpu_request(struct copus__sched *s, uint32_t id);
 static void _release_refused(struct copus__sched *s, uint32_t id);
 
-/* The wall clock, in seconds to the microsecond. */
-static double _now_real(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The nodes of the run x asks to checkpoint (copus__rescale.ran). */
 static void _note_run(struct copus__rescale *x, const struct copus__round *r,
 		      const struct copus__round_job *j)
@@ -140,7 +131,8 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 						  j->dtype >= 0 ? x->type : "");
 				/* A move to the queue waits there too: not
 				 * a restart's cost alone. */
-				in->cost_asked = x->to > 0 ? _now_real() : 0.0;
+				in->cost_asked =
+					x->to > 0 ? copus__now_real() : 0.0;
 				in->cost_rc = j->restarts;
 			}
 			break;
@@ -153,7 +145,8 @@ void copus__requests(struct copus__sched *s, struct copus__round *r)
 			 * comes as the watch sees the checkpoint. */
 			if (x->round_real > 0.0)
 				copus__costs_add(&s->leads,
-						 _now_real() - x->round_real);
+						 copus__now_real() -
+							 x->round_real);
 			if (copus_slurm_requeue(j->id, 0) != SLURM_SUCCESS &&
 			    errno != ESLURM_JOB_PENDING)
 				verbose("%s: JobId=%u: requeue: %m (it may "

@@ -381,15 +381,6 @@ static void _event_gap(double round_ms, struct timespec *after)
 	}
 }
 
-/* The wall clock, in seconds to the microsecond. */
-static double _real_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * The agent's next wake-up: ms from now, or sooner the beginning of the
  * next full round (full_at, wall clock) or the start of the second a held
@@ -399,7 +390,7 @@ static double _real_now(void)
 static void _wake_time(const struct copus__sched *s, long ms, double full_at,
 		       struct timespec *ts)
 {
-	double now = _real_now(), at = now + ms / 1e3;
+	double now = copus__now_real(), at = now + ms / 1e3;
 
 	if (s->wake_at > now && (double)s->wake_at + 1e-3 < at)
 		at = (double)s->wake_at + 1e-3;
@@ -515,7 +506,7 @@ static void *_agent(void *arg)
 		 * job's hold ended, and every COPUS__RESCALE_MS regardless.
 		 */
 		/* (A wall clock set back does not hold the rounds back.) */
-		began = _real_now();
+		began = copus__now_real();
 		on_interval = reconfig || began >= next_full ||
 			      next_full - began > s->params.interval + 1.0;
 		watched = false;

@@ -168,4 +168,14 @@ struct copus__sched {
 	struct copus__planner planner;
 };
 
+/* The wall clock in seconds, to the nanosecond: what a rescale cost, and
+ * when the agent wakes. */
+static inline double copus__now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 #endif /* COPUS_PLUGIN_SCHED_COPUS_H */

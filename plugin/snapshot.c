@@ -360,13 +360,10 @@ static bool _nothing_to_start(struct copus__sched *s)
 	struct copus__round r = { 0 };
 	node_record_t *node_ptr;
 	struct _epoch at;
-	struct timespec now;
 	bool idle = !copus__rescales_active(s);
 	int i;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (!idle || copus__costs_awaited(s, (double)now.tv_sec +
-						     now.tv_nsec / 1e9))
+	if (!idle || copus__costs_awaited(s, copus__now_real()))
 		return false;
 	copus__lock(&clk, locks);
 	at.parts = last_part_update;
