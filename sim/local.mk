@@ -5,7 +5,7 @@ noinst_LTLIBRARIES += sim/libsim.la
 sim_libsim_la_SOURCES = sim/sim.h sim/csv.c sim/trace.c sim/engine.c \
 	sim/engine-job.h sim/engine-job.c sim/engine-input.c \
 	sim/engine-apply.h sim/engine-apply.c sim/engine-predict.h \
-	sim/engine-predict.c \
+	sim/engine-predict.c sim/engine-round.h sim/engine-round.c \
 	sim/arena.h sim/arena.c sim/arena-run.c sim/arena-summary.c \
 	sim/plan-data.c sim/plan-data.h sim/plan-read.h sim/plan-parse.c \
 	sim/plan-comm.c sim/plan-measured.c runtime/file.c runtime/file.h
