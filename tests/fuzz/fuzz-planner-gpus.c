@@ -12,8 +12,11 @@
 
 static void check_planner_takes(const copus_planner_gpu *g)
 {
-	static const copus_planner_layer layer = { 1e6, 1e3, 0, 1e3, 1e3,
-						   1e3, 0 };
+	static const copus_planner_layer layer = { .flops = 1e6,
+						   .params = 1e3,
+						   .out_elems = 1e3,
+						   .work_elems = 1e3,
+						   .tensor_elems = 1e3 };
 	copus_planner_model m = { &layer, 1, 2, 0 };
 	copus_planner_cell cell = { 1, 1 };
 	copus_planner_plan p;
