@@ -60,6 +60,7 @@ check_PROGRAMS += \
 	tests/test-hint \
 	tests/test-noise \
 	tests/test-policy \
+	tests/test-policy-place \
 	tests/test-policy-backfill \
 	tests/test-policy-copus \
 	tests/test-policy-copus-place \
@@ -95,6 +96,10 @@ tests_test_noise_LDADD = $(TEST_LIBS)
 tests_test_policy_SOURCES = tests/test-policy.c tests/harness.h
 tests_test_policy_CFLAGS = $(TEST_CFLAGS)
 tests_test_policy_LDADD = $(TEST_LIBS)
+
+tests_test_policy_place_SOURCES = tests/test-policy-place.c tests/harness.h
+tests_test_policy_place_CFLAGS = $(TEST_CFLAGS)
+tests_test_policy_place_LDADD = $(TEST_LIBS)
 
 tests_test_policy_backfill_SOURCES = tests/test-policy-backfill.c \
 	tests/harness.h
