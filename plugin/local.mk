@@ -63,7 +63,8 @@ plugin_job_submit_copus_la_CFLAGS = $(PLUGIN_CFLAGS)
 plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 
 # The plugin's Slurm-free parts, unit-tested without slurmctld: the
-# parameters, the job options and hint models (test-plugin-sched), and the
+# parameters (test-plugin-params), the job options and hint models
+# (test-plugin-sched), and the
 # round (test-plugin-round, test-plugin-restart). PLUGIN_ROUND_SOURCES: the
 # round and the Slurm-free files it needs.
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-input.c \
@@ -82,6 +83,12 @@ tests_test_plugin_sched_SOURCES = tests/test-plugin-sched.c \
 	$(PLUGIN_ROUND_SOURCES) tests/harness.h
 tests_test_plugin_sched_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_sched_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test-plugin-params
+tests_test_plugin_params_SOURCES = tests/test-plugin-params.c \
+	plugin/params.c plugin/params.h plugin/memo.c plugin/memo.h \
+	tests/harness.h
+tests_test_plugin_params_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
+tests_test_plugin_params_LDADD = $(TEST_LIBS)
 # The round's decision (test-plugin-round) and its rescales and restarts
 # (test-plugin-restart), on one world of rounds built by hand.
 PLUGIN_ROUND_WORLD = tests/plugin-round-world.c tests/plugin-round-world.h \
