@@ -253,7 +253,7 @@ cmd_test() {
 		# runs every other test and two loopback ones. The tests that
 		# read the reference data ran on it twice already (plain and
 		# ASan): here they run without it, as on a site that has none.
-		COPUS_DATA=/nonexistent make -s -C build distcheck \
+		COPUS_DATA=/nonexistent make -s -C build distcheck -j"$jobs" \
 			DISTCHECK_CONFIGURE_FLAGS="--with-slurm-src=$slurm_src" \
 			SLURM_CHECK="tests/test-slurm-loopback.sh tests/test-slurm-examples.sh" \
 			>build/distcheck.log 2>&1 || { tail -40 build/distcheck.log; rc=1; }
