@@ -44,6 +44,7 @@ static int parse_type(struct json_object *o, const char *name,
 #define NVLINK4 450.0  /* H100/H200 SXM5: 900 GB/s both ways */
 #define PCIE3 16.0     /* PCIe 3.0 x16 */
 #define PCIE4 32.0     /* PCIe 4.0 x16 */
+#define PCIE3_HOST 8.0 /* PCIe 3.0 x16 without peer-to-peer */
 #define PCIE4_HOST 16.0 /* PCIe 4.0 x16 without peer-to-peer: through the
 			 * host's memory, half the link */
 #define IB_EDR 12.5    /* 100 Gb/s */
@@ -99,7 +100,11 @@ static const struct gpu_row {
 	  1 },
 	/* NVIDIA T4: 8.1 TFLOP/s, 16 GB, PCIe 3.0, 25 Gb/s Ethernet. */
 	{ "t4", 8.1, 16.0, 320.0, PCIE3, LAT_PCIE, ETH_25G, LAT_ETH, 1 },
+	/* NVIDIA Quadro RTX 6000: 16.3 TFLOP/s, 24 GB, PCIe 3.0. */
+	{ "rtx6000", 16.3, 24.0, 672.0, PCIE3, LAT_PCIE, ETH_25G, LAT_ETH, 1 },
 	/* GeForce cards: no peer-to-peer, 10 Gb/s Ethernet. */
+	{ "rtx2080ti", 13.4, 11.0, 616.0, PCIE3_HOST, LAT_PCIE, ETH_10G,
+	  LAT_ETH, 1 },
 	{ "rtx3090", 35.6, 24.0, 936.0, PCIE4_HOST, LAT_PCIE, ETH_10G,
 	  LAT_ETH, 1 },
 	{ "rtx4090", 82.6, 24.0, 1008.0, PCIE4_HOST, LAT_PCIE, ETH_10G,

@@ -513,7 +513,10 @@ static int arena_setup(struct arena_state *s)
 			s->nodes[nnodes++] =
 				(copus_node){ t, w->per_node[t], true };
 	}
-	s->c = (copus_cluster){ nnodes, s->nodes, w->ntypes, s->tnames };
+	s->c = (copus_cluster){ .num_nodes = nnodes,
+				.nodes = s->nodes,
+				.num_types = w->ntypes,
+				.type_names = s->tnames };
 	return COPUS_OK;
 }
 

@@ -35,7 +35,8 @@ struct sim_state {
 	const struct copus_policy_traits *tr;
 	copus_predictor *pred; /* NULL: no prediction asked */
 	const char *tnames[SIM_MAX_TYPES];
-	copus_cluster cl; /* the policy's view of c */
+	double tspeeds[SIM_MAX_TYPES]; /* copus_cluster.type_speeds */
+	copus_cluster cl;	       /* the policy's view of c */
 	int N, total_gpus;
 	int g0;	   /* GPUs per node of type 0's largest */
 	double t0; /* the CPU time at the start, seconds */

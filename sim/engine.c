@@ -105,12 +105,16 @@ static int sim_setup(struct sim_state *s, const struct app *apps,
 
 	if ((rc = sim_predictor(s)) != COPUS_OK)
 		return rc;
-	for (int t = 0; t < c->ntypes; t++)
+	for (int t = 0; t < c->ntypes; t++) {
 		s->tnames[t] = c->type_names[t];
+		s->tspeeds[t] = copus_planner_gpus_speed(c->gpus, c->ngpus,
+							 c->type_names[t]);
+	}
 	s->cl.num_nodes = s->N;
 	s->cl.nodes = c->nodes;
 	s->cl.num_types = c->ntypes;
 	s->cl.type_names = s->tnames;
+	s->cl.type_speeds = s->tspeeds;
 	for (int k = 0; k < s->N; k++) {
 		s->total_gpus += c->nodes[k].gpus;
 		if (c->nodes[k].gpu_type == 0 && c->nodes[k].gpus > s->g0)

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 	int instances = argc > 1 ? atoi(argv[1]) : 10;
 	int nj = argc > 2 ? atoi(argv[2]) : 24;
 	copus_node nodes[N];
-	copus_cluster c = { N, nodes, 1, NULL };
+	copus_cluster c = { N, nodes, 1, NULL, NULL };
 	copus_model m[MAXJ];
 	const copus_model *mp[MAXJ][1];
 	copus_job jobs[MAXJ];

@@ -169,7 +169,7 @@ static inline int pgen_create(const struct pgen_params *p, struct pgen *g)
 		g->room[k] = p->node_gpus;
 		g->cap[k % T] += p->node_gpus;
 	}
-	g->c = (copus_cluster){ p->nodes, g->nodes, T, NULL };
+	g->c = (copus_cluster){ p->nodes, g->nodes, T, NULL, NULL };
 	int log2max = 0;
 	while ((2 << log2max) <= p->max_req)
 		log2max++;

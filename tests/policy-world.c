@@ -34,7 +34,7 @@ void world_init(struct world *w, int nodes, int gpus)
 	memset(w, 0, sizeof(*w));
 	for (int k = 0; k < nodes; k++)
 		w->nodes[k] = (copus_node){ 0, gpus, true };
-	w->c = (copus_cluster){ nodes, w->nodes, 1, NULL };
+	w->c = (copus_cluster){ nodes, w->nodes, 1, NULL, NULL };
 }
 
 copus_job *add_job(struct world *w, bool elastic, int req,

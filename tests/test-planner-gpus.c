@@ -14,6 +14,7 @@
 static const char *const listed[] = {
 	"a100", "a100-80g", "h100", "h200", "v100", "v100-16g", "a40", "a30",
 	"a10", "l4", "l40s", "t4", "rtx3090", "rtx4090", "rtxa6000",
+	"rtx6000", "rtx2080ti",
 };
 
 #define N_LISTED (int)(sizeof(listed) / sizeof(*listed))
@@ -470,11 +471,11 @@ static void test_parse_alias(void)
 
 	ASSERT_STATUS(copus_planner_gpus_parse(
 			      "{\"version\": 1, \"gpus\": {\"quad\": "
-			      "\"rtx6000\"}}",
+			      "\"k80\"}}",
 			      out, 3, &n, err, sizeof(err)), COPUS_EPARSE);
 	CU_ASSERT_EQUAL(n, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"quad\""));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"rtx6000\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"k80\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "a100, a100-80g"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "rtxa6000"));
 	ASSERT_STATUS(copus_planner_gpus_parse(

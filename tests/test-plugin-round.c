@@ -768,6 +768,30 @@ static void a_job_measured_on_one_type_gets_an_estimate_on_another(void)
 }
 
 /*
+ * Two nodes, one of a100 GPUs and one of t4s, both free, in either order of
+ * the types. A job with no hint yet starts on the a100s: the policy gets
+ * the types' speeds from their constants.
+ */
+static void a_job_with_no_hint_starts_on_the_faster_type(void)
+{
+	struct copus__round_job *j;
+
+	for (int a100 = 0; a100 < 2; a100++) {
+		rw_cluster(2, 4);
+		W.r.ntypes = 2;
+		strcpy(W.r.types[a100], "a100");
+		strcpy(W.r.types[1 - a100], "t4");
+		W.nodes[0].gpu_type = 1 - a100;
+		W.nodes[1].gpu_type = a100;
+		j = rw_pending(1, 1, 4, 1, 4);
+		rw_decide();
+		CU_ASSERT_FATAL(j->job >= 0);
+		ASSERT_ACTION(j, COPUS__ACT_START);
+		CU_ASSERT_EQUAL(j->dtype, a100);
+	}
+}
+
+/*
  * What the round's jobs measured comes before the constants: another job
  * of the same application measured the a100 twice as slow as the t4 here,
  * so the job measured on the t4 only gets an a100 estimate twice as slow.
@@ -955,6 +979,7 @@ int main(void)
 		TEST(a_decided_cell_without_a_plan_is_not_applied),
 		TEST(time_limits_reach_the_policy),
 		TEST(a_job_measured_on_one_type_gets_an_estimate_on_another),
+		TEST(a_job_with_no_hint_starts_on_the_faster_type),
 		TEST(a_ratio_measured_by_a_job_of_the_same_application_comes_first),
 		TEST(site_type_names_get_estimates_from_the_constants_file),
 		TEST(a_type_the_plugin_set_does_not_tie_an_elastic_job),

@@ -63,7 +63,7 @@ static void each_job_goes_where_its_gpus_count_most(void)
 {
 	for (int order = 0; order < 2; order++) {
 		copus_node nodes[2] = { { 0, 2, true }, { 1, 2, true } };
-		copus_cluster c = { 2, nodes, 2, NULL };
+		copus_cluster c = { 2, nodes, 2, NULL, NULL };
 		copus_model fast = scalable(), slow;
 		const copus_model *mp[2][2];
 		copus_job jobs[2];
@@ -190,6 +190,49 @@ static void a_poor_cell_across_nodes_is_left_to_others(void)
 	CU_ASSERT_EQUAL(gpus_of(&w, 1), 4);
 }
 
+/*
+ * A new job with no model on any type, told the types' speeds (the fast
+ * type 3.4 times the slow one): it starts on the fast GPUs while they are
+ * free, whichever type comes first, and on the slow ones when a job with
+ * as much work left, 3.4 times slower there, holds the fast ones, rather
+ * than wait or move that job. Its request is met either way.
+ */
+static void a_new_job_starts_on_the_faster_type(void)
+{
+	struct world w;
+
+	for (int fast = 0; fast < 2; fast++) {
+		double speeds[2] = { fast == 0 ? 3.4 : 1.0,
+				     fast == 1 ? 3.4 : 1.0 };
+		for (int full = 0; full < 2; full++) {
+			two_types(&w, 2, 4, 1);
+			w.c.type_speeds = speeds;
+			copus_model m = scalable(), slow;
+			ASSERT_STATUS(copus_model_bootstrap(&m, 1.0, 3.4,
+							    &slow),
+				      COPUS_OK);
+			if (full) {
+				/* As fast as the others on the fast type. */
+				add_job(&w, false, 4, 100000, m);
+				w.mp[0][1 - fast] = &slow;
+				w.alloc[0][0] = (copus_slot){ fast, 4 };
+				w.jobs[0].alloc = w.alloc[0];
+				w.jobs[0].alloc_slots = 1;
+				w.jobs[0].alloc_type = fast;
+			}
+			copus_job *x = add_job(&w, true, 4, 100000, scalable());
+			x->models = NULL;
+			x->max_gpus_had = 0;
+			decide(&w, 0);
+			size_t j = w.n - 1;
+			CU_ASSERT_EQUAL(gpus_of(&w, j), 4);
+			CU_ASSERT_EQUAL(w.types[j], full ? 1 - fast : fast);
+			if (full)
+				CU_ASSERT_EQUAL(w.types[0], fast);
+		}
+	}
+}
+
 int main(void)
 {
 	static const struct test_case tests[] = {
@@ -199,6 +242,7 @@ int main(void)
 		TEST(cells_order_jobs_by_iterations_left),
 		TEST(a_poor_cell_across_nodes_is_left_to_others),
 		TEST(each_job_goes_where_its_gpus_count_most),
+		TEST(a_new_job_starts_on_the_faster_type),
 	};
 	return RUN_TESTS("policy-copus-cells", tests);
 }

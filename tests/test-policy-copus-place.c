@@ -63,7 +63,7 @@ static void equal_placement_splits_evenly(void)
 {
 	copus_node nodes[4] = { { 0, 4, true }, { 0, 4, true }, { 0, 4, true },
 				{ 1, 8, true } };
-	copus_cluster c = { 4, nodes, 2, NULL };
+	copus_cluster c = { 4, nodes, 2, NULL, NULL };
 	int row[4], t = -1;
 
 	int fr1[4] = { 4, 3, 4, 8 };
@@ -106,7 +106,7 @@ static void consolidated_placement_takes_the_tightest_node_else_the_fewest(void)
 {
 	copus_node nodes[5] = { { 0, 4, true }, { 0, 4, true }, { 0, 4, true },
 				{ 0, 4, true }, { 1, 8, true } };
-	copus_cluster c = { 5, nodes, 2, NULL };
+	copus_cluster c = { 5, nodes, 2, NULL, NULL };
 	int fr[5] = { 3, 2, 3, 4, 8 }, dist[5] = { 0, 0, 0, 1, 0 };
 	struct copus__placer pl;
 	int row[5], t = -1;
@@ -146,7 +146,7 @@ static void first_and_later_sizes_are_placed_alike(void)
 {
 	enum { N = 24 };
 	copus_node nodes[N];
-	copus_cluster c = { N, nodes, 3, NULL };
+	copus_cluster c = { N, nodes, 3, NULL, NULL };
 	int fr[N], dist[N], a[N], b[N], ta, tb;
 	struct copus__placer pl;
 	unsigned seed = 12345;
@@ -186,7 +186,7 @@ static void the_free_index_places_as_the_scan_does(void)
 {
 	enum { N = 150 };
 	copus_node nodes[N];
-	copus_cluster c = { N, nodes, 3, NULL };
+	copus_cluster c = { N, nodes, 3, NULL, NULL };
 	int fr[N], dist[N], a[N], b[N], list[64], ta = -1, tb = -1, m;
 	unsigned seed = 4242;
 
@@ -249,7 +249,7 @@ static void placement_respects_nodes_and_types(void)
 		for (int k = 0; k < N; k++)
 			w.nodes[k] = (copus_node){ k % 2, k % 2 ? 8 : 4,
 						   k != 1 || round % 5 };
-		w.c = (copus_cluster){ N, w.nodes, 2, NULL };
+		w.c = (copus_cluster){ N, w.nodes, 2, NULL, NULL };
 		int nj = 1 + round % 9;
 		for (int j = 0; j < nj; j++) {
 			x = x * 1103515245u + 12345u;

@@ -136,7 +136,7 @@ static void world_init(struct world *w)
 		w->nodes[k] = (copus_node){ 0, 4, true };
 	for (int k = 4; k < 6; k++)
 		w->nodes[k] = (copus_node){ 1, 8, true };
-	w->c = (copus_cluster){ 6, w->nodes, 2, NULL };
+	w->c = (copus_cluster){ 6, w->nodes, 2, NULL, NULL };
 }
 
 static copus_job *add_job(struct world *w, int max_gpus, int had,

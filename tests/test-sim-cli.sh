@@ -223,16 +223,27 @@ for pol in copus sia; do
 	done
 done
 # --gpus: constants that name the site's types after built-in ones. Told
-# that slow is a T4 and fast an A100, the copus policy estimates the job's
-# speed on fast from its model on slow without a probe, as the plugin does
-# with copus_planner_gpus, and moves it there; a type the table does not
-# know is refused with the file and the type.
+# that slow is a T4 and fast an A100, the copus policy starts the job,
+# which has run nowhere yet, on fast, as the plugin does with
+# copus_planner_gpus, and keeps it there. A second job that arrives with it
+# starts on slow, and once the first has ended moves to fast: its speed
+# there is estimated from its model on slow and the constants, without a
+# probe. A type the table does not know is refused with the file and the
+# type.
 printf '{"version": 1, "gpus": {"slow": "t4", "fast": "a100"}}\n' > "$tmp/gpus.json"
 "$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy copus \
 	--gpus "$tmp/gpus.json" --summary "$tmp/s.json" --timeline "$tmp/t.csv" \
 	"$tmp/w3.csv" > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "--gpus run"; }
 types=$(tail -n +2 "$tmp/t.csv" | cut -d, -f10 | uniq | tr '\n' ' ')
-[ "$types" = "slow fast " ] || fail "--gpus: the job ran on '$types', not slow then fast"
+[ "$types" = "fast " ] || fail "--gpus: the job ran on '$types', not on fast only"
+printf 'name,time,application,num_replicas,batch_size\na,0,toy,1,10\nb,0,toy,1,10\n' > "$tmp/w4.csv"
+"$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy copus \
+	--gpus "$tmp/gpus.json" --timeline "$tmp/t.csv" "$tmp/w4.csv" > "$tmp/out" 2>&1 ||
+	{ cat "$tmp/out"; fail "--gpus run of two jobs"; }
+for j in a:"fast " b:"slow fast "; do
+	types=$(grep ",${j%%:*}," "$tmp/t.csv" | cut -d, -f10 | uniq | tr '\n' ' ')
+	[ "$types" = "${j#*:}" ] || fail "--gpus: job ${j%%:*} ran on '$types', not on '${j#*:}'"
+done
 grep -q '"probes": *false' "$tmp/s.json" || fail "--gpus: probes in the summary"
 printf '{"version": 1, "gpus": {"slow": "t5"}}\n' > "$tmp/bad-gpus.json"
 "$sim" --cluster slow:1x1,fast:1x1 --profiles "$tmp/q" --policy copus \

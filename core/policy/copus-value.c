@@ -219,7 +219,7 @@ double copus__cp_speedup(const struct jw *w, int t, int k, const int *node_gpus)
 	if (w->cs != NULL)
 		return k <= w->cs_kmax ? w->cs[t * (w->cs_kmax + 1) + k] : 0.0;
 	if (w->sp[t] == NULL)
-		return k; /* no model: assume linear up to the request */
+		return k * w->rel[t]; /* no model: linear up to the request */
 	int nodes = (k + node_gpus[t] - 1) / node_gpus[t];
 	if (copus_speedup_get(w->sp[t], nodes, k, &v) != COPUS_OK)
 		return 0.0;
@@ -520,6 +520,35 @@ static void fairness_guard(struct jw *w, size_t n)
 	}
 }
 
+/*
+ * A job with no model on any type: its speed on each type is the type's
+ * speed from its GPU's constants (c->type_speeds), over the fastest type
+ * it may use, so that it starts on the faster GPUs when both are free and
+ * counts its work on them. Types of unknown speed count as the fastest.
+ * Returns the type its work counts on: the fastest, or ref_t without
+ * speeds.
+ */
+static int prior_speeds(struct jw *x, const copus_cluster *c,
+			const int *node_gpus, int ref_t)
+{
+	double smax = 0.0;
+	int best = -1;
+
+	for (int t = 0; c->type_speeds != NULL && t < c->num_types; t++)
+		if (copus__type_allowed(x->job, t) && node_gpus[t] > 0 &&
+		    c->type_speeds[t] > smax) {
+			smax = c->type_speeds[t];
+			best = t;
+		}
+	if (best < 0)
+		return ref_t;
+	for (int t = 0; t < c->num_types; t++)
+		x->rel[t] = c->type_speeds[t] > 0.0
+				    ? fmin(c->type_speeds[t] / smax, 1.0)
+				    : 1.0;
+	return best;
+}
+
 /* Remaining work, fairness weight and speedup tables of each job. */
 int copus__cp_prepare_jobs(struct copus_state *s,
 			   const copus_policy_params *prm,
@@ -581,6 +610,8 @@ int copus__cp_prepare_jobs(struct copus_state *s,
 			x->rel[t] = x->sp[t] != NULL && g1[t] > 0.0
 					    ? g1[t] / gmax
 					    : 1.0;
+		if (gmax == 0.0 && jb->num_cells == 0)
+			ref_t = prior_speeds(x, c, node_gpus, ref_t);
 		/*
 		 * Its work counts in the same unit wherever it runs now (on
 		 * its fastest type), so that a move does not change what the

@@ -41,6 +41,10 @@
  *    the longest waiting first instead of the shortest).
  *  - Unknown work: without a prediction, a job is expected to need as much
  *    again as it has received (least attained service first for newcomers).
+ *  - Unknown types: a job with no model on any type scales linearly up to
+ *    its request, each GPU worth its type's speed over the fastest
+ *    (copus_cluster.type_speeds, the GPUs' constants), so that it starts
+ *    on the faster GPUs when they are free.
  *  - Scarcity: while the jobs' requests exceed the cluster more than
  *    twofold, every speedup counts as S^g instead of S, g = 2 x the
  *    cluster's GPUs over the GPUs requested, at least SPREAD_FLOOR: the

@@ -60,6 +60,14 @@ typedef struct copus_cluster {
 	const copus_node *nodes;    /* num_nodes entries */
 	int num_types;              /* 1 .. COPUS_MAX_GPU_TYPES */
 	const char *const *type_names; /* num_types names, or NULL */
+	/*
+	 * Each type's training speed from its GPU's constants, only their
+	 * ratios meaning anything (copus_planner_gpus_speed; 0 for a type not
+	 * known), or NULL. The copus policy reads it for a job that has run
+	 * nowhere yet, so that it starts on the faster GPUs when both are
+	 * free; a job's measured or estimated models override it.
+	 */
+	const double *type_speeds;
 } copus_cluster;
 
 /* GPUs of one job on one node. */
