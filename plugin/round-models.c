@@ -18,6 +18,18 @@
 #include "sched_copus.h"
 
 /*
+ * Each GPU type's speed from its constants, into r->speeds: the site's
+ * copus_planner_gpus file, else the built-in table, else 0.
+ */
+void copus__round_speeds(const struct copus__sched *s, struct copus__round *r)
+{
+	for (int t = 0; t < r->ntypes && t < COPUS_MAX_GPU_TYPES; t++)
+		r->speeds[t] = copus_planner_gpus_speed(s->planner.gpus,
+							s->planner.ntypes,
+							r->types[t]);
+}
+
+/*
  * Completes each input job's models with estimates on the GPU types its
  * hint does not name (copus_models_estimate): from its models on the
  * others, the round's jobs that have measured both types (of its
@@ -27,14 +39,14 @@
  * every round, so a job's own measurement replaces its estimate as soon
  * as a hint carries it. The types' ratios that jobs showed stay in s for
  * the later rounds (a job that measured two types may have ended). Without
- * the memory for them, the jobs keep what their hints say.
+ * the memory for them, the jobs keep what their hints say. The types'
+ * speeds are copus__round_speeds'.
  */
 void copus__round_estimate(struct copus__sched *s, struct copus__round *r)
 {
 	size_t n = (size_t)r->njobs, T = (size_t)r->ntypes;
 	const copus_model **known;
 	const char **apps;
-	double speeds[COPUS_MAX_GPU_TYPES];
 	size_t i, t;
 
 	if (n == 0 || T < 2)
@@ -45,10 +57,6 @@ void copus__round_estimate(struct copus__sched *s, struct copus__round *r)
 	r->estimated = calloc(n * T, sizeof(*r->estimated));
 	if (!known || !apps || !r->est_models || !r->estimated)
 		goto out;
-	for (t = 0; t < T; t++)
-		speeds[t] = copus_planner_gpus_speed(s->planner.gpus,
-						     s->planner.ntypes,
-						     r->types[t]);
 	/* The memory holds the types it was learned on, in their order. */
 	for (t = 0; (int)T == s->ratio_ntypes && t < T; t++)
 		if (strcmp(s->ratio_types[t], r->types[t]) != 0)
@@ -64,7 +72,7 @@ void copus__round_estimate(struct copus__sched *s, struct copus__round *r)
 			memcpy(&known[i * T], r->jobs[i].models,
 			       T * sizeof(*known));
 	}
-	if (copus_models_estimate_mem(known, n, (int)T, apps, speeds,
+	if (copus_models_estimate_mem(known, n, (int)T, apps, r->speeds,
 				      &s->ratios, r->est_models,
 				      r->estimated) != COPUS_OK)
 		goto out;

@@ -1,8 +1,9 @@
 /*
- * What a round knows of its jobs beyond their hints (round-models.c):
- * their models estimated on the GPU types they have not run on, and the
- * predictor's remaining times. Private to round.c, which calls them once
- * the policy's input is built; round-models.c calls nothing of round.c.
+ * What a round knows of its jobs beyond their hints (round-models.c): the
+ * GPU types' speeds, the jobs' models estimated on the types they have not
+ * run on, and the predictor's remaining times. Private to the round:
+ * round.c takes the speeds first, round-input.c the rest once the policy's
+ * input is built; round-models.c calls nothing of round.c.
  */
 #ifndef COPUS_PLUGIN_ROUND_MODELS_H
 #define COPUS_PLUGIN_ROUND_MODELS_H
@@ -11,10 +12,12 @@
 
 struct copus__sched;
 
+/* Each GPU type's speed from its constants, into r->speeds. */
+void copus__round_speeds(const struct copus__sched *s, struct copus__round *r);
 /*
  * Completes each input job's models with estimates on the types its hint
  * does not name (r->est_models, r->estimated), from its models on the
- * others, the round's jobs and the types' constants; what the jobs show of
+ * others, the round's jobs and the types' constants (r->speeds); what the jobs show of
  * the types' ratios stays in s for later rounds.
  */
 void copus__round_estimate(struct copus__sched *s, struct copus__round *r);

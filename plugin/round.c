@@ -16,6 +16,7 @@
 #include "copus/policy.h"
 #include "copus/predict.h"
 #include "round-input.h"
+#include "round-models.h"
 #include "round-users.h"
 #include "round.h"
 #include "sched_copus.h"
@@ -32,6 +33,7 @@ static void _plan(struct copus__sched *s, struct copus__round *r);
 void copus__round_decide(struct copus__sched *s, struct copus__round *r)
 {
 	copus__round_user_room(s, r);
+	copus__round_speeds(s, r);
 	copus__round_input(s, r);
 	_decide(s, r);
 	copus__round_hold_pins(r);
@@ -119,9 +121,8 @@ void copus__round_free(struct copus__round *r)
 static void _decide(struct copus__sched *s, struct copus__round *r)
 {
 	copus_cluster c;
-	double speeds[COPUS_MAX_GPU_TYPES];
 	long bad = -1;
-	int rc, t;
+	int rc;
 
 	/* A snapshot cut short (r->error) decides nothing. */
 	if (!r->njobs || !s->policy || r->error[0])
@@ -131,13 +132,8 @@ static void _decide(struct copus__sched *s, struct copus__round *r)
 	c.nodes = r->nodes;
 	c.num_types = r->ntypes;
 	c.type_names = r->type_ptrs;
-	/* The types' speeds from their constants, for a job that has run
-	 * nowhere yet (copus_planner_gpus: the site's file or the table). */
-	for (t = 0; t < r->ntypes && t < COPUS_MAX_GPU_TYPES; t++)
-		speeds[t] = copus_planner_gpus_speed(s->planner.gpus,
-						     s->planner.ntypes,
-						     r->types[t]);
-	c.type_speeds = speeds;
+	/* For a job that has run nowhere yet: the faster GPUs first. */
+	c.type_speeds = r->speeds;
 	r->dec = calloc(r->njobs + 1, sizeof(*r->dec));
 	if (!r->dec) {
 		snprintf(r->error, sizeof(r->error), "out of memory for the "

@@ -245,6 +245,10 @@ struct copus__round {
 	int *cfg;			/* GPUs configured, per node */
 	int ntypes;
 	char types[COPUS_MAX_GPU_TYPES][16];
+	/* Each type's training speed from its GPU's constants (the site's
+	 * copus_planner_gpus or the built-in table; 0: not known), for the
+	 * estimates and the policy (copus__round_speeds). */
+	double speeds[COPUS_MAX_GPU_TYPES];
 	struct copus__round_job *rj;
 	int nrj, npending, nrunning;
 	copus_history_entry *obs;	/* jobs that completed, to learn */
