@@ -27,9 +27,8 @@
 # The cluster is contrib/loopback-cluster.sh's, with slurmdbd on a MariaDB
 # server of its own (127.0.0.1 only, under DIR) and priority/multifactor;
 # sched/backfill runs with Slurm's default SchedulerParameters; sched/copus
-# with the example's settings, the policy named, a round every 60 trace
-# seconds and a job left where it is for half a round after it starts.
-# Jobs ask for their workload request on as few nodes as hold it
+# with the example's settings, the policy named and a round every 60 trace
+# seconds. Jobs ask for their workload request on as few nodes as hold it
 # (rigid ones on nodes of one GPU type: --constraint="[aws|dgx-ext]"); under
 # copus they are elastic from 1 GPU to the whole cluster.
 #
@@ -185,15 +184,8 @@ if [ -z "$scale" ]; then
 fi
 [[ $scale =~ ^[0-9]+(\.[0-9]+)?$ ]] && python3 -c "import sys; sys.exit(not float('$scale') >= 1)" ||
 	die "--scale '$scale': not a number of 1 or more"
-# A round every 60 trace seconds, at least one a second. A job sched/copus
-# has started or moved stays where it is for half a round
-# (copus_restart_delay, in whole seconds, as the README's example sets it
-# against its copus_interval): longer than a restart takes here, and over
-# before the next round, which may move it again if that pays for the move.
-# A delay of a whole round would keep every moved job out of the next round
-# too, as the delay counts from Slurm's start of the run, after the round.
+# A round every 60 trace seconds, at least one a second.
 interval=$(python3 -c "print(max(1, round(60 / $scale)))")
-hold=$((interval / 2))
 say "$njobs jobs of $workload on $spec ($nodes nodes), policy $policy, trace time x $scale, a round every ${interval}s"
 
 ports=($(python3 -c "
@@ -285,7 +277,7 @@ else
 	# (--restart-measured); its allocations cost what they measured here.
 	restart=$(python3 -c "print(max(2, round(30 / $scale)))")
 	args+=(--sched copus --plugin-dir "$plugins" --spank "$plugins/spank_copus.so"
-		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$hold,copus_restart_cost=measured:$restart,copus_checkpoint_deadline=60,copus_planner_gpus=$gpus_file")
+		--sched-params "copus_policy=$policy,copus_interval=$interval,copus_restart_delay=$interval,copus_restart_cost=measured:$restart,copus_checkpoint_deadline=60,copus_planner_gpus=$gpus_file")
 fi
 say "the cluster: ${args[*]}"
 QUIET=1 "$top/contrib/loopback-cluster.sh" up "$cdir" "${args[@]}" >>"$log" 2>&1 ||
@@ -448,7 +440,7 @@ rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['si
 # is for copus_restart_delay after its run starts (--min-run);
 # sched/backfill's jobs ask for -N k --gpus=G, which Slurm may split
 # unevenly (6 GPUs as 4 + 2), as copus-sim's backfill places them.
-simpol=$policy even=(--equal-per-node --restart-measured --min-run "$(python3 -c "print(round($hold * $scale))")")
+simpol=$policy even=(--equal-per-node --restart-measured --min-run "$(python3 -c "print(round($interval * $scale))")")
 [ "$policy" = backfill ] && even=() &&
 	simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)"),sched_delay=$(python3 -c "print(3 * $scale)")"
 # slurmctld's main scheduler runs when its background loop wakes, about
