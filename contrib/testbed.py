@@ -541,6 +541,13 @@ def compare(argv):
         if dr and len(dr) > 1:
             print(f"   sim: the mean of {len(dr)} draws of the measured"
                   f" restart costs, {min(dr):.0f} to {max(dr):.0f}")
+        try:
+            floor = json.load(open(os.path.join(d, "solo.json")))["mean"]
+        except (OSError, ValueError, KeyError):
+            floor = None
+        if floor and tm:
+            print(f"   floor: each job alone (sim/solo-bound.sh) {floor:.0f};"
+                  f" testbed {tm / floor:.2f}x, sim {sm / floor:.2f}x it")
         for p in tb.get("problems", []):
             print("   " + p)
         if tb["finished"] < tb["jobs"]:

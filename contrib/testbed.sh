@@ -49,11 +49,15 @@
 #                     --equal-per-node, as sched/copus allocates, and
 #                     --min-run, its copus_restart_delay)
 #   DIR/sim-commands  copus-sim's command line for each draw
+#   DIR/solo.json     the floor: each job's JCT alone on the cluster under
+#                     the copus policy, and their mean (sim/solo-bound.sh;
+#                     its command line in DIR/solo-command)
 #   DIR/jobs.csv      sacct's records (one per run of a job)
 #   DIR/timeline.csv  GPUs per job every few seconds; DIR/testbed.png the
 #                     timeline and the JCT CDF of testbed and simulator
 # "compare" prints per run: policy, testbed mean JCT, simulated mean JCT and
-# their ratio, and the other figures side by side; --plot draws the runs'
+# their ratio, and the other figures side by side, and each mean over the
+# floor; --plot draws the runs'
 # GPUs per job over time side by side, and their JCT distributions.
 set -euo pipefail
 
@@ -440,7 +444,8 @@ rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['si
 # is for copus_restart_delay after its run starts (--min-run);
 # sched/backfill's jobs ask for -N k --gpus=G, which Slurm may split
 # unevenly (6 GPUs as 4 + 2), as copus-sim's backfill places them.
-simpol=$policy even=(--equal-per-node --restart-measured --min-run "$(python3 -c "print(round($interval * $scale))")")
+hold=$(python3 -c "print(round($interval * $scale))")
+simpol=$policy even=(--equal-per-node --restart-measured --min-run "$hold")
 [ "$policy" = backfill ] && even=() &&
 	simpol="backfill:bf_interval=$(python3 -c "print(30 * $scale)"),sched_delay=$(python3 -c "print(3 * $scale)")"
 # slurmctld's main scheduler runs when its background loop wakes, about
@@ -474,5 +479,15 @@ for ((seed = 1; seed <= draws; seed++)); do
 	sims+=("$out/sim-draw-$seed.json")
 done
 python3 "$py" merge-sims --out "$out/sim.json" "${sims[@]}"
+# The floor: each job alone on the cluster under the copus policy, as
+# sched/copus would run it (sim/solo-bound.sh), whatever the run's policy.
+solo=(sh "$top/sim/solo-bound.sh" --json "$out/solo.json" "$out/sim-workload.csv"
+	"$sim" --cluster "$spec" --profiles "$profiles" --policy copus
+	--equal-per-node --restart-measured --min-run "$hold"
+	--gpus "$gpus_file" "${rounds[@]}" --restart-delay "$rdelay"
+	--restart-delays "$out/restart-delays.csv" --seed 1)
+printf '%q ' "${solo[@]}" >"$out/solo-command"
+echo >>"$out/solo-command"
+"${solo[@]}" >"$out/solo.txt" 2>&1 || die "sim/solo-bound.sh failed (see $out/solo.txt)"
 python3 "$py" plot --out "$out"
 python3 "$py" compare "$out"

@@ -22,7 +22,8 @@ sim_copus_sim_LDADD = sim/libsim.la core/libcopus-core.la $(JSONC_LIBS) -lm
 dist_man_MANS += etc/copus-sim.1
 
 dist_noinst_SCRIPTS += sim/fidelity.sh sim/fidelity-sia.sh sim/ablation.sh \
-	sim/compare.sh sim/fidelity-arena.sh sim/history-split.sh
+	sim/compare.sh sim/fidelity-arena.sh sim/history-split.sh \
+	sim/solo-bound.sh
 
 check_PROGRAMS += tests/test-sim tests/test-profiles tests/test-arena
 tests_test_sim_SOURCES = tests/test-sim.c tests/harness.h

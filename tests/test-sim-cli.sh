@@ -2,9 +2,9 @@
 # copus-sim from the command line: the summary's keys, the timeline, two
 # workloads in parallel, copus's remaining-work modes, a history saved and
 # given back, what the policies know of other GPU types with and without
-# --probes, measured restart costs drawn at random, --min-run's hold, and
-# the error messages of a malformed workload, a malformed
-# history and of bad options.
+# --probes, measured restart costs drawn at random, --min-run's hold, the
+# error messages of a malformed workload, a malformed history and of bad
+# options, and sim/solo-bound.sh's floor (each job alone).
 set -u
 sim=${COPUS_SIM:-sim/copus-sim}
 tmp=$(mktemp -d)
@@ -368,4 +368,39 @@ refused "--event-rounds 0" "--event-rounds: '0' is not a number of seconds from 
 	--event-rounds 0 "$tmp/w1.csv"
 refused "--interval 0.5" "--interval: '0.5' is not a number from 1 to 86400 of seconds" \
 	--interval 0.5 "$tmp/w1.csv"
+
+# sim/solo-bound.sh: each job alone. On one GPU, a and b together wait for
+# each other; alone each starts at the first round (60), restarts 30 s and
+# trains 200 s: 290 for a, 280 for b, which arrives at 10. Their mean is the
+# floor, below the mean of any policy that runs them together.
+solo=${srcdir:-..}/sim/solo-bound.sh
+sh "$solo" --json "$tmp/solo.json" "$tmp/w1.csv" "$sim" --cluster 1x1 \
+	--profiles "$tmp/p" > "$tmp/solo.out" 2>&1 || { cat "$tmp/solo.out"; fail "solo-bound.sh"; }
+grep -qx "a 290" "$tmp/solo.out" && grep -qx "b 280" "$tmp/solo.out" &&
+	grep -qx "mean 285.0 over 2 jobs, each alone" "$tmp/solo.out" ||
+	{ cat "$tmp/solo.out"; fail "solo-bound.sh's lines"; }
+for pol in fifo copus; do
+	"$sim" --cluster 1x1 --profiles "$tmp/p" --policy $pol \
+		--summary "$tmp/together.json" "$tmp/w1.csv" > /dev/null 2>&1 ||
+		fail "$pol on 1x1"
+	python3 - "$tmp/solo.json" "$tmp/together.json" <<'PY' || fail "solo-bound.sh against $pol"
+import json, sys
+solo, both = (json.load(open(f)) for f in sys.argv[1:3])
+assert solo["jobs"] == 2 and solo["jcts"] == {"a": 290.0, "b": 280.0}, solo
+assert abs(solo["mean"] - 285.0) < 1e-9, solo
+j = both["jcts"]["w1"]
+assert all(solo["jcts"][k] <= j[k] + 1e-9 for k in j), (solo, j)
+assert solo["mean"] < both["mean"], (solo, both)
+PY
+done
+# What it cannot run is named: a workload without names, and a job that
+# copus-sim refuses (here: profiles it cannot read).
+printf 'x,y\n1,2\n' > "$tmp/nameless.csv"
+sh "$solo" "$tmp/nameless.csv" "$sim" > /dev/null 2> "$tmp/err" && fail "nameless workload accepted"
+grep -qF "nameless.csv: line 1: no header with a name column" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "solo-bound.sh: no line 1 error"; }
+sh "$solo" "$tmp/w1.csv" "$sim" --cluster 1x1 --profiles "$tmp/none" > /dev/null 2> "$tmp/err" &&
+	fail "missing profiles accepted"
+grep -qF "copus-sim failed on job a alone" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "solo-bound.sh: the job is not named"; }
 echo "PASS"

@@ -31,7 +31,9 @@ out=$TMP/tb
 	--cluster aws:2x4,dgx-ext:2x4 --scale 20 --limit 240 "$TMP/w.csv" >"$TMP/run.log" 2>&1 ||
 	{ cat "$TMP/run.log"; fail "testbed.sh failed"; }
 cat "$TMP/run.log"
-for f in testbed.json sim.json jobs.csv timeline.csv testbed.png; do
+grep -q "floor: each job alone (sim/solo-bound.sh)" "$TMP/run.log" ||
+	fail "compare printed no floor"
+for f in testbed.json sim.json jobs.csv timeline.csv testbed.png solo.json; do
 	[ -s "$out/$f" ] || fail "$out/$f was not written"
 done
 python3 - "$out" <<'P' || fail "the report is not what the run did"
@@ -91,6 +93,15 @@ assert all("--equal-per-node --restart-measured --min-run 60 " in c for c in cmd
 assert t["rescales_measured"] is not None and t["restart_cost_counted"] is not None, t
 if t["rescales_measured"] and t["rescales_measured"] == t["restart_gaps"]:
     assert 0.5 * t["restart_gap_mean"] <= t["restart_cost_counted"] <= t["restart_gap_mean"] + 0.5 * t["scale"], (t["restart_cost_counted"], t["restart_gap_mean"])
+# The floor: each of the four jobs alone on the cluster under the copus
+# policy (sim/solo-bound.sh), not above copus-sim's mean of all four
+# together but for the restart costs' draw (each job alone draws its own
+# from restart-delays.csv): within one round, 60 trace seconds.
+solo = json.load(open(d + "/solo.json"))
+assert solo["jobs"] == 4 and set(solo["jcts"]) == {"a", "b", "c", "d"}, solo
+assert all(v > 0 for v in solo["jcts"].values()), solo
+assert solo["mean"] <= s["mean"] + 60, (solo["mean"], s["mean"])
+assert "sim/solo-bound.sh" in open(d + "/solo-command").read()
 # One line per run of a job in jobs.csv, each run of a finished job ended.
 rows = [l.split(",") for l in open(d + "/jobs.csv").read().split("\n")[1:] if l]
 assert {r[1] for r in rows} == {"a", "b", "c", "d"}, rows
