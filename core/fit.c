@@ -197,15 +197,24 @@ static int observation_check(const copus_observation *o)
 int copus_fit(const copus_observation *obs, size_t n,
 	      copus_perf_params *out, copus_fit_report *report)
 {
+	return copus_fit_with(obs, n, COPUS_FIT_PRIOR_POLLUX, out, report);
+}
+
+int copus_fit_with(const copus_observation *obs, size_t n,
+		   copus_fit_prior prior, copus_perf_params *out,
+		   copus_fit_report *report)
+{
 	struct fit_ctx c = { .obs = obs, .n = n };
 	double lower[P_COUNT], upper[P_COUNT];
 	bool fixed[P_COUNT] = { false };
 	bool many_local = false, multi_node = false, single_node_multi = false;
 	bool over_two = false;
+	int most_in_node = 1; /* the most GPUs of a one-node step */
 	double mean_compute = 0.0, mean_local = 0.0, mean_sync = 0.0;
 	int sync_count = 0;
 
-	if (obs == NULL || out == NULL)
+	if (obs == NULL || out == NULL ||
+	    (prior != COPUS_FIT_PRIOR_POLLUX && prior != COPUS_FIT_PRIOR_RING))
 		return COPUS_EINVAL;
 	if (n == 0)
 		return COPUS_ENODATA;
@@ -218,6 +227,8 @@ int copus_fit(const copus_observation *obs, size_t n,
 			multi_node = true;
 		if (obs[i].nodes == 1 && obs[i].replicas > 1)
 			single_node_multi = true;
+		if (obs[i].nodes == 1 && obs[i].replicas > most_in_node)
+			most_in_node = obs[i].replicas;
 		if (obs[i].replicas > 2)
 			over_two = true;
 		mean_compute += obs[i].compute_time;
@@ -319,8 +330,14 @@ int copus_fit(const copus_observation *obs, size_t n,
 		goto out;
 	}
 
-	/* With no multi-node data, crossing nodes is assumed a bit slower. */
-	if (!multi_node) {
+	/* With no multi-node data, crossing nodes is assumed a bit slower
+	 * (copus_fit_prior). */
+	if (!multi_node && prior == COPUS_FIT_PRIOR_RING) {
+		double most = c.full[P_AR] +
+			      c.full[P_BR] * fmax(most_in_node - 2, 0);
+		c.full[P_AN] = fmax(1.1 * most, COPUS_PARAM_MIN);
+		c.full[P_BN] = COPUS_PARAM_MIN;
+	} else if (!multi_node) {
 		if (c.full[P_AN] < 1.1 * c.full[P_AR])
 			c.full[P_AN] = 1.1 * c.full[P_AR];
 		if (c.full[P_BN] < 1.1 * c.full[P_BR])

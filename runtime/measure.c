@@ -224,7 +224,8 @@ bool copus__placement_measured(const copus_ctx *ctx)
 
 /*
  * Fits the observations of one GPU type (those of FIT_MIN_STEPS steps or
- * more, when it has any); COPUS_ENODATA when it has none.
+ * more, when it has any), with libcopus's prior for the sync across nodes
+ * (COPUS_FIT_PRIOR_RING); COPUS_ENODATA when it has none.
  */
 static int _fit_type(const copus_ctx *ctx, const char *type,
 		     copus_perf_params *p, size_t *nobs)
@@ -249,7 +250,7 @@ static int _fit_type(const copus_ctx *ctx, const char *type,
 	*nobs = n;
 	if (n == 0)
 		return COPUS_ENODATA;
-	return copus_fit(obs, n, p, NULL);
+	return copus_fit_with(obs, n, COPUS_FIT_PRIOR_RING, p, NULL);
 }
 
 /* Whether perf[0 .. n) already holds a model of this type. */

@@ -244,7 +244,8 @@ static int observe(struct sjob *j, double step, double sync, double sqr,
 	o->compute_time = step - sync > 1e-9 ? step - sync : 1e-9;
 	if (j->gpus > j->max_prof)
 		j->max_prof = j->gpus;
-	if (copus_fit(j->obs[t], j->nobs[t], &m->perf, NULL) == COPUS_OK) {
+	if (copus_fit_with(j->obs[t], j->nobs[t], j->fit_prior, &m->perf,
+			   NULL) == COPUS_OK) {
 		m->limits.init_batch = a->init_batch;
 		m->limits.max_batch = a->max_batch;
 		m->limits.min_local = a->min_local;

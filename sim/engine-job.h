@@ -46,6 +46,7 @@ struct sjob {
 	copus_model boot[SIM_MAX_TYPES]; /* bootstrapped from the probes */
 	int hint_type;      /* the type of its last measured step; -1: none */
 	bool learn;
+	copus_fit_prior fit_prior; /* of its agent's fit (the policy's trait) */
 	double goodput;
 	const copus_model *models[SIM_MAX_TYPES];
 	double *solo_rate;  /* fifo's oracle: progress per second by epoch */

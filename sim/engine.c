@@ -154,6 +154,7 @@ static int sim_setup(struct sim_state *s, const struct app *apps,
 		j->completion = -1;
 		j->hint_type = -1;
 		j->learn = s->tr->models == COPUS_MODELS_LEARNED;
+		j->fit_prior = s->tr->fit_prior;
 		/* A policy that picks the batch does, unless the model keeps
 		 * its own; the others train with the workload's batch. */
 		if (s->tr->picks_batch)

@@ -139,6 +139,62 @@ static void priors_hold_what_was_not_observed(void)
 	CU_ASSERT(rep.fixed & (1u << 3));
 }
 
+/*
+ * libcopus's prior (COPUS_FIT_PRIOR_RING): fitted on one node of up to 4
+ * GPUs, the sync across nodes is 1.1 x the sync at 4 GPUs in a node, at 8
+ * nodes as at 2; Pollux's prior keeps growing it by beta_r per replica.
+ * With multi-node steps observed, the two fits agree.
+ */
+static void ring_prior_levels_the_sync_across_nodes(void)
+{
+	copus_observation obs[64];
+	copus_perf_params ring, pollux;
+	copus_fit_report rep;
+	copus_step_times in4, two, many, many_p;
+
+	size_t n = synth(obs, 64, 0.0, 1, 1, 4, 2);
+	ASSERT_STATUS(copus_fit_with(obs, n, COPUS_FIT_PRIOR_RING, &ring,
+				     &rep),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(rep.fixed, (1u << 2) | (1u << 3));
+	ASSERT_STATUS(copus_fit(obs, n, &pollux, NULL), COPUS_OK);
+	/* The in-node terms are the same fit. */
+	ASSERT_CLOSE(ring.alpha_r, pollux.alpha_r, 1e-9);
+	ASSERT_CLOSE(ring.beta_r, pollux.beta_r, 1e-9);
+	CU_ASSERT(ring.beta_r > 1e-6); /* the data has a growth to level */
+	ASSERT_STATUS(copus_step_time(&ring, 1, 4, 32, 0, &in4), COPUS_OK);
+	ASSERT_STATUS(copus_step_time(&ring, 2, 2, 32, 0, &two), COPUS_OK);
+	ASSERT_STATUS(copus_step_time(&ring, 8, 32, 32, 0, &many), COPUS_OK);
+	ASSERT_STATUS(copus_step_time(&pollux, 8, 32, 32, 0, &many_p),
+		      COPUS_OK);
+	ASSERT_CLOSE(two.sync, 1.1 * in4.sync, 1e-6);
+	ASSERT_CLOSE(many.sync, two.sync, 1e-6);
+	ASSERT_CLOSE(many_p.sync, 1.1 * (pollux.alpha_r + 30 * pollux.beta_r),
+		     1e-6);
+	CU_ASSERT(many_p.sync > 2.0 * many.sync);
+
+	/* One GPU only: no sync anywhere, as with Pollux's prior. */
+	n = synth(obs, 64, 0.0, 1, 1, 1, 2);
+	ASSERT_STATUS(copus_fit_with(obs, n, COPUS_FIT_PRIOR_RING, &ring,
+				     NULL),
+		      COPUS_OK);
+	CU_ASSERT(ring.alpha_n <= 1.1e-8 * 1.0001);
+	CU_ASSERT(ring.beta_n <= 1e-8 * 1.0001);
+
+	/* Multi-node steps seen: the prior plays no part. */
+	n = synth(obs, 64, 0.0, 1, 3, 4, 2);
+	ASSERT_STATUS(copus_fit_with(obs, n, COPUS_FIT_PRIOR_RING, &ring,
+				     &rep),
+		      COPUS_OK);
+	CU_ASSERT_EQUAL(rep.fixed, 0u);
+	ASSERT_STATUS(copus_fit(obs, n, &pollux, NULL), COPUS_OK);
+	ASSERT_CLOSE(ring.alpha_n, pollux.alpha_n, 1e-12);
+	ASSERT_CLOSE(ring.beta_n, pollux.beta_n, 1e-12);
+
+	ASSERT_STATUS(copus_fit_with(obs, n, (copus_fit_prior)7, &ring, NULL),
+		      COPUS_EINVAL);
+}
+
 static void fit_rejects_bad_observations(void)
 {
 	copus_observation obs[4];
@@ -190,6 +246,7 @@ int main(void)
 		TEST(fit_with_noise_predicts_unseen_shapes),
 		TEST(objective_gradient_matches_finite_differences),
 		TEST(priors_hold_what_was_not_observed),
+		TEST(ring_prior_levels_the_sync_across_nodes),
 		TEST(fit_rejects_bad_observations),
 		TEST(fit_result_is_a_valid_model),
 	};

@@ -542,6 +542,88 @@ static void test_each_gpu_type_holds_its_own_micro_batches(void)
 	rm_toy();
 }
 
+/*
+ * A job that ran on one node of 2, then 4 GPUs, of a model whose sync grows
+ * with the GPUs: a policy is told the model its jobs' agents fit. The copus
+ * policy's (libcopus's prior) puts the sync across nodes at 1.1 x the sync
+ * of 4 GPUs in a node at any number of nodes; a baseline's (Pollux's agent)
+ * grows it across nodes by the in-node growth per GPU.
+ */
+static void test_the_policy_is_told_its_agents_fit(void)
+{
+	static const char *const policies[3] = { "copus", "pollux", "sia" };
+	char err[SIM_ERR_LEN], sub[128];
+	struct app a;
+
+	snprintf(dir, sizeof(dir), "/tmp/copus-test-sim-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/ring", dir);
+	mkdir(sub, 0700);
+	put("ring/placements.csv",
+	    "placement,local_bsz,step_time,sync_time\n"
+	    "1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n2,20,2.5,0.5\n"
+	    "4,10,2.0,1.0\n4,20,3.0,1.0\n");
+	put("ring/scalability.csv",
+	    "num_nodes,num_replicas,local_bsz,step_time,sync_time\n"
+	    "8,8,10,9.0,8.0\n");
+	put("ring/validation-10.csv",
+	    "progress,iteration,metric,grad_sqr,grad_var\n"
+	    "100,100,0.5,1,0\n200,200,0.6,1,0\n");
+	put("ring/validation-20.csv",
+	    "progress,iteration,metric,grad_sqr,grad_var\n"
+	    "110,55,0.5,2,4\n220,110,0.6,2,4\n");
+	ASSERT_STATUS(sim_app_load(&a, dir, "ring", untyped, 1, err,
+				   sizeof(err)), COPUS_OK);
+	for (int p = 0; p < 3; p++) {
+		copus_policy_params prm = COPUS_POLICY_PARAMS_INITIALIZER;
+		copus_policy *pol = NULL;
+		struct sjob *j = calloc(1, sizeof(*j));
+		int place[1] = { 2 };
+		copus_step_times in4, two, many;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+		ASSERT_STATUS(copus_policy_create(policies[p], &prm, &pol),
+			      COPUS_OK);
+		j->fit_prior = copus_policy_traits(pol)->fit_prior;
+		CU_ASSERT_EQUAL(j->fit_prior, p == 0 ? COPUS_FIT_PRIOR_RING
+						     : COPUS_FIT_PRIOR_POLLUX);
+		copus_policy_destroy(pol);
+		j->app = &a;
+		j->hint_type = -1;
+		j->place = place;
+		j->learn = true;
+		j->completion = -1;
+		j->target_batch = 20;
+		for (int k = 2; k <= 4; k += 2) {
+			place[0] = j->gpus = k;
+			j->nodes = 1;
+			copus__sim_update_local(j);
+			copus__sim_job_step(j, 0, 60, 1);
+		}
+		CU_ASSERT_FATAL(j->has_model[0] && j->nobs[0] >= 2);
+		const copus_perf_params *m = &j->model[0].perf;
+		CU_ASSERT(m->beta_r > 1e-6);
+		ASSERT_STATUS(copus_step_time(m, 1, 4, 10, 0, &in4), COPUS_OK);
+		ASSERT_STATUS(copus_step_time(m, 2, 2, 10, 0, &two), COPUS_OK);
+		ASSERT_STATUS(copus_step_time(m, 8, 32, 10, 0, &many),
+			      COPUS_OK);
+		if (p == 0) {
+			ASSERT_CLOSE(two.sync, 1.1 * in4.sync, 1e-6);
+			ASSERT_CLOSE(many.sync, two.sync, 1e-6);
+		} else {
+			ASSERT_CLOSE(many.sync,
+				     1.1 * (m->alpha_r + 30 * m->beta_r),
+				     1e-6);
+			CU_ASSERT(many.sync > 2.0 * 1.1 * in4.sync);
+		}
+		for (int t = 0; t < SIM_MAX_TYPES; t++)
+			free(j->obs[t]);
+		free(j);
+	}
+	sim_app_free(&a);
+	rm_toy();
+}
+
 static const struct test_case tests[] = {
 	TEST(test_cluster_spec),
 	TEST(test_interpolation),
@@ -553,6 +635,7 @@ static const struct test_case tests[] = {
 	TEST(test_pollux_profiles),
 	TEST(test_only_probes_tell_its_speed_on_types_it_never_ran_on),
 	TEST(test_each_gpu_type_holds_its_own_micro_batches),
+	TEST(test_the_policy_is_told_its_agents_fit),
 };
 
 int main(void)

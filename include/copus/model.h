@@ -256,6 +256,36 @@ int copus_fit(const copus_observation *obs, size_t n,
 	      copus_perf_params *out, copus_fit_report *report);
 
 /*
+ * What a fit assumes of the sync across nodes before it has seen a
+ * multi-node step (the in-node terms fitted on 1 node of up to K GPUs).
+ */
+typedef enum copus_fit_prior {
+	/*
+	 * Pollux's: alpha_n and beta_n at least 1.1 x alpha_r and beta_r,
+	 * so that the sync time keeps growing by beta_r per replica across
+	 * nodes. Fitted on 2 to 4 GPUs, where a ring all-reduce's time
+	 * still grows fast, that growth predicts a sync at 32 GPUs many
+	 * times the one at 4.
+	 */
+	COPUS_FIT_PRIOR_POLLUX,
+	/*
+	 * libcopus's: alpha_n 1.1 x the in-node sync time at the most GPUs
+	 * seen (alpha_r + beta_r (K - 2)) and beta_n at its floor, as a ring
+	 * all-reduce moves 2 (n - 1) / n of the gradients whatever n: across
+	 * nodes the sync costs a little more than the most it cost in a node,
+	 * and no more with more nodes, until a multi-node step says what it
+	 * costs.
+	 */
+	COPUS_FIT_PRIOR_RING,
+} copus_fit_prior;
+
+/* copus_fit with the given prior for the sync across nodes (copus_fit's is
+ * COPUS_FIT_PRIOR_POLLUX); COPUS_EINVAL for a prior outside the enum. */
+int copus_fit_with(const copus_observation *obs, size_t n,
+		   copus_fit_prior prior, copus_perf_params *out,
+		   copus_fit_report *report);
+
+/*
  * Speedup of a job on (nodes, replicas) relative to a base allocation: the
  * ratio of the best goodputs (batch size re-optimised for each). The table
  * is memoised: the first query of a shape computes it, later ones are an

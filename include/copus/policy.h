@@ -299,6 +299,13 @@ struct copus_policy_traits {
 	 * fixed batch without a goodput model.
 	 */
 	bool picks_cells;
+	/*
+	 * The prior of the fit that the jobs' own agents run, whose models
+	 * the policy is told (COPUS_MODELS_LEARNED): libcopus's for copus,
+	 * Pollux's agent's for the baselines. The simulator fits its jobs'
+	 * models with it; sched/copus reads whatever libcopus's hints say.
+	 */
+	copus_fit_prior fit_prior;
 };
 
 /* The traits of the policy p; never NULL (all false / NONE for NULL). */
