@@ -34,14 +34,20 @@ static void put(const char *name, const char *text)
  * two epochs (it has no completion epochs of its own, so the validation
  * files' length decides).
  */
-static void make_toy(void)
+/* A new dir holding the profile folder of one model, named name. */
+static void model_dir(const char *name)
 {
 	char sub[128];
 
 	snprintf(dir, sizeof(dir), "/tmp/copus-test-sim-XXXXXX");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-	snprintf(sub, sizeof(sub), "%s/toy", dir);
+	snprintf(sub, sizeof(sub), "%s/%s", dir, name);
 	mkdir(sub, 0700);
+}
+
+static void make_toy(void)
+{
+	model_dir("toy");
 	put("toy/placements.csv",
 	    "placement,local_bsz,step_time,sync_time\n"
 	    "1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n2,20,2.5,0.5\n"
@@ -474,12 +480,9 @@ static void test_each_gpu_type_holds_its_own_micro_batches(void)
 						 { "big", "small" } };
 	static const char names[2][2][32] = { { "small", "big" },
 					      { "big", "small" } };
-	char err[SIM_ERR_LEN], sub[128];
+	char err[SIM_ERR_LEN];
 
-	snprintf(dir, sizeof(dir), "/tmp/copus-test-sim-XXXXXX");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-	snprintf(sub, sizeof(sub), "%s/mem", dir);
-	mkdir(sub, 0700);
+	model_dir("mem");
 	put("mem/placements-small.csv",
 	    "placement,local_bsz,step_time,sync_time\n"
 	    "1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n2,20,2.5,0.5\n");
@@ -552,13 +555,10 @@ static void test_each_gpu_type_holds_its_own_micro_batches(void)
 static void test_the_policy_is_told_its_agents_fit(void)
 {
 	static const char *const policies[3] = { "copus", "pollux", "sia" };
-	char err[SIM_ERR_LEN], sub[128];
+	char err[SIM_ERR_LEN];
 	struct app a;
 
-	snprintf(dir, sizeof(dir), "/tmp/copus-test-sim-XXXXXX");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-	snprintf(sub, sizeof(sub), "%s/ring", dir);
-	mkdir(sub, 0700);
+	model_dir("ring");
 	put("ring/placements.csv",
 	    "placement,local_bsz,step_time,sync_time\n"
 	    "1,10,1.0,0.0\n1,20,2.0,0.0\n2,10,1.5,0.5\n2,20,2.5,0.5\n"
