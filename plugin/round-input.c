@@ -215,7 +215,7 @@ static void _input_job(struct copus__sched *s, struct copus__round *r, int i,
 		c->alloc_type = j->alloc_type;
 		/* Never moved within its copus_restart_delay (round.c): the
 		 * policy plans the others on the GPUs it leaves. */
-		c->keep = r->when - j->start < s->params.restart_delay;
+		c->keep = copus__round_held(s, r, j);
 	} else {
 		c->alloc_type = -1;
 	}
@@ -492,4 +492,11 @@ double copus__remaining(const copus_hint *h, double rate)
 	if (left <= 0.0)
 		return 0.0;
 	return left / rate;
+}
+
+bool copus__round_held(const struct copus__sched *s,
+		       const struct copus__round *r,
+		       const struct copus__round_job *j)
+{
+	return j->restarts > 0 && r->when - j->start < s->params.restart_delay;
 }

@@ -20,4 +20,15 @@ struct copus__sched;
  */
 void copus__round_input(struct copus__sched *s, struct copus__round *r);
 
+/*
+ * Whether running job j is within copus_restart_delay of the start of a
+ * run that a rescale or a requeue began (restart count > 0): the policy
+ * keeps it where it runs. A job's first run is not held: started on the
+ * GPUs that were free when it came, it may be rescaled once it reports, as
+ * its start cost it no checkpoint.
+ */
+bool copus__round_held(const struct copus__sched *s,
+		       const struct copus__round *r,
+		       const struct copus__round_job *j);
+
 #endif /* COPUS_PLUGIN_ROUND_INPUT_H */

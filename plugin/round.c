@@ -448,7 +448,7 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			if (x || r->between ||
 			    (d->gpu_type >= 0 && _rj_same_cell(r, j) &&
 			     !_policy_moves(s)) ||
-			    r->when - j->start < s->params.restart_delay)
+			    copus__round_held(s, r, j))
 				continue;
 			if (d->gpu_type >= 0 && !_expressible(d, j))
 				continue;

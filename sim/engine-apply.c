@@ -42,7 +42,8 @@ static int even_part(const struct sim_apply *a, struct sjob *j,
 
 bool copus__sim_held(double min_run, double now, const struct sjob *j)
 {
-	return min_run > 0 && j->gpus > 0 && now - j->run_start < min_run;
+	return min_run > 0 && j->gpus > 0 && j->restarts > 0 &&
+	       now - j->run_start < min_run;
 }
 
 static bool held(const struct sim_apply *a, const struct sjob *j)

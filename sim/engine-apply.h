@@ -32,10 +32,11 @@ struct sim_apply {
 };
 
 /*
- * Whether a running job is held where it is at time now: it has trained
- * less than min_run seconds (--min-run) on its GPUs, its restart paid, as
- * sched/copus leaves a job alone for copus_restart_delay after Slurm starts
- * its run. The policy is told so (copus_job.keep).
+ * Whether a running job is held where it is at time now: moved at least
+ * once, it has trained less than min_run seconds (--min-run) on its GPUs
+ * since, its restart paid, as sched/copus leaves a job alone for
+ * copus_restart_delay after Slurm starts a run that a rescale began (a
+ * job's first run is not held). The policy is told so (copus_job.keep).
  */
 bool copus__sim_held(double min_run, double now, const struct sjob *j);
 

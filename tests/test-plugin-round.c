@@ -148,16 +148,26 @@ static void the_round_counts_the_measured_restart_cost(void)
 	}
 }
 
+/*
+ * A run that a requeue began (restart count 1) is not asked within its
+ * copus_restart_delay; a job's first run is, as soon as the policy moves
+ * it: it started on the GPUs that were free and paid no checkpoint.
+ */
 static void a_job_is_not_asked_again_within_its_restart_delay(void)
 {
-	struct copus__round_job *j;
+	for (int first = 0; first < 2; first++) {
+		struct copus__round_job *j;
 
-	rw_cluster(2, 4);
-	j = rw_running(1, 0, 1, 4, 1, 4, NOW - W.s.params.restart_delay + 1);
-	W.nodes[0].usable = false;
-	rw_decide();
-	CU_ASSERT(W.r.dec[j->job].changed);
-	ASSERT_ACTION(j, COPUS__ACT_NONE);
+		rw_cluster(2, 4);
+		j = rw_running(1, 0, 1, 4, 1, 4,
+			       NOW - W.s.params.restart_delay + 1);
+		j->restarts = !first;
+		W.nodes[0].usable = false;
+		rw_decide();
+		CU_ASSERT(W.r.dec[j->job].changed);
+		CU_ASSERT_EQUAL(W.r.jobs[j->job].keep, !first);
+		ASSERT_ACTION(j, first ? COPUS__ACT_ASK : COPUS__ACT_NONE);
+	}
 }
 
 /* The round's policy from now on, placing jobs as Slurm asks for them. */
@@ -171,7 +181,8 @@ static void _use_policy(const char *name)
 }
 
 /*
- * A running job within its copus_restart_delay is never moved, so the
+ * A running job within its copus_restart_delay of a requeue is never
+ * moved, so the
  * policy is told to keep it (copus_job.keep) and plans the others on the
  * GPUs it leaves: a job arriving on a node full of it waits, where after
  * that delay pollux shares the node between the two.
@@ -185,6 +196,7 @@ static void a_job_within_its_restart_delay_keeps_its_gpus_from_the_others(void)
 		rw_cluster(1, 4);
 		_use_policy("pollux");
 		run = rw_running(1, 0, 1, 4, 1, 4, NOW - since);
+		run->restarts = 1;
 		wait = rw_pending(2, 1, 1, 1, 4);
 		rw_decide();
 		CU_ASSERT_FATAL(run->job >= 0 && wait->job >= 0);

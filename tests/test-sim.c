@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine-apply.h"
 #include "engine-job.h"
 #include "harness.h"
 #include "sim.h"
@@ -624,6 +625,25 @@ static void test_the_policy_is_told_its_agents_fit(void)
 	rm_toy();
 }
 
+/*
+ * --min-run holds a job that has been moved for that long after its
+ * restart, as sched/copus's copus_restart_delay does; a job's first run
+ * (restarts 0) is not held, nor a job that has no GPUs.
+ */
+static void test_min_run_holds_a_moved_job_not_a_first_run(void)
+{
+	struct sjob j = { .gpus = 4, .run_start = 100.0, .restarts = 1 };
+
+	CU_ASSERT(copus__sim_held(62.0, 130.0, &j));
+	CU_ASSERT(!copus__sim_held(62.0, 162.0, &j));
+	CU_ASSERT(!copus__sim_held(0.0, 130.0, &j));
+	j.restarts = 0;
+	CU_ASSERT(!copus__sim_held(62.0, 130.0, &j));
+	j.restarts = 1;
+	j.gpus = 0;
+	CU_ASSERT(!copus__sim_held(62.0, 130.0, &j));
+}
+
 static const struct test_case tests[] = {
 	TEST(test_cluster_spec),
 	TEST(test_interpolation),
@@ -636,6 +656,7 @@ static const struct test_case tests[] = {
 	TEST(test_only_probes_tell_its_speed_on_types_it_never_ran_on),
 	TEST(test_each_gpu_type_holds_its_own_micro_batches),
 	TEST(test_the_policy_is_told_its_agents_fit),
+	TEST(test_min_run_holds_a_moved_job_not_a_first_run),
 };
 
 int main(void)
