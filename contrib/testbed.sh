@@ -441,7 +441,7 @@ rdelay=$(python3 -c "import json; print(json.load(open('$out/testbed.json'))['si
 # the difference between a job's starting on one GPU type or the other.
 # sched/copus gives a job the same GPUs on each of its nodes and copus-sim
 # carries out its decisions so (--equal-per-node), and leaves a job where it
-# is for copus_restart_delay after its run starts (--min-run);
+# is for copus_restart_delay after a rescale's run starts (--min-run);
 # sched/backfill's jobs ask for -N k --gpus=G, which Slurm may split
 # unevenly (6 GPUs as 4 + 2), as copus-sim's backfill places them.
 hold=$(python3 -c "print(round($interval * $scale))")

@@ -82,8 +82,8 @@ assert abs(s["mean"] - sum(draws) / 8) < 1e-6, (s["mean"], draws)
 # measured, copus_restart_cost=measured:2 (2 s of wall time, 40 trace seconds
 # at x 20), then the mean of the measured (--restart-measured).
 assert t["sim_restart_delay"] == 2 * t["scale"], t["sim_restart_delay"]
-# It holds a job where it is for one round after its run starts, as
-# copus_restart_delay does (3 s of wall time at x 20: 60 trace seconds).
+# It holds a moved job where it is for one round after its new run starts,
+# as copus_restart_delay does (3 s of wall time at x 20: 60 trace seconds).
 cmds = open(d + "/sim-commands").read().splitlines()
 assert len(cmds) == 8 and all("--restart-delay 40 " in c for c in cmds), cmds
 assert all("--equal-per-node --restart-measured --min-run 60 " in c for c in cmds), cmds
