@@ -302,11 +302,12 @@ else
 	echo "skipped --equal-per-node: no $sia"
 fi
 
-# --min-run: a running job is not moved (or stopped) until it has trained
-# that long on its GPUs, its restart paid, as sched/copus holds it for
-# copus_restart_delay: with a restart of 30 s and --min-run 120, no job's
-# GPUs change within 150 s of their last change. Without it pollux moves
-# jobs a round (60 s) apart, so the check can fail.
+# --min-run: a job that has been moved is not moved (or stopped) again
+# until it has trained that long on its GPUs, its restart paid, as
+# sched/copus holds it for copus_restart_delay after a rescale: with a
+# restart of 30 s and --min-run 120, no job's GPUs change within 150 s of a
+# change that followed its first start (the first run is not held). Without
+# it pollux moves jobs a round (60 s) apart, so the check can fail.
 if [ -d "$sia/traces" ]; then
 	for m in '' 120; do
 		"$sim" --cluster aws:4x4 --profiles "$sia/traces" --policy pollux \
@@ -315,12 +316,16 @@ if [ -d "$sia/traces" ]; then
 			{ cat "$tmp/out"; fail "--min-run '$m' run"; }
 		soon=$(awk -F, 'NR > 1 {
 			k = $4 "," $5 "," $10
-			if ($3 in had && k != had[$3] && gpus[$3] > 0 && $2 - at[$3] < 150) n++
-			if (!($3 in had) || k != had[$3]) { had[$3] = k; at[$3] = $2 }
+			if ($3 in had && k != had[$3] && gpus[$3] > 0 && moved[$3] && $2 - at[$3] < 150) n++
+			if (!($3 in had) || k != had[$3]) {
+				if (started[$3]) moved[$3] = 1
+				if ($4 > 0) started[$3] = 1
+				had[$3] = k; at[$3] = $2
+			}
 			gpus[$3] = $4
 		} END { print n + 0 }' "$tmp/t.csv")
 		none_only_with "$m" "$soon" \
-			"--min-run 120: $soon moves within 150 s of a job's last" \
+			"--min-run 120: $soon moves within 150 s of a job's last move" \
 			"without --min-run no job moved within 150 s"
 	done
 else
