@@ -167,7 +167,9 @@ struct copus__rescale {
 					 * requeued, could restart: past its
 					 * release gap, the registrations
 					 * settled, no run of it left to
-					 * clear (round.c _hold; not saved) */
+					 * clear (round.c _hold; not saved);
+					 * 0 again when a later round holds
+					 * it */
 	/*
 	 * The run it was asked in (not saved): its nodes (indices in
 	 * slurmctld's node table, nran of them; 0: not known, or more than
@@ -260,7 +262,8 @@ bool copus__costs_awaited(const struct copus__sched *s, double now);
  * COPUS__RELEASE_GAP s after it was requeued. It is held too until a round
  * has found the job itself able to restart (x->ready), and for one round
  * interval after: a round that comes late (a loaded slurmctld) or a job
- * held back while the nodes register after a slurmctld restart does not
+ * held back while the nodes register after a slurmctld restart (again after
+ * a round found it able to restart: a node that registers late) does not
  * lose its cell before any round could place it there. Then the policy
  * decides anew.
  */

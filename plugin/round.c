@@ -468,8 +468,14 @@ static void _plan(struct copus__sched *s, struct copus__round *r)
 			hold = HOLD_NONE;
 			j->early = true;
 		}
-		/* Held to its cell until a round could place it there. */
-		if (x && !x->ready && hold == HOLD_NONE)
+		/*
+		 * Held to its cell until a round could place it there; held
+		 * again (a node registered since), until one can again: the
+		 * pin must not lapse while the job may not start.
+		 */
+		if (x && hold != HOLD_NONE)
+			x->ready = 0;
+		else if (x && !x->ready)
 			x->ready = r->when;
 		if (d->gpu_type < 0) {
 			snprintf(j->reason_buf, sizeof(j->reason_buf),

@@ -113,7 +113,8 @@ shared_plugins() {
 # on SIGUSR1 checkpoint, publish st=checkpointed and wait to be requeued),
 # "exit75" (checkpoint after 3 s, exit with 75), "stubborn" (ignore
 # SIGUSR1) or "die" (checkpoint every 10 steps and die of SIGUSR1, as a
-# script that does not exec its trainer does).
+# script that does not exec its trainer does). While OUT.hold exists the job
+# publishes no hint.
 hint_job() {
 	cat >"$1" <<'JOB'
 #!/bin/bash
@@ -133,6 +134,8 @@ die) trap - USR1 ;;
 esac
 # Requeued by the scheduler: the checkpoint is on disk already.
 trap 'exit 0' TERM
+# No hint while OUT.hold exists: the scheduler leaves the job as it started.
+while [ -e "$out.hold" ]; do sleep 0.1; done
 hint running
 while :; do
 	if [ $ask = 1 ]; then

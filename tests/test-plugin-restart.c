@@ -194,7 +194,8 @@ static void a_requeued_job_starts_the_second_after_its_requeue(void)
  * interval), and longer while another job asked in the same round has not
  * given up its GPUs yet (still running, or requeued later), or while no
  * round has yet found it able to restart (rounds that came late, UNSEEN;
- * nodes registering after a slurmctld restart, SETTLING); then the policy
+ * nodes registering after a slurmctld restart, SETTLING; a node that
+ * registers after a round found it able to, HELD_AGAIN); then the policy
  * decides anew. A job asked in another round, or one that gave up, does not
  * hold it.
  */
@@ -226,15 +227,16 @@ static void _requeued(struct copus__round_job *j, time_t end, int from,
 
 static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 {
-	enum { ALONE, LATE, SHORT, UNSEEN, SETTLING, MATE_RUNS, MATE_LATER,
-	       MATE_GAVE_UP, OTHER_ROUND, CASES };
+	enum { ALONE, LATE, SHORT, UNSEEN, SETTLING, HELD_AGAIN, MATE_RUNS,
+	       MATE_LATER, MATE_GAVE_UP, OTHER_ROUND, CASES };
 	struct copus__round_job *j;
 	struct copus__rescale *x = &W.s.rescales[0], *y = &W.s.rescales[1];
 
 	for (int k = 0; k < CASES; k++) {
 		int late = k != ALONE && k != SHORT;
 		int held = k == ALONE || k == SHORT || k == UNSEEN ||
-			   k == SETTLING || k == MATE_RUNS || k == MATE_LATER;
+			   k == SETTLING || k == HELD_AGAIN ||
+			   k == MATE_RUNS || k == MATE_LATER;
 
 		rw_cluster(2, 4);
 		/* A round interval as short as the release gap. */
@@ -251,6 +253,12 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 			x->ready = 0;
 		if (k == SETTLING)
 			W.r.reg_quiet = NOW + 1;
+		/* An earlier round of this second could restart it; a node
+		 * has registered since (late, after a slurmctld restart). */
+		if (k == HELD_AGAIN) {
+			x->ready = NOW;
+			W.r.reg_quiet = NOW + COPUS__RELEASE_GAP;
+		}
 		if (k >= MATE_RUNS) {
 			/* Job 9, not in this round's queue: asked with it
 			 * (or, OTHER_ROUND, a round later), still running
@@ -270,8 +278,10 @@ static void a_requeued_job_restarts_on_the_cell_it_was_moved_to(void)
 		}
 		rw_decide();
 		CU_ASSERT_EQUAL(j->pin_gpus, held ? 2 : 0);
-		if (k == SETTLING) {
-			/* Not placed yet, and still held the next round. */
+		if (k == SETTLING || k == HELD_AGAIN) {
+			/* Not placed yet, and still held the next round (the
+			 * one interval counts again from a round that could
+			 * restart it). */
 			ASSERT_ACTION(j, COPUS__ACT_NONE);
 			CU_ASSERT_EQUAL(x->ready, 0);
 			continue;

@@ -6,10 +6,12 @@
 # delay), the job resumes from its checkpoint (its step never goes back) and
 # no job is lost. The predictor's history of completed jobs survives too.
 #
-# The restart delay (7 s) lets the job make progress and lets slurmctld
-# save it as running (its state saves coalesce for up to 5 s; a slurmctld
-# killed sooner recovers a just-started job as pending, which is Slurm's
-# behaviour and not what this test is about).
+# The job publishes its first hint, and so can be asked to rescale, only
+# once slurmctld has saved it running (its state saves coalesce for up to
+# 5 s; a slurmctld killed sooner recovers a just-started job as pending, or
+# forgets it if its submission was not saved either, which is Slurm's
+# behaviour under any scheduler and not what this test is about:
+# test-slurm-crash-start).
 . "$(dirname "$0")/slurm-common.sh"
 
 so=$(need_plugin sched_copus "configure --with-slurm-src") || exit $?
@@ -52,8 +54,20 @@ done
 awk 'BEGIN { for (i = 0; i < 8200; i++) printf "%d 1 0 0 synthetic\n", 100 + i }' >>"$history"
 printf '17 1' >>"$history"
 
+touch "$TMP/j.out.hold"
 j=$(sbatch --parsable -o /dev/null --gres=gpu:a100:2 --elastic=2-4 -t 10 \
 	"$TMP/job.sh" "$TMP/j.out" exit75) || fail "sbatch refused the job"
+wait_state "$j" RUNNING 60 || fail "job $j did not start"
+# An update of the running job makes slurmctld save its jobs (within 5 s).
+touch "$TMP/ref"
+sleep 0.1
+scontrol update jobid="$j" comment=started || fail "scontrol update $j"
+end=$((SECONDS + 30))
+until [ -n "$(find "$TMP/c/state/job_state" -newer "$TMP/ref" 2>/dev/null)" ]; do
+	[ $SECONDS -lt $end ] || fail "slurmctld did not save job $j running"
+	sleep 0.1
+done
+rm "$TMP/j.out.hold"
 end=$((SECONDS + 60))
 until grep -q "^rescale $j " "$TMP/c/state/copus_state" 2>/dev/null; do
 	[ $SECONDS -lt $end ] || fail "no rescale of job $j recorded: $(cat "$TMP/j.out" 2>&1)"
