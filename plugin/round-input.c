@@ -100,9 +100,10 @@ static bool _ever_fits(struct copus__round *r, const struct copus__round_job *j,
 }
 
 /*
- * Compares what a running job's model claims with the progress the plugin
- * saw it make in its current run (at least least seconds of it); a change of verdict goes to j->claim_flip for the log. The verdict
- * stays while the job waits and until its next run has been measured.
+ * Compares what a running job's model claims with the progress the plugin saw
+ * it make in its current run (at least `least` seconds of it); a change of
+ * verdict goes to j->claim_flip for the log. The verdict stays while the job
+ * waits and until its next run has been measured.
  */
 static void _check_claim(struct copus__memo *in, struct copus__round_job *j,
 			 const copus_model *const *models, int least)

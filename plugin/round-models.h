@@ -15,10 +15,10 @@ struct copus__sched;
 /* Each GPU type's speed from its constants, into r->speeds. */
 void copus__round_speeds(const struct copus__sched *s, struct copus__round *r);
 /*
- * Completes each input job's models with estimates on the types its hint
- * does not name (r->est_models, r->estimated), from its models on the
- * others, the round's jobs and the types' constants (r->speeds); what the jobs show of
- * the types' ratios stays in s for later rounds.
+ * Completes each input job's models with estimates on the types its hint does
+ * not name (r->est_models, r->estimated), from its models on the others, the
+ * round's jobs and the types' constants (r->speeds); what the jobs show of the
+ * types' ratios stays in s for later rounds.
  */
 void copus__round_estimate(struct copus__sched *s, struct copus__round *r);
 /*

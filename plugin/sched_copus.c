@@ -359,14 +359,14 @@ static double _ms_between(const struct timespec *a, const struct timespec *b)
 }
 
 /*
- * After a round that started nothing and took round_ms: the earliest time
- * of the next event round, so that such rounds take at most a tenth of the
- * time (a round of t ms is followed by 9 t ms without an event round). On a deep queue, where every submission is an
- * event and each look walks every job, this keeps slurmctld's locks free
- * for the RPCs. A round that started jobs is followed by the next at the
- * next poll, as Slurm's schedulers run on each job's end: under churn, on a
- * busy machine, a wait after each round kept a quarter of the starts back.
- * Full rounds keep their interval.
+ * After a round that started nothing and took round_ms: the earliest time of
+ * the next event round, so that such rounds take at most a tenth of the time (a
+ * round of t ms is followed by 9 t ms without an event round). On a deep queue,
+ * where every submission is an event and each look walks every job, this keeps
+ * slurmctld's locks free for the RPCs. A round that started jobs is followed by
+ * the next at the next poll, as Slurm's schedulers run on each job's end: under
+ * churn, on a busy machine, a wait after each round kept a quarter of the
+ * starts back. Full rounds keep their interval.
  */
 static void _event_gap(double round_ms, struct timespec *after)
 {

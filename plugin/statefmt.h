@@ -21,12 +21,12 @@
  * (seconds since the epoch, 0: not known; Slurm moves a requeued job's
  * submit time to the requeue; missing in older files), LAUNCHED when the
  * plugin last started it (seconds since the epoch, 0: never; missing in
- * older files), TYPE the GPU type of its request when the plugin first saw
- * it ("-": any; missing in older files: not known); UID a user id (0 .. 2^32-2) and USED the GPU-seconds that
- * user has used, decayed (finite, >= 0); a revived line names the run of a
- * job the plugin requeued after it ended of a rescale request: its restart
- * count RC (0 ..) and end time END (seconds since the epoch, >= 1). GPU
- * counts are at most COPUS__GPUS_MAX.
+ * older files), TYPE the GPU type of its request when the plugin first saw it
+ * ("-": any; missing in older files: not known); UID a user id (0 .. 2^32-2)
+ * and USED the GPU-seconds that user has used, decayed (finite, >= 0); a
+ * revived line names the run of a job the plugin requeued after it ended of a
+ * rescale request: its restart count RC (0 ..) and end time END (seconds since
+ * the epoch, >= 1). GPU counts are at most COPUS__GPUS_MAX.
  */
 #ifndef COPUS_PLUGIN_STATEFMT_H
 #define COPUS_PLUGIN_STATEFMT_H
