@@ -64,9 +64,9 @@ plugin_job_submit_copus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 
 # The plugin's Slurm-free parts, unit-tested without slurmctld: the
 # parameters (test-plugin-params), the job options and hint models
-# (test-plugin-sched), and the
-# round (test-plugin-round, test-plugin-restart). PLUGIN_ROUND_SOURCES: the
-# round and the Slurm-free files it needs.
+# (test-plugin-sched), and the round (test-plugin-round, test-plugin-types,
+# test-plugin-restart). PLUGIN_ROUND_SOURCES: the round and the Slurm-free
+# files it needs.
 PLUGIN_ROUND_SOURCES = plugin/round.c plugin/round.h plugin/round-input.c \
 	plugin/round-input.h plugin/round-users.c \
 	plugin/round-launches.c plugin/round-models.c plugin/round-models.h \
@@ -89,7 +89,8 @@ tests_test_plugin_params_SOURCES = tests/test-plugin-params.c \
 	tests/harness.h
 tests_test_plugin_params_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_params_LDADD = $(TEST_LIBS)
-# The round's decision (test-plugin-round) and its rescales and restarts
+# The round's decision (test-plugin-round), a job's models on types it has
+# not run on (test-plugin-types) and the rescales and restarts
 # (test-plugin-restart), on one world of rounds built by hand.
 PLUGIN_ROUND_WORLD = tests/plugin-round-world.c tests/plugin-round-world.h \
 	tests/harness.h $(PLUGIN_ROUND_SOURCES)
@@ -98,6 +99,11 @@ tests_test_plugin_round_SOURCES = tests/test-plugin-round.c \
 	$(PLUGIN_ROUND_WORLD)
 tests_test_plugin_round_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
 tests_test_plugin_round_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test-plugin-types
+tests_test_plugin_types_SOURCES = tests/test-plugin-types.c \
+	$(PLUGIN_ROUND_WORLD)
+tests_test_plugin_types_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/plugin
+tests_test_plugin_types_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test-plugin-restart
 tests_test_plugin_restart_SOURCES = tests/test-plugin-restart.c \
 	$(PLUGIN_ROUND_WORLD)
